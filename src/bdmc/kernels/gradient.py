@@ -1,0 +1,80 @@
+"""Random-walk Metropolis, MALA and HMC from BlackJAX, on the intermediate densities f(x; lambda).
+
+Each kernel is a frozen dataclass bound to a model: ``kernel(key, latent, data, lam) -> (latent, info)``.
+The BlackJAX state (log density, gradient) is rebuilt from the latent at every call because ``lam`` changes
+between calls; the cost of that is counted in ``evals_per_step``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import blackjax
+import jax
+import jax.numpy as jnp
+from jax.flatten_util import ravel_pytree
+
+from ..models._contract import log_density
+from ._base import KernelInfo
+
+
+def _target(model, data, lam):
+    return lambda x: log_density(model, x, data, lam)
+
+
+@dataclass(frozen=True)
+class RandomWalkMH:
+    """Gaussian random-walk Metropolis-Hastings with isotropic proposal scale ``scale``.
+
+    Only for models whose latents are all continuous and unconstrained.
+    """
+
+    model: Any
+    scale: float = 0.1
+    evals_per_step: int = 2
+
+    def __call__(self, key, latent, data, lam):
+        logdensity = _target(self.model, data, lam)
+        state = blackjax.rmh.init(latent, logdensity)
+        step = blackjax.mcmc.random_walk.build_additive_step()
+        state, info = step(key, state, logdensity, blackjax.mcmc.random_walk.normal(jnp.asarray(self.scale)))
+        return state.position, KernelInfo(info.acceptance_rate)
+
+
+@dataclass(frozen=True)
+class MALA:
+    """Metropolis-adjusted Langevin algorithm with step size ``step_size``."""
+
+    model: Any
+    step_size: float = 0.01
+    evals_per_step: int = 2
+
+    def __call__(self, key, latent, data, lam):
+        logdensity = _target(self.model, data, lam)
+        state = blackjax.mala.init(latent, logdensity)
+        state, info = blackjax.mala.build_kernel()(key, state, logdensity, self.step_size)
+        return state.position, KernelInfo(info.acceptance_rate)
+
+
+@dataclass(frozen=True)
+class HMC:
+    """Hamiltonian Monte Carlo with identity mass, ``num_integration_steps`` leapfrog steps of ``step_size``."""
+
+    model: Any
+    step_size: float = 0.05
+    num_integration_steps: int = 10
+
+    @property
+    def evals_per_step(self) -> int:
+        return self.num_integration_steps + 1
+
+    def __call__(self, key, latent, data, lam):
+        logdensity = _target(self.model, data, lam)
+        state = blackjax.hmc.init(latent, logdensity)
+        flat, _ = ravel_pytree(latent)
+        inverse_mass = jnp.ones_like(flat)
+        state, info = blackjax.hmc.build_kernel()(
+            key, state, logdensity, self.step_size, inverse_mass, self.num_integration_steps
+        )
+        return state.position, KernelInfo(info.acceptance_rate)

@@ -1,0 +1,25 @@
+"""The Model contract and built-in models."""
+
+from ._contract import Model, log_density, simulate, validate_data
+from .finite_mixture import FiniteMixture
+from .gaussian_mean import GaussianMean
+from .linear_regression import LinearRegression
+
+REGISTRY = {
+    "gaussian-mean": GaussianMean,
+    "linear-regression": LinearRegression,
+    "finite-mixture": FiniteMixture,
+}
+
+
+def get_model(name: str, **options) -> Model:
+    """Build a built-in model by its registry name."""
+    try:
+        cls = REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown model {name!r}; choose one of {sorted(REGISTRY)}") from None
+    return cls(**options)
+
+
+__all__ = ["Model", "log_density", "simulate", "validate_data", "FiniteMixture", "GaussianMean",
+           "LinearRegression", "REGISTRY", "get_model"]

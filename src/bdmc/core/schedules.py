@@ -38,7 +38,9 @@ def geometric(num_steps: int, *, start: float = 1e-4) -> np.ndarray:
     _check_count(num_steps)
     if not 0 < start < 1:
         raise ScheduleError(f"geometric schedule needs 0 < start < 1, got {start}")
-    return np.concatenate([[0.0], np.geomspace(start, 1.0, int(num_steps) - 1)])
+    rest = np.geomspace(start, 1.0, int(num_steps) - 1)
+    rest[-1] = 1.0  # with one point geomspace returns ``start``
+    return np.concatenate([[0.0], rest])
 
 
 def data_path(num_cases: int, *, steps_per_case: int = 1, order=None) -> np.ndarray:

@@ -1,0 +1,523 @@
+"""The ``bdmc`` command line: ``bdmc sandwich`` (resumable, row-by-row CSV and a plot) and ``bdmc models``."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import typing
+from pathlib import Path
+from typing import Any, Optional
+
+import click
+import typer
+
+app = typer.Typer(
+    name="bdmc",
+    help="Bidirectional Monte Carlo: sandwich log marginal likelihoods between forward and reverse AIS.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+CSV_NAME, SETTINGS_NAME, PNG_NAME = "sandwich.csv", "settings.json", "sandwich.png"
+# Settings that determine the values in a row; a resumed run must agree on all of them.
+ROW_DETERMINING = ("model", "options", "seed", "chains", "schedule", "x64")
+DIRECTIONS = ("forward", "reverse")
+
+
+class _Refusal(Exception):
+    """A condition that ends the command with one red line and exit code 1."""
+
+
+# --------------------------------------------------------------------------------------------- commands
+
+
+@app.command()
+def sandwich(
+    model: str = typer.Option(..., "--model", "-m", help="Built-in model name (see `bdmc models`)."),
+    chains: int = typer.Option(16, "--chains", "-c", help="Chains per direction and chain length."),
+    steps: str = typer.Option("10,100,1000", "--steps", "-s",
+                              help="Comma-separated numbers of intermediate distributions T (each >= 2)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of jax.random.key; simulates the data and drives every run."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory [default: out/sandwich-MODEL]."),
+    schedule: str = typer.Option("sigmoidal", "--schedule", help="Annealing schedule name."),
+    until_gap: Optional[float] = typer.Option(
+        None, "--until-gap", help="Double T from the first --steps value until the single-run gap is below TOL nats.",
+        metavar="TOL"),
+    max_steps: int = typer.Option(100_000, "--max-steps", help="Largest T tried with --until-gap.", metavar="N"),
+    option: Optional[list[str]] = typer.Option(
+        None, "--option", help="Model constructor option KEY=VALUE (repeatable), e.g. --option n=50.",
+        metavar="KEY=VALUE"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Discard results in --out made with other settings."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="Do not show progress bars."),
+) -> None:
+    """Sandwich log p(y) of a simulated data set between stochastic lower and upper bounds.
+
+    Rows are appended to OUT/sandwich.csv as they finish; rerunning the same command resumes, computing only
+    the chain lengths not yet in the file.
+    """
+    from rich.console import Console
+
+    console, errors = _console(), Console(stderr=True, highlight=False)
+    try:
+        _run_sandwich(console, model=model, chains=chains, steps=steps, seed=seed, out=out, schedule=schedule,
+                      until_gap=until_gap, max_steps=max_steps, options=option or [], overwrite=overwrite,
+                      progress=not no_progress)
+    except click.ClickException:
+        raise
+    except _Refusal as err:
+        errors.print(f"[bold red]error:[/] {_escape(str(err))}", soft_wrap=True)
+        raise typer.Exit(1) from None
+    except Exception as err:
+        from ._errors import BDMCError
+
+        if not isinstance(err, BDMCError):
+            raise
+        errors.print(f"[bold red]error:[/] {type(err).__name__}: {_escape(str(err))}", soft_wrap=True)
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def models() -> None:
+    """List the built-in models with their default options."""
+    from rich.table import Table
+
+    from .models import REGISTRY
+
+    table = Table(title="bdmc built-in models", title_justify="left", show_lines=True)
+    table.add_column("name", style="bold cyan", no_wrap=True)
+    table.add_column("description")
+    table.add_column("default options (--option KEY=VALUE)", style="green")
+    for name, cls in REGISTRY.items():
+        doc = (cls.__doc__ or "").strip().splitlines()
+        fields = ", ".join(f"{f.name}={_default(f)!r}" for f in _init_fields(cls))
+        table.add_row(name, _escape(doc[0] if doc else ""), fields or "-")
+    _console().print(table)
+
+
+def main() -> None:
+    """Console entry point of ``bdmc``."""
+    app()
+
+
+# --------------------------------------------------------------------------------------------- sandwich
+
+
+def _run_sandwich(console, *, model, chains, steps, seed, out, schedule, until_gap, max_steps, options,
+                  overwrite, progress) -> None:
+    import jax
+    import pandas as pd
+
+    import bdmc
+    from .core.ais import SCHEDULES
+    from .core.sandwich import COLUMNS
+    from .models import REGISTRY
+
+    # Validate everything before any work.
+    if model not in REGISTRY:
+        raise click.BadParameter(f"unknown model {model!r}; choose one of: {', '.join(sorted(REGISTRY))}",
+                                 param_hint="'--model'")
+    cls = REGISTRY[model]
+    model_options = _parse_options(cls, options)
+    try:
+        model_obj = cls(**model_options)
+    except (TypeError, ValueError) as err:
+        raise click.BadParameter(f"{model} rejected the options {model_options}: {err}",
+                                 param_hint="'--option'") from None
+    step_list = _parse_steps(steps)
+    if chains < 1:
+        raise click.BadParameter(f"must be >= 1, got {chains}", param_hint="'--chains'")
+    if seed < 0:
+        raise click.BadParameter(f"must be >= 0, got {seed}", param_hint="'--seed'")
+    if schedule not in SCHEDULES:
+        raise click.BadParameter(f"unknown schedule {schedule!r}; choose one of: {', '.join(sorted(SCHEDULES))}",
+                                 param_hint="'--schedule'")
+    if until_gap is not None and not (until_gap > 0 and math.isfinite(until_gap)):
+        raise click.BadParameter(f"must be a positive number of nats, got {until_gap}", param_hint="'--until-gap'")
+    if max_steps < step_list[0]:
+        raise click.BadParameter(f"must be >= the first --steps value {step_list[0]}, got {max_steps}",
+                                 param_hint="'--max-steps'")
+
+    out = Path(out) if out is not None else Path("out") / f"sandwich-{model}"
+    settings = {
+        "model": model, "options": _jsonable(dataclasses.asdict(model_obj)) if dataclasses.is_dataclass(model_obj)
+        else _jsonable(model_options),
+        "seed": seed, "chains": chains, "schedule": schedule, "x64": bool(jax.config.jax_enable_x64),
+        "steps": step_list, "until_gap": until_gap, "max_steps": max_steps if until_gap is not None else None,
+        "bdmc_version": bdmc.__version__,
+    }
+    existing = _prepare_out_dir(out, settings, overwrite, COLUMNS)
+    if until_gap is not None:
+        if len(step_list) > 1:
+            console.print(f"[dim]note: --until-gap doubles T from the first --steps value ({step_list[0]}); "
+                          f"the others are ignored[/]")
+        # sandwich() cannot see skipped rows' gaps: drop half-finished pairs (rerun, identical) and stop at
+        # a length the file already shows converged.
+        complete = _complete_pairs(existing)
+        existing = existing[existing["num_steps"].isin(complete)].reset_index(drop=True)
+        _rewrite_csv(out / CSV_NAME, existing, COLUMNS)
+        converged = _first_converged(existing, step_list[0], max_steps, until_gap)
+        if converged is not None:
+            max_steps = converged
+    skip = {(int(t), str(d)) for t, d in zip(existing["num_steps"], existing["direction"])}
+
+    printer = _RowPrinter(console, exact_known=hasattr(model_obj, "exact_log_marginal"))
+    old_rows = existing.to_dict("records")
+    new_rows: list[dict] = []
+    csv_path = out / CSV_NAME
+    console.print(f"[bold]bdmc sandwich[/] model [cyan]{model}[/] {_escape(_fmt_options(settings['options']))}  "
+                  f"chains {chains}  seed {seed}  schedule {schedule}  "
+                  + (f"until gap < {until_gap:g} (T from {step_list[0]} to <= {max_steps})" if until_gap
+                     else f"T = {', '.join(map(str, step_list))}"), highlight=False)
+    if skip:
+        console.print(f"[dim]resuming from {csv_path}: {len(skip)} row(s) already done[/]", highlight=False)
+    printer.header()
+    for row in sorted(old_rows, key=_row_order):
+        printer.row(row, resumed=True)
+
+    def on_row(row: dict) -> None:
+        row = _fill_partner_gap(row, old_rows + new_rows)
+        new_rows.append(row)
+        _append_csv(csv_path, row, COLUMNS)
+        printer.row(row)
+
+    try:
+        bdmc.sandwich(jax.random.key(seed), model_obj, steps=step_list, num_chains=chains, schedule=schedule,
+                      until_gap=until_gap, max_steps=max_steps, on_row=on_row, skip=skip, progress=progress)
+    except KeyboardInterrupt:
+        raise _Refusal(f"interrupted; {len(old_rows) + len(new_rows)} row(s) are saved in {csv_path}, "
+                       "rerun the same command to resume") from None
+
+    table = pd.DataFrame(old_rows + new_rows, columns=COLUMNS)
+    table = table.sort_values(["num_steps", "direction"], key=_sort_key).reset_index(drop=True)
+    _rewrite_csv(csv_path, table, COLUMNS)
+    from .plotting import plot_sandwich
+
+    title = f"{model}: BDMC sandwich, {chains} chains per direction, seed {seed}"
+    plot_sandwich(table, title=title).savefig(out / PNG_NAME, dpi=150)
+    printer.summary(table, until_gap=until_gap)
+    console.print(f"[dim]wrote {csv_path} ({len(table)} rows, {len(new_rows)} new), {out / SETTINGS_NAME}, "
+                  f"{out / PNG_NAME}[/]", highlight=False)
+
+
+def _prepare_out_dir(out: Path, settings: dict, overwrite: bool, columns):
+    """Create ``out``, check a previous run there is compatible, write settings; return its rows."""
+    import pandas as pd
+
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path, settings_path = out / CSV_NAME, out / SETTINGS_NAME
+    existing = pd.DataFrame(columns=columns)
+    if csv_path.exists() and csv_path.stat().st_size > 0 and not overwrite:
+        try:
+            previous = json.loads(settings_path.read_text())
+        except (OSError, ValueError):
+            raise _Refusal(f"{csv_path} exists but {settings_path} is missing or unreadable, so it cannot be "
+                           "resumed; pass --overwrite to discard it or choose another --out") from None
+        diffs = [f"{k}: {previous.get(k)!r} -> {settings[k]!r}" for k in ROW_DETERMINING
+                 if previous.get(k) != settings[k]]
+        if diffs:
+            raise _Refusal(f"{out} holds a run with different settings ({'; '.join(diffs)}); pass --overwrite "
+                           "to discard it or choose another --out")
+        try:
+            existing = pd.read_csv(csv_path)
+        except (OSError, ValueError) as err:
+            raise _Refusal(f"cannot read {csv_path} ({err}); pass --overwrite to discard it") from None
+        if list(existing.columns) != list(columns):
+            raise _Refusal(f"{csv_path} has columns {list(existing.columns)}, expected {list(columns)}; "
+                           "pass --overwrite to discard it")
+        # A row may appear twice if a run was killed after appending but before the final rewrite.
+        existing = existing.drop_duplicates(["num_steps", "direction"], keep="last").reset_index(drop=True)
+    else:
+        for name in (CSV_NAME, PNG_NAME):
+            (out / name).unlink(missing_ok=True)
+    settings_path.write_text(json.dumps(settings, indent=2) + "\n")
+    return existing
+
+
+def _append_csv(path: Path, row: dict, columns) -> None:
+    """Append one row (header first if the file is new), flushed to disk so a killed run loses nothing."""
+    import pandas as pd
+
+    new = not path.exists() or path.stat().st_size == 0
+    with open(path, "a", newline="") as f:
+        pd.DataFrame([row], columns=columns).to_csv(f, header=new, index=False)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _rewrite_csv(path: Path, table, columns) -> None:
+    """Atomically replace ``path`` by ``table``."""
+    tmp = path.with_suffix(".csv.tmp")
+    table.to_csv(tmp, columns=list(columns), index=False)
+    os.replace(tmp, path)
+
+
+def _complete_pairs(table) -> set[int]:
+    counts = table.groupby("num_steps")["direction"].nunique()
+    return {int(t) for t, n in counts.items() if n == 2}
+
+
+def _first_converged(table, start: int, stop: int, tol: float) -> int | None:
+    """First T of the doubling sequence from ``start`` whose recorded single-run gap is below ``tol``."""
+    gaps = table.groupby("num_steps")["gap_single"].first()
+    T = start
+    while T <= stop:
+        if T in gaps.index and math.isfinite(gaps[T]) and gaps[T] < tol:
+            return T
+        T *= 2
+    return None
+
+
+def _fill_partner_gap(row: dict, rows: list[dict]) -> dict:
+    """Give a row whose partner direction was resumed from disk the gaps sandwich() could not compute."""
+    if math.isfinite(row["gap"]):
+        return row
+    other = next((r for r in rows if r["num_steps"] == row["num_steps"] and r["direction"] != row["direction"]),
+                 None)
+    if other is None:
+        return row
+    lower, upper = (row, other) if row["direction"] == "forward" else (other, row)
+    return {**row, "gap": upper["value"] - lower["value"], "gap_single": upper["mean_single"] - lower["mean_single"]}
+
+
+def _row_order(row: dict):
+    return (int(row["num_steps"]), DIRECTIONS.index(row["direction"]) if row["direction"] in DIRECTIONS else 2)
+
+
+def _sort_key(col):
+    # Forward before reverse within a chain length.
+    return col.map({d: i for i, d in enumerate(DIRECTIONS)}) if col.name == "direction" else col
+
+
+# --------------------------------------------------------------------------------------------- console
+
+
+class _RowPrinter:
+    """Prints rows of the sandwich table one at a time, as one continuous rich table."""
+
+    def __init__(self, console, *, exact_known: bool):
+        from rich import box
+
+        self.console, self.exact_known, self.box = console, exact_known, box.SIMPLE_HEAD
+        self.columns = [("T", 7, "right"), ("direction", 9, "left"), ("value ± stderr", 21, "right")]
+        if exact_known:
+            self.columns.append(("− exact", 8, "right"))
+        self.columns += [("mean single", 11, "right"), ("gap single", 10, "right"), ("seconds", 8, "right"),
+                         ("compile s", 9, "right"), ("lik. evals", 12, "right")]
+
+    def _table(self, show_header: bool):
+        from rich.table import Table
+
+        table = Table(box=self.box if show_header else None, show_header=show_header, show_edge=False,
+                      pad_edge=False, header_style="bold")
+        for name, width, justify in self.columns:
+            table.add_column(name, width=width, min_width=width, max_width=width, justify=justify, no_wrap=True)
+        return table
+
+    def header(self) -> None:
+        self.console.print(self._table(show_header=True))
+
+    def row(self, row: dict, *, resumed: bool = False) -> None:
+        table = self._table(show_header=False)
+        color = "blue" if row["direction"] == "forward" else "red"
+        cells = [str(int(row["num_steps"])), f"[{color}]{row['direction']}[/]",
+                 f"{row['value']:.3f} ± {_num(row['stderr'], '.3f')}"]
+        if self.exact_known:
+            cells.append(_num(row["value"] - row["exact"], "+.3f"))
+        cells += [_num(row["mean_single"], ".3f"), _num(row["gap_single"], ".3f"), _num(row["seconds"], ".2f"),
+                  _num(row["compile_seconds"], ".2f"), f"{int(row['n_evals']):,}"]
+        table.add_row(*cells, style="dim" if resumed else None)
+        self.console.print(table)
+
+    def summary(self, table, *, until_gap) -> None:
+        import numpy as np
+
+        console = self.console
+        console.print()
+        exact = table["exact"].dropna()
+        exact = float(exact.iloc[0]) if len(exact) else None
+        if exact is not None:
+            console.print(f"exact log p(y) = [bold]{exact:.4f}[/]", highlight=False)
+        pairs = table.pivot_table(index="num_steps", columns="direction", values="value")
+        pairs = pairs.dropna() if set(DIRECTIONS) <= set(pairs.columns) else pairs.iloc[0:0]
+        if pairs.empty:
+            console.print("[yellow]no chain length has both bounds yet; no gap to report[/]")
+            return
+        T = int(pairs.index.max())
+        lower, upper = pairs.loc[T, "forward"], pairs.loc[T, "reverse"]
+        single = table.loc[table["num_steps"] == T, "gap_single"].dropna()
+        line = (f"final gap at T={T}: [bold]{upper - lower:.4f}[/] nats (combined bounds "
+                f"{lower:.4f} .. {upper:.4f})")
+        if len(single):
+            line += f", single-run gap {float(single.iloc[0]):.4f}"
+        console.print(line, highlight=False)
+        if until_gap is not None:
+            reached = len(single) and float(single.iloc[0]) < until_gap
+            console.print(f"until-gap {until_gap:g}: " + ("[green]reached[/]" if reached else
+                          "[yellow]not reached by --max-steps[/]"), highlight=False)
+        if exact is not None:
+            holds = (pairs["forward"] <= exact) & (exact <= pairs["reverse"])
+            verdict = "[green]holds[/]" if holds.loc[T] else "[bold red]does NOT hold[/]"
+            console.print(f"sandwich around the exact value at T={T}: {verdict} "
+                          f"(lower {lower - exact:+.4f}, upper {upper - exact:+.4f} nats from exact); "
+                          f"holds at {int(holds.sum())}/{len(holds)} chain lengths", highlight=False)
+            if not holds.all():
+                bad = ", ".join(str(int(t)) for t in holds.index[~holds.to_numpy(dtype=bool)])
+                console.print(f"[yellow]bounds are stochastic: a violation by a few stderr at small T can "
+                              f"happen by chance (T = {bad})[/]", highlight=False)
+        elif np.isfinite(upper - lower):
+            console.print("[dim]no exact value for this model; the gap bounds the error of either estimate[/]")
+
+
+def _console():
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console = Console(highlight=False, width=120)  # files and pipes: fit the table on one line
+    return console
+
+
+def _num(x, fmt: str) -> str:
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return "-"
+    return format(x, fmt) if math.isfinite(x) else "-"
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def _fmt_options(options: dict) -> str:
+    return "(" + ", ".join(f"{k}={v}" for k, v in options.items()) + ")"
+
+
+# --------------------------------------------------------------------------------------------- parsing
+
+
+def _parse_steps(text: str) -> list[int]:
+    """``"10,100,1000"`` -> ``[10, 100, 1000]`` (duplicates dropped, order kept)."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts:
+        raise click.BadParameter("give at least one number of intermediate distributions", param_hint="'--steps'")
+    values = []
+    for p in parts:
+        try:
+            value = int(p.replace("_", ""))
+        except ValueError:
+            raise click.BadParameter(f"{p!r} is not an integer; use e.g. --steps 10,100,1000",
+                                     param_hint="'--steps'") from None
+        if value < 2:
+            raise click.BadParameter(f"every T must be >= 2 (prior and posterior), got {value}",
+                                     param_hint="'--steps'")
+        if value not in values:
+            values.append(value)
+    return values
+
+
+def _init_fields(cls) -> list[dataclasses.Field]:
+    return [f for f in dataclasses.fields(cls) if f.init] if dataclasses.is_dataclass(cls) else []
+
+
+def _default(field: dataclasses.Field) -> Any:
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return None
+
+
+def _parse_options(cls, items: list[str]) -> dict[str, Any]:
+    """Parse ``KEY=VALUE`` strings into constructor options typed by the model dataclass's fields."""
+    fields = {f.name: f for f in _init_fields(cls)}
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # unresolvable annotations: fall back to the defaults' types
+        hints = {}
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="'--option'")
+        if key not in fields:
+            valid = ", ".join(fields) or "(none)"
+            raise click.BadParameter(f"{cls.__name__} has no option {key!r}; valid options: {valid}",
+                                     param_hint="'--option'")
+        try:
+            options[key] = _convert(raw.strip(), hints.get(key, fields[key].type), _default(fields[key]))
+        except ValueError as err:
+            raise click.BadParameter(f"{key}={raw!r}: {err}", param_hint="'--option'") from None
+    return options
+
+
+def _convert(raw: str, annotation, default) -> Any:
+    """Convert ``raw`` to the field's annotated type (or its default's type when not resolvable)."""
+    target = annotation if isinstance(annotation, type) else _origin_type(annotation, default)
+    if target is bool:
+        low = raw.lower()
+        if low in ("1", "true", "yes", "on"):
+            return True
+        if low in ("0", "false", "no", "off"):
+            return False
+        raise ValueError("expected true or false")
+    if target is int:
+        try:
+            return int(raw.replace("_", ""))
+        except ValueError:
+            raise ValueError("expected an integer") from None
+    if target is float:
+        try:
+            return float(raw)
+        except ValueError:
+            raise ValueError("expected a number") from None
+    if target in (tuple, list):
+        parts = [p.strip() for p in raw.strip("()[]").split(",") if p.strip()]
+        ref = list(default) if isinstance(default, (tuple, list)) else []
+        values = [_convert(p, None, ref[i] if i < len(ref) else (ref[-1] if ref else 0.0)) for i, p in
+                  enumerate(parts)]
+        if ref and len(values) != len(ref):
+            raise ValueError(f"expected {len(ref)} comma-separated values like {','.join(map(str, ref))}")
+        return target(values)
+    if target is str:
+        return raw
+    return _literal(raw)
+
+
+def _origin_type(annotation, default):
+    origin = typing.get_origin(annotation)
+    if origin in (tuple, list):
+        return origin
+    if origin is typing.Union or type(annotation).__name__ == "UnionType":  # Optional[X] / X | None
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1 and isinstance(args[0], type):
+            return args[0]
+    if isinstance(annotation, str):
+        return {"int": int, "float": float, "bool": bool, "str": str, "tuple": tuple, "list": list}.get(
+            annotation, type(default) if default is not None else None)
+    return type(default) if default is not None else None
+
+
+def _literal(raw: str) -> Any:
+    """Best-effort value of an untyped option: int, then float, then the string itself."""
+    for kind in (int, float):
+        try:
+            return kind(raw)
+        except ValueError:
+            pass
+    return raw
+
+
+def _jsonable(value: Any) -> Any:
+    """Options as JSON values (tuples become lists), so saved and current settings compare equal."""
+    return json.loads(json.dumps(value, default=lambda v: v.tolist() if hasattr(v, "tolist") else str(v)))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

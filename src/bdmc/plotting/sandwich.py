@@ -1,0 +1,88 @@
+"""``plot_sandwich``: lower and upper bounds on log p(y) against the number of intermediate distributions."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import LogLocator, NullFormatter
+
+LOWER_COLOR = "#1f77b4"
+UPPER_COLOR = "#d62728"
+BAND_COLOR = "#9467bd"
+
+
+def plot_sandwich(table: pd.DataFrame, *, exact: float | None = None, ax=None, title: str | None = None) -> Figure:
+    """Draw a sandwich table: forward (lower) and reverse (upper) bounds against T on a log axis.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A table from :func:`bdmc.sandwich` (``SandwichResult.table``) or its CSV: columns ``num_steps``,
+        ``direction`` ("forward"/"reverse"), ``value`` and ``stderr`` are used; ``exact`` when present.
+        Rows may come in any order and a chain length may have only one direction.
+    exact : float, optional
+        The exact log p(y), drawn as a horizontal line. Defaults to the table's ``exact`` column when finite.
+    ax : matplotlib Axes, optional
+        Axes to draw into; a new figure (not registered with pyplot, so no GUI backend is touched) otherwise.
+    title : str, optional
+        Axes title; defaults to "BDMC sandwich" with the number of chains when the table records it.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure holding ``ax``. Nothing is shown; save it with ``fig.savefig(path)``.
+    """
+    missing = {"num_steps", "direction", "value", "stderr"} - set(table.columns)
+    if missing:
+        raise ValueError(f"plot_sandwich needs columns {sorted(missing)} in the table")
+    if ax is None:
+        fig = Figure(figsize=(7.0, 4.6), layout="constrained")
+        ax = fig.subplots()
+    else:
+        fig = ax.figure
+    if exact is None and "exact" in table.columns:
+        finite = pd.to_numeric(table["exact"], errors="coerce").dropna()
+        finite = finite[np.isfinite(finite)]
+        exact = float(finite.iloc[0]) if len(finite) else None
+
+    sides = {}
+    for direction, label, color, marker in (
+        ("forward", "lower bound (forward AIS)", LOWER_COLOR, "o"),
+        ("reverse", "upper bound (reverse AIS)", UPPER_COLOR, "s"),
+    ):
+        rows = table[table["direction"] == direction].sort_values("num_steps")
+        sides[direction] = rows.set_index("num_steps")["value"]
+        if rows.empty:
+            continue
+        ax.errorbar(
+            rows["num_steps"], rows["value"], yerr=rows["stderr"].fillna(0.0), label=label, color=color,
+            marker=marker, markersize=5, linewidth=1.6, capsize=3, elinewidth=1.2, zorder=3,
+        )
+
+    # Band where both bounds exist at the same T.
+    both = pd.concat(sides, axis=1, join="inner").sort_index() if len(sides) == 2 else pd.DataFrame()
+    if len(both):
+        ax.fill_between(both.index.to_numpy(dtype=float), both["forward"], both["reverse"], color=BAND_COLOR,
+                        alpha=0.15, linewidth=0, label="sandwich", zorder=1)
+    if exact is not None and math.isfinite(exact):
+        ax.axhline(exact, color="black", linestyle="--", linewidth=1.2, zorder=2, gid="exact",
+                   label=f"exact log p(y) = {exact:.3f}")
+
+    ax.set_xscale("log")
+    ax.xaxis.set_minor_locator(LogLocator(subs="auto"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("intermediate distributions T")
+    ax.set_ylabel("log p(y) (nats)")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.grid(True, which="minor", axis="x", alpha=0.1)
+    if title is None:
+        title = "BDMC sandwich"
+        if "num_chains" in table.columns and table["num_chains"].nunique() == 1:
+            title += f" ({int(table['num_chains'].iloc[0])} chains per direction)"
+    ax.set_title(title)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="lower right", frameon=True, framealpha=0.9)
+    return fig

@@ -66,7 +66,7 @@ def plot_sandwich(table: pd.DataFrame, *, exact: float | None = None, ax=None, t
     both = pd.concat(sides, axis=1, join="inner").sort_index() if len(sides) == 2 else pd.DataFrame()
     if len(both):
         ax.fill_between(both.index.to_numpy(dtype=float), both["forward"], both["reverse"], color=BAND_COLOR,
-                        alpha=0.15, linewidth=0, label="sandwich", zorder=1)
+                        alpha=0.15, linewidth=0, label="between the bounds", zorder=1)
     if exact is not None and math.isfinite(exact):
         ax.axhline(exact, color="black", linestyle="--", linewidth=1.2, zorder=2, gid="exact",
                    label=f"exact log p(y) = {exact:.3f}")
@@ -77,12 +77,14 @@ def plot_sandwich(table: pd.DataFrame, *, exact: float | None = None, ax=None, t
     ax.set_xlabel("intermediate distributions T")
     ax.set_ylabel("log p(y) (nats)")
     ax.grid(True, which="major", alpha=0.3)
-    ax.grid(True, which="minor", axis="x", alpha=0.1)
     if title is None:
         title = "BDMC sandwich"
         if "num_chains" in table.columns and table["num_chains"].nunique() == 1:
             title += f" ({int(table['num_chains'].iloc[0])} chains per direction)"
     ax.set_title(title)
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(loc="lower right", frameon=True, framealpha=0.9)
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        # Bounds first, then band and exact line; upper right is usually empty once the bounds converge.
+        order = sorted(range(len(labels)), key=lambda i: (not labels[i].endswith("AIS)"), labels[i]))
+        ax.legend([handles[i] for i in order], [labels[i] for i in order], loc="upper right", framealpha=0.9)
     return fig

@@ -1,23 +1,19 @@
 """Forward-AIS throughput: bdmc vs TensorFlow Probability (JAX substrate) vs a hand-written NumPy loop.
 
-All three run the same algorithm on ``bdmc.models.LinearRegression()`` (paper defaults) with data from
+All run the same algorithm on ``bdmc.models.LinearRegression()`` (paper defaults), data from
 ``bdmc.simulate(jax.random.key(0), model)``: chains start at prior draws of the unconstrained latent
-(beta, log_s2); each step adds ``(lam_t - lam_{t-1}) * sum(log_likelihood)`` to the log-weight and then
-takes one HMC transition (identity mass, fixed step size, fixed leapfrog count) that leaves
-``log_prior + lam_t * sum(log_likelihood)`` invariant.
+(beta, log_s2); each step adds ``(lam_t - lam_{t-1}) * sum(log_lik)`` to the log-weight, then takes one HMC
+transition (identity mass, step size 0.05, 10 leapfrog steps) targeting ``log_prior + lam_t * sum(log_lik)``.
 
-* bdmc   -- ``bdmc.forward_ais`` with ``bdmc.kernels.HMC`` (BlackJAX HMC inside a compiled ``lax.scan``).
-* TFP    -- ``tfp.mcmc.sample_annealed_importance_chain`` + ``tfp.mcmc.HamiltonianMonteCarlo``, in one
-            ``jax.jit`` call for all chains. Its schedule is hard-wired linear (beta = (i + 1) / num_steps),
-            so it is compared with bdmc on ``bdmc.schedules.linear``.
-* NumPy  -- a Python loop over steps, vectorized over chains, with the analytic gradient (checked against
-            ``jax.grad`` of ``bdmc.models.log_density`` at start-up).
+* bdmc  -- ``bdmc.forward_ais`` with ``bdmc.kernels.HMC`` (BlackJAX HMC in a compiled ``lax.scan``).
+* TFP   -- ``tfp.mcmc.sample_annealed_importance_chain`` + ``HamiltonianMonteCarlo`` in one ``jax.jit`` call.
+           Its schedule is hard-wired linear (beta = (i + 1) / num_steps), so it is compared with bdmc on
+           ``bdmc.schedules.linear``. "TFP (refreshed)" recomputes the cached HMC results at each new beta.
+* NumPy -- Python loop over steps, NumPy over chains, analytic gradient (asserted against ``jax.grad``).
 
-"Steps" are transitions: a path of T distributions has T - 1 of them. Throughput is chains * (T - 1) /
-seconds. "Run" seconds exclude compilation (median of ``--repeats`` warm calls); "cold" seconds are the wall
-time of the first call in a fresh process, compilation included.
-
-Usage: ``python benchmarks/ais_throughput.py [--chains 1000] [--steps 1000] [--repeats 3] [--quick]``.
+A step is a transition (T distributions give T - 1); throughput is chains * (T - 1) / seconds. "Run" seconds
+exclude compilation (median, or ``--stat best``, of ``--repeats`` warm calls interleaved round-robin);
+"cold" seconds are the first call's wall time, compilation included. See benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -58,61 +54,57 @@ class NumpyLinReg:
         self.c_lik = -0.5 * self.n * np.log(2 * np.pi)
 
     def parts(self, beta, ls2):
-        """(log_prior, log_lik, d log_prior / d(beta, ls2), d log_lik / d(beta, ls2)) for beta (C, p), ls2 (C,)."""
+        """(log_prior, log_lik, d lp/d beta, d lp/d ls2, d ll/d beta, d ll/d ls2) for beta (C, p), ls2 (C,)."""
         e = np.exp(-ls2)
         bb = np.einsum("cj,cj->c", beta, beta)
         r = self.y - beta @ self.X.T
         rr = np.einsum("ci,ci->c", r, r)
         lp = self.c_prior - (self.h0 + 0.5 * self.p) * ls2 - self.k0 * e - 0.5 * e * bb / self.tau
         ll = self.c_lik - 0.5 * self.n * ls2 - 0.5 * e * rr
-        gp = (-beta * (e / self.tau)[:, None], -self.h0 - 0.5 * self.p + self.k0 * e + 0.5 * e * bb / self.tau)
-        gl = ((r @ self.X) * e[:, None], 0.5 * e * rr - 0.5 * self.n)
-        return lp, ll, gp, gl
+        gp_ls2 = -self.h0 - 0.5 * self.p + self.k0 * e + 0.5 * e * bb / self.tau
+        gl_ls2 = 0.5 * e * rr - 0.5 * self.n
+        return lp, ll, -beta * (e / self.tau)[:, None], gp_ls2, (r @ self.X) * e[:, None], gl_ls2
 
 
 def check_gradient(model, data, num_points=5, seed=0):
     """Assert the hand-written value and gradient match bdmc's log_density and jax.grad of it."""
     nm, rng = NumpyLinReg(model, data), np.random.default_rng(seed)
     beta, ls2 = rng.normal(size=(num_points, model.p)), rng.normal(size=num_points)
-    lp, ll, gp, gl = nm.parts(beta, ls2)
+    lp, ll, gpb, gps, glb, gls = nm.parts(beta, ls2)
     for lam in (0.0, 0.37, 1.0):
         f = lambda b, s: bdmc.models.log_density(model, {"beta": b, "log_s2": s}, data, lam)  # noqa: E731
         val, (gb, gs) = jax.vmap(jax.value_and_grad(f, argnums=(0, 1)))(jnp.asarray(beta), jnp.asarray(ls2))
-        np.testing.assert_allclose(lp + lam * ll, val, rtol=1e-10, atol=1e-10)
-        np.testing.assert_allclose(gp[0] + lam * gl[0], gb, rtol=1e-9, atol=1e-9)
-        np.testing.assert_allclose(gp[1] + lam * gl[1], gs, rtol=1e-9, atol=1e-9)
+        for mine, ref in [(lp + lam * ll, val), (gpb + lam * glb, gb), (gps + lam * gls, gs)]:
+            np.testing.assert_allclose(mine, ref, rtol=1e-9, atol=1e-9)
 
 
 def numpy_ais(model, data, init, path, seed):
     """Forward AIS with hand-written HMC; returns (log-weights, mean acceptance, last-step acceptance).
 
-    The log prior and log likelihood (and their gradients) are cached separately at the current state, so a
-    new lambda costs nothing: each transition needs exactly LEAPFROG gradient evaluations.
+    The state is (beta, ls2) plus the cached ``parts`` at it: prior and likelihood terms and gradients are
+    kept apart, so a new lambda costs nothing and each transition needs exactly LEAPFROG gradients.
     """
-    nm, rng = NumpyLinReg(model, data), np.random.default_rng(seed)
-    beta, ls2 = np.array(init["beta"]), np.array(init["log_s2"])
-    lp, ll, gp, gl = nm.parts(beta, ls2)
-    logw, accs = np.zeros(len(ls2)), []
+    nm, rng, eps = NumpyLinReg(model, data), np.random.default_rng(seed), STEP_SIZE
+    x = (np.array(init["beta"]), np.array(init["log_s2"]))
+    x = x + nm.parts(*x)  # (beta, ls2, lp, ll, gp_beta, gp_ls2, gl_beta, gl_ls2)
+    logw, accs = np.zeros(len(x[1])), []
     for lam_from, lam in zip(path[:-1], path[1:]):
-        logw += (lam - lam_from) * ll
-        mb, ms = rng.normal(size=beta.shape), rng.normal(size=ls2.shape)
-        h0 = lp + lam * ll - 0.5 * (np.einsum("cj,cj->c", mb, mb) + ms**2)
-        b, s = beta, ls2
-        mb, ms = mb + 0.5 * STEP_SIZE * (gp[0] + lam * gl[0]), ms + 0.5 * STEP_SIZE * (gp[1] + lam * gl[1])
+        logw += (lam - lam_from) * x[3]
+        grad = lambda z: (z[4] + lam * z[6], z[5] + lam * z[7])  # noqa: E731
+        neg_h = lambda z, mb, ms: z[2] + lam * z[3] - 0.5 * (np.einsum("cj,cj->c", mb, mb) + ms**2)  # noqa: E731
+        mb, ms = rng.normal(size=x[0].shape), rng.normal(size=x[1].shape)
+        h0, (gb, gs), y = neg_h(x, mb, ms), grad(x), x
+        mb, ms = mb + 0.5 * eps * gb, ms + 0.5 * eps * gs
         for i in range(LEAPFROG):
-            b, s = b + STEP_SIZE * mb, s + STEP_SIZE * ms
-            lp_n, ll_n, gp_n, gl_n = nm.parts(b, s)
-            eps = STEP_SIZE if i < LEAPFROG - 1 else 0.5 * STEP_SIZE
-            mb, ms = mb + eps * (gp_n[0] + lam * gl_n[0]), ms + eps * (gp_n[1] + lam * gl_n[1])
-        h1 = lp_n + lam * ll_n - 0.5 * (np.einsum("cj,cj->c", mb, mb) + ms**2)
+            b, s = y[0] + eps * mb, y[1] + eps * ms
+            y = (b, s) + nm.parts(b, s)
+            (gb, gs), w = grad(y), eps if i < LEAPFROG - 1 else 0.5 * eps
+            mb, ms = mb + w * gb, ms + w * gs
         with np.errstate(invalid="ignore", over="ignore"):
-            log_ratio = np.where(np.isnan(h1), -np.inf, h1 - h0)
+            log_ratio = np.nan_to_num(neg_h(y, mb, ms) - h0, nan=-np.inf)
             accs.append(float(np.mean(np.minimum(1.0, np.exp(log_ratio)))))
-        ok = np.log(rng.uniform(size=ls2.shape)) < log_ratio
-        beta, ls2 = np.where(ok[:, None], b, beta), np.where(ok, s, ls2)
-        lp, ll = np.where(ok, lp_n, lp), np.where(ok, ll_n, ll)
-        gp = (np.where(ok[:, None], gp_n[0], gp[0]), np.where(ok, gp_n[1], gp[1]))
-        gl = (np.where(ok[:, None], gl_n[0], gl[0]), np.where(ok, gl_n[1], gl[1]))
+        ok = np.log(rng.uniform(size=log_ratio.shape)) < log_ratio
+        x = tuple(np.where(ok.reshape(ok.shape + (1,) * (new.ndim - 1)), new, old) for new, old in zip(y, x))
     return logw, float(np.mean(accs)), accs[-1]
 
 
@@ -155,63 +147,72 @@ def timed(fn):
     return out, time.perf_counter() - start
 
 
-def record(name, schedule, chains, steps, logw, runs, cold, compile_s, acc_mean, acc_last, calls=None):
-    run = statistics.median(runs)
-    return {
-        "implementation": name, "schedule": schedule, "chains": chains, "steps": steps,
-        "log_z": log_mean_exp(logw), "stderr": log_mean_exp_stderr(logw),
-        "acceptance_mean": acc_mean, "acceptance_last": acc_last,
-        "run_seconds": run, "run_seconds_all": runs, "call_seconds_all": calls or runs,
-        "cold_seconds": cold, "compile_seconds": compile_s,
-        "chain_steps_per_sec": chains * steps / run, "chain_steps_per_sec_cold": chains * steps / cold,
-    }
+def cold_record(name, schedule, chains, steps, logw, cold, compile_s, acc_mean, acc_last):
+    """What the first (cold) call tells: the estimate, acceptance and cold timing."""
+    return {"implementation": name, "schedule": schedule, "chains": chains, "steps": steps,
+            "log_z": log_mean_exp(logw), "stderr": log_mean_exp_stderr(logw), "acceptance_mean": acc_mean,
+            "acceptance_last": acc_last, "cold_seconds": cold, "compile_seconds": compile_s,
+            "chain_steps_per_sec_cold": chains * steps / cold}
 
 
-def bench_bdmc(model, data, path, schedule, chains, repeats):
+def finish(rec, runs, calls, stat):
+    """Add the warm timings (``stat`` of ``runs``) to a cold record."""
+    run = min(runs) if stat == "best" else statistics.median(runs)
+    if rec["compile_seconds"] is None:  # TFP: no separate compile timer, so cold minus a warm call
+        rec["compile_seconds"] = max(rec["cold_seconds"] - run, 0.0)
+    return {**rec, "run_seconds": run, "run_seconds_all": runs, "call_seconds_all": calls,
+            "chain_steps_per_sec": rec["chains"] * rec["steps"] / run}
+
+
+# Each bench_* makes the cold call and returns (cold record, warm(i) -> (run seconds, whole-call seconds)).
+def bench_bdmc(model, data, path, schedule, chains):
     kernel = bdmc.kernels.HMC(model, step_size=STEP_SIZE, num_integration_steps=LEAPFROG)
     call = lambda i: bdmc.forward_ais(jax.random.key(100 + i), model, data, num_chains=chains,  # noqa: E731
                                       kernel=kernel, schedule=path, progress=False)
     engine._CACHE.clear()  # bdmc reuses its compiled chunk across schedules; clear it so "cold" really is cold
     first, cold = timed(lambda: call(0))
-    warm = [timed(lambda: call(i + 1)) for i in range(repeats)]
     acc = first.details.info.acceptance
-    return record("bdmc", schedule, chains, len(path) - 1, first.runs, [w.seconds for w, _ in warm], cold,
-                  first.compile_seconds, float(acc.mean()), float(acc[-1]), calls=[t for _, t in warm])
+    rec = cold_record("bdmc", schedule, chains, len(path) - 1, first.runs, cold, first.compile_seconds,
+                      float(acc.mean()), float(acc[-1]))
+
+    def warm(i):
+        est, t = timed(lambda: call(i + 1))
+        return est.seconds, t  # the engine's own loop time, and the whole forward_ais call
+    return rec, warm
 
 
-def bench_tfp(model, data, init, steps, chains, repeats, refresh=False):
+def bench_tfp(model, data, init, steps, chains, refresh=False):
     run = make_tfp_ais(model, data, steps, refresh)
     call = lambda i: run(jax.random.PRNGKey(200 + i), init["beta"], init["log_s2"])  # noqa: E731
     (logw, acc), cold = timed(lambda: call(0))
-    runs = [timed(lambda: call(i + 1))[1] for i in range(repeats)]
-    return record("TFP (refreshed)" if refresh else "TFP", "linear (built in)", chains, steps, np.asarray(logw), runs, cold,
-                  cold - statistics.median(runs), None, float(acc))
+    rec = cold_record("TFP (refreshed)" if refresh else "TFP", "linear (built in)", chains, steps,
+                      np.asarray(logw), cold, None, None, float(acc))
+    return rec, lambda i: (timed(lambda: call(i + 1))[1],) * 2
 
 
-def bench_numpy(model, data, init, path, schedule, chains, repeats):
+def bench_numpy(model, data, init, path, schedule, chains):
     init = jax.tree.map(np.asarray, init)
-    (logw, acc_mean, acc_last), cold = timed(lambda: numpy_ais(model, data, init, path, seed=300))
-    runs = [timed(lambda: numpy_ais(model, data, init, path, seed=301 + i))[1] for i in range(repeats)]
-    return record("NumPy", schedule, chains, len(path) - 1, logw, runs, cold, 0.0, acc_mean, acc_last)
+    call = lambda i: numpy_ais(model, data, init, path, seed=300 + i)  # noqa: E731
+    (logw, acc_mean, acc_last), cold = timed(lambda: call(0))
+    rec = cold_record("NumPy", schedule, chains, len(path) - 1, logw, cold, 0.0, acc_mean, acc_last)
+    return rec, lambda i: (timed(lambda: call(i + 1))[1],) * 2
 
 
 def machine_info():
     import blackjax
     import tensorflow_probability as tfp_pkg
 
-    return {
-        "cpu_count": os.cpu_count(), "cpu_affinity": len(os.sched_getaffinity(0)),
-        "processor": platform.processor() or platform.machine(), "platform": platform.platform(),
-        "python": platform.python_version(), "jax": jax.__version__, "jax_devices": [str(d) for d in jax.devices()],
-        "tfp": tfp_pkg.__version__, "blackjax": blackjax.__version__, "numpy": np.__version__,
-        "bdmc": bdmc.__version__, "x64": bool(jax.config.jax_enable_x64),
-    }
+    return {"cpu_count": os.cpu_count(), "cpu_affinity": len(os.sched_getaffinity(0)),
+            "processor": platform.processor() or platform.machine(), "platform": platform.platform(),
+            "python": platform.python_version(), "jax": jax.__version__, "devices": str(jax.devices()),
+            "tfp": tfp_pkg.__version__, "blackjax": blackjax.__version__, "numpy": np.__version__,
+            "bdmc": bdmc.__version__, "x64": bool(jax.config.jax_enable_x64)}
 
 
 def ratios(rows):
-    by = {(r["implementation"], r["schedule"]): r for r in rows}
-    pairs = {"bdmc/TFP (linear schedule)": (by[("bdmc", "linear")], by[("TFP", "linear (built in)")]),
-             "bdmc/TFP-refreshed (linear)": (by[("bdmc", "linear")], by[("TFP (refreshed)", "linear (built in)")]),
+    by = {(r["implementation"], r["schedule"].split()[0]): r for r in rows}
+    pairs = {"bdmc/TFP (linear schedule)": (by[("bdmc", "linear")], by[("TFP", "linear")]),
+             "bdmc/TFP-refreshed (linear)": (by[("bdmc", "linear")], by[("TFP (refreshed)", "linear")]),
              "bdmc/NumPy (sigmoidal schedule)": (by[("bdmc", "sigmoidal")], by[("NumPy", "sigmoidal")])}
     return {name: {"run": a["chain_steps_per_sec"] / b["chain_steps_per_sec"],
                    "cold": a["chain_steps_per_sec_cold"] / b["chain_steps_per_sec_cold"]}
@@ -236,7 +237,8 @@ def write_markdown(path, out):
         "# Forward-AIS throughput: bdmc vs TFP vs NumPy", "",
         f"LinearRegression (paper defaults), {s['chains']} chains x {s['steps'] + 1} distributions "
         f"({s['steps']} transitions), HMC step size {s['step_size']}, {s['leapfrog_steps']} leapfrog steps, "
-        f"identity mass. Run seconds: {s['statistic']} of {s['repeats']} warm calls. Exact log Z = {exact:.4f}.", "",
+        f"identity mass. Run seconds: {s['statistic']} of {s['repeats']} warm calls (round-robin). "
+        f"Exact log Z = {exact:.4f}.", "",
         "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD),
         *["| " + " | ".join(cells(r, exact)) + " |" for r in out["results"]], "",
         "| ratio | run (compile excluded) | cold (compile included) |", "|---|---|---|",
@@ -250,8 +252,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--chains", type=int, default=1000, help="number of AIS chains (default 1000)")
     ap.add_argument("--steps", type=int, default=1000, help="number of distributions T on the path (default 1000)")
-    ap.add_argument("--repeats", type=int, default=3, help="warm timed calls per implementation; median reported")
-    ap.add_argument("--quick", action="store_true", help="smoke run: 100 chains x 100 distributions, 1 repeat (writes *_quick.*)")
+    ap.add_argument("--repeats", type=int, default=3, help="warm timed calls per implementation (default 3)")
+    ap.add_argument("--stat", choices=("median", "best"), default="median",
+                    help="how to summarize the warm repeats (default median)")
+    ap.add_argument("--quick", action="store_true", help="smoke run: 100 chains x 100 steps, 1 repeat (*_quick.*)")
     ap.add_argument("--out", type=Path, default=RESULTS, help="directory for the JSON and markdown results")
     args = ap.parse_args(argv)
     if args.quick:
@@ -268,20 +272,30 @@ def main(argv=None):
     # so no implementation's cold time includes it.
     init = jax.vmap(model.sample_prior)(jax.random.split(jax.random.key(1), chains))
 
-    rows = []
-    for label, fn in [
-        ("bdmc, sigmoidal", lambda: bench_bdmc(model, data, sigmoidal, "sigmoidal", chains, args.repeats)),
-        ("bdmc, linear", lambda: bench_bdmc(model, data, linear, "linear", chains, args.repeats)),
-        ("TFP, linear", lambda: bench_tfp(model, data, init, args.steps - 1, chains, args.repeats)),
-        ("TFP refreshed, linear", lambda: bench_tfp(model, data, init, args.steps - 1, chains, args.repeats, True)),
-        ("NumPy, sigmoidal", lambda: bench_numpy(model, data, init, sigmoidal, "sigmoidal", chains, args.repeats)),
-    ]:
-        with console.status(f"running {label} ..."):
-            rows.append(fn())
+    benches = [
+        ("bdmc, sigmoidal", lambda: bench_bdmc(model, data, sigmoidal, "sigmoidal", chains)),
+        ("bdmc, linear", lambda: bench_bdmc(model, data, linear, "linear", chains)),
+        ("TFP, linear", lambda: bench_tfp(model, data, init, args.steps - 1, chains)),
+        ("TFP refreshed, linear", lambda: bench_tfp(model, data, init, args.steps - 1, chains, refresh=True)),
+        ("NumPy, sigmoidal", lambda: bench_numpy(model, data, init, sigmoidal, "sigmoidal", chains)),
+    ]
+    colds = []
+    for label, fn in benches:
+        with console.status(f"cold call: {label} ..."):
+            colds.append(fn())
+    # Warm repeats go round-robin over the implementations, so drifting background load hits all alike.
+    timings = [([], []) for _ in benches]
+    for i in range(args.repeats):
+        for (label, _), (_, warm), (runs, calls) in zip(benches, colds, timings):
+            with console.status(f"repeat {i + 1}/{args.repeats}: {label} ..."):
+                run_s, call_s = warm(i)
+            runs.append(run_s)
+            calls.append(call_s)
+    rows = [finish(rec, runs, calls, args.stat) for (rec, _), (runs, calls) in zip(colds, timings)]
 
     out = {
         "settings": {"model": "LinearRegression()", "chains": chains, "steps": args.steps - 1,
-                     "distributions": args.steps, "repeats": args.repeats, "statistic": "median",
+                     "distributions": args.steps, "repeats": args.repeats, "statistic": args.stat,
                      "step_size": STEP_SIZE, "leapfrog_steps": LEAPFROG, "data_key": 0},
         "machine": machine_info(), "exact_log_z": exact, "results": rows, "ratios": ratios(rows),
     }

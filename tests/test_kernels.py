@@ -27,7 +27,7 @@ KERNELS = {
     "rwmh": RandomWalkMH(MODEL, scale=0.15),
     "mala": MALA(MODEL, step_size=0.01),
     "hmc": HMC(MODEL, step_size=0.05, num_integration_steps=8),
-    "gibbs": Gibbs(MODEL.gibbs_update),
+    "gibbs": MODEL.default_kernel(),
     "cycle": Cycle((Gibbs(MODEL.gibbs_update), RandomWalkMH(MODEL, scale=0.15))),
     "repeat": repeat(MALA(MODEL, step_size=0.01), 3),
 }

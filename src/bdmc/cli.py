@@ -10,9 +10,21 @@ import typing
 from pathlib import Path
 from typing import Any, Optional
 
+import jax
+import numpy as np
+import pandas as pd
 import typer
+from rich.console import Console
+from rich.markup import escape as _escape
+from rich.table import Table
+
+import bdmc
+import bdmc.models
 
 from ._errors import BDMCError
+from .core.ais import SCHEDULES
+from .core.sandwich import COLUMNS
+from .plotting import plot_sandwich
 
 app = typer.Typer(
     name="bdmc",
@@ -61,8 +73,6 @@ def sandwich(
 
     Rows are appended to OUT/sandwich.csv as they finish; rerunning the same command resumes.
     """
-    from rich.console import Console
-
     console, errors = _console(), Console(stderr=True, highlight=False)
     try:
         _run_sandwich(console, model=model, chains=chains, steps=steps, seed=seed, out=out, schedule=schedule,
@@ -79,15 +89,11 @@ def sandwich(
 @app.command()
 def models() -> None:
     """List the built-in models with their default options."""
-    from rich.table import Table
-
-    from .models import REGISTRY
-
     table = Table(title="bdmc built-in models", title_justify="left", show_lines=True)
     table.add_column("name", style="bold cyan", no_wrap=True)
     table.add_column("description")
     table.add_column("default options (--option KEY=VALUE)", style="green")
-    for name, cls in REGISTRY.items():
+    for name, cls in bdmc.models.REGISTRY.items():
         doc = (cls.__doc__ or "").replace("``", "").strip().splitlines()
         fields = ", ".join(f"{f.name}={_default(f)!r}" for f in _init_fields(cls))
         table.add_row(name, _escape(doc[0] if doc else ""), fields or "-")
@@ -104,19 +110,11 @@ def main() -> None:
 
 def _run_sandwich(console, *, model, chains, steps, seed, out, schedule, until_gap, max_steps, options,
                   overwrite, progress) -> None:
-    import jax
-    import pandas as pd
-
-    import bdmc
-    from .core.ais import SCHEDULES
-    from .core.sandwich import COLUMNS
-    from .models import REGISTRY
-
     # Validate everything before any work.
-    if model not in REGISTRY:
-        raise typer.BadParameter(f"unknown model {model!r}; choose one of: {', '.join(sorted(REGISTRY))}",
-                                 param_hint="'--model'")
-    cls = REGISTRY[model]
+    if model not in bdmc.models.REGISTRY:
+        choices = ", ".join(sorted(bdmc.models.REGISTRY))
+        raise typer.BadParameter(f"unknown model {model!r}; choose one of: {choices}", param_hint="'--model'")
+    cls = bdmc.models.REGISTRY[model]
     model_options = _parse_options(cls, options)
     try:
         model_obj = cls(**model_options)
@@ -164,12 +162,14 @@ def _run_sandwich(console, *, model, chains, steps, seed, out, schedule, until_g
     old_rows = existing.to_dict("records")
     new_rows: list[dict] = []
     csv_path = out / CSV_NAME
-    console.print(f"[bold]bdmc sandwich[/] model [cyan]{model}[/] {_escape(_fmt_options(settings['options']))}  "
-                  f"chains {chains}  seed {seed}  schedule {schedule}  "
-                  + (f"until gap < {until_gap:g} (T from {step_list[0]} to <= {max_steps})" if until_gap
-                     else f"T = {', '.join(map(str, step_list))}"), highlight=False, soft_wrap=True)
+    console.print(f"[bold]bdmc sandwich[/]  model [cyan]{model}[/] {_escape(_fmt_options(settings['options']))}",
+                  highlight=False, soft_wrap=True)
+    lengths = (f"until single-run gap < {until_gap:g} nats (T = {step_list[0]}, doubling, <= "
+               f"{settings['max_steps']})" if until_gap is not None else f"T = {', '.join(map(str, step_list))}")
+    console.print(f"chains {chains} · seed {seed} · schedule {schedule} · {lengths}", highlight=False,
+                  soft_wrap=True)
     if skip:
-        console.print(f"[dim]resuming from {csv_path}: {len(skip)} row(s) already done[/]", highlight=False)
+        console.print(f"[dim]resuming from {_escape(str(csv_path))}: {len(skip)} row(s) already done[/]")
     printer.header()
     for row in sorted(old_rows, key=_row_order):
         printer.row(row, resumed=True)
@@ -184,25 +184,22 @@ def _run_sandwich(console, *, model, chains, steps, seed, out, schedule, until_g
         bdmc.sandwich(jax.random.key(seed), model_obj, steps=step_list, num_chains=chains, schedule=schedule,
                       until_gap=until_gap, max_steps=max_steps, on_row=on_row, skip=skip, progress=progress)
     except KeyboardInterrupt:
-        raise _Refusal(f"interrupted; {len(old_rows) + len(new_rows)} row(s) are saved in {csv_path}, "
-                       "rerun the same command to resume") from None
+        console.print(f"[yellow]interrupted; {len(old_rows) + len(new_rows)} row(s) are saved in "
+                      f"{_escape(str(csv_path))}, rerun the same command to resume[/]", soft_wrap=True)
+        raise typer.Exit(130) from None
 
     table = pd.DataFrame(old_rows + new_rows, columns=COLUMNS)
     table = table.sort_values(["num_steps", "direction"], key=_sort_key).reset_index(drop=True)
     _rewrite_csv(csv_path, table, COLUMNS)
-    from .plotting import plot_sandwich
-
     title = f"{model}: BDMC sandwich, {chains} chains per direction, seed {seed}"
     plot_sandwich(table, title=title).savefig(out / PNG_NAME, dpi=150)
     printer.summary(table, until_gap=until_gap)
-    console.print(f"[dim]wrote {csv_path} ({len(table)} rows, {len(new_rows)} new), {out / SETTINGS_NAME}, "
-                  f"{out / PNG_NAME}[/]", highlight=False)
+    console.print(f"[dim]wrote {_escape(str(csv_path))} ({len(table)} rows, {len(new_rows)} new), "
+                  f"{_escape(str(out / SETTINGS_NAME))}, {_escape(str(out / PNG_NAME))}[/]", soft_wrap=True)
 
 
 def _prepare_out_dir(out: Path, settings: dict, overwrite: bool, columns):
     """Create ``out``, check a previous run there is compatible, write settings; return its rows."""
-    import pandas as pd
-
     out.mkdir(parents=True, exist_ok=True)
     csv_path, settings_path = out / CSV_NAME, out / SETTINGS_NAME
     existing = pd.DataFrame(columns=columns)
@@ -235,8 +232,6 @@ def _prepare_out_dir(out: Path, settings: dict, overwrite: bool, columns):
 
 def _append_csv(path: Path, row: dict, columns) -> None:
     """Append one row (header first if the file is new), flushed to disk so a killed run loses nothing."""
-    import pandas as pd
-
     new = not path.exists() or path.stat().st_size == 0
     with open(path, "a", newline="") as f:
         pd.DataFrame([row], columns=columns).to_csv(f, header=new, index=False)
@@ -292,101 +287,98 @@ def _sort_key(col):
 
 
 class _RowPrinter:
-    """Prints rows of the sandwich table one at a time, as one continuous rich table."""
+    """Prints rows of the sandwich table one at a time, as one continuous rich table (fits 80 columns)."""
 
     def __init__(self, console, *, exact_known: bool):
-        from rich import box
-
-        self.console, self.exact_known, self.box = console, exact_known, box.SIMPLE_HEAD
-        self.columns = [("T", 7, "right"), ("direction", 9, "left"), ("value ± stderr", 21, "right")]
+        self.console, self.exact_known = console, exact_known
+        self.columns = [("T", 5, "right"), ("direction", 9, "left"), ("value ± stderr", 16, "right")]
         if exact_known:
-            self.columns.append(("− exact", 8, "right"))
-        self.columns += [("mean single", 11, "right"), ("gap single", 10, "right"), ("seconds", 8, "right"),
-                         ("compile s", 9, "right"), ("lik. evals", 12, "right")]
+            self.columns.append(("− exact", 7, "right"))
+        self.columns += [("mean\nsingle", 8, "right"), ("gap\nsingle", 7, "right"), ("seconds", 7, "right"),
+                         ("compile\ns", 7, "right"), ("lik.\nevals", 6, "right")]
+        self.width = sum(w for _, w, _ in self.columns) + len(self.columns) - 1
 
-    def _table(self, show_header: bool):
-        from rich.table import Table
-
-        table = Table(box=self.box, show_header=show_header, show_edge=False,
-                      pad_edge=False, header_style="bold")
+    def _print(self, show_header: bool, cells=None, style=None) -> None:
+        # One table per row with fixed minimum widths, so rows line up with the header printed earlier.
+        table = Table(box=None, show_header=show_header, pad_edge=False, padding=(0, 0, 0, 1),
+                      header_style="bold", collapse_padding=False)
         for name, width, justify in self.columns:
-            table.add_column(name, width=width, min_width=width, max_width=width, justify=justify, no_wrap=True)
-        return table
+            table.add_column(name, min_width=width, justify=justify, no_wrap=True, vertical="bottom")
+        if cells is not None:
+            table.add_row(*cells, style=style)
+        self.console.print(table, width=max(self.console.width, self.width))
 
     def header(self) -> None:
-        self.console.print(self._table(show_header=True))
+        self._print(show_header=True)
+        self.console.print("─" * self.width, style="dim", width=max(self.console.width, self.width))
 
     def row(self, row: dict, *, resumed: bool = False) -> None:
-        table = self._table(show_header=False)
         color = "blue" if row["direction"] == "forward" else "red"
+        value, stderr = float(row["value"]), float(row["stderr"])
         cells = [str(int(row["num_steps"])), f"[{color}]{row['direction']}[/]",
-                 f"{row['value']:.3f} ± {_num(row['stderr'], '.3f')}"]
+                 f"{_num(value, '.3f' if abs(value) < 1000 else '.2f')} ± "
+                 f"{_num(stderr, '.3f' if not stderr >= 10 else '.2f')}"]
         if self.exact_known:
-            cells.append(_num(row["value"] - row["exact"], "+.3f"))
+            cells.append(_num(value - float(row["exact"]), "+.3f"))
         cells += [_num(row["mean_single"], ".3f"), _num(row["gap_single"], ".3f"), _seconds(row["seconds"]),
-                  _seconds(row["compile_seconds"]), f"{int(row['n_evals']):,}"]
-        table.add_row(*cells, style="dim" if resumed else None)
-        self.console.print(table)
+                  _seconds(row["compile_seconds"]), _count(row["n_evals"])]
+        self._print(show_header=False, cells=cells, style="dim" if resumed else None)
 
     def summary(self, table, *, until_gap) -> None:
-        import numpy as np
-        import pandas as pd
+        """Final gap, whether ``--until-gap`` was reached and whether the bounds sandwich the exact value."""
 
-        console = self.console
-        console.print()
+        def say(text):
+            self.console.print(text, highlight=False, soft_wrap=True)
+
+        say("")
         exact = table["exact"].dropna()
         exact = float(exact.iloc[0]) if len(exact) else None
         if exact is not None:
-            console.print(f"exact log p(y) = [bold]{exact:.4f}[/]", highlight=False, soft_wrap=True)
-        pairs = table.pivot_table(index="num_steps", columns="direction", values="value")
-        pairs = pairs.dropna() if set(DIRECTIONS) <= set(pairs.columns) else pairs.iloc[0:0]
-        if pairs.empty:
-            console.print("[yellow]no chain length has both bounds yet; no gap to report[/]")
+            say(f"exact log p(y) = [bold]{exact:.4f}[/]")
+        pairs = table.pivot_table(index="num_steps", columns="direction", values=["value", "stderr"])
+        if not set(DIRECTIONS) <= set(pairs["value"].columns):
+            say("[yellow]no chain length has both bounds yet; no gap to report[/]")
             return
-        T = int(pairs.index.max())
-        lower, upper = pairs.loc[T, "forward"], pairs.loc[T, "reverse"]
+        pairs = pairs[pairs["value"][list(DIRECTIONS)].notna().all(axis=1)]
+        value, se = pairs["value"], pairs["stderr"]
+        T = int(value.index.max())
+        lower, upper = value.loc[T, "forward"], value.loc[T, "reverse"]
         single = table.loc[table["num_steps"] == T, "gap_single"].dropna()
-        line = (f"final gap at T={T}: [bold]{upper - lower:.4f}[/] nats (combined bounds "
-                f"{lower:.4f} .. {upper:.4f}{'; crossed' if upper < lower else ''})")
-        if len(single):
-            line += f", single-run gap {float(single.iloc[0]):.4f}"
-        console.print(line, highlight=False, soft_wrap=True)
+        line = (f"final gap at T={T}: [bold]{upper - lower:.4f}[/] nats (combined bounds {lower:.4f} .. "
+                f"{upper:.4f}{'; crossed' if upper < lower else ''})")
+        say(line + (f", single-run gap {float(single.iloc[0]):.4f}" if len(single) else ""))
         if until_gap is not None:
             reached = len(single) and float(single.iloc[0]) < until_gap
-            console.print(f"until-gap {until_gap:g}: " + ("[green]reached[/]" if reached else
-                          "[yellow]not reached by --max-steps[/]"), highlight=False, soft_wrap=True)
-        if exact is not None:
-            # Excess of each bound beyond the exact value (nats), judged against its own stderr.
-            se = table.pivot_table(index="num_steps", columns="direction", values="stderr").reindex(pairs.index)
-            excess = pd.DataFrame({"forward": pairs["forward"] - exact, "reverse": exact - pairs["reverse"]})
-            slack = 1e-9 * max(1.0, abs(exact))  # rounding, e.g. when both bounds are exact
-            holds = (excess <= slack).all(axis=1)
-            within = (excess <= NOISE_STDERRS * se.fillna(0.0) + slack).all(axis=1)
-            worst = (excess / se).max(axis=1)
-            if holds.loc[T]:
-                verdict = "[green]holds[/]"
-            elif within.loc[T]:
-                verdict = f"[yellow]holds within noise[/] (crossed by <= {NOISE_STDERRS:g} stderr)"
-            else:
-                verdict = f"[bold red]VIOLATED[/] (by {worst.loc[T]:.1f} stderr)"
-            console.print(f"sandwich around the exact value at T={T}: {verdict}; lower {lower - exact:+.4f}, "
-                          f"upper {upper - exact:+.4f} nats from exact", highlight=False, soft_wrap=True)
-            console.print(f"holds at {int(holds.sum())}/{len(holds)} chain lengths, within {NOISE_STDERRS:g} stderr "
-                          f"at {int(within.sum())}/{len(within)}", highlight=False, soft_wrap=True)
-            if not within.all():
-                bad = ", ".join(str(int(t)) for t in within.index[~within.to_numpy(dtype=bool)])
-                console.print(f"[bold red]a bound is off by more than {NOISE_STDERRS:g} stderr at T = {bad}: "
-                              "unlikely by chance, though with few chains the stderr itself is unreliable[/]", highlight=False, soft_wrap=True)
-        elif np.isfinite(upper - lower):
-            console.print("[dim]no exact value for this model; the gap bounds the error of either estimate[/]")
+            say(f"until-gap {until_gap:g}: "
+                + ("[green]reached[/]" if reached else "[yellow]not reached by --max-steps[/]"))
+        if exact is None:
+            say("[dim]no exact value for this model; the gap bounds the error of either estimate[/]")
+            return
+        # How far each bound lies on the wrong side of the exact value, in nats and in its own stderr.
+        excess = pd.DataFrame({"forward": value["forward"] - exact, "reverse": exact - value["reverse"]})
+        slack = 1e-9 * max(1.0, abs(exact))  # rounding, e.g. when both bounds are exact
+        holds = (excess <= slack).all(axis=1)
+        within = (excess <= NOISE_STDERRS * se[list(DIRECTIONS)].fillna(0.0) + slack).all(axis=1)
+        if holds.loc[T]:
+            verdict = "[green]holds[/]"
+        elif within.loc[T]:
+            verdict = f"[yellow]holds within noise[/] (crossed by <= {NOISE_STDERRS:g} stderr)"
+        else:
+            verdict = f"[bold red]VIOLATED[/] (by more than {NOISE_STDERRS:g} stderr)"
+        say(f"sandwich around the exact value at T={T}: {verdict}; lower {lower - exact:+.4f}, upper "
+            f"{upper - exact:+.4f} nats from exact")
+        say(f"holds at {int(holds.sum())}/{len(holds)} chain lengths, within {NOISE_STDERRS:g} stderr at "
+            f"{int(within.sum())}/{len(within)}")
+        if not within.all():
+            bad = ", ".join(str(int(t)) for t in within.index[~within.to_numpy(dtype=bool)])
+            say(f"[bold red]a bound is off by more than {NOISE_STDERRS:g} stderr at T = {bad}: unlikely by chance, "
+                "though with few chains the stderr itself is unreliable[/]")
 
 
 def _console():
-    from rich.console import Console
-
-    console = Console(highlight=False, soft_wrap=True)
+    console = Console(highlight=False)
     if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(highlight=False, width=120)  # files and pipes: fit the table on one line
+        console = Console(highlight=False, width=120)  # files and pipes: wide enough for `bdmc models`
     return console
 
 
@@ -398,14 +390,18 @@ def _num(x, fmt: str) -> str:
     return format(x, fmt) if math.isfinite(x) else "-"
 
 
+def _count(n) -> str:
+    n = int(n)
+    if n < 10_000:
+        return f"{n:,}"
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if n >= scale:
+            return f"{n / scale:.3g}{suffix}"
+    return str(n)  # pragma: no cover
+
+
 def _seconds(x) -> str:
     return _num(x, ".3f" if float(x) < 10 else ".1f")
-
-
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
 
 
 def _fmt_options(options: dict) -> str:

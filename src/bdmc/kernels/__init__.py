@@ -1,7 +1,8 @@
 """Transition operators ``kernel(key, latent, data, lam) -> (latent, KernelInfo)`` leaving f(.; lam) invariant."""
 
 from ._base import KernelInfo
+from .conditional import Conditional, GibbsSweep
 from .combinators import Cycle, Gibbs, Repeat, cycle, repeat
 from .gradient import HMC, MALA, RandomWalkMH
 
-__all__ = ["KernelInfo", "Gibbs", "Cycle", "Repeat", "cycle", "repeat", "RandomWalkMH", "MALA", "HMC"]
+__all__ = ["KernelInfo", "Conditional", "GibbsSweep", "Gibbs", "Cycle", "Repeat", "cycle", "repeat", "RandomWalkMH", "MALA", "HMC"]

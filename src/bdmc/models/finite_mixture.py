@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from ..exact import mixture_log_marginal_enumerate
-from ..kernels import Gibbs
+from ..kernels import Conditional, GibbsSweep
 from ._contract import check_array_shape
 
 LOG_2PI = jnp.log(2 * jnp.pi)
@@ -64,19 +64,48 @@ class FiniteMixture:
             data, log_weights=self.log_weights, sigma_theta=self.sigma_theta, sigma_noise=self.sigma_noise
         )
 
-    def gibbs_update(self, key, latent, data, lam):
-        """z_i | theta for every i (tempered categorical), then theta | z (tempered Gaussian)."""
-        k1, k2 = jax.random.split(key)
+    def _z_logits(self, latent, data, lam):
         lam = jnp.broadcast_to(lam, (self.n,))
         ll = self._component_loglik(latent["theta"], data)
         logits = self.log_weights[None, :] + jnp.where(lam[:, None] == 0, 0.0, lam[:, None] * ll)
-        z = jax.random.categorical(k1, logits, axis=-1)
-        onehot = jax.nn.one_hot(z, self.k, dtype=data.dtype) * lam[:, None]  # (n, k) weighted membership
-        precision = 1.0 / self.sigma_theta**2 + jnp.sum(onehot, axis=0) / self.sigma_noise**2  # (k,)
-        mean = (onehot.T @ data) / self.sigma_noise**2 / precision[:, None]
-        theta = mean + jax.random.normal(k2, (self.k, self.dim)) / jnp.sqrt(precision)[:, None]
-        return {"z": z, "theta": theta}
+        return jax.nn.log_softmax(logits, axis=-1)
+
+    def _update_z(self, key, latent, data, lam):
+        return {**latent, "z": jax.random.categorical(key, self._z_logits(latent, data, lam), axis=-1)}
+
+    def _log_prob_z(self, latent, data, lam):
+        logp = self._z_logits(latent, data, lam)
+        return jnp.sum(jnp.take_along_axis(logp, latent["z"][:, None], axis=1))
+
+    def _theta_conditional(self, latent, data, lam):
+        lam = jnp.broadcast_to(lam, (self.n,))
+        members = jax.nn.one_hot(latent["z"], self.k, dtype=data.dtype) * lam[:, None]  # weighted membership
+        precision = 1.0 / self.sigma_theta**2 + jnp.sum(members, axis=0) / self.sigma_noise**2  # (k,)
+        mean = (members.T @ data) / self.sigma_noise**2 / precision[:, None]
+        return mean, precision[:, None]
+
+    def _update_theta(self, key, latent, data, lam):
+        mean, precision = self._theta_conditional(latent, data, lam)
+        return {**latent, "theta": mean + jax.random.normal(key, mean.shape) / jnp.sqrt(precision)}
+
+    def _log_prob_theta(self, latent, data, lam):
+        mean, precision = self._theta_conditional(latent, data, lam)
+        return jnp.sum(-0.5 * precision * (latent["theta"] - mean) ** 2 + 0.5 * jnp.log(precision) - 0.5 * LOG_2PI)
+
+    def conditionals(self):
+        """Gibbs blocks of f(z, theta; lam): all assignments given the means, then the means given z."""
+        return (
+            Conditional("z | theta", self._update_z, self._log_prob_z),
+            Conditional("theta | z", self._update_theta, self._log_prob_theta),
+        )
+
+    def sample_data_tempered(self, key, latent, lam):
+        """Data from the tempered likelihood normalized in y: noise variance sigma_noise^2 / lam per case."""
+        lam = jnp.broadcast_to(jnp.asarray(lam, jnp.result_type(float)), (self.n,))
+        sd = self.sigma_noise / jnp.sqrt(jnp.where(lam > 0, lam, 1.0))
+        y = latent["theta"][latent["z"]] + sd[:, None] * jax.random.normal(key, (self.n, self.dim))
+        return jnp.where(lam[:, None] > 0, y, 0.0)  # switched-off cases carry no information
 
     def default_kernel(self):
         """The tempered Gibbs sampler."""
-        return Gibbs(self.gibbs_update)
+        return GibbsSweep(self.conditionals())

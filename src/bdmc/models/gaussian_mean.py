@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from ..exact import gaussian_mean_log_marginal
-from ..kernels import Gibbs
+from ..kernels import Conditional, GibbsSweep
 from ._contract import check_array_shape
 
 LOG_2PI = jnp.log(2 * jnp.pi)
@@ -51,13 +51,32 @@ class GaussianMean:
             data, prior_mean=self.prior_mean, prior_std=self.prior_std, noise_std=self.noise_std
         )
 
-    def gibbs_update(self, key, latent, data, lam):
-        """Exact draw of mu from f(mu; lam) (prior times tempered likelihood)."""
+    def _mu_conditional(self, data, lam):
         lam = jnp.broadcast_to(lam, (self.n,))
         precision = 1.0 / self.prior_std**2 + jnp.sum(lam) / self.noise_std**2
         mean = (self.prior_mean / self.prior_std**2 + lam @ data / self.noise_std**2) / precision
+        return mean, precision
+
+    def gibbs_update(self, key, latent, data, lam):
+        """Exact draw of mu from f(mu; lam) (prior times tempered likelihood)."""
+        mean, precision = self._mu_conditional(data, lam)
         return {"mu": mean + jax.random.normal(key, (self.dim,)) / jnp.sqrt(precision)}
+
+    def _log_prob_mu(self, latent, data, lam):
+        mean, precision = self._mu_conditional(data, lam)
+        return jnp.sum(-0.5 * precision * (latent["mu"] - mean) ** 2 + 0.5 * jnp.log(precision) - 0.5 * LOG_2PI)
+
+    def conditionals(self):
+        """The single Gibbs block: mu given the data, under f(.; lam)."""
+        return (Conditional("mu", self.gibbs_update, self._log_prob_mu),)
+
+    def sample_data_tempered(self, key, latent, lam):
+        """Data from the tempered likelihood normalized in y: noise variance noise_std^2 / lam per case."""
+        lam = jnp.broadcast_to(jnp.asarray(lam, jnp.result_type(float)), (self.n,))
+        sd = self.noise_std / jnp.sqrt(jnp.where(lam > 0, lam, 1.0))
+        y = latent["mu"] + sd[:, None] * jax.random.normal(key, (self.n, self.dim))
+        return jnp.where(lam[:, None] > 0, y, 0.0)  # switched-off cases carry no information
 
     def default_kernel(self):
         """The exact Gibbs update."""
-        return Gibbs(self.gibbs_update)
+        return GibbsSweep(self.conditionals())

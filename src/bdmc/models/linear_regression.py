@@ -10,7 +10,7 @@ import numpy as np
 from jax.scipy.special import gammaln
 
 from ..exact import linear_regression_log_marginal
-from ..kernels import Gibbs
+from ..kernels import Conditional, GibbsSweep
 from ._contract import check_array_shape
 
 LOG_2PI = jnp.log(2 * jnp.pi)
@@ -71,23 +71,50 @@ class LinearRegression:
         """Closed-form log p(y) (Ji, Shen, West, Sec. 4.1)."""
         return linear_regression_log_marginal(data, self.design, tau=self.tau, h0=self.h0, k0=self.k0)
 
-    def gibbs_update(self, key, latent, data, lam):
-        """Two-block Gibbs on f(beta, s2; lam): beta | s2 (Gaussian), then s2 | beta (inverse gamma)."""
-        k1, k2 = jax.random.split(key)
+    def _beta_conditional(self, latent, data, lam):
+        """Mean and Cholesky factor of the precision of beta | s2 under f(.; lam)."""
         X = self.design
         lam = jnp.broadcast_to(lam, (self.n,))
-        s2 = jnp.exp(latent["log_s2"])
-        A = jnp.eye(self.p) / self.tau + (X.T * lam) @ X
+        A = (jnp.eye(self.p) / self.tau + (X.T * lam) @ X) * jnp.exp(-latent["log_s2"])
         chol = jnp.linalg.cholesky(A)
-        mean = jax.scipy.linalg.cho_solve((chol, True), (X.T * lam) @ data)
-        noise = jax.scipy.linalg.solve_triangular(chol.T, jax.random.normal(k1, (self.p,)), lower=False)
-        beta = mean + jnp.sqrt(s2) * noise
-        r = data - X @ beta
+        mean = jax.scipy.linalg.cho_solve((chol, True), (X.T * lam) @ data * jnp.exp(-latent["log_s2"]))
+        return mean, chol
+
+    def _update_beta(self, key, latent, data, lam):
+        mean, chol = self._beta_conditional(latent, data, lam)
+        noise = jax.scipy.linalg.solve_triangular(chol.T, jax.random.normal(key, (self.p,)), lower=False)
+        return {**latent, "beta": mean + noise}
+
+    def _log_prob_beta(self, latent, data, lam):
+        mean, chol = self._beta_conditional(latent, data, lam)
+        w = chol.T @ (latent["beta"] - mean)
+        return jnp.sum(jnp.log(jnp.diag(chol))) - 0.5 * w @ w - 0.5 * self.p * LOG_2PI
+
+    def _s2_conditional(self, latent, data, lam):
+        """Shape and scale of the inverse-gamma s2 | beta under f(.; lam)."""
+        lam = jnp.broadcast_to(lam, (self.n,))
+        beta = latent["beta"]
+        r = data - self.design @ beta
         shape = self.h0 + 0.5 * self.p + 0.5 * jnp.sum(lam)
-        scale = self.k0 + 0.5 * beta @ beta / self.tau + 0.5 * jnp.sum(lam * r**2)
-        s2 = scale / jax.random.gamma(k2, shape)
-        return {"beta": beta, "log_s2": jnp.log(s2)}
+        scale = self.k0 + 0.5 * beta @ beta / self.tau + 0.5 * jnp.sum(jnp.where(lam == 0, 0.0, lam * r**2))
+        return shape, scale
+
+    def _update_s2(self, key, latent, data, lam):
+        shape, scale = self._s2_conditional(latent, data, lam)
+        return {**latent, "log_s2": jnp.log(scale) - jnp.log(jax.random.gamma(key, shape))}
+
+    def _log_prob_s2(self, latent, data, lam):
+        shape, scale = self._s2_conditional(latent, data, lam)
+        ls2 = latent["log_s2"]
+        return shape * jnp.log(scale) - gammaln(shape) - shape * ls2 - scale * jnp.exp(-ls2)  # in log s2
+
+    def conditionals(self):
+        """The two Gibbs blocks of f(beta, s2; lam): beta | s2 (Gaussian) and s2 | beta (inverse gamma)."""
+        return (
+            Conditional("beta | s2", self._update_beta, self._log_prob_beta),
+            Conditional("s2 | beta", self._update_s2, self._log_prob_s2),
+        )
 
     def default_kernel(self):
         """The exact two-block Gibbs sampler."""
-        return Gibbs(self.gibbs_update)
+        return GibbsSweep(self.conditionals())

@@ -7,11 +7,12 @@ import math
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
-from matplotlib.ticker import LogLocator, NullFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator
 
 LOWER_COLOR = "#1f77b4"
 UPPER_COLOR = "#d62728"
 BAND_COLOR = "#9467bd"
+MAX_LABELLED_LENGTHS = 8  # up to this many chain lengths get their own tick; more get decade ticks
 
 
 def plot_sandwich(table: pd.DataFrame, *, exact: float | None = None, ax=None, title: str | None = None) -> Figure:
@@ -49,9 +50,11 @@ def plot_sandwich(table: pd.DataFrame, *, exact: float | None = None, ax=None, t
         exact = float(finite.iloc[0]) if len(finite) else None
 
     sides = {}
-    for direction, label, color, marker in (
-        ("forward", "lower bound (forward AIS)", LOWER_COLOR, "o"),
-        ("reverse", "upper bound (reverse AIS)", UPPER_COLOR, "s"),
+    # Open squares for the upper bound, drawn under the filled lower-bound circles, so both stay visible
+    # where the bounds meet.
+    for direction, label, color, marker, size, face, z in (
+        ("forward", "lower bound (forward AIS)", LOWER_COLOR, "o", 5, LOWER_COLOR, 4),
+        ("reverse", "upper bound (reverse AIS)", UPPER_COLOR, "s", 7, "white", 3),
     ):
         rows = table[table["direction"] == direction].sort_values("num_steps")
         sides[direction] = rows.set_index("num_steps")["value"]
@@ -59,7 +62,8 @@ def plot_sandwich(table: pd.DataFrame, *, exact: float | None = None, ax=None, t
             continue
         ax.errorbar(
             rows["num_steps"], rows["value"], yerr=rows["stderr"].fillna(0.0), label=label, color=color,
-            marker=marker, markersize=5, linewidth=1.6, capsize=3, elinewidth=1.2, zorder=3,
+            marker=marker, markersize=size, markerfacecolor=face, markeredgewidth=1.4, linewidth=1.6, capsize=3,
+            elinewidth=1.2, zorder=z,
         )
 
     # Band where both bounds exist at the same T.
@@ -72,7 +76,14 @@ def plot_sandwich(table: pd.DataFrame, *, exact: float | None = None, ax=None, t
                    label=f"exact log p(y) = {exact:.3f}")
 
     ax.set_xscale("log")
-    ax.xaxis.set_minor_locator(LogLocator(subs="auto"))
+    lengths = np.unique(table["num_steps"].to_numpy(dtype=float))
+    if 0 < len(lengths) <= MAX_LABELLED_LENGTHS:
+        # Label the chain lengths actually run (plain integers), not just the decades.
+        ax.xaxis.set_major_locator(FixedLocator(lengths))
+        ax.xaxis.set_minor_locator(NullLocator())
+    else:
+        ax.xaxis.set_minor_locator(LogLocator(subs="auto"))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.0f}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("intermediate distributions T")
     ax.set_ylabel("log p(y) (nats)")

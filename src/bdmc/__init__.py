@@ -10,7 +10,7 @@ import jax as _jax
 if _os.environ.get("BDMC_X64", "1") != "0":
     _jax.config.update("jax_enable_x64", True)
 
-from . import exact, kernels, models, schedules  # noqa: E402
+from . import checks, exact, kernels, models, schedules  # noqa: E402
 from ._errors import BDMCError, DataError, MissingExtraError, NonFiniteLogWeightError, ScheduleError  # noqa: E402
 from .core.ais import forward_ais, reverse_ais  # noqa: E402
 from .core.engine import AnnealResult, StepInfo, anneal  # noqa: E402
@@ -21,7 +21,7 @@ from .models import simulate  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
-    "AnnealResult", "BDMCError", "DataError", "Estimate", "MissingExtraError", "NonFiniteLogWeightError",
+    "AnnealResult", "BDMCError", "checks", "DataError", "Estimate", "MissingExtraError", "NonFiniteLogWeightError",
     "ScheduleError", "StepInfo", "anneal", "exact", "forward_ais", "gap", "kernels", "log_harmonic_mean",
     "log_mean_exp", "models", "reverse_ais", "SandwichResult", "sandwich", "schedules", "simulate",
 ]

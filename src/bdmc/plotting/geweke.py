@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import math
 
-import matplotlib
-
-matplotlib.use("Agg", force=False)
-import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.figure import Figure
 
 
 def plot_geweke(result, *, max_panels: int = 12, title: str | None = None):
@@ -18,7 +15,8 @@ def plot_geweke(result, *, max_panels: int = 12, title: str | None = None):
     names = result.names[:max_panels]
     cols = min(4, len(names))
     rows = math.ceil(len(names) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.0 * cols, 3.0 * rows), squeeze=False)
+    fig = Figure(figsize=(3.0 * cols, 3.0 * rows))
+    axes = fig.subplots(rows, cols, squeeze=False)
     for j, ax in enumerate(axes.ravel()):
         if j >= len(names):
             ax.axis("off")

@@ -101,8 +101,10 @@ def test_broken_kernel_violates_the_sandwich(name, key):
     # Negative control: MH with a wrong acceptance ratio pushes the forward "lower bound" above the truth.
     model = EXACT_MODELS[name]
     data, latent, exact = _problem(model)
-    good = bdmc.forward_ais(key, model, data, num_steps=1000, num_chains=64, kernel=RandomWalkMH(model, scale=0.1))
-    bad = bdmc.forward_ais(key, model, data, num_steps=1000, num_chains=64, kernel=BrokenMH(model, scale=0.1))
+    # Long enough chains that the broken kernel's excess (about 1 nat here) is many standard errors.
+    common = dict(num_steps=3000, num_chains=128)
+    good = bdmc.forward_ais(key, model, data, kernel=RandomWalkMH(model, scale=0.1), **common)
+    bad = bdmc.forward_ais(key, model, data, kernel=BrokenMH(model, scale=0.1), **common)
     assert good.mean_single < exact
     assert bad.mean_single > exact + 4 * bad.stderr_single
 

@@ -15,6 +15,7 @@ from ._errors import BDMCError, DataError, MissingExtraError, NonFiniteLogWeight
 from .core.ais import forward_ais, reverse_ais  # noqa: E402
 from .core.engine import AnnealResult, StepInfo, anneal  # noqa: E402
 from .core.sandwich import SandwichResult, sandwich  # noqa: E402
+from .core.smc import shme, smc  # noqa: E402
 from .core.estimate import Estimate, gap, log_harmonic_mean, log_mean_exp  # noqa: E402
 from .models import simulate  # noqa: E402
 
@@ -23,5 +24,5 @@ __version__ = "0.1.0"
 __all__ = [
     "AnnealResult", "BDMCError", "checks", "DataError", "Estimate", "MissingExtraError", "NonFiniteLogWeightError",
     "ScheduleError", "StepInfo", "anneal", "exact", "forward_ais", "gap", "kernels", "log_harmonic_mean",
-    "log_mean_exp", "models", "reverse_ais", "SandwichResult", "sandwich", "schedules", "simulate",
+    "log_mean_exp", "models", "reverse_ais", "SandwichResult", "sandwich", "schedules", "shme", "simulate", "smc",
 ]

@@ -99,6 +99,16 @@ class FiniteMixture:
             Conditional("theta | z", self._update_theta, self._log_prob_theta),
         )
 
+    def log_predictive(self, latent, data, lam, i):
+        """log p(y_i | theta): the density of case i with its assignment summed out (given the means)."""
+        ll = self._component_loglik(latent["theta"], data[i][None, :])[0]
+        return jax.nn.logsumexp(self.log_weights + ll)
+
+    def sample_case(self, key, latent, data, lam, i):
+        """Redraw z_i from its conditional under ``f(.; lam)`` given the means (its prior when lam_i = 0)."""
+        logits = self._z_logits(latent, data, lam)[i]
+        return {**latent, "z": latent["z"].at[i].set(jax.random.categorical(key, logits))}
+
     def sample_data_tempered(self, key, latent, lam):
         """Data from the tempered likelihood normalized in y: noise variance sigma_noise^2 / lam per case."""
         lam = jnp.broadcast_to(jnp.asarray(lam, jnp.result_type(float)), (self.n,))

@@ -163,3 +163,15 @@ def test_bad_options_are_named(key):
         bdmc.smc(key, model, data, proposal="posterior")
     with pytest.raises(ValueError, match="resampling scheme"):
         bdmc.smc(key, model, data, resampling="wrong")
+
+
+def test_sandwich_runs_smc_and_shme_with_moves_as_the_knob(key):
+    model, data, latent, exact = _problem("finite-mixture")
+    res = bdmc.sandwich(key, model, data, latent, steps=[1, 4], num_chains=64, method="smc", num_particles=8)
+    t = res.table.set_index(["num_steps", "direction"])
+    assert set(res.table["method"]) == {"smc"} and len(res.table) == 4
+    for moves in (1, 4):
+        assert t.loc[(moves, "forward")].mean_single < exact < t.loc[(moves, "reverse")].mean_single
+        assert t.loc[(moves, "forward")].n_evals == 64 * 8 * model.n * (1 + moves)
+    with pytest.raises(BDMCError, match="unknown method"):
+        bdmc.sandwich(key, model, data, latent, method="nested")

@@ -36,7 +36,7 @@ app = typer.Typer(
 
 CSV_NAME, SETTINGS_NAME, PNG_NAME = "sandwich.csv", "settings.json", "sandwich.png"
 # Settings that determine the values in a row; a resumed run must agree on all of them.
-ROW_DETERMINING = ("model", "options", "seed", "chains", "schedule", "x64")
+ROW_DETERMINING = ("model", "options", "seed", "chains", "schedule", "method", "particles", "x64")
 DIRECTIONS = ("forward", "reverse")
 NOISE_STDERRS = 2.0  # a bound beyond the exact value by at most this many stderr is reported as noise
 
@@ -58,6 +58,9 @@ def sandwich(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory.",
                                        show_default="out/sandwich-MODEL"),
     schedule: str = typer.Option("sigmoidal", "--schedule", help="Annealing schedule name."),
+    method: str = typer.Option("ais", "--method",
+                               help="ais: forward/reverse AIS, --steps = T. smc: SMC/SHME, --steps = moves per case."),
+    particles: int = typer.Option(1, "--particles", help="Particles per SMC/SHME run (--method smc)."),
     until_gap: Optional[float] = typer.Option(
         None, "--until-gap", help="Double T from the first --steps value until the single-run gap is below TOL nats.",
         metavar="TOL"),
@@ -76,6 +79,7 @@ def sandwich(
     console, errors = _console(), Console(stderr=True, highlight=False)
     try:
         _run_sandwich(console, model=model, chains=chains, steps=steps, seed=seed, out=out, schedule=schedule,
+                      method=method, particles=particles,
                       until_gap=until_gap, max_steps=max_steps, options=option or [], overwrite=overwrite,
                       progress=not no_progress and console.is_terminal)
     except _Refusal as err:
@@ -108,8 +112,8 @@ def main() -> None:
 # --------------------------------------------------------------------------------------------- sandwich
 
 
-def _run_sandwich(console, *, model, chains, steps, seed, out, schedule, until_gap, max_steps, options,
-                  overwrite, progress) -> None:
+def _run_sandwich(console, *, model, chains, steps, seed, out, schedule, method, particles, until_gap, max_steps,
+                  options, overwrite, progress) -> None:
     # Validate everything before any work.
     if model not in bdmc.models.REGISTRY:
         choices = ", ".join(sorted(bdmc.models.REGISTRY))
@@ -121,7 +125,7 @@ def _run_sandwich(console, *, model, chains, steps, seed, out, schedule, until_g
     except (TypeError, ValueError) as err:
         raise typer.BadParameter(f"{model} rejected the options {model_options}: {err}",
                                  param_hint="'--option'") from None
-    step_list = _parse_steps(steps)
+    step_list = _parse_steps(steps, smallest=1 if method == "smc" else 2)
     if chains < 1:
         raise typer.BadParameter(f"must be >= 1, got {chains}", param_hint="'--chains'")
     if seed < 0:
@@ -129,6 +133,10 @@ def _run_sandwich(console, *, model, chains, steps, seed, out, schedule, until_g
     if schedule not in SCHEDULES:
         raise typer.BadParameter(f"unknown schedule {schedule!r}; choose one of: {', '.join(sorted(SCHEDULES))}",
                                  param_hint="'--schedule'")
+    if method not in ("ais", "smc"):
+        raise typer.BadParameter(f"unknown method {method!r}; choose ais or smc", param_hint="'--method'")
+    if particles < 1:
+        raise typer.BadParameter(f"must be >= 1, got {particles}", param_hint="'--particles'")
     if until_gap is not None and not (until_gap > 0 and math.isfinite(until_gap)):
         raise typer.BadParameter(f"must be a positive number of nats, got {until_gap}", param_hint="'--until-gap'")
     if max_steps < step_list[0]:
@@ -139,7 +147,8 @@ def _run_sandwich(console, *, model, chains, steps, seed, out, schedule, until_g
     settings = {
         "model": model, "options": _jsonable(dataclasses.asdict(model_obj)) if dataclasses.is_dataclass(model_obj)
         else _jsonable(model_options),
-        "seed": seed, "chains": chains, "schedule": schedule, "x64": bool(jax.config.jax_enable_x64),
+        "seed": seed, "chains": chains, "schedule": schedule, "method": method, "particles": particles,
+        "x64": bool(jax.config.jax_enable_x64),
         "steps": step_list, "until_gap": until_gap, "max_steps": max_steps if until_gap is not None else None,
         "bdmc_version": bdmc.__version__,
     }
@@ -158,7 +167,8 @@ def _run_sandwich(console, *, model, chains, steps, seed, out, schedule, until_g
             max_steps = converged
     skip = {(int(t), str(d)) for t, d in zip(existing["num_steps"], existing["direction"])}
 
-    printer = _RowPrinter(console, exact_known=hasattr(model_obj, "exact_log_marginal"))
+    printer = _RowPrinter(console, exact_known=hasattr(model_obj, "exact_log_marginal"),
+                          knob="moves" if method == "smc" else "T")
     old_rows = existing.to_dict("records")
     new_rows: list[dict] = []
     csv_path = out / CSV_NAME
@@ -182,7 +192,7 @@ def _run_sandwich(console, *, model, chains, steps, seed, out, schedule, until_g
 
     try:
         bdmc.sandwich(jax.random.key(seed), model_obj, steps=step_list, num_chains=chains, schedule=schedule,
-                      until_gap=until_gap, max_steps=max_steps, on_row=on_row, skip=skip, progress=progress)
+                      method=method, num_particles=particles, until_gap=until_gap, max_steps=max_steps, on_row=on_row, skip=skip, progress=progress)
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted; {len(old_rows) + len(new_rows)} row(s) are saved in "
                       f"{_escape(str(csv_path))}, rerun the same command to resume[/]", soft_wrap=True)
@@ -289,9 +299,9 @@ def _sort_key(col):
 class _RowPrinter:
     """Prints rows of the sandwich table one at a time, as one continuous rich table (fits 80 columns)."""
 
-    def __init__(self, console, *, exact_known: bool):
+    def __init__(self, console, *, exact_known: bool, knob: str = "T"):
         self.console, self.exact_known = console, exact_known
-        self.columns = [("T", 5, "right"), ("direction", 9, "left"), ("value ± stderr", 16, "right")]
+        self.columns = [(knob, 5, "right"), ("direction", 9, "left"), ("value ± stderr", 16, "right")]
         if exact_known:
             self.columns.append(("− exact", 7, "right"))
         self.columns += [("mean\nsingle", 8, "right"), ("gap\nsingle", 7, "right"), ("seconds", 7, "right"),
@@ -344,7 +354,7 @@ class _RowPrinter:
         T = int(value.index.max())
         lower, upper = value.loc[T, "forward"], value.loc[T, "reverse"]
         single = table.loc[table["num_steps"] == T, "gap_single"].dropna()
-        line = (f"final gap at T={T}: [bold]{upper - lower:.4f}[/] nats (combined bounds {lower:.4f} .. "
+        line = (f"final gap at {self.columns[0][0]}={T}: [bold]{upper - lower:.4f}[/] nats (combined bounds {lower:.4f} .. "
                 f"{upper:.4f}{'; crossed' if upper < lower else ''})")
         say(line + (f", single-run gap {float(single.iloc[0]):.4f}" if len(single) else ""))
         if until_gap is not None:
@@ -365,7 +375,7 @@ class _RowPrinter:
             verdict = f"[yellow]holds within noise[/] (crossed by <= {NOISE_STDERRS:g} stderr)"
         else:
             verdict = f"[bold red]VIOLATED[/] (by more than {NOISE_STDERRS:g} stderr)"
-        say(f"sandwich around the exact value at T={T}: {verdict}; lower {lower - exact:+.4f}, upper "
+        say(f"sandwich around the exact value at {self.columns[0][0]}={T}: {verdict}; lower {lower - exact:+.4f}, upper "
             f"{upper - exact:+.4f} nats from exact")
         say(f"holds at {int(holds.sum())}/{len(holds)} chain lengths, within {NOISE_STDERRS:g} stderr at "
             f"{int(within.sum())}/{len(within)}")
@@ -411,7 +421,7 @@ def _fmt_options(options: dict) -> str:
 # --------------------------------------------------------------------------------------------- parsing
 
 
-def _parse_steps(text: str) -> list[int]:
+def _parse_steps(text: str, *, smallest: int = 2) -> list[int]:
     """``"10,100,1000"`` -> ``[10, 100, 1000]`` (duplicates dropped, order kept)."""
     parts = [p.strip() for p in text.split(",") if p.strip()]
     if not parts:
@@ -423,9 +433,9 @@ def _parse_steps(text: str) -> list[int]:
         except ValueError:
             raise typer.BadParameter(f"{p!r} is not an integer; use e.g. --steps 10,100,1000",
                                      param_hint="'--steps'") from None
-        if value < 2:
-            raise typer.BadParameter(f"every T must be >= 2 (prior and posterior), got {value}",
-                                     param_hint="'--steps'")
+        if value < smallest:
+            what = "T must be >= 2 (prior and posterior)" if smallest == 2 else "number of moves must be >= 1"
+            raise typer.BadParameter(f"every {what}, got {value}", param_hint="'--steps'")
         if value not in values:
             values.append(value)
     return values

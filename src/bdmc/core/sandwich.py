@@ -13,9 +13,10 @@ from .._errors import BDMCError
 from ..models._contract import simulate, validate_data
 from .ais import forward_ais, reverse_ais
 from .estimate import Estimate
+from .smc import shme, smc
 
 COLUMNS = [
-    "num_steps", "direction", "bound", "value", "stderr", "mean_single", "stderr_single", "certified_b3",
+    "method", "num_steps", "direction", "bound", "value", "stderr", "mean_single", "stderr_single", "certified_b3",
     "gap", "gap_single", "num_chains", "seconds", "compile_seconds", "seconds_total", "n_evals", "exact",
 ]
 
@@ -24,7 +25,8 @@ COLUMNS = [
 class SandwichResult:
     """The table of a sandwich run and what it ran on.
 
-    ``table`` has one row per (chain length, direction): the combined bound ``value`` and its ``stderr``, the
+    ``table`` has one row per (knob value, direction), where the knob ``num_steps`` is the number of
+    intermediate distributions T for ``method="ais"`` and the MCMC moves per data case for ``"smc"``: the combined bound ``value`` and its ``stderr``, the
     single-run mean, the Markov-certified bound at b = 3 (holds with probability >= 1 - e^-3), the combined
     ``gap`` (upper - lower) and ``gap_single`` (B-hat), times and likelihood evaluations. ``exact`` is the
     model's exact log-ML when known.
@@ -51,6 +53,8 @@ def sandwich(
     num_chains: int = 16,
     kernel=None,
     schedule: str = "sigmoidal",
+    method: str = "ais",
+    num_particles: int = 1,
     until_gap: float | None = None,
     max_steps: int = 100_000,
     skip: Iterable[tuple[int, str]] = (),
@@ -73,6 +77,11 @@ def sandwich(
         Chains per direction and length.
     kernel, schedule
         As for :func:`bdmc.forward_ais`.
+    method : {"ais", "smc"}
+        Forward and reverse AIS, or SMC (lower) and SHME (upper) on the data path; for "smc" the values in
+        ``steps`` are MCMC moves per data case and ``num_chains`` counts independent runs.
+    num_particles : int
+        Particles per SMC / SHME run.
     until_gap : float, optional
         Keep doubling T from ``steps[0]`` until the mean single-run gap (reverse minus forward, the BREAD
         estimate B-hat, which is non-negative in expectation) is below ``until_gap`` nats or T > ``max_steps``.
@@ -94,26 +103,35 @@ def sandwich(
         raise BDMCError("data was given without exact_latent; reverse AIS needs the latent that generated it")
     data = validate_data(model, data)
     exact = float(model.exact_log_marginal(data)) if hasattr(model, "exact_log_marginal") else None
+    if method not in ("ais", "smc"):
+        raise BDMCError(f"unknown method {method!r}; choose 'ais' or 'smc'")
     steps = [int(s) for s in steps]
-    if not steps or min(steps) < 2:
-        raise BDMCError(f"steps must be a non-empty list of integers >= 2, got {steps}")
+    smallest = 2 if method == "ais" else 1
+    if not steps or min(steps) < smallest:
+        raise BDMCError(f"steps must be a non-empty list of integers >= {smallest}, got {steps}")
     skip = {(int(t), str(d)) for t, d in skip}
 
     rows: list[dict] = []
     schedule_of_lengths = _doubling(steps[0], max_steps) if until_gap is not None else steps
     for T in schedule_of_lengths:
         k_fwd, k_rev = jax.random.split(jax.random.fold_in(key_runs, T))
-        common = dict(num_steps=T, num_chains=num_chains, kernel=kernel, schedule=schedule, progress=progress)
         pair = {}
+        if method == "ais":
+            common = dict(num_steps=T, num_chains=num_chains, kernel=kernel, schedule=schedule, progress=progress)
+            lower, upper = forward_ais, reverse_ais
+        else:
+            common = dict(num_moves=T, num_runs=num_chains, num_particles=num_particles, kernel=kernel,
+                          progress=progress)
+            lower, upper = smc, shme
         if (T, "forward") not in skip:
-            pair["forward"] = forward_ais(k_fwd, model, data, **common)
+            pair["forward"] = lower(k_fwd, model, data, **common)
         if (T, "reverse") not in skip:
-            pair["reverse"] = reverse_ais(k_rev, model, data, exact_latent, **common)
+            pair["reverse"] = upper(k_rev, model, data, exact_latent, **common)
         both = len(pair) == 2
         width = pair["reverse"].value - pair["forward"].value if both else np.nan
         width_single = pair["reverse"].mean_single - pair["forward"].mean_single if both else np.nan
         for direction, est in pair.items():
-            row = _row(T, direction, est, width, width_single, num_chains, exact)
+            row = {"method": method, **_row(T, direction, est, width, width_single, num_chains, exact)}
             rows.append(row)
             if on_row is not None:
                 on_row(row)

@@ -49,12 +49,14 @@ def plot_sandwich(table: pd.DataFrame, *, exact: float | None = None, ax=None, t
         finite = finite[np.isfinite(finite)]
         exact = float(finite.iloc[0]) if len(finite) else None
 
+    smc = "method" in table.columns and (table["method"] == "smc").any()
+    names = ("SMC", "SHME") if smc else ("forward AIS", "reverse AIS")
     sides = {}
     # Open squares for the upper bound, drawn under the filled lower-bound circles, so both stay visible
     # where the bounds meet.
     for direction, label, color, marker, size, face, z in (
-        ("forward", "lower bound (forward AIS)", LOWER_COLOR, "o", 5, LOWER_COLOR, 4),
-        ("reverse", "upper bound (reverse AIS)", UPPER_COLOR, "s", 7, "white", 3),
+        ("forward", f"lower bound ({names[0]})", LOWER_COLOR, "o", 5, LOWER_COLOR, 4),
+        ("reverse", f"upper bound ({names[1]})", UPPER_COLOR, "s", 7, "white", 3),
     ):
         rows = table[table["direction"] == direction].sort_values("num_steps")
         sides[direction] = rows.set_index("num_steps")["value"]
@@ -85,7 +87,7 @@ def plot_sandwich(table: pd.DataFrame, *, exact: float | None = None, ax=None, t
         ax.xaxis.set_minor_locator(LogLocator(subs="auto"))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.0f}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("intermediate distributions T")
+    ax.set_xlabel("MCMC moves per data case" if smc else "intermediate distributions T")
     ax.set_ylabel("log p(y) (nats)")
     ax.grid(True, which="major", alpha=0.3)
     if title is None:
@@ -96,6 +98,6 @@ def plot_sandwich(table: pd.DataFrame, *, exact: float | None = None, ax=None, t
     handles, labels = ax.get_legend_handles_labels()
     if handles:
         # Bounds first, then band and exact line; upper right is usually empty once the bounds converge.
-        order = sorted(range(len(labels)), key=lambda i: (not labels[i].endswith("AIS)"), labels[i]))
+        order = sorted(range(len(labels)), key=lambda i: (not labels[i].startswith(("lower", "upper")), labels[i]))
         ax.legend([handles[i] for i in order], [labels[i] for i in order], loc="upper right", framealpha=0.9)
     return fig

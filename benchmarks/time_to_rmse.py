@@ -1,22 +1,23 @@
-"""Time for forward AIS to reach 10-nat and 1-nat RMSE on the BDMC paper's models, against BDMC ground truth.
+"""Time for forward AIS or SMC to reach 10-nat and 1-nat RMSE on the BDMC paper's models, against BDMC ground truth.
 
 For one simulated data set per model (paper sizes: N = 50, D = 25):
 
 1. Ground truth: forward and reverse AIS at ``--truth-steps`` intermediate distributions; accepted only if the
    two combined estimates agree within ``--truth-tol`` nats (BDMC paper, Sec. 6.4), and then taken as their
    average.
-2. For each T in ``--steps``: ``--trials`` independent forward-AIS runs, batched as chains of one compiled
-   run. RMSE of the single-run estimates against the truth; error of their log-mean-exp combination.
+2. For each knob value in ``--steps`` (intermediate distributions T for ``--method ais``, MCMC moves per data
+   case for ``--method smc``, with ``--particles`` per run): ``--trials`` independent runs, batched as chains
+   of one compiled run. RMSE of the single-run estimates against the truth; error of their log-mean-exp combination.
    Times: the batch's wall time (compile excluded), the same amortized per trial, and the wall time of one
    run on its own (one chain), which is what the paper's timings measure.
 3. Stops after the first T whose single-run RMSE is below 1 nat.
 
-Rows are appended to ``benchmarks/results/ais_rmse_<model>.jsonl`` as they finish; rerunning with the same
-settings resumes. The summary goes to ``ais_rmse_<model>.md``.
+Rows are appended to ``benchmarks/results/<method>_rmse_<model>.jsonl`` as they finish; rerunning with the
+same settings resumes. The summary goes to ``<method>_rmse_<model>.md``.
 
-    python benchmarks/ais_rmse.py --model clustering
-    python benchmarks/ais_rmse.py --model low-rank --steps 10,30,100,300,1000
-    python benchmarks/ais_rmse.py --model binary --truth-steps 30000
+    python benchmarks/time_to_rmse.py --model clustering
+    python benchmarks/time_to_rmse.py --model low-rank --steps 10,30,100,300,1000
+    python benchmarks/time_to_rmse.py --model clustering --method smc --steps 1,2,5,10,20,50
 """
 
 from __future__ import annotations
@@ -36,14 +37,17 @@ import bdmc
 from bdmc.models import REGISTRY
 
 RESULTS = Path(__file__).resolve().parent / "results"
-# Time for AIS to get below 10 nats RMSE on the paper's hardware (BDMC paper, Sec. 6.4), and the RMSE reached.
-PAPER = {"clustering": (37.8, 7.0), "low-rank": (1.6, 8.6), "binary": (16.5 * 60, 7.5)}
+# Time to get below 10 nats RMSE on the paper's hardware (BDMC paper, Sec. 6.4), and the RMSE reached.
+PAPER = {("ais", "clustering"): (37.8, 7.0), ("ais", "low-rank"): (1.6, 8.6), ("ais", "binary"): (16.5 * 60, 7.5),
+         ("smc", "clustering"): (9.7, 4.6), ("smc", "binary"): (20.5 * 60, 11.9)}
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True, choices=sorted(REGISTRY))
-    ap.add_argument("--steps", default="10,30,100,300,1000,3000,10000")
+    ap.add_argument("--method", choices=["ais", "smc"], default="ais")
+    ap.add_argument("--steps", default=None, help="knob values (default: T = 10..10000, or 1..100 moves for smc)")
+    ap.add_argument("--particles", type=int, default=1)
     ap.add_argument("--trials", type=int, default=25)
     ap.add_argument("--truth-steps", type=int, default=30000)
     ap.add_argument("--truth-chains", type=int, default=16)
@@ -51,16 +55,19 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
+    if args.steps is None:
+        args.steps = "10,30,100,300,1000,3000,10000" if args.method == "ais" else "1,2,5,10,20,50,100"
     console = Console()
 
     model = REGISTRY[args.model]()
     key = jax.random.key(args.seed)
     k_data, k_truth, k_runs = jax.random.split(key, 3)
     data, latent = bdmc.simulate(k_data, model)
-    settings = {"model": args.model, "options": _options(model), "seed": args.seed, "trials": args.trials,
+    settings = {"model": args.model, "method": args.method, "particles": args.particles,
+                "options": _options(model), "seed": args.seed, "trials": args.trials,
                 "truth_steps": args.truth_steps, "truth_chains": args.truth_chains}
     args.out.mkdir(parents=True, exist_ok=True)
-    log_path = args.out / f"ais_rmse_{args.model}.jsonl"
+    log_path = args.out / f"{args.method}_rmse_{args.model}.jsonl"
     done = _load(log_path, settings)
 
     truth_row = done.get("truth")
@@ -90,8 +97,8 @@ def main(argv=None) -> int:
         if rows and rows[-1]["rmse_single"] < 1.0:
             break
         kT = jax.random.fold_in(k_runs, T)
-        batch = bdmc.forward_ais(kT, model, data, num_steps=T, num_chains=args.trials, progress=False)
-        one = bdmc.forward_ais(jax.random.fold_in(kT, 1), model, data, num_steps=T, num_chains=1, progress=False)
+        batch = _lower(args, model, data, kT, T, args.trials)
+        one = _lower(args, model, data, jax.random.fold_in(kT, 1), T, 1)
         err = batch.runs - truth
         row = {"kind": "run", "settings": settings, "num_steps": T, "mean_single": float(np.mean(batch.runs)),
                "rmse_single": float(np.sqrt(np.mean(err**2))), "combined": batch.value,
@@ -104,19 +111,30 @@ def main(argv=None) -> int:
                       f"{row['combined_error']:+.2f}  batch {row['batch_seconds']:.2f} s  one run "
                       f"{row['single_run_seconds']:.3f} s", highlight=False)
 
-    summary = _summary(args.model, truth_row, rows)
-    (args.out / f"ais_rmse_{args.model}.md").write_text(summary)
+    summary = _summary(args.method, args.model, truth_row, rows)
+    (args.out / f"{args.method}_rmse_{args.model}.md").write_text(summary)
     print(summary)
     return 0
 
 
-def _summary(name, truth_row, rows) -> str:
-    lines = [f"# Forward AIS accuracy against time: {name}", "",
+def _lower(args, model, data, key, knob, trials):
+    """``trials`` independent lower-bound runs at one knob value, batched in one compiled run."""
+    if args.method == "ais":
+        return bdmc.forward_ais(key, model, data, num_steps=knob, num_chains=trials, progress=False)
+    return bdmc.smc(key, model, data, num_moves=knob, num_particles=args.particles, num_runs=trials,
+                    progress=False)
+
+
+def _summary(method, name, truth_row, rows) -> str:
+    knob = "T" if method == "ais" else "moves/case"
+    particles = truth_row["settings"]["particles"]
+    title = "forward AIS" if method == "ais" else f"SMC ({particles} particle{'s' * (particles > 1)})"
+    lines = [f"# {title} accuracy against time: {name}", "",
              f"Ground truth {truth_row['truth']:.3f} nats (forward {truth_row['forward']:.3f} ± "
              f"{truth_row['forward_stderr']:.3f}, reverse {truth_row['reverse']:.3f} ± "
              f"{truth_row['reverse_stderr']:.3f}, gap {truth_row['gap']:.3f} nats at T = "
              f"{truth_row['settings']['truth_steps']}, {truth_row['settings']['truth_chains']} chains each).", "",
-             "| T | mean single | RMSE single | combined error | batch s | per trial s | one run s | evals/trial |",
+             f"| {knob} | mean single | RMSE single | combined error | batch s | per trial s | one run s | evals/trial |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['num_steps']} | {r['mean_single']:.2f} | {r['rmse_single']:.2f} | "
@@ -128,10 +146,10 @@ def _summary(name, truth_row, rows) -> str:
         if hit is None:
             lines.append(f"- RMSE < {target:g} nats: not reached.")
             continue
-        text = (f"- RMSE < {target:g} nats: T = {hit['num_steps']} (RMSE {hit['rmse_single']:.2f}), one run "
+        text = (f"- RMSE < {target:g} nats: {knob} = {hit['num_steps']} (RMSE {hit['rmse_single']:.2f}), one run "
                 f"{hit['single_run_seconds']:.3f} s, {hit['batch_seconds']:.2f} s for all {hit['settings']['trials']} trials batched")
-        if target == 10.0 and name in PAPER:
-            paper_s, paper_rmse = PAPER[name]
+        if target == 10.0 and (method, name) in PAPER:
+            paper_s, paper_rmse = PAPER[(method, name)]
             text += (f"; the paper needed {paper_s:g} s (RMSE {paper_rmse}) for one run: "
                      f"{paper_s / max(hit['single_run_seconds'], 1e-9):.0f}x less time here")
         lines.append(text + ".")

@@ -22,6 +22,7 @@ import bdmc
 import bdmc.models
 
 from ._errors import BDMCError
+from .core.alarm import BugAlarm
 from .core.ais import SCHEDULES
 from .core.sandwich import COLUMNS
 from .plotting import plot_sandwich
@@ -281,7 +282,13 @@ def _fill_partner_gap(row: dict, rows: list[dict]) -> dict:
     if other is None:
         return row
     lower, upper = (row, other) if row["direction"] == "forward" else (other, row)
-    return {**row, "gap": upper["value"] - lower["value"], "gap_single": upper["mean_single"] - lower["mean_single"]}
+    crossing = lower["value"] - upper["value"]
+    mean = upper["mean_single"] - lower["mean_single"]
+    se = math.hypot(upper["stderr_single"], lower["stderr_single"])  # the two directions are independent
+    alarm = BugAlarm(crossing=crossing, p_bound=min(1.0, math.exp(-crossing)) if crossing > 0 else 1.0,
+                     gap_z=mean / se if se > 0 else 0.0)
+    return {**row, "gap": -crossing, "gap_single": mean, "gap_single_stderr": se, "alarm": alarm.fired,
+            "alarm_p": alarm.p_bound}
 
 
 def _row_order(row: dict):
@@ -361,6 +368,7 @@ class _RowPrinter:
             reached = len(single) and float(single.iloc[0]) < until_gap
             say(f"until-gap {until_gap:g}: "
                 + ("[green]reached[/]" if reached else "[yellow]not reached by --max-steps[/]"))
+        self.alarm(table)
         if exact is None:
             say("[dim]no exact value for this model; the gap bounds the error of either estimate[/]")
             return
@@ -383,6 +391,25 @@ class _RowPrinter:
             bad = ", ".join(str(int(t)) for t in within.index[~within.to_numpy(dtype=bool)])
             say(f"[bold red]a bound is off by more than {NOISE_STDERRS:g} stderr at T = {bad}: unlikely by chance, "
                 "though with few chains the stderr itself is unreliable[/]")
+
+
+    def alarm(self, table) -> None:
+        """The bug alarm, prominently when it fires: reverse below forward by more than chance allows."""
+        fwd = table[(table["direction"] == "forward") & table["gap"].notna()]
+        fired = fwd[fwd["alarm"].astype(bool)]
+        if fired.empty:
+            self.console.print(f"bug alarm: [green]silent[/] at all {len(fwd)} {self.columns[0][0]} value(s) (reverse "
+                               "never below forward beyond chance)", highlight=False, soft_wrap=True)
+            return
+        for _, r in fired.iterrows():
+            crossing = -float(r["gap"])
+            why = (f"bounds cross by {crossing:.3g} nats, probability <= {float(r['alarm_p']):.2g} if all is correct"
+                   if float(r["alarm_p"]) < 0.01 else
+                   f"reverse runs {-float(r['gap_single']) / float(r['gap_single_stderr']):.1f} stderr below "
+                   "forward runs")
+            self.console.print(f"[bold white on red] BUG ALARM [/] at {self.columns[0][0]}={int(r['num_steps'])}: "
+                               f"{why}. Suspect the model's density, the kernel or the exact sample.",
+                               highlight=False, soft_wrap=True)
 
 
 def _console():

@@ -12,12 +12,13 @@ import pandas as pd
 from .._errors import BDMCError
 from ..models._contract import simulate, validate_data
 from .ais import forward_ais, reverse_ais
-from .estimate import Estimate
+from .alarm import bug_alarm
+from .estimate import Estimate, gap
 from .smc import shme, smc
 
 COLUMNS = [
     "method", "num_steps", "direction", "bound", "value", "stderr", "mean_single", "stderr_single", "certified_b3",
-    "gap", "gap_single", "num_chains", "seconds", "compile_seconds", "seconds_total", "n_evals", "exact",
+    "gap", "gap_single", "gap_single_stderr", "alarm", "alarm_p", "num_chains", "seconds", "compile_seconds", "seconds_total", "n_evals", "exact",
 ]
 
 
@@ -28,7 +29,9 @@ class SandwichResult:
     ``table`` has one row per (knob value, direction), where the knob ``num_steps`` is the number of
     intermediate distributions T for ``method="ais"`` and the MCMC moves per data case for ``"smc"``: the combined bound ``value`` and its ``stderr``, the
     single-run mean, the Markov-certified bound at b = 3 (holds with probability >= 1 - e^-3), the combined
-    ``gap`` (upper - lower) and ``gap_single`` (B-hat), times and likelihood evaluations. ``exact`` is the
+    ``gap`` (upper - lower), ``gap_single`` (B-hat) with its standard error, the bug alarm (``alarm``, and
+    ``alarm_p``: the largest probability of the observed crossing if everything is correct; see
+    :mod:`bdmc.core.alarm`), times and likelihood evaluations. ``exact`` is the
     model's exact log-ML when known.
     """
 
@@ -36,6 +39,12 @@ class SandwichResult:
     data: Any
     exact_latent: Any
     exact: float | None
+
+    @property
+    def alarms(self) -> pd.DataFrame:
+        """Rows (one per knob value) where the bug alarm fired: reverse below forward beyond chance."""
+        fired = self.table[self.table["alarm"].astype(bool) & (self.table["direction"] == "forward")]
+        return fired[["num_steps", "gap", "gap_single", "gap_single_stderr", "alarm_p"]].reset_index(drop=True)
 
     @property
     def final_gap(self) -> float:
@@ -127,14 +136,13 @@ def sandwich(
             pair["forward"] = lower(k_fwd, model, data, **common)
         if (T, "reverse") not in skip:
             pair["reverse"] = upper(k_rev, model, data, exact_latent, **common)
-        both = len(pair) == 2
-        width = pair["reverse"].value - pair["forward"].value if both else np.nan
-        width_single = pair["reverse"].mean_single - pair["forward"].mean_single if both else np.nan
+        pair_stats = _pair_stats(pair) if len(pair) == 2 else {}
         for direction, est in pair.items():
-            row = {"method": method, **_row(T, direction, est, width, width_single, num_chains, exact)}
+            row = {"method": method, **_row(T, direction, est, num_chains, exact), **pair_stats}
             rows.append(row)
             if on_row is not None:
                 on_row(row)
+        width_single = pair_stats.get("gap_single", np.nan)
         if until_gap is not None and np.isfinite(width_single) and width_single < until_gap:
             break
     table = pd.DataFrame(rows, columns=COLUMNS)
@@ -148,11 +156,21 @@ def _doubling(start: int, stop: int):
         T *= 2
 
 
-def _row(T: int, direction: str, est: Estimate, width: float, width_single: float, num_chains: int, exact) -> dict:
+def _pair_stats(pair) -> dict:
+    """Gaps between the two directions at one knob value, and the bug alarm on them."""
+    lower, upper = pair["forward"], pair["reverse"]
+    mean, se = gap(lower, upper)
+    alarm = bug_alarm(lower, upper)
+    return {"gap": upper.value - lower.value, "gap_single": mean, "gap_single_stderr": se, "alarm": alarm.fired,
+            "alarm_p": alarm.p_bound}
+
+
+def _row(T: int, direction: str, est: Estimate, num_chains: int, exact) -> dict:
     return {
         "num_steps": T, "direction": direction, "bound": est.bound, "value": est.value, "stderr": est.stderr,
         "mean_single": est.mean_single, "stderr_single": est.stderr_single, "certified_b3": est.certified(3.0),
-        "gap": width, "gap_single": width_single, "num_chains": num_chains, "seconds": est.seconds, "compile_seconds": est.compile_seconds,
+        "gap": np.nan, "gap_single": np.nan, "gap_single_stderr": np.nan, "alarm": False, "alarm_p": np.nan,
+        "num_chains": num_chains, "seconds": est.seconds, "compile_seconds": est.compile_seconds,
         "seconds_total": est.seconds + est.compile_seconds, "n_evals": est.n_evals,
         "exact": np.nan if exact is None else exact,
     }

@@ -13,6 +13,8 @@ if _os.environ.get("BDMC_X64", "1") != "0":
 from . import checks, exact, kernels, models, schedules  # noqa: E402
 from ._errors import BDMCError, DataError, MissingExtraError, NonFiniteLogWeightError, ScheduleError  # noqa: E402
 from .core.ais import forward_ais, reverse_ais  # noqa: E402
+from .core.alarm import BugAlarm, bug_alarm  # noqa: E402
+from .core.bread import BreadResult, bread  # noqa: E402
 from .core.engine import AnnealResult, StepInfo, anneal  # noqa: E402
 from .core.sandwich import SandwichResult, sandwich  # noqa: E402
 from .core.smc import shme, smc  # noqa: E402
@@ -22,7 +24,7 @@ from .models import simulate  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
-    "AnnealResult", "BDMCError", "checks", "DataError", "Estimate", "MissingExtraError", "NonFiniteLogWeightError",
+    "AnnealResult", "BDMCError", "BreadResult", "BugAlarm", "bread", "bug_alarm", "checks", "DataError", "Estimate", "MissingExtraError", "NonFiniteLogWeightError",
     "ScheduleError", "StepInfo", "anneal", "exact", "forward_ais", "gap", "kernels", "log_harmonic_mean",
     "log_mean_exp", "models", "reverse_ais", "SandwichResult", "sandwich", "schedules", "shme", "simulate", "smc",
 ]

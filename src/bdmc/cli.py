@@ -22,6 +22,7 @@ import bdmc
 import bdmc.models
 
 from ._errors import BDMCError
+from .cli_bread import bread_command
 from .core.alarm import BugAlarm
 from .core.ais import SCHEDULES
 from .core.sandwich import COLUMNS
@@ -103,6 +104,9 @@ def models() -> None:
         fields = ", ".join(f"{f.name}={_default(f)!r}" for f in _init_fields(cls))
         table.add_row(name, _escape(doc[0] if doc else ""), fields or "-")
     _console().print(table)
+
+
+app.command(name="bread")(bread_command)
 
 
 def main() -> None:

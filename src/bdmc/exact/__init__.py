@@ -1,9 +1,16 @@
 """Ground truth: closed-form and enumerated log marginal likelihoods used to test everything else."""
 
 from .conjugate import gaussian_mean_log_marginal, linear_regression_log_marginal
+from . import grid_toys
 from .enumeration import mixture_log_marginal_enumerate
+from .jeffreys import JeffreysResult, exact_jeffreys, geometric_log_densities, jeffreys_divergence
 
 __all__ = [
+    "JeffreysResult",
+    "exact_jeffreys",
+    "geometric_log_densities",
+    "grid_toys",
+    "jeffreys_divergence",
     "gaussian_mean_log_marginal",
     "linear_regression_log_marginal",
     "mixture_log_marginal_enumerate",

@@ -1,7 +1,8 @@
 """Figures drawn from bdmc result tables (matplotlib, no pyplot state)."""
 
 from .bread import plot_bread
+from .bread_toys import plot_bread_divergences, plot_grid_distributions
 from .geweke import plot_geweke
 from .sandwich import plot_sandwich
 
-__all__ = ["plot_bread", "plot_geweke", "plot_sandwich"]
+__all__ = ["plot_bread", "plot_bread_divergences", "plot_grid_distributions", "plot_geweke", "plot_sandwich"]

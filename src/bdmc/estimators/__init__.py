@@ -1,0 +1,12 @@
+"""Log marginal likelihood estimators, one function each, all ``estimator(key, model, data, *, knob, ...) -> Estimate``.
+
+AIS, reverse AIS, SMC and SHME live in :mod:`bdmc.core` (they are the annealing engine) and are re-exported
+here so every estimator is in one place.
+"""
+
+from ..core.ais import forward_ais as ais
+from ..core.ais import reverse_ais
+from ..core.smc import shme, smc
+from .importance import harmonic_mean, likelihood_weighting
+
+__all__ = ["ais", "harmonic_mean", "likelihood_weighting", "reverse_ais", "shme", "smc"]

@@ -25,7 +25,7 @@ from ._errors import BDMCError
 from .cli_bread import bread_command
 from .core.alarm import BugAlarm
 from .core.ais import SCHEDULES
-from .core.sandwich import COLUMNS
+from .core.sandwich import COLUMNS, exact_log_marginal_or_none
 from .plotting import plot_sandwich
 
 app = typer.Typer(
@@ -172,8 +172,12 @@ def _run_sandwich(console, *, model, chains, steps, seed, out, schedule, method,
             max_steps = converged
     skip = {(int(t), str(d)) for t, d in zip(existing["num_steps"], existing["direction"])}
 
-    printer = _RowPrinter(console, exact_known=hasattr(model_obj, "exact_log_marginal"),
-                          knob="moves" if method == "smc" else "T")
+    key = jax.random.key(seed)
+    # The data sandwich() would simulate from this key, simulated here so the table knows whether an exact
+    # value is affordable (enumeration and quadrature only work on small instances).
+    data, exact_latent = bdmc.simulate(jax.random.split(key)[0], model_obj)
+    exact_known = exact_log_marginal_or_none(model_obj, data) is not None
+    printer = _RowPrinter(console, exact_known=exact_known, knob="moves" if method == "smc" else "T")
     old_rows = existing.to_dict("records")
     new_rows: list[dict] = []
     csv_path = out / CSV_NAME
@@ -196,8 +200,9 @@ def _run_sandwich(console, *, model, chains, steps, seed, out, schedule, method,
         printer.row(row)
 
     try:
-        bdmc.sandwich(jax.random.key(seed), model_obj, steps=step_list, num_chains=chains, schedule=schedule,
-                      method=method, num_particles=particles, until_gap=until_gap, max_steps=max_steps, on_row=on_row, skip=skip, progress=progress)
+        bdmc.sandwich(key, model_obj, data, exact_latent, steps=step_list, num_chains=chains, schedule=schedule,
+                      method=method, num_particles=particles, until_gap=until_gap, max_steps=max_steps,
+                      on_row=on_row, skip=skip, progress=progress)
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted; {len(old_rows) + len(new_rows)} row(s) are saved in "
                       f"{_escape(str(csv_path))}, rerun the same command to resume[/]", soft_wrap=True)

@@ -111,7 +111,7 @@ def sandwich(
     elif exact_latent is None:
         raise BDMCError("data was given without exact_latent; reverse AIS needs the latent that generated it")
     data = validate_data(model, data)
-    exact = float(model.exact_log_marginal(data)) if hasattr(model, "exact_log_marginal") else None
+    exact = exact_log_marginal_or_none(model, data)
     if method not in ("ais", "smc"):
         raise BDMCError(f"unknown method {method!r}; choose 'ais' or 'smc'")
     steps = [int(s) for s in steps]
@@ -147,6 +147,16 @@ def sandwich(
             break
     table = pd.DataFrame(rows, columns=COLUMNS)
     return SandwichResult(table=table, data=data, exact_latent=exact_latent, exact=exact)
+
+
+def exact_log_marginal_or_none(model, data) -> float | None:
+    """The model's exact log p(y) when it has one that is affordable for this data (else None)."""
+    if not hasattr(model, "exact_log_marginal"):
+        return None
+    try:
+        return float(model.exact_log_marginal(data))
+    except ValueError:  # too large to enumerate or integrate: a sandwich is exactly what is needed then
+        return None
 
 
 def _doubling(start: int, stop: int):

@@ -8,5 +8,7 @@ from ..core.ais import forward_ais as ais
 from ..core.ais import reverse_ais
 from ..core.smc import shme, smc
 from .importance import harmonic_mean, likelihood_weighting
+from .nested import ConstrainedGibbs, ConstrainedRandomWalk, nested_sampling
 
-__all__ = ["ais", "harmonic_mean", "likelihood_weighting", "reverse_ais", "shme", "smc"]
+__all__ = ["ConstrainedGibbs", "ConstrainedRandomWalk", "ais", "harmonic_mean", "likelihood_weighting",
+           "nested_sampling", "reverse_ais", "shme", "smc"]

@@ -4,11 +4,14 @@ from ._contract import Model, log_density, simulate, validate_data
 from .finite_mixture import FiniteMixture
 from .gaussian_mean import GaussianMean
 from .linear_regression import LinearRegression
+from .low_rank import LowRank, LowRankHyper
 
 REGISTRY = {
     "gaussian-mean": GaussianMean,
     "linear-regression": LinearRegression,
     "finite-mixture": FiniteMixture,
+    "low-rank": LowRank,
+    "low-rank-hyper": LowRankHyper,
 }
 
 
@@ -22,4 +25,4 @@ def get_model(name: str, **options) -> Model:
 
 
 __all__ = ["Model", "log_density", "simulate", "validate_data", "FiniteMixture", "GaussianMean",
-           "LinearRegression", "REGISTRY", "get_model"]
+           "LinearRegression", "LowRank", "LowRankHyper", "REGISTRY", "get_model"]

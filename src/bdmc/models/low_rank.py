@@ -173,6 +173,14 @@ class _FactorModel:
         row = jax.lax.dynamic_slice_in_dim(data, i, 1, axis=0)
         return marginal_row_loglik(latent["V"], row, su2, sn2)[0]
 
+    def sample_case(self, key, latent, data, lam, i):
+        """Redraw u_i from its conditional given V under ``f(.; lam)`` (its prior when lam_i = 0).
+
+        With :meth:`log_predictive` this is the posterior-particle-filter proposal of SMC (Eqs. 18-20).
+        """
+        drawn = self._update_u(key, latent, data, lam)["U"]
+        return {**latent, "U": latent["U"].at[i].set(drawn[i])}
+
     def _update_u(self, key, latent, data, lam):
         su2, _, sn2 = self._vars(latent)
         mean, chol = _u_conditional(latent["V"], data, lam, su2, sn2)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable
 
 import jax
@@ -31,6 +32,22 @@ class ConsistencyResult:
     @property
     def passed(self) -> bool:
         return bool(self.worst <= self.tol)
+
+
+@partial(jax.jit, static_argnames=("model", "conditional", "sample_latent"))
+def _violations(keys, data, lam, *, model, conditional, sample_latent):
+    """Compiled once per (model, conditional, sampler, shapes): lam and data are traced."""
+
+    def one(k):
+        k0, k1, k2 = jax.random.split(k, 3)
+        u = sample_latent(k0)
+        x = conditional.update(k1, u, data, lam)
+        x2 = conditional.update(k2, u, data, lam)
+        lhs = conditional.log_prob(x, data, lam) - conditional.log_prob(x2, data, lam)
+        rhs = log_density(model, x, data, lam) - log_density(model, x2, data, lam)
+        return jnp.abs(lhs - rhs)
+
+    return jax.vmap(one)(keys)
 
 
 def conditional_consistency(
@@ -68,16 +85,8 @@ def conditional_consistency(
         Largest violation (nats) accepted as rounding error.
     """
     sample_latent = model.sample_prior if sample_latent is None else sample_latent
-
-    def one(k):
-        k0, k1, k2 = jax.random.split(k, 3)
-        u = sample_latent(k0)
-        x = conditional.update(k1, u, data, lam)
-        x2 = conditional.update(k2, u, data, lam)
-        lhs = conditional.log_prob(x, data, lam) - conditional.log_prob(x2, data, lam)
-        rhs = log_density(model, x, data, lam) - log_density(model, x2, data, lam)
-        return jnp.abs(lhs - rhs)
-
-    violations = np.asarray(jax.jit(jax.vmap(one))(jax.random.split(key, num_triples)))
+    lam = jnp.asarray(lam, jnp.result_type(float))
+    violations = np.asarray(_violations(jax.random.split(key, num_triples), data, lam, model=model,
+                                        conditional=conditional, sample_latent=sample_latent))
     violations = np.where(np.isnan(violations), np.inf, violations)
     return ConsistencyResult(name=conditional.name, violations=violations, tol=tol)

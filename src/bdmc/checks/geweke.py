@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Mapping
 
 import jax
@@ -53,10 +54,13 @@ class GewekeResult:
         return plot_geweke(self, **kwargs)
 
 
-def default_statistics(model) -> dict[str, Callable]:
+@dataclass(frozen=True)
+class DefaultStatistics:
     """First and second moments of every latent leaf and of the data, and the log-likelihood."""
 
-    def leaf_stats(latent, data):
+    model: object
+
+    def __call__(self, latent, data):
         out = {}
         for path, leaf in jax.tree_util.tree_leaves_with_path(latent):
             name = jax.tree_util.keystr(path)
@@ -66,10 +70,13 @@ def default_statistics(model) -> dict[str, Callable]:
         d = jnp.concatenate([jnp.ravel(jnp.asarray(x, jnp.result_type(float))) for x in jax.tree.leaves(data)])
         out["mean data"] = jnp.mean(d)
         out["mean square data"] = jnp.mean(d**2)
-        out["log-likelihood"] = jnp.sum(model.log_likelihood(latent, data))
+        out["log-likelihood"] = jnp.sum(self.model.log_likelihood(latent, data))
         return out
 
-    return leaf_stats
+
+def default_statistics(model) -> Callable:
+    """The default summary statistics (a hashable callable, so repeated tests reuse their compilation)."""
+    return DefaultStatistics(model)
 
 
 def geweke(
@@ -101,7 +108,12 @@ def geweke(
     lam : float or array
         The intermediate distribution. For lam other than 1, ``p_lam(y|x)`` is the tempered likelihood
         normalized in y: the model must provide ``sample_data_tempered(key, latent, lam)`` (for a Gaussian
-        likelihood, noise variance sigma^2 / lam), or pass ``sample_data``.
+        likelihood, noise variance sigma^2 / lam), or pass ``sample_data``. This joint has ``f(x; lam)`` as
+        its conditional only when the normalizer of ``p(y|x)^lam`` does not depend on x. With a latent noise
+        variance it does (it scales as ``sigma^(1 - lam)`` per case), and a correct kernel fails; simulate
+        the forward draws from the prior tilted by that factor instead (for an inverse-gamma prior on
+        sigma^2: shape reduced by ``sum_i (1 - lam_i) D / 2``) through ``sample_data`` and a model whose
+        ``sample_prior`` draws from the tilted prior.
     num_samples, num_steps : int
         Parallel chains, and kernel/data alternations per chain.
     statistics : callable, optional
@@ -115,6 +127,24 @@ def geweke(
     sample_data = _data_sampler(model, lam) if sample_data is None else sample_data
     statistics = default_statistics(model) if statistics is None else statistics
     lam = jnp.asarray(lam, jnp.result_type(float))
+
+    k_fwd, k_sc = jax.random.split(key)
+    fwd, sc = _simulate(jax.random.split(k_fwd, num_samples), jax.random.split(k_sc, num_samples), lam,
+                        model=model, kernel=kernel, statistics=statistics, sample_data=sample_data,
+                        num_steps=int(num_steps))
+    names = tuple(fwd)
+    F = np.stack([np.asarray(fwd[n], np.float64) for n in names], axis=1)
+    S = np.stack([np.asarray(sc[n], np.float64) for n in names], axis=1)
+    se = np.sqrt(F.var(0, ddof=1) / F.shape[0] + S.var(0, ddof=1) / S.shape[0])
+    z = np.where(se > 0, (F.mean(0) - S.mean(0)) / np.where(se > 0, se, 1.0), 0.0)
+    p = 2 * st.norm.sf(np.abs(z))
+    threshold = float(st.norm.isf(alpha / (2 * len(names))))
+    return GewekeResult(names=names, z=z, p_values=p, forward=F, successive=S, threshold=threshold)
+
+
+@partial(jax.jit, static_argnames=("model", "kernel", "statistics", "sample_data", "num_steps"))
+def _simulate(keys_fwd, keys_sc, lam, *, model, kernel, statistics, sample_data, num_steps):
+    """Forward and successive-conditional statistics; compiled once per (model, kernel, ..., shapes)."""
 
     def forward(k):
         k1, k2 = jax.random.split(k)
@@ -132,20 +162,9 @@ def geweke(
 
         return jax.lax.scan(body, forward(k0), jax.random.split(k1, num_steps))[0]
 
-    def stats_of(pair):
-        return statistics(*pair)
-
-    k_fwd, k_sc = jax.random.split(key)
-    fwd = jax.jit(jax.vmap(lambda k: stats_of(forward(k))))(jax.random.split(k_fwd, num_samples))
-    sc = jax.jit(jax.vmap(lambda k: stats_of(successive(k))))(jax.random.split(k_sc, num_samples))
-    names = tuple(fwd)
-    F = np.stack([np.asarray(fwd[n], np.float64) for n in names], axis=1)
-    S = np.stack([np.asarray(sc[n], np.float64) for n in names], axis=1)
-    se = np.sqrt(F.var(0, ddof=1) / F.shape[0] + S.var(0, ddof=1) / S.shape[0])
-    z = np.where(se > 0, (F.mean(0) - S.mean(0)) / np.where(se > 0, se, 1.0), 0.0)
-    p = 2 * st.norm.sf(np.abs(z))
-    threshold = float(st.norm.isf(alpha / (2 * len(names))))
-    return GewekeResult(names=names, z=z, p_values=p, forward=F, successive=S, threshold=threshold)
+    fwd = jax.vmap(lambda k: statistics(*forward(k)))(keys_fwd)
+    sc = jax.vmap(lambda k: statistics(*successive(k)))(keys_sc)
+    return fwd, sc
 
 
 def _data_sampler(model, lam):

@@ -1,6 +1,7 @@
 """The Model contract and built-in models."""
 
 from ._contract import Model, log_density, simulate, validate_data
+from .binary_attributes import BinaryAttributes, BinaryAttributesHyper
 from .finite_mixture import FiniteMixture
 from .gaussian_mean import GaussianMean
 from .linear_regression import LinearRegression
@@ -12,6 +13,8 @@ REGISTRY = {
     "finite-mixture": FiniteMixture,
     "low-rank": LowRank,
     "low-rank-hyper": LowRankHyper,
+    "binary": BinaryAttributes,
+    "binary-hyper": BinaryAttributesHyper,
 }
 
 
@@ -24,5 +27,5 @@ def get_model(name: str, **options) -> Model:
     return cls(**options)
 
 
-__all__ = ["Model", "log_density", "simulate", "validate_data", "FiniteMixture", "GaussianMean",
+__all__ = ["BinaryAttributes", "BinaryAttributesHyper", "Model", "log_density", "simulate", "validate_data", "FiniteMixture", "GaussianMean",
            "LinearRegression", "LowRank", "LowRankHyper", "REGISTRY", "get_model"]

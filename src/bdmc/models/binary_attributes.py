@@ -303,6 +303,22 @@ class BinaryAttributes:
         ``lam[i]`` is treated as 0. Each column of y_i is ``N(z_i M_j, sigma_n^2 + z_i Sigma z_i^T)`` with
         ``M, Sigma`` the tempered posterior of A from the other rows.
         """
+        _, log_pz, log_y = self._row_terms(latent, data, lam, i)
+        return logsumexp(log_pz + log_y)
+
+    def sample_case(self, key, latent, data, lam, i):
+        """Redraw row z_i from its conditional given Z_{-i} when case i is switched fully on or off.
+
+        With ``lam[i] == 1`` this is ``p(z_i | Z_{-i}, y)`` over all 2**k rows (the posterior-particle-filter
+        proposal, paired with :meth:`log_predictive`); with ``lam[i] == 0`` it is the prior of z_i.
+        """
+        rows, log_pz, log_y = self._row_terms(latent, data, lam, i)
+        on = _row_weights(lam, self.n, log_y.dtype)[i] > 0
+        pick = jax.random.categorical(key, log_pz + jnp.where(on, log_y, 0.0))
+        return {**latent, "Z": latent["Z"].at[i].set(rows[pick].astype(latent["Z"].dtype))}
+
+    def _row_terms(self, latent, data, lam, i):
+        """All 2**k candidate rows z_i, their log prior given Z_{-i}, and log p(y_i | z_i, other rows)."""
         y = jnp.asarray(data)
         w = _row_weights(lam, self.n, y.dtype).at[i].set(0.0)
         rest = self.stats(latent["Z"], y, w)
@@ -313,7 +329,7 @@ class BinaryAttributes:
         var = self.sigma_n**2 * (1.0 + jnp.einsum("rk,kl,rl->r", rows, rest.minv, rows))
         sq = jnp.sum((y[i][None, :] - rows @ mean) ** 2, axis=1)
         log_y = -0.5 * self.dim * (LOG_2PI + jnp.log(var)) - 0.5 * sq / var
-        return logsumexp(log_pz + log_y)
+        return rows, log_pz, log_y
 
     def exact_log_marginal(self, data, *, batch_size: int = 4096):
         """log p(y) by enumerating all 2**(n k) binary matrices, A integrated analytically.

@@ -32,7 +32,7 @@ from .engine import AISRule, anneal
 from .estimate import Estimate
 from .resampling import AdaptiveResampling
 
-PROPOSALS = ("prior", "posterior")
+PROPOSALS = ("auto", "prior", "posterior")
 
 
 class PosteriorProposal:
@@ -71,7 +71,7 @@ def smc(
     num_particles: int = 1,
     num_runs: int = 16,
     kernel: Any = None,
-    proposal: str = "prior",
+    proposal: str = "auto",
     resampling: str = "systematic",
     ess_threshold: float = 0.5,
     order=None,
@@ -92,8 +92,9 @@ def smc(
         Independent runs, each giving one estimate of ``log p(y)``; combined by log-mean-exp.
     kernel : optional
         Transition operator leaving every intermediate distribution invariant; the model's by default.
-    proposal : {"prior", "posterior"}
-        How a new case's local latents are proposed (module docstring).
+    proposal : {"auto", "prior", "posterior"}
+        How a new case's local latents are proposed (module docstring); "auto" is "posterior" when the model
+        provides ``log_predictive`` and ``sample_case`` (as the paper's models do), else "prior".
     resampling : {"systematic", "stratified", "multinomial"}
     ess_threshold : float
         In [0, 1]; 1 resamples after every case, 0 never.
@@ -120,7 +121,7 @@ def shme(
     num_particles: int = 1,
     num_runs: int = 16,
     kernel: Any = None,
-    proposal: str = "prior",
+    proposal: str = "auto",
     resampling: str = "systematic",
     ess_threshold: float = 0.5,
     order=None,
@@ -147,6 +148,8 @@ def _run(key, model, data, exact_latent, *, direction, num_moves, num_particles,
          resampling, ess_threshold, order, progress) -> Estimate:
     if proposal not in PROPOSALS:
         raise BDMCError(f"unknown proposal {proposal!r}; choose one of {PROPOSALS}")
+    if proposal == "auto":
+        proposal = "posterior" if all(hasattr(model, m) for m in ("log_predictive", "sample_case")) else "prior"
     if proposal == "posterior":
         missing = [m for m in ("log_predictive", "sample_case") if not hasattr(model, m)]
         if missing:

@@ -177,13 +177,14 @@ def test_sandwich_runs_smc_and_shme_with_moves_as_the_knob(key):
         bdmc.sandwich(key, model, data, latent, method="nested")
 
 
-@pytest.mark.parametrize("name", ["low-rank", "binary"])
+@pytest.mark.parametrize("name", ["clustering", "low-rank", "binary"])
 def test_posterior_proposal_is_unbiased_on_the_paper_models(name, key):
     # Tiny instances with exact log-ML (quadrature / enumeration); the posterior proposal sums out the new
     # row's local latents (u_i, or all 2^K rows z_i) in the weight and then draws them given the row.
-    from bdmc.models import BinaryAttributes, LowRank
+    from bdmc.models import BinaryAttributes, Clustering, LowRank
 
-    model = {"low-rank": LowRank(n=6, d=2, k=1), "binary": BinaryAttributes(n=5, dim=2, k=2)}[name]
+    model = {"clustering": Clustering(n=6, dim=2, k=3), "low-rank": LowRank(n=6, d=2, k=1),
+             "binary": BinaryAttributes(n=5, dim=2, k=2)}[name]
     data, _ = simulate(jax.random.key(1), model)
     exact = float(model.exact_log_marginal(data))
     post = bdmc.smc(key, model, data, num_particles=8, num_runs=300, proposal="posterior")

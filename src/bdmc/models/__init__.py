@@ -2,6 +2,7 @@
 
 from ._contract import Model, log_density, simulate, validate_data
 from .binary_attributes import BinaryAttributes, BinaryAttributesHyper
+from .clustering import Clustering, ClusteringHyper
 from .finite_mixture import FiniteMixture
 from .gaussian_mean import GaussianMean
 from .linear_regression import LinearRegression
@@ -11,6 +12,8 @@ REGISTRY = {
     "gaussian-mean": GaussianMean,
     "linear-regression": LinearRegression,
     "finite-mixture": FiniteMixture,
+    "clustering": Clustering,
+    "clustering-hyper": ClusteringHyper,
     "low-rank": LowRank,
     "low-rank-hyper": LowRankHyper,
     "binary": BinaryAttributes,
@@ -27,5 +30,5 @@ def get_model(name: str, **options) -> Model:
     return cls(**options)
 
 
-__all__ = ["BinaryAttributes", "BinaryAttributesHyper", "Model", "log_density", "simulate", "validate_data", "FiniteMixture", "GaussianMean",
+__all__ = ["BinaryAttributes", "BinaryAttributesHyper", "Clustering", "ClusteringHyper", "Model", "log_density", "simulate", "validate_data", "FiniteMixture", "GaussianMean",
            "LinearRegression", "LowRank", "LowRankHyper", "REGISTRY", "get_model"]

@@ -22,6 +22,7 @@ import bdmc
 import bdmc.models
 
 from ._errors import BDMCError
+from .cli_bench import bench_command
 from .cli_bread import bread_command
 from .core.alarm import BugAlarm
 from .core.ais import SCHEDULES
@@ -107,6 +108,7 @@ def models() -> None:
 
 
 app.command(name="bread")(bread_command)
+app.command(name="bench")(bench_command)
 
 
 def main() -> None:

@@ -1,0 +1,549 @@
+"""The estimator benchmark of BDMC paper Secs. 6.2-6.4: accuracy against time, scored on BDMC ground truth.
+
+Every (estimator, knob value) pair is one batched call running ``trials`` independent trials; its row holds
+the per-trial estimates, their mean with a 95% confidence interval, the single-trial RMSE against the ground
+truth, the error of the combined estimate (combined as footnote 5 prescribes), and the cost per trial. Rows
+are appended to a CSV as they finish, so an interrupted sweep resumes; with a Dask client the pairs run on a
+cluster and give the same numbers, because every pair's key comes from the seed, the estimator name and the
+knob alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import jax
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from .._errors import BDMCError, require
+from ..core.ais import forward_ais, reverse_ais
+from ..core.estimate import log_harmonic_mean, log_mean_exp
+from ..core.smc import shme, smc
+from ..estimators.importance import harmonic_mean, likelihood_weighting
+from ..estimators.nested import nested_sampling
+from ..models._contract import simulate
+
+CSV_NAME, JSON_NAME = "bench.csv", "bench.json"
+THRESHOLDS = (10.0, 1.0)  # nats: the paper's accuracy target (Sec. 6.3) and a stricter one
+CONFIDENCE = 0.95
+_DISCARD = "pass overwrite=True (--overwrite) to discard it"
+# fold_in tags separating the key streams of the data, the ground truth and the scored runs.
+_DATA_TAG, _TRUTH_TAG, _RUNS_TAG = 0, 1, 2
+
+
+class GroundTruthError(BDMCError, RuntimeError):
+    """Forward and reverse AIS disagree by more than the tolerance: there is no ground truth to score against."""
+
+
+class BenchSettingsError(BDMCError, ValueError):
+    """An output directory holds a benchmark made with other settings, or the request is malformed."""
+
+
+@dataclass(frozen=True)
+class EstimatorSpec:
+    """How the harness calls one estimator.
+
+    Attributes
+    ----------
+    name, label : str
+        Registry name and the label used in figures (the paper's abbreviations).
+    fn : callable
+        ``fn(key, model, data[, exact_latent], *, <knob>=..., <runs_arg>=...) -> Estimate``.
+    knob : str
+        Keyword of the budget knob that the benchmark varies.
+    runs_arg : str
+        Keyword of the number of independent runs; the harness sets it to the number of trials.
+    needs_exact : bool
+        Whether ``fn`` takes the exact posterior sample as its fourth positional argument.
+    bound : {"lower", "upper", None}
+        Which side of log Z a trial bounds stochastically; it fixes how trials combine (footnote 5):
+        log-mean-exp (unbiased Z), log-harmonic-mean (unbiased 1/Z), or the mean of the logs.
+    defaults : mapping
+        Extra keywords always passed (e.g. no progress bars).
+    knobs : tuple of int
+        Default knob values of a sweep.
+    """
+
+    name: str
+    label: str
+    fn: Callable
+    knob: str
+    runs_arg: str
+    needs_exact: bool
+    bound: str | None
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    knobs: tuple[int, ...] = ()
+
+    @property
+    def combine(self) -> str:
+        """Name of the combination rule of this estimator's trials."""
+        return {"lower": "log-mean-exp", "upper": "log-harmonic-mean", None: "mean-log"}[self.bound]
+
+
+_QUIET = {"progress": False}
+ESTIMATORS: dict[str, EstimatorSpec] = {
+    "lw": EstimatorSpec("lw", "LW", likelihood_weighting, "num_proposals", "num_runs", False, "lower",
+                        knobs=(10, 100, 1000, 10000)),
+    "hme": EstimatorSpec("hme", "HME", harmonic_mean, "num_samples", "num_runs", True, "upper",
+                         knobs=(10, 100, 1000, 10000)),
+    "ais": EstimatorSpec("ais", "AIS", forward_ais, "num_steps", "num_chains", False, "lower", _QUIET,
+                         knobs=(10, 100, 1000)),
+    "rev-ais": EstimatorSpec("rev-ais", "rev AIS", reverse_ais, "num_steps", "num_chains", True, "upper", _QUIET,
+                             knobs=(10, 100, 1000)),
+    "smc": EstimatorSpec("smc", "SMC", smc, "num_moves", "num_runs", False, "lower", _QUIET, knobs=(1, 3, 10)),
+    "shme": EstimatorSpec("shme", "SHME", shme, "num_moves", "num_runs", True, "upper", _QUIET, knobs=(1, 3, 10)),
+    "ns": EstimatorSpec("ns", "NS", nested_sampling, "num_moves", "num_runs", False, None, knobs=(1, 3, 10)),
+}
+
+# Column -> dtype: fresh rows and rows read back from the CSV are coerced alike, so a resumed table equals
+# the table of an uninterrupted run.
+DTYPES = {
+    "estimator": str, "label": str, "knob_name": str, "knob": "int64", "bound": str, "combine": str,
+    "trials": "int64", "mean": float, "stderr": float, "ci_low": float, "ci_high": float, "combined": float,
+    "truth": float, "bias": float, "rmse": float, "combined_error": float, "seconds": float,
+    "seconds_batch": float, "compile_seconds": float, "evals": float, "n_evals": "int64",
+    "trial_estimates": str, "model": str, "model_options": str, "seed": str, "data": str,
+    "truth_steps": "int64", "truth_chains": "int64", "truth_tol": float, "estimator_options": str, "x64": bool,
+    "jax_version": str, "numpy_version": str, "bdmc_version": str,
+}
+COLUMNS = tuple(DTYPES)
+# Settings on which every row's numbers depend; a resumed sweep must agree on all of them.
+ROW_DETERMINING = ("model", "model_options", "seed", "data", "trials", "truth_steps", "truth_chains",
+                   "truth_tol", "estimator_options", "x64")
+
+
+# ----------------------------------------------------------------------------------------- ground truth
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    """The BDMC ground truth: the average of forward and reverse AIS at the largest budget (paper Sec. 6.4).
+
+    Attributes
+    ----------
+    value : float
+        ``(forward + reverse) / 2``.
+    forward, reverse : float
+        Combined forward (lower) and reverse (upper) AIS estimates.
+    num_steps, num_chains : int
+        Their budget.
+    tol : float
+        The agreement required of ``reverse - forward``, in nats.
+    seconds : float
+        Wall time of both runs, compilation excluded.
+    """
+
+    value: float
+    forward: float
+    reverse: float
+    num_steps: int
+    num_chains: int
+    tol: float
+    seconds: float
+
+    @property
+    def gap(self) -> float:
+        """``reverse - forward``: by the sandwich, the truth's error is at most about this (Sec. 4.1)."""
+        return self.reverse - self.forward
+
+
+def ground_truth(key, model, data, exact_latent, *, num_steps: int, num_chains: int,
+                 tol: float = 1.0) -> GroundTruth:
+    """Sandwich ``log p(y)`` with forward and reverse AIS and accept it only when the bounds agree.
+
+    Parameters
+    ----------
+    key : PRNG key
+    model, data
+        A Model and data simulated from it.
+    exact_latent : pytree
+        The latent that generated ``data`` (an exact posterior sample), where reverse AIS starts.
+    num_steps, num_chains : int
+        The largest AIS budget: intermediate distributions and chains per direction.
+    tol : float
+        Largest accepted distance, in nats, between the combined forward and reverse estimates.
+
+    Returns
+    -------
+    GroundTruth
+
+    Raises
+    ------
+    GroundTruthError
+        When the two estimates are more than ``tol`` nats apart: the harness then refuses to score.
+    """
+    k_fwd, k_rev = jax.random.split(key)
+    lower = forward_ais(k_fwd, model, data, num_steps=num_steps, num_chains=num_chains, progress=False)
+    upper = reverse_ais(k_rev, model, data, exact_latent, num_steps=num_steps, num_chains=num_chains,
+                        progress=False)
+    distance = abs(upper.value - lower.value)
+    if not distance <= tol:  # also refuses NaN
+        raise GroundTruthError(
+            f"no ground truth: forward AIS ({lower.value:.4f}) and reverse AIS ({upper.value:.4f}) at "
+            f"T={num_steps} with {num_chains} chains are {distance:.4g} nats apart, more than the tolerance "
+            f"{tol:g}; the harness refuses to score against it. Raise the ground-truth budget (truth_steps).")
+    return GroundTruth(value=0.5 * (lower.value + upper.value), forward=lower.value, reverse=upper.value,
+                       num_steps=int(num_steps), num_chains=int(num_chains), tol=float(tol),
+                       seconds=lower.seconds + upper.seconds)
+
+
+# ----------------------------------------------------------------------------------------- scoring
+
+
+def combine(trials, bound: str | None) -> float:
+    """Combine per-trial log estimates as BDMC paper footnote 5 prescribes for an estimator bounding ``bound``."""
+    if bound == "lower":
+        return log_mean_exp(trials)
+    if bound == "upper":
+        return log_harmonic_mean(trials)
+    return float(np.mean(trials))
+
+
+def score(trials, truth: float, bound: str | None) -> dict[str, float]:
+    """Mean with its 95% confidence interval, single-trial RMSE and combined error of per-trial estimates.
+
+    The interval is for the expected single-trial estimate (Student t), not for ``log p(y)`` itself.
+    """
+    x = np.asarray(trials, dtype=np.float64)
+    mean = float(np.mean(x))
+    stderr = float(np.std(x, ddof=1) / math.sqrt(x.size)) if x.size > 1 else math.nan
+    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, x.size - 1)) * stderr if x.size > 1 else math.nan
+    combined = combine(x, bound)
+    return {"mean": mean, "stderr": stderr, "ci_low": mean - half, "ci_high": mean + half, "combined": combined,
+            "truth": float(truth), "bias": mean - truth, "rmse": float(np.sqrt(np.mean((x - truth) ** 2))),
+            "combined_error": combined - truth}
+
+
+def run_key(key, name: str, knob: int):
+    """The key of one (estimator, knob) batch: a function of the seed, the name and the knob only."""
+    name_tag = zlib.crc32(name.encode()) & 0x7FFFFFFF  # stable across processes, unlike hash()
+    return jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(key, _RUNS_TAG), name_tag), int(knob))
+
+
+def run_one(name: str, knob: int, key_data, model, data, exact_latent, *, trials: int, truth: float,
+            options: Mapping[str, Any], context: Mapping[str, Any]) -> dict:
+    """One batched call of estimator ``name`` at ``knob`` with ``trials`` runs, scored into a table row.
+
+    ``key_data`` is the raw data of the key from :func:`run_key` (plain arrays travel to Dask workers).
+    """
+    spec = ESTIMATORS[name]
+    key = jax.random.wrap_key_data(np.asarray(key_data))
+    args = (key, model, data) + ((exact_latent,) if spec.needs_exact else ())
+    kwargs = {**spec.defaults, **options, spec.knob: int(knob), spec.runs_arg: int(trials)}
+    est = spec.fn(*args, **kwargs)
+    runs = np.asarray(est.runs, dtype=np.float64)
+    if runs.size != trials:
+        raise BDMCError(f"estimator {name!r} returned {runs.size} runs for {trials} trials")
+    return {"estimator": name, "label": spec.label, "knob_name": spec.knob, "knob": int(knob),
+            "bound": spec.bound or "neither", "combine": spec.combine, "trials": int(trials),
+            **score(runs, truth, spec.bound),
+            "seconds": est.seconds / trials, "seconds_batch": est.seconds, "compile_seconds": est.compile_seconds,
+            "evals": est.n_evals / trials, "n_evals": int(est.n_evals),
+            "trial_estimates": json.dumps([float(r) for r in runs]), **context}
+
+
+def time_to_rmse(table: pd.DataFrame, *, thresholds: Sequence[float] = THRESHOLDS) -> pd.DataFrame:
+    """Per estimator and threshold, the first knob value (in increasing order) whose single-trial RMSE is below it.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A table from :func:`run_bench` (columns ``estimator``, ``knob``, ``rmse``, ``seconds``, ``evals``).
+    thresholds : sequence of float
+        RMSE targets in nats (paper Sec. 6.3 argues for 10).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (estimator, threshold): ``reached``, and the ``knob``, ``seconds`` per trial, ``evals``
+        per trial and ``rmse`` of the first knob reaching it (missing when none does).
+    """
+    rows = []
+    for name in pd.unique(table["estimator"]):
+        sweep = table[table["estimator"] == name].sort_values("knob")
+        for threshold in thresholds:
+            hit = sweep[sweep["rmse"] < threshold]
+            first = hit.iloc[0] if len(hit) else None
+            rows.append({"estimator": name, "threshold": float(threshold), "reached": first is not None,
+                         "knob": int(first["knob"]) if first is not None else pd.NA,
+                         "seconds": float(first["seconds"]) if first is not None else math.nan,
+                         "evals": float(first["evals"]) if first is not None else math.nan,
+                         "rmse": float(first["rmse"]) if first is not None else math.nan})
+    frame = pd.DataFrame(rows, columns=["estimator", "threshold", "reached", "knob", "seconds", "evals", "rmse"])
+    return frame.astype({"knob": "Int64"})
+
+
+# ----------------------------------------------------------------------------------------- the sweep
+
+
+def run_bench(key, model, *, estimators: Sequence[str] = tuple(ESTIMATORS),
+              knobs: Mapping[str, Sequence[int]] | None = None, trials: int = 25, data=None, exact_latent=None,
+              out: str | os.PathLike | None = None, client=None, truth_steps: int = 1000, truth_chains: int = 25,
+              truth_tol: float = 1.0, estimator_options: Mapping[str, Mapping[str, Any]] | None = None,
+              overwrite: bool = False, on_row: Callable[[dict], None] | None = None) -> pd.DataFrame:
+    """Benchmark log-ML estimators against BDMC ground truth: accuracy against time (paper Secs. 6.2-6.4).
+
+    Parameters
+    ----------
+    key : PRNG key or int
+        Simulates the data (unless given), drives the ground truth and every run. The runs of an
+        (estimator, knob) pair use ``fold_in`` of this key with the name and the knob, so any row can be
+        recomputed, resumed or run on another machine with identical numbers.
+    model : Model
+    estimators : sequence of str
+        Names in :data:`ESTIMATORS`: "lw", "hme", "ais", "rev-ais", "smc", "shme", "ns".
+    knobs : mapping, optional
+        Estimator name -> knob values; an estimator not listed uses its default sweep.
+    trials : int
+        Independent trials per (estimator, knob), batched as the runs of one call (the paper uses 25).
+    data, exact_latent : optional
+        Data and the latent that generated it; simulated from ``model`` when ``data`` is None.
+    out : path, optional
+        Directory for ``bench.csv`` (one row appended and flushed per finished pair) and ``bench.json``
+        (settings and ground truth). Rows already there are not recomputed.
+    client : dask.distributed.Client, optional
+        Run the pairs as tasks on this cluster (see :func:`connect`).
+    truth_steps, truth_chains, truth_tol : int, int, float
+        Budget of the ground-truth AIS runs and the agreement required of them (see :func:`ground_truth`).
+    estimator_options : mapping, optional
+        Estimator name -> extra keyword arguments (e.g. ``{"smc": {"num_particles": 4}}``).
+    overwrite : bool
+        Discard results in ``out`` made with other settings instead of refusing.
+    on_row : callable, optional
+        Called with each newly computed row as it finishes.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per requested (estimator, knob), in request order; columns :data:`COLUMNS`.
+
+    Raises
+    ------
+    GroundTruthError
+        When forward and reverse AIS do not agree within ``truth_tol``.
+    BenchSettingsError
+        On unknown estimators, bad knobs, or an ``out`` holding another benchmark (without ``overwrite``).
+    """
+    key = _as_key(key)
+    plan = _plan(estimators, knobs, trials)
+    if set(estimator_options or {}) - set(ESTIMATORS):
+        raise BenchSettingsError(f"estimator_options for unknown estimator(s) "
+                                 f"{sorted(set(estimator_options) - set(ESTIMATORS))}")
+    options = {name: dict((estimator_options or {}).get(name, {})) for name in ESTIMATORS}
+    data, exact_latent, data_tag = _data(key, model, data, exact_latent)
+    settings = _settings(key, model, data_tag, trials=trials, truth_steps=truth_steps, truth_chains=truth_chains,
+                         truth_tol=truth_tol, options=options)
+    store = _Store(Path(out), settings, overwrite=overwrite) if out is not None else None
+    truth = store.truth if store is not None else None
+    if truth is None:
+        truth = ground_truth(jax.random.fold_in(key, _TRUTH_TAG), model, data, exact_latent,
+                             num_steps=truth_steps, num_chains=truth_chains, tol=truth_tol)
+        if store is not None:
+            store.save_truth(truth)
+    done = store.rows if store is not None else {}
+    todo = [pair for pair in plan if pair not in done]
+    context = _context(settings)
+    payload = dict(model=model, data=data, exact_latent=exact_latent, trials=trials, truth=truth.value,
+                   context=context)
+    new: dict[tuple[str, int], dict] = {}
+
+    def finished(row: dict) -> None:
+        new[(row["estimator"], row["knob"])] = row
+        if store is not None:
+            store.append(row)
+        if on_row is not None:
+            on_row(row)
+
+    jobs = [(name, knob, np.asarray(jax.random.key_data(run_key(key, name, knob))), options[name])
+            for name, knob in todo]
+    if client is None:
+        for name, knob, key_data, opts in jobs:
+            finished(run_one(name, knob, key_data, options=opts, **payload))
+    else:
+        _run_dask(client, jobs, payload, finished)
+    rows = {**done, **new}
+    return _frame([rows[pair] for pair in plan])
+
+
+def connect(scheduler: str = "local"):
+    """A Dask client for :func:`run_bench`.
+
+    Parameters
+    ----------
+    scheduler : str
+        ``"local"`` starts a LocalCluster of threads in this process (enough on a small machine); anything
+        else is the address of a running scheduler, e.g. ``"tcp://10.0.0.5:8786"``.
+
+    Returns
+    -------
+    dask.distributed.Client
+        Close it when done (``client.close()``); a local cluster closes with it.
+
+    Raises
+    ------
+    bdmc.MissingExtraError
+        When ``dask.distributed`` is not installed (``pip install 'bdmc[distributed]'``).
+    """
+    distributed = require("dask.distributed", extra="distributed")
+    if scheduler == "local":
+        # Threads in this process: JAX already parallelizes within a call, and nothing needs pickling.
+        return distributed.Client(processes=False, dashboard_address=None)
+    return distributed.Client(scheduler)
+
+
+def _run_dask(client, jobs, payload, finished) -> None:
+    distributed = require("dask.distributed", extra="distributed")
+    if not jobs:
+        return
+    [shared] = client.scatter([payload], broadcast=True)  # one copy of model and data per worker
+    futures = [client.submit(_run_task, name, knob, key_data, opts, shared, pure=False)
+               for name, knob, key_data, opts in jobs]
+    for future in distributed.as_completed(futures):
+        finished(future.result())
+
+
+def _run_task(name, knob, key_data, opts, payload) -> dict:
+    return run_one(name, knob, key_data, options=opts, **payload)
+
+
+def _as_key(key):
+    if isinstance(key, (int, np.integer)):
+        return jax.random.key(int(key))
+    if not jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        return jax.random.wrap_key_data(key)  # a legacy uint32 key
+    return key
+
+
+def _plan(estimators, knobs, trials) -> list[tuple[str, int]]:
+    unknown = [name for name in estimators if name not in ESTIMATORS]
+    if unknown or not len(estimators):
+        raise BenchSettingsError(f"unknown estimator(s) {unknown}; choose from {list(ESTIMATORS)}")
+    extra = set(knobs or {}) - set(estimators)
+    if extra:
+        raise BenchSettingsError(f"knobs given for estimator(s) not benchmarked: {sorted(extra)}")
+    if int(trials) != trials or trials < 2:
+        raise BenchSettingsError(f"trials must be an integer >= 2 (an RMSE and an interval need two), got {trials}")
+    plan = []
+    for name in dict.fromkeys(estimators):
+        values = list((knobs or {}).get(name, ESTIMATORS[name].knobs))
+        if not values or any(int(v) != v or v < 1 for v in values):
+            raise BenchSettingsError(f"knobs of {name!r} must be positive integers, got {values}")
+        plan += [(name, int(v)) for v in dict.fromkeys(values)]
+    return plan
+
+
+def _data(key, model, data, exact_latent):
+    """Data and exact latent as NumPy (they travel to workers), and a tag identifying them in the settings."""
+    if data is None:
+        if exact_latent is not None:
+            raise BenchSettingsError("exact_latent given without data")
+        data, exact_latent = simulate(jax.random.fold_in(key, _DATA_TAG), model)
+        tag = "simulated"
+    elif exact_latent is None:
+        raise BenchSettingsError("the ground truth needs the exact latent that generated the given data")
+    else:
+        tag = None
+    data, exact_latent = jax.tree.map(np.asarray, (data, exact_latent))
+    if tag is None:
+        digest = hashlib.sha256()
+        for leaf in jax.tree.leaves((data, exact_latent)):
+            digest.update(np.ascontiguousarray(leaf).tobytes())
+        tag = f"sha256:{digest.hexdigest()[:16]}"
+    return data, exact_latent, tag
+
+
+def _settings(key, model, data_tag, *, trials, truth_steps, truth_chains, truth_tol, options) -> dict:
+    model_options = dataclasses.asdict(model) if dataclasses.is_dataclass(model) else repr(model)
+    return {"model": type(model).__name__, "model_options": _json(model_options),
+            "seed": _json([int(x) for x in np.asarray(jax.random.key_data(key)).ravel()]), "data": data_tag,
+            "trials": int(trials), "truth_steps": int(truth_steps), "truth_chains": int(truth_chains),
+            "truth_tol": float(truth_tol), "estimator_options": _json(options),
+            "x64": bool(jax.config.jax_enable_x64)}
+
+
+def _context(settings: dict) -> dict:
+    """Columns every row carries: the settings and the library versions."""
+    from .. import __version__
+
+    return {**{k: settings[k] for k in COLUMNS if k in settings and k != "trials"},
+            "jax_version": jax.__version__, "numpy_version": np.__version__, "bdmc_version": __version__}
+
+
+def _json(value) -> str:
+    return json.dumps(value, sort_keys=True, default=lambda v: v.tolist() if hasattr(v, "tolist") else str(v))
+
+
+def _frame(rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=list(COLUMNS)).astype(DTYPES).reset_index(drop=True)
+
+
+def _read_csv(path: Path) -> pd.DataFrame:
+    """Read a bench CSV back exactly: pandas writes floats as shortest round-trip reprs, parsed here by ``float``."""
+    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    if list(raw.columns) != list(COLUMNS):
+        raise BenchSettingsError(f"{path} has columns {list(raw.columns)}, expected {list(COLUMNS)}; {_DISCARD}")
+    parse = {float: lambda v: float(v) if v else math.nan, "int64": int, bool: lambda v: v == "True", str: str}
+    return _frame([{c: parse[DTYPES[c]](v) for c, v in row.items()} for row in raw.to_dict("records")])
+
+
+class _Store:
+    """The output directory of a sweep: settings and ground truth in JSON, rows in an append-only CSV."""
+
+    def __init__(self, out: Path, settings: dict, *, overwrite: bool):
+        self.csv, self.json, self.settings = out / CSV_NAME, out / JSON_NAME, settings
+        out.mkdir(parents=True, exist_ok=True)
+        self.truth, self.rows = None, {}
+        if self.json.exists() and not overwrite:
+            self._resume()
+        elif self.csv.exists() and not overwrite:
+            raise BenchSettingsError(f"{self.csv} exists without {self.json}, so it cannot be resumed; "
+                                     f"{_DISCARD} or use another out")
+        else:
+            self.csv.unlink(missing_ok=True)
+            self._write_json(None)
+
+    def _resume(self) -> None:
+        try:
+            saved = json.loads(self.json.read_text())
+        except ValueError as err:
+            raise BenchSettingsError(f"{self.json} is unreadable ({err}); {_DISCARD}") from None
+        previous = saved.get("settings", {})
+        diffs = [f"{k}: {previous.get(k)!r} -> {self.settings[k]!r}" for k in ROW_DETERMINING
+                 if previous.get(k) != self.settings[k]]
+        if diffs:
+            raise BenchSettingsError(f"{self.json.parent} holds a benchmark with different settings "
+                                     f"({'; '.join(diffs)}); {_DISCARD} or use another out")
+        if saved.get("truth") is not None:
+            self.truth = GroundTruth(**saved["truth"])
+        if self.csv.exists() and self.csv.stat().st_size > 0:
+            table = _read_csv(self.csv)
+            # Should a pair appear twice (files joined by hand, say), the later row wins.
+            self.rows = {(r["estimator"], int(r["knob"])): r for r in table.to_dict("records")}
+
+    def save_truth(self, truth: GroundTruth) -> None:
+        self.truth = truth
+        self._write_json(truth)
+
+    def _write_json(self, truth) -> None:
+        body = {"settings": self.settings, "truth": dataclasses.asdict(truth) if truth is not None else None}
+        tmp = self.json.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(body, indent=2) + "\n")
+        os.replace(tmp, self.json)
+
+    def append(self, row: dict) -> None:
+        """Append one row, header first in a new file, flushed to disk so a killed sweep loses nothing."""
+        new = not self.csv.exists() or self.csv.stat().st_size == 0
+        with open(self.csv, "a", newline="") as f:
+            _frame([row]).to_csv(f, header=new, index=False)
+            f.flush()
+            os.fsync(f.fileno())

@@ -100,3 +100,54 @@ def test_nested_sampling_with_a_kernel_that_ignores_the_constraint_is_caught(key
     est = nested_sampling(key, model, data, num_moves=1, num_runs=256, volumes="geometric",
                           kernel=IgnoresConstraint(model))
     assert abs(est.value - exact) > 4 * est.stderr + 1.0
+
+
+# ---------------------------------------------------------------------------------------------------- BIC
+
+from bdmc.estimators import bic  # noqa: E402
+from bdmc.models import BinaryAttributes, Clustering, LinearRegression, LowRank  # noqa: E402
+
+
+def test_bic_maximum_matches_the_closed_form_least_squares_fit(key):
+    model = LinearRegression()
+    data, _, _ = _problem(model)
+    X, y = np.asarray(model.design), np.asarray(data)
+    beta = np.linalg.lstsq(X, y, rcond=None)[0]
+    n = y.size
+    max_loglik = -0.5 * n * np.log(2 * np.pi * np.sum((y - X @ beta) ** 2) / n) - 0.5 * n
+    est = bic(key, model, data, num_restarts=4)
+    np.testing.assert_allclose(est.value, max_loglik - 0.5 * (X.shape[1] + 1) * np.log(n), rtol=1e-9)
+    assert est.bound is None and est.settings["num_params"] == X.shape[1] + 1
+
+
+@pytest.mark.parametrize("model", [Clustering(n=6, dim=2, k=2), LowRank(n=6, d=2, k=1),
+                                   BinaryAttributes(n=4, dim=2, k=2)], ids=["clustering", "low-rank", "binary"])
+def test_bic_likelihood_sums_out_the_local_latents(model, key):
+    # p(y | theta) with local latents summed out, against brute force: Monte Carlo over the latents' prior
+    # would be noisy, so compare with the model's own collapsed machinery at a random parameter value.
+    data, _ = bdmc.simulate(jax.random.key(1), model)
+    theta = model.bic_sample_params(key)
+    value = float(model.bic_log_likelihood(theta, data))
+    if isinstance(model, LowRank):
+        from scipy.stats import multivariate_normal
+
+        cov = model.sigma_u**2 * np.asarray(theta).T @ np.asarray(theta) + model.sigma_n**2 * np.eye(model.d)
+        ref = multivariate_normal(np.zeros(model.d), cov).logpdf(np.asarray(data)).sum()
+    else:
+        import itertools
+
+        from scipy.special import logsumexp
+        from scipy.stats import norm
+
+        y, th = np.asarray(data), np.asarray(theta)
+        if isinstance(model, Clustering):
+            w = np.exp(np.asarray(model.log_weights))
+            means, logp = th, np.log(w)
+        else:
+            rows = np.array(list(itertools.product([0, 1], repeat=model.k)), float)
+            means = rows @ th
+            logp = rows @ np.log(model.pi * np.ones(model.k)) + (1 - rows) @ np.log(1 - model.pi * np.ones(model.k))
+        noise = model.sigma_noise if isinstance(model, Clustering) else model.sigma_n
+        comp = norm(means[None, :, :], noise).logpdf(y[:, None, :]).sum(-1)
+        ref = logsumexp(logp[None, :] + comp, axis=1).sum()
+    np.testing.assert_allclose(value, ref, rtol=1e-10)

@@ -7,8 +7,9 @@ here so every estimator is in one place.
 from ..core.ais import forward_ais as ais
 from ..core.ais import reverse_ais
 from ..core.smc import shme, smc
+from .bic import bic
 from .importance import harmonic_mean, likelihood_weighting
 from .nested import ConstrainedGibbs, ConstrainedRandomWalk, nested_sampling
 
-__all__ = ["ConstrainedGibbs", "ConstrainedRandomWalk", "ais", "harmonic_mean", "likelihood_weighting",
+__all__ = ["ConstrainedGibbs", "ConstrainedRandomWalk", "ais", "bic", "harmonic_mean", "likelihood_weighting",
            "nested_sampling", "reverse_ais", "shme", "smc"]

@@ -30,6 +30,7 @@ from ..core.ais import forward_ais, reverse_ais
 from ..core.estimate import log_harmonic_mean, log_mean_exp
 from ..core.smc import shme, smc
 from ..estimators.importance import harmonic_mean, likelihood_weighting
+from ..estimators.bic import bic
 from ..estimators.nested import nested_sampling
 from ..models._contract import simulate
 
@@ -103,6 +104,7 @@ ESTIMATORS: dict[str, EstimatorSpec] = {
     "smc": EstimatorSpec("smc", "SMC", smc, "num_moves", "num_runs", False, "lower", _QUIET, knobs=(1, 3, 10)),
     "shme": EstimatorSpec("shme", "SHME", shme, "num_moves", "num_runs", True, "upper", _QUIET, knobs=(1, 3, 10)),
     "ns": EstimatorSpec("ns", "NS", nested_sampling, "num_moves", "num_runs", False, None, knobs=(1, 3, 10)),
+    "bic": EstimatorSpec("bic", "BIC", bic, "num_restarts", "num_runs", False, None, knobs=(1, 10)),
 }
 
 # Column -> dtype: fresh rows and rows read back from the CSV are coerced alike, so a resumed table equals

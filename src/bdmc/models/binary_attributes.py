@@ -331,6 +331,18 @@ class BinaryAttributes:
         log_y = -0.5 * self.dim * (LOG_2PI + jnp.log(var)) - 0.5 * sq / var
         return rows, log_pz, log_y
 
+    def bic_sample_params(self, key):
+        """A drawn from its prior: a starting point for maximizing :meth:`bic_log_likelihood`."""
+        return self.sigma_a * jax.random.normal(key, (self.k, self.dim))
+
+    def bic_log_likelihood(self, A, data):
+        """log p(Y | A) with every row's binary vector summed out (2**k terms per row)."""
+        rows = jnp.asarray(all_binary_rows(self.k), A.dtype)
+        log_pz = rows @ self.log_pi + (1 - rows) @ self.log_1m_pi
+        r = (data[:, None, :] - (rows @ A)[None, :, :]) / self.sigma_n
+        log_y = jnp.sum(-0.5 * r**2 - jnp.log(self.sigma_n) - 0.5 * LOG_2PI, axis=-1)
+        return jnp.sum(logsumexp(log_pz[None, :] + log_y, axis=1))
+
     def exact_log_marginal(self, data, *, batch_size: int = 4096):
         """log p(y) by enumerating all 2**(n k) binary matrices, A integrated analytically.
 

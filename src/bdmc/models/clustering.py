@@ -226,6 +226,18 @@ class Clustering:
         stats = cluster_stats(latent["z"], data, lam, self.k)
         return logsumexp(self.log_weights + predictive_gain(stats, data[i], 1.0, self._term))
 
+    # ----- BIC: the centres are the parameters, assignments summed out ---------------------------------
+
+    def bic_sample_params(self, key):
+        """Centres drawn from their prior: a starting point for maximizing :meth:`bic_log_likelihood`."""
+        return self.sigma_theta * jax.random.normal(key, (self.k, self.dim))
+
+    def bic_log_likelihood(self, theta, data):
+        """log p(y | centres) with every assignment summed out: sum_i log sum_k pi_k N(y_i; theta_k, s^2 I)."""
+        r = (data[:, None, :] - theta[None, :, :]) / self.sigma_noise
+        comp = jnp.sum(-0.5 * r**2 - jnp.log(self.sigma_noise) - 0.5 * LOG_2PI, axis=-1)
+        return jnp.sum(logsumexp(self.log_weights[None, :] + comp, axis=1))
+
     def sample_case(self, key, latent, data, lam, i):
         """Redraw z_i from its collapsed conditional under ``f(.; lam)`` (its prior when lam_i = 0).
 

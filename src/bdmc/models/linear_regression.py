@@ -67,6 +67,14 @@ class LinearRegression:
     def check_data(self, data):
         check_array_shape("LinearRegression data", data, (self.n,))
 
+    def bic_sample_params(self, key):
+        """A prior draw of (beta, log s2): a starting point for maximizing :meth:`bic_log_likelihood`."""
+        return self.sample_prior(key)
+
+    def bic_log_likelihood(self, params, data):
+        """log p(y | beta, s2): there are no local latents to sum out."""
+        return jnp.sum(self.log_likelihood(params, data))
+
     def exact_log_marginal(self, data):
         """Closed-form log p(y) (Ji, Shen, West, Sec. 4.1)."""
         return linear_regression_log_marginal(data, self.design, tau=self.tau, h0=self.h0, k0=self.k0)

@@ -259,6 +259,14 @@ class LowRank(_FactorModel):
 
     # --- exact answer on tiny instances ------------------------------------------------------------------
 
+    def bic_sample_params(self, key):
+        """V drawn from its prior: a starting point for maximizing :meth:`bic_log_likelihood`."""
+        return self.sigma_v * jax.random.normal(key, (self.k, self.d))
+
+    def bic_log_likelihood(self, V, data):
+        """log p(Y | V) with U integrated out (the parameters are V; the rows' u_i are latent)."""
+        return self.log_marginal_given_v(V, data)
+
     def log_marginal_given_v(self, V, data):
         """log p(Y | V) = sum_i log N(y_i; 0, sigma_u^2 V^T V + sigma_n^2 I): U integrated analytically."""
         su2, _, sn2 = self.variances

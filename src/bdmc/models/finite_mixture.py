@@ -58,6 +58,14 @@ class FiniteMixture:
     def check_data(self, data):
         check_array_shape("FiniteMixture data", data, (self.n, self.dim))
 
+    def bic_sample_params(self, key):
+        """Means drawn from their prior: a starting point for maximizing :meth:`bic_log_likelihood`."""
+        return self.sigma_theta * jax.random.normal(key, (self.k, self.dim))
+
+    def bic_log_likelihood(self, theta, data):
+        """log p(y | means) with every assignment summed out."""
+        return jnp.sum(jax.nn.logsumexp(self.log_weights[None, :] + self._component_loglik(theta, data), axis=1))
+
     def exact_log_marginal(self, data):
         """log p(y) by enumerating all k**n assignments (cluster means integrated analytically)."""
         return mixture_log_marginal_enumerate(

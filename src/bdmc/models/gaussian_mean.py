@@ -45,6 +45,14 @@ class GaussianMean:
     def check_data(self, data):
         check_array_shape("GaussianMean data", data, (self.n, self.dim))
 
+    def bic_sample_params(self, key):
+        """A prior draw of mu: a starting point for maximizing :meth:`bic_log_likelihood`."""
+        return self.sample_prior(key)
+
+    def bic_log_likelihood(self, params, data):
+        """log p(y | mu): there are no local latents to sum out."""
+        return jnp.sum(self.log_likelihood(params, data))
+
     def exact_log_marginal(self, data):
         """Closed-form log p(y)."""
         return gaussian_mean_log_marginal(

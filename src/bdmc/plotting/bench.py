@@ -40,7 +40,7 @@ def plot_bench(table: pd.DataFrame, *, zoom: float = 10.0, title: str | None = N
     missing = NEEDED - set(table.columns)
     if missing:
         raise ValueError(f"plot_bench needs columns {sorted(missing)} in the table")
-    fig = Figure(figsize=(15.0, 4.8), layout="constrained")
+    fig = Figure(figsize=(16.5, 4.8), layout="constrained")
     full, zoomed, rmse = fig.subplots(1, 3)
     truth = float(table["truth"].iloc[0]) if len(table) else math.nan
     for name, rows in table.groupby("estimator", sort=False):
@@ -68,7 +68,9 @@ def plot_bench(table: pd.DataFrame, *, zoom: float = 10.0, title: str | None = N
     rmse.set_ylabel("RMSE (nats)")
     rmse.set_title("RMSE: single trials (solid), combined (dashed)")
     rmse.grid(True, which="both", alpha=0.3)
-    full.legend(loc="lower right", fontsize="small", framealpha=0.9)
+    # One legend beside the panels, so it hides no estimator (BIC and LW sit far below the truth).
+    handles, labels = full.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside right center", fontsize="small")
     if title is not None:
         fig.suptitle(title)
     return fig

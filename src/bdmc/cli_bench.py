@@ -13,7 +13,7 @@ from rich.table import Table
 from ._errors import BDMCError
 
 CSV_SUMMARY, PNG_NAME = "summary.csv", "bench.png"
-DEFAULT_ESTIMATORS = "lw,hme,ais,rev-ais,smc,shme,ns"
+DEFAULT_ESTIMATORS = "lw,hme,bic,ais,rev-ais,smc,shme,ns"
 # (header, minimum width): one table per row, so rows printed as they finish line up under the header.
 ROW_COLUMNS = (("estimator", 9), ("knob", 6), ("mean ± 95% CI", 18), ("combined", 10), ("RMSE", 8),
                ("comb. err", 9), ("s/trial", 8), ("compile s", 9), ("evals/trial", 11))
@@ -22,7 +22,7 @@ ROW_COLUMNS = (("estimator", 9), ("knob", 6), ("mean ± 95% CI", 18), ("combined
 def bench_command(
     model: str = typer.Option(..., "--model", "-m", help="Built-in model (see `bdmc models`)."),
     estimators: str = typer.Option(DEFAULT_ESTIMATORS, "--estimators", "-e",
-                                   help="Comma-separated estimators: lw, hme, ais, rev-ais, smc, shme, ns."),
+                                   help="Comma-separated estimators: lw, hme, bic, ais, rev-ais, smc, shme, ns."),
     trials: int = typer.Option(25, "--trials", "-t", help="Independent trials per estimator and knob value."),
     knobs: Optional[list[str]] = typer.Option(
         None, "--knobs", "-k", metavar="NAME=V1,V2",

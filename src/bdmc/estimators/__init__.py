@@ -10,6 +10,7 @@ from ..core.smc import shme, smc
 from .bic import bic
 from .importance import harmonic_mean, likelihood_weighting
 from .nested import ConstrainedGibbs, ConstrainedRandomWalk, nested_sampling
+from .vb import variational_bayes
 
 __all__ = ["ConstrainedGibbs", "ConstrainedRandomWalk", "ais", "bic", "harmonic_mean", "likelihood_weighting",
-           "nested_sampling", "reverse_ais", "shme", "smc"]
+           "nested_sampling", "reverse_ais", "shme", "smc", "variational_bayes"]

@@ -238,6 +238,42 @@ class Clustering:
         comp = jnp.sum(-0.5 * r**2 - jnp.log(self.sigma_noise) - 0.5 * LOG_2PI, axis=-1)
         return jnp.sum(logsumexp(self.log_weights[None, :] + comp, axis=1))
 
+    # ----- variational Bayes: q(z_i) categorical, q(theta_k) = N(m_k, v_k I) ---------------------------------
+
+    @property
+    def vb_num_labels(self) -> int:
+        """Components whose relabelings leave the model unchanged (the VB symmetry correction adds log k!)."""
+        return self.k
+
+    def vb_init(self, key, data):
+        """Random responsibilities (a Dirichlet(1) draw per row), then the matching q(theta)."""
+        r = jax.random.dirichlet(key, jnp.ones(self.k), (self.n,)).astype(data.dtype)
+        return self._vb_theta(r, data)
+
+    def vb_update(self, params, data):
+        """One coordinate-ascent sweep: q(z) given q(theta) (Eq. 39), then q(theta) given q(z) (Eq. 40)."""
+        r, m, v = params
+        expected = -(jnp.sum((data[:, None, :] - m[None]) ** 2, axis=-1) + self.dim * v[None]) / (2 * self.sigma_noise**2)
+        r = jax.nn.softmax(self.log_weights[None, :] + expected, axis=1)
+        return self._vb_theta(r, data)
+
+    def vb_bound(self, params, data):
+        """The variational lower bound F(q) = E_q[log p(theta, z, y)] + H[q] (Eq. 38)."""
+        r, m, v = params
+        sn2, st2, d = self.sigma_noise**2, self.sigma_theta**2, self.dim
+        sq = jnp.sum((data[:, None, :] - m[None]) ** 2, axis=-1) + d * v[None]
+        log_lik = jnp.sum(r * (-0.5 * d * jnp.log(2 * jnp.pi * sn2) - 0.5 * sq / sn2))
+        log_pz = jnp.sum(r * self.log_weights[None, :])
+        log_ptheta = jnp.sum(-0.5 * d * jnp.log(2 * jnp.pi * st2) - 0.5 * (jnp.sum(m**2, axis=1) + d * v) / st2)
+        entropy_z = -jnp.sum(jnp.where(r > 0, r * jnp.log(jnp.where(r > 0, r, 1.0)), 0.0))
+        entropy_theta = jnp.sum(0.5 * d * jnp.log(2 * jnp.pi * jnp.e * v))
+        return log_lik + log_pz + log_ptheta + entropy_z + entropy_theta
+
+    def _vb_theta(self, r, data):
+        precision = 1.0 / self.sigma_theta**2 + jnp.sum(r, axis=0) / self.sigma_noise**2
+        m = (r.T @ data) / self.sigma_noise**2 / precision[:, None]
+        return r, m, 1.0 / precision
+
     def sample_case(self, key, latent, data, lam, i):
         """Redraw z_i from its collapsed conditional under ``f(.; lam)`` (its prior when lam_i = 0).
 

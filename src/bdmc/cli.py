@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any, Optional
 
 import jax
-import numpy as np
 import pandas as pd
 import typer
 from rich.console import Console

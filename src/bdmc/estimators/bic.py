@@ -10,7 +10,6 @@ parallel. Neither a lower nor an upper bound.
 from __future__ import annotations
 
 import math
-import time
 
 import jax
 import jax.numpy as jnp
@@ -22,6 +21,7 @@ from .._errors import BDMCError
 from ..core.ais import _seed
 from ..core.estimate import Estimate
 from ..models._contract import n_cases, validate_data
+from ._timing import timed_call
 
 
 def bic(key, model, data, *, num_restarts: int = 10, num_runs: int = 1, max_iterations: int = 500) -> Estimate:
@@ -68,12 +68,7 @@ def bic(key, model, data, *, num_restarts: int = 10, num_runs: int = 1, max_iter
 
     fn = jax.jit(jax.vmap(one_run))
     keys = jax.random.split(key, num_runs)
-    t0 = time.perf_counter()
-    compiled = fn.lower(keys).compile()
-    compile_seconds = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    runs, iterations = jax.block_until_ready(compiled(keys))
-    seconds = time.perf_counter() - t0
+    (runs, iterations), seconds, compile_seconds = timed_call(fn, keys)
     return Estimate.from_runs(
         np.asarray(runs, np.float64), bound=None, seconds=seconds, compile_seconds=compile_seconds,
         n_evals=int(np.sum(iterations)),  # one likelihood-and-gradient evaluation per BFGS iteration, at least

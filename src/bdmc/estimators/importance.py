@@ -9,7 +9,6 @@ unbiased: a stochastic upper bound on log Z.
 from __future__ import annotations
 
 import math
-import time
 
 import jax
 import jax.numpy as jnp
@@ -20,6 +19,7 @@ from .._errors import BDMCError
 from ..core.ais import _broadcast_latent, _seed, default_kernel
 from ..core.estimate import Estimate
 from ..models._contract import validate_data
+from ._timing import timed_call
 
 
 def likelihood_weighting(key, model, data, *, num_proposals: int = 1000, num_runs: int = 16,
@@ -117,13 +117,9 @@ def harmonic_mean(key, model, data, exact_latent, *, num_samples: int = 1000, nu
 
 
 def _timed(fn, *args):
-    """Run a jitted function: (result as float64 NumPy, seconds excluding compilation, compile seconds)."""
-    start = time.perf_counter()
-    compiled = fn.lower(*args).compile()
-    compile_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    out = jax.block_until_ready(compiled(*args))
-    return np.asarray(out, dtype=np.float64), time.perf_counter() - start, compile_seconds
+    """Run a batched estimator: (per-run results as float64 NumPy, run seconds, compile seconds)."""
+    out, seconds, compile_seconds = timed_call(fn, *args)
+    return np.asarray(out, dtype=np.float64), seconds, compile_seconds
 
 
 def _positive(**values):

@@ -16,7 +16,6 @@ latents (accepted with the prior ratio).
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +28,7 @@ from .._errors import BDMCError
 from ..core.ais import _seed
 from ..core.estimate import Estimate
 from ..models._contract import validate_data
+from ._timing import timed_call
 
 
 @dataclass(frozen=True)
@@ -151,12 +151,7 @@ def nested_sampling(key, model, data, *, num_moves: int = 5, num_particles: int 
 
     fn = jax.jit(jax.vmap(one_run))
     keys = jax.random.split(key, num_runs)
-    start = time.perf_counter()
-    compiled = fn.lower(keys).compile()
-    compile_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    runs, steps, done = jax.block_until_ready(compiled(keys))
-    seconds = time.perf_counter() - start
+    (runs, steps, done), seconds, compile_seconds = timed_call(fn, keys)
     steps = np.asarray(steps)
     evals = int(steps.sum()) * int(num_moves) * int(getattr(kernel, "evals_per_move", 1)) + K * int(num_runs)
     return Estimate.from_runs(

@@ -15,7 +15,6 @@ symmetry correction.
 from __future__ import annotations
 
 import math
-import time
 
 import jax
 import jax.numpy as jnp
@@ -25,6 +24,7 @@ from .._errors import BDMCError
 from ..core.ais import _seed
 from ..core.estimate import Estimate
 from ..models._contract import validate_data
+from ._timing import timed_call
 
 
 def variational_bayes(key, model, data, *, num_restarts: int = 10, num_runs: int = 1, symmetric: bool = False,
@@ -85,12 +85,7 @@ def variational_bayes(key, model, data, *, num_restarts: int = 10, num_runs: int
 
     fn = jax.jit(jax.vmap(one_run))
     keys = jax.random.split(key, num_runs)
-    t0 = time.perf_counter()
-    compiled = fn.lower(keys).compile()
-    compile_seconds = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    runs, iterations = jax.block_until_ready(compiled(keys))
-    seconds = time.perf_counter() - t0
+    (runs, iterations), seconds, compile_seconds = timed_call(fn, keys)
     runs = np.asarray(runs, np.float64)
     est = Estimate.from_runs(
         runs, bound="lower", seconds=seconds, compile_seconds=compile_seconds,

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import blackjax
-import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 

@@ -10,7 +10,7 @@ import jax as _jax
 if _os.environ.get("BDMC_X64", "1") != "0":
     _jax.config.update("jax_enable_x64", True)
 
-from . import checks, exact, kernels, models, schedules  # noqa: E402
+from . import checks, exact, kernels, models, ppl, schedules  # noqa: E402
 from ._errors import BDMCError, DataError, MissingExtraError, NonFiniteLogWeightError, ScheduleError  # noqa: E402
 from .core.ais import forward_ais, reverse_ais  # noqa: E402
 from .core.alarm import BugAlarm, bug_alarm  # noqa: E402

@@ -52,7 +52,19 @@ class _Refusal(Exception):
 
 @app.command()
 def sandwich(
-    model: str = typer.Option(..., "--model", "-m", help="Built-in model name (see `bdmc models`)."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Built-in model name (see `bdmc models`)."),
+    numpyro: Optional[str] = typer.Option(None, "--numpyro", metavar="PATH.py:FN",
+                                          help="A NumPyro model function instead of a built-in model."),
+    pymc: Optional[str] = typer.Option(None, "--pymc", metavar="PATH.py:NAME",
+                                       help="A PyMC model, or a function of the --data arrays returning one."),
+    stan: Optional[str] = typer.Option(None, "--stan", metavar="PATH.stan",
+                                       help="A Stan program whose likelihood is multiplied by data bdmc_lambda."),
+    data: Optional[Path] = typer.Option(None, "--data", metavar="FILE.npz",
+                                        help="Arguments of the PPL program (covariates, sizes, Stan data)."),
+    observed: Optional[str] = typer.Option(None, "--observed", metavar="NAMES",
+                                           help="The program's observed variable(s), comma-separated."),
+    simulator: Optional[str] = typer.Option(None, "--simulator", metavar="PATH.py:FN",
+                                            help="Python simulator of a Stan program: fn(rng) -> (params, data)."),
     chains: int = typer.Option(16, "--chains", "-c", help="Chains per direction and chain length."),
     steps: str = typer.Option("10,100,1000", "--steps", "-s",
                               help="Comma-separated numbers of intermediate distributions T (each >= 2)."),
@@ -76,11 +88,18 @@ def sandwich(
 ) -> None:
     """Sandwich log p(y) of a simulated data set between stochastic lower and upper bounds.
 
-    Rows are appended to OUT/sandwich.csv as they finish; rerunning the same command resumes.
+    The model is a built-in one (--model) or a program in a PPL (--numpyro, --pymc, --stan). Rows are appended
+    to OUT/sandwich.csv as they finish; rerunning the same command resumes.
     """
     console, errors = _console(), Console(stderr=True, highlight=False)
     try:
-        _run_sandwich(console, model=model, chains=chains, steps=steps, seed=seed, out=out, schedule=schedule,
+        from .cli_ppl import load_ppl_model
+
+        ppl_model = load_ppl_model(numpyro=numpyro, pymc=pymc, stan=stan, data=data, observed=observed,
+                                   simulator=simulator)
+        if (ppl_model is None) == (model is None):
+            raise typer.BadParameter("give either --model NAME or one of --numpyro, --pymc, --stan")
+        _run_sandwich(console, model=model, ppl_model=ppl_model, chains=chains, steps=steps, seed=seed, out=out, schedule=schedule,
                       method=method, particles=particles,
                       until_gap=until_gap, max_steps=max_steps, options=option or [], overwrite=overwrite,
                       progress=not no_progress and console.is_terminal)
@@ -118,19 +137,16 @@ def main() -> None:
 # --------------------------------------------------------------------------------------------- sandwich
 
 
-def _run_sandwich(console, *, model, chains, steps, seed, out, schedule, method, particles, until_gap, max_steps,
-                  options, overwrite, progress) -> None:
+def _run_sandwich(console, *, model, ppl_model, chains, steps, seed, out, schedule, method, particles, until_gap,
+                  max_steps, options, overwrite, progress) -> None:
     # Validate everything before any work.
-    if model not in bdmc.models.REGISTRY:
-        choices = ", ".join(sorted(bdmc.models.REGISTRY))
-        raise typer.BadParameter(f"unknown model {model!r}; choose one of: {choices}", param_hint="'--model'")
-    cls = bdmc.models.REGISTRY[model]
-    model_options = _parse_options(cls, options)
-    try:
-        model_obj = cls(**model_options)
-    except (TypeError, ValueError) as err:
-        raise typer.BadParameter(f"{model} rejected the options {model_options}: {err}",
-                                 param_hint="'--option'") from None
+    if ppl_model is not None:
+        if options:
+            raise typer.BadParameter("--option applies to built-in models; a PPL program takes --data",
+                                     param_hint="'--option'")
+        model, model_obj, model_options = ppl_model
+    else:
+        model_obj, model_options = _builtin_model(model, options)
     step_list = _parse_steps(steps, smallest=1 if method == "smc" else 2)
     if chains < 1:
         raise typer.BadParameter(f"must be >= 1, got {chains}", param_hint="'--chains'")
@@ -149,7 +165,7 @@ def _run_sandwich(console, *, model, chains, steps, seed, out, schedule, method,
         raise typer.BadParameter(f"must be >= the first --steps value {step_list[0]}, got {max_steps}",
                                  param_hint="'--max-steps'")
 
-    out = Path(out) if out is not None else Path("out") / f"sandwich-{model}"
+    out = Path(out) if out is not None else Path("out") / f"sandwich-{model.replace(':', '-')}"
     settings = {
         "model": model, "options": _jsonable(dataclasses.asdict(model_obj)) if dataclasses.is_dataclass(model_obj)
         else _jsonable(model_options),
@@ -488,6 +504,19 @@ def _default(field: dataclasses.Field) -> Any:
     if field.default_factory is not dataclasses.MISSING:
         return field.default_factory()
     return None
+
+
+def _builtin_model(model: str, options: list[str]):
+    if model not in bdmc.models.REGISTRY:
+        choices = ", ".join(sorted(bdmc.models.REGISTRY))
+        raise typer.BadParameter(f"unknown model {model!r}; choose one of: {choices}", param_hint="'--model'")
+    cls = bdmc.models.REGISTRY[model]
+    model_options = _parse_options(cls, options)
+    try:
+        return cls(**model_options), model_options
+    except (TypeError, ValueError) as err:
+        raise typer.BadParameter(f"{model} rejected the options {model_options}: {err}",
+                                 param_hint="'--option'") from None
 
 
 def _parse_options(cls, items: list[str]) -> dict[str, Any]:

@@ -36,7 +36,8 @@ def likelihood_weighting(key, model, data, *, num_proposals: int = 1000, num_run
     num_runs : int
         Independent runs; combined by log-mean-exp.
     batch_size : int
-        Proposals evaluated at once per run (bounds memory for large ``num_proposals``).
+        Proposals evaluated at once, counted over all runs together (bounds memory for large
+        ``num_proposals``: the runs are batched with ``vmap``).
 
     Returns
     -------
@@ -45,7 +46,7 @@ def likelihood_weighting(key, model, data, *, num_proposals: int = 1000, num_run
     """
     _positive(num_proposals=num_proposals, num_runs=num_runs, batch_size=batch_size)
     data = validate_data(model, data)
-    batch = min(int(batch_size), int(num_proposals))
+    batch = max(1, min(int(batch_size) // int(num_runs), int(num_proposals)))
     num_batches = math.ceil(num_proposals / batch)
 
     def one_run(k):

@@ -21,7 +21,7 @@ from bdmc.models import GaussianMean
 from bdmc.plotting.bench import plot_bench
 
 MODEL = GaussianMean(n=5, dim=2)
-KNOBS = {name: [2, 4] for name in bench.ESTIMATORS}
+KNOBS = {name: [2, 4] for name in bench.available(MODEL)}
 TRIALS = 4
 SETTINGS = dict(knobs=KNOBS, trials=TRIALS, truth_steps=200, truth_chains=8)
 TIMING = ["seconds", "seconds_batch", "compile_seconds"]
@@ -76,16 +76,21 @@ def test_scores_recompute_from_the_stored_trials(sweep):
         np.testing.assert_allclose(row.mean, x.mean(), rtol=1e-12)
         half = stats.t.ppf(0.975, n - 1) * x.std(ddof=1) / math.sqrt(n)
         np.testing.assert_allclose([row.ci_low, row.ci_high], [x.mean() - half, x.mean() + half], rtol=1e-12)
-        # Footnote 5: arithmetic mean of Z for unbiased-Z estimators, harmonic for unbiased-1/Z, mean of logs for NS.
-        expected = {"lower": logsumexp(x) - math.log(n), "upper": -(logsumexp(-x) - math.log(n)),
-                    "neither": x.mean()}[row.bound]
+        # Footnote 5: arithmetic mean of Z for unbiased-Z estimators, harmonic for unbiased-1/Z, max for
+        # variational bounds, mean of logs for NS and BIC.
+        expected = {"log-mean-exp": logsumexp(x) - math.log(n), "log-harmonic-mean": -(logsumexp(-x) - math.log(n)),
+                    "max": x.max(), "mean-log": x.mean()}[row.combine]
         np.testing.assert_allclose(row.combined, expected, rtol=1e-12)
         np.testing.assert_allclose(row.combined_error, expected - truth, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(row.seconds, row.seconds_batch / n, rtol=1e-12)
         np.testing.assert_allclose(row.evals, row.n_evals / n, rtol=1e-12)
-    bounds = dict(zip(table["estimator"], table["bound"]))
-    assert bounds == {"lw": "lower", "hme": "upper", "ais": "lower", "rev-ais": "upper", "smc": "lower",
-                      "shme": "upper", "ns": "neither", "bic": "neither"}
+    rules = dict(zip(table["estimator"], zip(table["bound"], table["combine"])))
+    expected_rules = {"lw": ("lower", "log-mean-exp"), "hme": ("upper", "log-harmonic-mean"),
+                      "ais": ("lower", "log-mean-exp"), "rev-ais": ("upper", "log-harmonic-mean"),
+                      "smc": ("lower", "log-mean-exp"), "shme": ("upper", "log-harmonic-mean"),
+                      "ns": ("neither", "mean-log"), "bic": ("neither", "mean-log"), "vb": ("lower", "max"),
+                      "vb+sym": ("lower", "max"), "cms": ("lower", "log-mean-exp")}
+    assert rules == {name: expected_rules[name] for name in KNOBS}
 
 
 def test_ground_truth_is_the_average_of_agreeing_bounds(sweep):
@@ -137,6 +142,14 @@ def test_changed_settings_are_refused_unless_overwrite(sweep, tmp_path):
     fresh = bench.run_bench(jax.random.key(7), MODEL, estimators=["lw"], knobs={"lw": [3]}, trials=3,
                             truth_steps=200, truth_chains=8, out=tmp_path, overwrite=True)
     assert len(fresh) == 1 and len(pd.read_csv(tmp_path / bench.CSV_NAME)) == 1
+
+
+def test_an_estimator_the_model_cannot_run_is_refused_by_name(key):
+    from bdmc.models import LinearRegression
+
+    assert "vb" not in bench.available(LinearRegression())  # it has no mean-field family
+    with pytest.raises(bench.BenchSettingsError, match=r"'vb' cannot run on LinearRegression.*vb_init"):
+        bench.run_bench(key, LinearRegression(), estimators=["lw", "vb"], trials=3, truth_steps=3, truth_chains=4)
 
 
 def test_dask_gives_the_in_process_numbers(sweep):

@@ -13,7 +13,6 @@ from rich.table import Table
 from ._errors import BDMCError
 
 CSV_SUMMARY, PNG_NAME = "summary.csv", "bench.png"
-DEFAULT_ESTIMATORS = "lw,hme,bic,ais,rev-ais,smc,shme,ns"
 # (header, minimum width): one table per row, so rows printed as they finish line up under the header.
 ROW_COLUMNS = (("estimator", 9), ("knob", 6), ("mean ± 95% CI", 18), ("combined", 10), ("RMSE", 8),
                ("comb. err", 9), ("s/trial", 8), ("compile s", 9), ("evals/trial", 11))
@@ -21,8 +20,9 @@ ROW_COLUMNS = (("estimator", 9), ("knob", 6), ("mean ± 95% CI", 18), ("combined
 
 def bench_command(
     model: str = typer.Option(..., "--model", "-m", help="Built-in model (see `bdmc models`)."),
-    estimators: str = typer.Option(DEFAULT_ESTIMATORS, "--estimators", "-e",
-                                   help="Comma-separated estimators: lw, hme, bic, ais, rev-ais, smc, shme, ns."),
+    estimators: Optional[str] = typer.Option(
+        None, "--estimators", "-e", show_default="every one the model supports",
+        help="Comma-separated estimators: lw, hme, bic, ais, rev-ais, smc, shme, ns, vb, vb+sym, cms."),
     trials: int = typer.Option(25, "--trials", "-t", help="Independent trials per estimator and knob value."),
     knobs: Optional[list[str]] = typer.Option(
         None, "--knobs", "-k", metavar="NAME=V1,V2",
@@ -49,9 +49,14 @@ def bench_command(
     from .cli import _console, _parse_options
 
     console, errors = _console(), Console(stderr=True, highlight=False)
-    names = [n.strip() for n in estimators.split(",") if n.strip()]
     knob_lists = _parse_knobs(knobs or [])
     model_obj = _model(model, option or [], _parse_options)
+    if estimators is None:
+        from .experiments.bench import available
+
+        names = available(model_obj)
+    else:
+        names = [n.strip() for n in estimators.split(",") if n.strip()]
     if truth_steps is None:
         truth_steps = max([k for n in ("ais", "rev-ais") for k in _knobs_of(n, names, knob_lists)], default=1000)
     out = Path(out) if out is not None else Path("out") / f"bench-{model}"

@@ -8,9 +8,11 @@ from ..core.ais import forward_ais as ais
 from ..core.ais import reverse_ais
 from ..core.smc import shme, smc
 from .bic import bic
+from .cms import chib_murray_salakhutdinov, cms
 from .importance import harmonic_mean, likelihood_weighting
 from .nested import ConstrainedGibbs, ConstrainedRandomWalk, nested_sampling
 from .vb import variational_bayes
 
-__all__ = ["ConstrainedGibbs", "ConstrainedRandomWalk", "ais", "bic", "harmonic_mean", "likelihood_weighting",
-           "nested_sampling", "reverse_ais", "shme", "smc", "variational_bayes"]
+__all__ = ["ConstrainedGibbs", "ConstrainedRandomWalk", "ais", "bic", "chib_murray_salakhutdinov", "cms",
+           "harmonic_mean", "likelihood_weighting", "nested_sampling", "reverse_ais", "shme", "smc",
+           "variational_bayes"]

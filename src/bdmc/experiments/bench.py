@@ -26,12 +26,14 @@ import pandas as pd
 from scipy import stats
 
 from .._errors import BDMCError, require
-from ..core.ais import forward_ais, reverse_ais
+from ..core.ais import default_kernel, forward_ais, reverse_ais
 from ..core.estimate import log_harmonic_mean, log_mean_exp
 from ..core.smc import shme, smc
 from ..estimators.importance import harmonic_mean, likelihood_weighting
 from ..estimators.bic import bic
+from ..estimators.cms import chib_murray_salakhutdinov
 from ..estimators.nested import nested_sampling
+from ..estimators.vb import variational_bayes
 from ..models._contract import simulate
 
 CSV_NAME, JSON_NAME = "bench.csv", "bench.json"
@@ -69,10 +71,15 @@ class EstimatorSpec:
     bound : {"lower", "upper", None}
         Which side of log Z a trial bounds stochastically; it fixes how trials combine (footnote 5):
         log-mean-exp (unbiased Z), log-harmonic-mean (unbiased 1/Z), or the mean of the logs.
+    rule : {"log-mean-exp", "log-harmonic-mean", "mean-log", "max"}, optional
+        Overrides the combination rule implied by ``bound``: variational bounds are deterministic lower bounds,
+        so their trials combine by the max (footnote 5).
     defaults : mapping
         Extra keywords always passed (e.g. no progress bars).
     knobs : tuple of int
         Default knob values of a sweep.
+    requires : callable
+        ``requires(model) -> list of str``: the hooks the model (or its default kernel) lacks for this estimator.
     """
 
     name: str
@@ -84,14 +91,35 @@ class EstimatorSpec:
     bound: str | None
     defaults: Mapping[str, Any] = field(default_factory=dict)
     knobs: tuple[int, ...] = ()
+    rule: str | None = None
+    requires: Callable[[Any], list[str]] = lambda model: []
+
+    def missing(self, model) -> list[str]:
+        """What ``model`` lacks for this estimator (model hooks or kernel methods); empty when it can run."""
+        return self.requires(model)
 
     @property
     def combine(self) -> str:
         """Name of the combination rule of this estimator's trials."""
-        return {"lower": "log-mean-exp", "upper": "log-harmonic-mean", None: "mean-log"}[self.bound]
+        return self.rule or _RULE_OF_BOUND[self.bound]
+
+
+_RULE_OF_BOUND = {"lower": "log-mean-exp", "upper": "log-harmonic-mean", None: "mean-log"}
+
+
+def _model_hooks(*names):
+    return lambda model: [f"{type(model).__name__}.{n}" for n in names if not hasattr(model, n)]
+
+
+def _kernel_hooks(*names):
+    def missing(model):
+        kernel = default_kernel(model)
+        return [f"{type(kernel).__name__}.{n}" for n in names if not hasattr(kernel, n)]
+    return missing
 
 
 _QUIET = {"progress": False}
+_VB_HOOKS = _model_hooks("vb_init", "vb_update", "vb_bound")
 ESTIMATORS: dict[str, EstimatorSpec] = {
     "lw": EstimatorSpec("lw", "LW", likelihood_weighting, "num_proposals", "num_runs", False, "lower",
                         knobs=(10, 100, 1000, 10000)),
@@ -104,8 +132,20 @@ ESTIMATORS: dict[str, EstimatorSpec] = {
     "smc": EstimatorSpec("smc", "SMC", smc, "num_moves", "num_runs", False, "lower", _QUIET, knobs=(1, 3, 10)),
     "shme": EstimatorSpec("shme", "SHME", shme, "num_moves", "num_runs", True, "upper", _QUIET, knobs=(1, 3, 10)),
     "ns": EstimatorSpec("ns", "NS", nested_sampling, "num_moves", "num_runs", False, None, knobs=(1, 3, 10)),
-    "bic": EstimatorSpec("bic", "BIC", bic, "num_restarts", "num_runs", False, None, knobs=(1, 10)),
+    "bic": EstimatorSpec("bic", "BIC", bic, "num_restarts", "num_runs", False, None, knobs=(1, 10),
+                         requires=_model_hooks("bic_sample_params", "bic_log_likelihood")),
+    "vb": EstimatorSpec("vb", "VB", variational_bayes, "num_restarts", "num_runs", False, "lower", rule="max",
+                        knobs=(1, 10, 100), requires=_VB_HOOKS),
+    "vb+sym": EstimatorSpec("vb+sym", "VB+sym", variational_bayes, "num_restarts", "num_runs", False, "lower",
+                            {"symmetric": True}, knobs=(1, 10, 100), rule="max", requires=_VB_HOOKS),
+    "cms": EstimatorSpec("cms", "CMS", chib_murray_salakhutdinov, "num_steps", "num_runs", True, "lower",
+                         knobs=(10, 100, 1000), requires=_kernel_hooks("log_transition", "reversed")),
 }
+
+
+def available(model) -> list[str]:
+    """Names of the estimators in :data:`ESTIMATORS` that can run on ``model`` (the default of a sweep)."""
+    return [name for name, spec in ESTIMATORS.items() if not spec.missing(model)]
 
 # Column -> dtype: fresh rows and rows read back from the CSV are coerced alike, so a resumed table equals
 # the table of an uninterrupted run.
@@ -202,16 +242,20 @@ def ground_truth(key, model, data, exact_latent, *, num_steps: int, num_chains: 
 # ----------------------------------------------------------------------------------------- scoring
 
 
-def combine(trials, bound: str | None) -> float:
-    """Combine per-trial log estimates as BDMC paper footnote 5 prescribes for an estimator bounding ``bound``."""
-    if bound == "lower":
-        return log_mean_exp(trials)
-    if bound == "upper":
-        return log_harmonic_mean(trials)
-    return float(np.mean(trials))
+def combine(trials, rule: str) -> float:
+    """Combine per-trial log estimates by one of BDMC paper footnote 5's rules.
+
+    ``"log-mean-exp"`` for unbiased estimators of Z, ``"log-harmonic-mean"`` for unbiased estimators of 1/Z,
+    ``"max"`` for variational lower bounds and ``"mean-log"`` for the rest (nested sampling, BIC).
+    """
+    rules = {"log-mean-exp": log_mean_exp, "log-harmonic-mean": log_harmonic_mean,
+             "max": lambda x: float(np.max(x)), "mean-log": lambda x: float(np.mean(x))}
+    if rule not in rules:
+        raise BDMCError(f"unknown combination rule {rule!r}; choose from {list(rules)}")
+    return rules[rule](np.asarray(trials, dtype=np.float64))
 
 
-def score(trials, truth: float, bound: str | None) -> dict[str, float]:
+def score(trials, truth: float, rule: str) -> dict[str, float]:
     """Mean with its 95% confidence interval, single-trial RMSE and combined error of per-trial estimates.
 
     The interval is for the expected single-trial estimate (Student t), not for ``log p(y)`` itself.
@@ -220,7 +264,7 @@ def score(trials, truth: float, bound: str | None) -> dict[str, float]:
     mean = float(np.mean(x))
     stderr = float(np.std(x, ddof=1) / math.sqrt(x.size)) if x.size > 1 else math.nan
     half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, x.size - 1)) * stderr if x.size > 1 else math.nan
-    combined = combine(x, bound)
+    combined = combine(x, rule)
     return {"mean": mean, "stderr": stderr, "ci_low": mean - half, "ci_high": mean + half, "combined": combined,
             "truth": float(truth), "bias": mean - truth, "rmse": float(np.sqrt(np.mean((x - truth) ** 2))),
             "combined_error": combined - truth}
@@ -248,7 +292,7 @@ def run_one(name: str, knob: int, key_data, model, data, exact_latent, *, trials
         raise BDMCError(f"estimator {name!r} returned {runs.size} runs for {trials} trials")
     return {"estimator": name, "label": spec.label, "knob_name": spec.knob, "knob": int(knob),
             "bound": spec.bound or "neither", "combine": spec.combine, "trials": int(trials),
-            **score(runs, truth, spec.bound),
+            **score(runs, truth, spec.combine),
             "seconds": est.seconds / trials, "seconds_batch": est.seconds, "compile_seconds": est.compile_seconds,
             "evals": est.n_evals / trials, "n_evals": int(est.n_evals),
             "trial_estimates": json.dumps([float(r) for r in runs]), **context}
@@ -288,7 +332,7 @@ def time_to_rmse(table: pd.DataFrame, *, thresholds: Sequence[float] = THRESHOLD
 # ----------------------------------------------------------------------------------------- the sweep
 
 
-def run_bench(key, model, *, estimators: Sequence[str] = tuple(ESTIMATORS),
+def run_bench(key, model, *, estimators: Sequence[str] | None = None,
               knobs: Mapping[str, Sequence[int]] | None = None, trials: int = 25, data=None, exact_latent=None,
               out: str | os.PathLike | None = None, client=None, truth_steps: int = 1000, truth_chains: int = 25,
               truth_tol: float = 1.0, estimator_options: Mapping[str, Mapping[str, Any]] | None = None,
@@ -302,8 +346,9 @@ def run_bench(key, model, *, estimators: Sequence[str] = tuple(ESTIMATORS),
         (estimator, knob) pair use ``fold_in`` of this key with the name and the knob, so any row can be
         recomputed, resumed or run on another machine with identical numbers.
     model : Model
-    estimators : sequence of str
-        Names in :data:`ESTIMATORS`: "lw", "hme", "ais", "rev-ais", "smc", "shme", "ns".
+    estimators : sequence of str, optional
+        Names in :data:`ESTIMATORS`: "lw", "hme", "ais", "rev-ais", "smc", "shme", "ns", "bic", "vb", "vb+sym",
+        "cms". Default: every one the model supports (:func:`available`).
     knobs : mapping, optional
         Estimator name -> knob values; an estimator not listed uses its default sweep.
     trials : int
@@ -337,7 +382,7 @@ def run_bench(key, model, *, estimators: Sequence[str] = tuple(ESTIMATORS),
         On unknown estimators, bad knobs, or an ``out`` holding another benchmark (without ``overwrite``).
     """
     key = _as_key(key)
-    plan = _plan(estimators, knobs, trials)
+    plan = _plan(model, available(model) if estimators is None else estimators, knobs, trials)
     if set(estimator_options or {}) - set(ESTIMATORS):
         raise BenchSettingsError(f"estimator_options for unknown estimator(s) "
                                  f"{sorted(set(estimator_options) - set(ESTIMATORS))}")
@@ -426,10 +471,15 @@ def _as_key(key):
     return key
 
 
-def _plan(estimators, knobs, trials) -> list[tuple[str, int]]:
+def _plan(model, estimators, knobs, trials) -> list[tuple[str, int]]:
     unknown = [name for name in estimators if name not in ESTIMATORS]
     if unknown or not len(estimators):
         raise BenchSettingsError(f"unknown estimator(s) {unknown}; choose from {list(ESTIMATORS)}")
+    for name in estimators:
+        if ESTIMATORS[name].missing(model):
+            raise BenchSettingsError(f"estimator {name!r} cannot run on {type(model).__name__}: it needs "
+                                     f"{', '.join(ESTIMATORS[name].missing(model))}; supported here: "
+                                     f"{available(model)}")
     extra = set(knobs or {}) - set(estimators)
     if extra:
         raise BenchSettingsError(f"knobs given for estimator(s) not benchmarked: {sorted(extra)}")
@@ -469,7 +519,7 @@ def _settings(key, model, data_tag, *, trials, truth_steps, truth_chains, truth_
     return {"model": type(model).__name__, "model_options": _json(model_options),
             "seed": _json([int(x) for x in np.asarray(jax.random.key_data(key)).ravel()]), "data": data_tag,
             "trials": int(trials), "truth_steps": int(truth_steps), "truth_chains": int(truth_chains),
-            "truth_tol": float(truth_tol), "estimator_options": _json(options),
+            "truth_tol": float(truth_tol), "estimator_options": _options_json(options),
             "x64": bool(jax.config.jax_enable_x64)}
 
 
@@ -479,6 +529,12 @@ def _context(settings: dict) -> dict:
 
     return {**{k: settings[k] for k in COLUMNS if k in settings and k != "trials"},
             "jax_version": jax.__version__, "numpy_version": np.__version__, "bdmc_version": __version__}
+
+
+def _options_json(options) -> str:
+    """Estimator options as settings: only the estimators given options, so adding an estimator to the registry
+    (or to a sweep) leaves an existing sweep resumable."""
+    return _json({name: opts for name, opts in options.items() if opts})
 
 
 def _json(value) -> str:
@@ -519,7 +575,9 @@ class _Store:
             saved = json.loads(self.json.read_text())
         except ValueError as err:
             raise BenchSettingsError(f"{self.json} is unreadable ({err}); {_DISCARD}") from None
-        previous = saved.get("settings", {})
+        previous = dict(saved.get("settings", {}))
+        if isinstance(previous.get("estimator_options"), str):  # older files listed every estimator, most empty
+            previous["estimator_options"] = _options_json(json.loads(previous["estimator_options"]))
         diffs = [f"{k}: {previous.get(k)!r} -> {self.settings[k]!r}" for k in ROW_DETERMINING
                  if previous.get(k) != self.settings[k]]
         if diffs:

@@ -226,8 +226,8 @@ class BinaryAttributes:
         off = self._row_score(z_row.at[bit].set(0), minv, mean, y_row, w)
         return prior_logit[bit] + on - off
 
-    def _update_row(self, key, stats, z_row, y_row, w, prior_logit):
-        """Remove a row, redraw its K bits in turn (inner scan), add it back."""
+    def _update_row(self, key, stats, z_row, y_row, w, prior_logit, reverse=False):
+        """Remove a row, redraw its K bits in turn (inner scan; last bit first if ``reverse``), add it back."""
         rest = self.remove_row(stats, z_row, y_row, w)
         mean = rest.minv @ rest.h  # posterior mean of A from the other rows
 
@@ -238,15 +238,17 @@ class BinaryAttributes:
             return row.at[bit].set(on.astype(row.dtype)), None
 
         bits = jnp.arange(self.k)
-        new_row, _ = jax.lax.scan(one_bit, z_row, (bits, jax.random.split(key, self.k)), unroll=True)
+        new_row, _ = jax.lax.scan(one_bit, z_row, (bits, jax.random.split(key, self.k)), unroll=True,
+                                  reverse=reverse)
         return self.add_row(rest, new_row, y_row, w), new_row
 
-    def sweep(self, key, z, data, lam, *, return_stats: bool = False):
+    def sweep(self, key, z, data, lam, *, return_stats: bool = False, reverse: bool = False):
         """One collapsed Gibbs sweep over every bit z_ik (rows in a scan, the bits of a row in an inner scan).
 
         The statistics are recomputed from scratch at the start of every sweep (the latent state is Z alone
         and lam changes between calls), so rounding from the N rank-one downdate/update pairs within a sweep
-        never accumulates across sweeps.
+        never accumulates across sweeps. ``reverse=True`` visits the bits in the opposite order (last row
+        and last bit first): the sweep's reverse operator.
         """
         y = jnp.asarray(data)
         w = _row_weights(lam, self.n, y.dtype)
@@ -256,12 +258,44 @@ class BinaryAttributes:
             k, z_row, y_row, w_i = xs
             counts_rest = counts - z_row
             log_on, log_off = self.bit_prior(counts_rest)
-            stats, new_row = self._update_row(k, stats, z_row, y_row, w_i, log_on - log_off)
+            stats, new_row = self._update_row(k, stats, z_row, y_row, w_i, log_on - log_off, reverse)
             return (stats, counts_rest + new_row), new_row
 
         init = (self.stats(z, y, w), jnp.sum(z, axis=0))
-        (stats, _), z_new = jax.lax.scan(one_row, init, (jax.random.split(key, self.n), z, y, w))
+        (stats, _), z_new = jax.lax.scan(one_row, init, (jax.random.split(key, self.n), z, y, w), reverse=reverse)
         return (z_new, stats) if return_stats else z_new
+
+    def sweep_log_transition(self, z_from, z_to, data, lam, *, reverse: bool = False):
+        """``log T(z_to | z_from)`` of :meth:`sweep` (same visiting order and ``reverse``).
+
+        The sweep is forced through the target: each bit's log conditional of its target value is taken on
+        the partially updated matrix (earlier bits at their targets, later ones at their starting values),
+        and the terms add up.
+        """
+        y = jnp.asarray(data)
+        w = _row_weights(lam, self.n, y.dtype)
+
+        def one_row(carry, xs):
+            stats, counts, total = carry
+            row_from, row_to, y_row, w_i = xs
+            counts_rest = counts - row_from
+            log_on, log_off = self.bit_prior(counts_rest)
+            rest = self.remove_row(stats, row_from, y_row, w_i)
+            mean = rest.minv @ rest.h
+
+            def one_bit(row, bit):
+                logit = self.bit_logit(row, bit, rest.minv, mean, y_row, w_i, log_on - log_off)
+                target = row_to[bit]
+                logp = jnp.where(target == 1, jax.nn.log_sigmoid(logit), jax.nn.log_sigmoid(-logit))
+                return row.at[bit].set(target), logp
+
+            _, logps = jax.lax.scan(one_bit, row_from, jnp.arange(self.k), unroll=True, reverse=reverse)
+            stats = self.add_row(rest, row_to, y_row, w_i)
+            return (stats, counts_rest + row_to, total + jnp.sum(logps)), None
+
+        init = (self.stats(z_from, y, w), jnp.sum(z_from, axis=0), jnp.zeros((), y.dtype))
+        (_, _, total), _ = jax.lax.scan(one_row, init, (z_from, z_to, y, w), reverse=reverse)
+        return total
 
     # ----------------------------------------------------------------------------------------------------
     # conditionals and kernel
@@ -285,7 +319,10 @@ class BinaryAttributes:
             logit = self._site_logit(i, bit, latent["Z"], data, lam)
             return jnp.where(latent["Z"][i, bit] == 1, jax.nn.log_sigmoid(logit), jax.nn.log_sigmoid(-logit))
 
-        return Conditional(f"z[{i},{bit}] | rest", update, log_prob)
+        def assign(latent, source):
+            return {**latent, "Z": latent["Z"].at[i, bit].set(source["Z"][i, bit])}
+
+        return Conditional(f"z[{i},{bit}] | rest", update, log_prob, assign)
 
     def conditionals(self):
         """Every single-bit conditional, in the order the sweep visits them."""
@@ -365,6 +402,38 @@ class BinaryAttributes:
 
         return logsumexp(jax.lax.map(one, all_z, batch_size=batch_size))
 
+    # ----------------------------------------------------------------------------------------------------
+    # variational Bayes: q(Z) Bernoulli, q(A) Gaussian (algebra in binary_attributes_vb)
+    @property
+    def vb_num_labels(self) -> int:
+        """Attributes whose relabelings leave the model unchanged when pi is one value."""
+        return self.k
+
+    @property
+    def vb_log_symmetries(self) -> float:
+        """log of the number of attribute permutations preserving the prior (``log k!`` for a scalar pi)."""
+        from .binary_attributes_vb import log_symmetries  # deferred: the VB module is only needed by VB
+
+        return log_symmetries(self)
+
+    def vb_init(self, key, data):
+        """Random q(Z) (uniform nu), then the matching q(A) (see ``binary_attributes_vb.init``)."""
+        from .binary_attributes_vb import init
+
+        return init(self, key, data)
+
+    def vb_update(self, params, data):
+        """One coordinate-ascent sweep: each column of q(Z) in turn, then q(A) (Eqs. 39-40)."""
+        from .binary_attributes_vb import update
+
+        return update(self, params, data)
+
+    def vb_bound(self, params, data):
+        """The exact bound E_q[log p(Y | Z, A) + log p(A) + log p(Z)] + H[q] on log p(Y)."""
+        from .binary_attributes_vb import bound
+
+        return bound(self, params, data)
+
 
 @dataclass(frozen=True)
 class CollapsedBitSweep:
@@ -372,10 +441,19 @@ class CollapsedBitSweep:
 
     model: BinaryAttributes
     evals_per_step: int = 1
+    reverse: bool = False
 
     def __call__(self, key, latent, data, lam):
-        z = self.model.sweep(key, latent["Z"], data, lam)
+        z = self.model.sweep(key, latent["Z"], data, lam, reverse=self.reverse)
         return {**latent, "Z": z}, KernelInfo(jnp.ones((), jnp.result_type(float)))
+
+    def log_transition(self, latent_from, latent_to, data, lam):
+        """``log T(latent_to | latent_from)``: the sweep forced to the target, bit log-probabilities summed."""
+        return self.model.sweep_log_transition(latent_from["Z"], latent_to["Z"], data, lam, reverse=self.reverse)
+
+    def reversed(self) -> "CollapsedBitSweep":
+        """The reverse operator: the same bit updates visited in the opposite order."""
+        return CollapsedBitSweep(self.model, self.evals_per_step, reverse=not self.reverse)
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln, logsumexp
 
+from .._errors import BDMCError
 from ..exact import mixture_log_marginal_enumerate
 from ..exact.enumeration import MAX_ASSIGNMENTS
 from ..kernels import Conditional, KernelInfo
@@ -89,13 +90,13 @@ def _shift(stats, onehot, sign, l, y, q):
     return C + sign * onehot, W + sign * l * onehot, S + (sign * l * onehot)[:, None] * y, Q + sign * l * onehot * q
 
 
-def collapsed_gibbs_sweep(key, z, data, lam, num_clusters, site_logits):
+def collapsed_gibbs_sweep(key, z, data, lam, num_clusters, site_logits, *, reverse=False):
     """Resample z_1, ..., z_n in turn (one ``lax.scan``), updating cluster statistics row by row.
 
     ``site_logits((C, W, S, Q), y, l)`` returns the normalized log conditional of a row's assignment given
     statistics that exclude the row. Each site is visited once, so its old value comes from the initial z;
     one-hot updates (no scatters) and Gumbel noise drawn up front keep the vmapped sweep cheap to compile.
-    A sweep costs O(n k dim).
+    A sweep costs O(n k dim). ``reverse=True`` visits z_n, ..., z_1: the reverse operator of the sweep.
     """
     q = jnp.sum(data**2, axis=1)
 
@@ -106,7 +107,29 @@ def collapsed_gibbs_sweep(key, z, data, lam, num_clusters, site_logits):
         return _shift(stats, jax.nn.one_hot(new, num_clusters, dtype=y.dtype), 1.0, l, y, qi), new
 
     gumbel = jax.random.gumbel(key, (z.shape[0], num_clusters), data.dtype)
-    return jax.lax.scan(site, cluster_stats(z, data, lam, num_clusters), (z, data, lam, q, gumbel))[1]
+    return jax.lax.scan(site, cluster_stats(z, data, lam, num_clusters), (z, data, lam, q, gumbel),
+                        reverse=reverse)[1]
+
+
+def collapsed_gibbs_log_transition(z_from, z_to, data, lam, num_clusters, site_logits, *, reverse=False):
+    """``log T(z_to | z_from)`` of :func:`collapsed_gibbs_sweep` (same site order and ``reverse``).
+
+    The sweep is forced through the target: each site is removed with its starting value, scored under the
+    statistics of the partially updated state, and put back with its target value; the site
+    log-probabilities add up (one ``lax.scan``).
+    """
+    q = jnp.sum(data**2, axis=1)
+
+    def site(carry, xs):
+        stats, total = carry
+        old, new, y, l, qi = xs
+        stats = _shift(stats, jax.nn.one_hot(old, num_clusters, dtype=y.dtype), -1.0, l, y, qi)
+        new_hot = jax.nn.one_hot(new, num_clusters, dtype=y.dtype)
+        total = total + jnp.sum(new_hot * site_logits(stats, y, l))
+        return (_shift(stats, new_hot, 1.0, l, y, qi), total), None
+
+    init = (cluster_stats(z_from, data, lam, num_clusters), jnp.zeros((), data.dtype))
+    return jax.lax.scan(site, init, (z_from, z_to, data, lam, q), reverse=reverse)[0][1]
 
 
 def chain_rule_terms(z, data, term):
@@ -296,7 +319,10 @@ class Clustering:
         def log_prob(latent, data, lam):
             return logits(latent, data, lam)[latent["z"][i]]
 
-        return Conditional(f"z[{i}] | z[-{i}]", update, log_prob)
+        def assign(latent, source):
+            return {**latent, "z": latent["z"].at[i].set(source["z"][i])}
+
+        return Conditional(f"z[{i}] | z[-{i}]", update, log_prob, assign)
 
     def conditionals(self):
         """One Gibbs block per assignment ``z_i`` (for testing; the kernel is the scanned sweep)."""
@@ -306,10 +332,19 @@ class Clustering:
         """The collapsed Gibbs sweep over z_1..z_n."""
         return CollapsedGibbs(self)
 
-    def sweep(self, key, latent, data, lam):
-        """Resample z_1, ..., z_n in turn from their collapsed conditionals (see ``collapsed_gibbs_sweep``)."""
-        z = collapsed_gibbs_sweep(key, latent["z"], data, self._lam(lam, data.dtype), self.k, self._site_logits)
+    def sweep(self, key, latent, data, lam, *, reverse=False):
+        """Resample z_1, ..., z_n in turn from their collapsed conditionals (see ``collapsed_gibbs_sweep``).
+
+        ``reverse=True`` visits the sites in the opposite order (the sweep's reverse operator).
+        """
+        z = collapsed_gibbs_sweep(key, latent["z"], data, self._lam(lam, data.dtype), self.k, self._site_logits,
+                                  reverse=reverse)
         return {**latent, "z": z}
+
+    def sweep_log_transition(self, latent_from, latent_to, data, lam, *, reverse=False):
+        """``log T(latent_to | latent_from)`` of :meth:`sweep` (see ``collapsed_gibbs_log_transition``)."""
+        return collapsed_gibbs_log_transition(latent_from["z"], latent_to["z"], data, self._lam(lam, data.dtype),
+                                              self.k, self._site_logits, reverse=reverse)
 
     # ----- helpers --------------------------------------------------------------------------------------
 
@@ -333,6 +368,7 @@ class CollapsedGibbs:
     """
 
     model: Any
+    reverse: bool = False
 
     @property
     def evals_per_step(self) -> int:
@@ -340,8 +376,28 @@ class CollapsedGibbs:
         return int(self.model.k)
 
     def __call__(self, key, latent, data, lam):
-        latent = self.model.sweep(key, latent, data, lam)
+        if self.reverse:
+            latent = self.model.sweep(key, latent, data, lam, reverse=True)
+        else:  # models without a reverse sweep (ClusteringHyper) keep working forward
+            latent = self.model.sweep(key, latent, data, lam)
         return latent, KernelInfo(jnp.ones((), jnp.result_type(float)))
+
+    def log_transition(self, latent_from, latent_to, data, lam):
+        """``log T(latent_to | latent_from)``: the sweep forced to the target, site log-probabilities summed."""
+        self._require_transition_density()
+        return self.model.sweep_log_transition(latent_from, latent_to, data, lam, reverse=self.reverse)
+
+    def reversed(self) -> "CollapsedGibbs":
+        """The reverse operator: the same site updates visited in the opposite order."""
+        self._require_transition_density()
+        return CollapsedGibbs(self.model, reverse=not self.reverse)
+
+    def _require_transition_density(self):
+        if not hasattr(self.model, "sweep_log_transition"):
+            raise BDMCError(
+                f"CollapsedGibbs of {type(self.model).__name__} has no transition density: the model lacks "
+                "`sweep_log_transition`, which `log_transition` and `reversed` need"
+            )
 
 
 # ----- the hyperparameter-integrated variant (paper footnote 6) -----------------------------------------------

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 
 from ..exact import mixture_log_marginal_enumerate
 from ..kernels import Conditional, GibbsSweep
+from ..kernels.conditional import CopyBlock
 from ._contract import check_array_shape
 
 LOG_2PI = jnp.log(2 * jnp.pi)
@@ -103,8 +104,8 @@ class FiniteMixture:
     def conditionals(self):
         """Gibbs blocks of f(z, theta; lam): all assignments given the means, then the means given z."""
         return (
-            Conditional("z | theta", self._update_z, self._log_prob_z),
-            Conditional("theta | z", self._update_theta, self._log_prob_theta),
+            Conditional("z | theta", self._update_z, self._log_prob_z, CopyBlock(("z",))),
+            Conditional("theta | z", self._update_theta, self._log_prob_theta, CopyBlock(("theta",))),
         )
 
     def log_predictive(self, latent, data, lam, i):

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 
 from ..exact import gaussian_mean_log_marginal
 from ..kernels import Conditional, GibbsSweep
+from ..kernels.conditional import CopyBlock
 from ._contract import check_array_shape
 
 LOG_2PI = jnp.log(2 * jnp.pi)
@@ -76,7 +77,7 @@ class GaussianMean:
 
     def conditionals(self):
         """The single Gibbs block: mu given the data, under f(.; lam)."""
-        return (Conditional("mu", self.gibbs_update, self._log_prob_mu),)
+        return (Conditional("mu", self.gibbs_update, self._log_prob_mu, CopyBlock(("mu",))),)
 
     def sample_data_tempered(self, key, latent, lam):
         """Data from the tempered likelihood normalized in y: noise variance noise_std^2 / lam per case."""

@@ -11,6 +11,7 @@ from jax.scipy.special import gammaln
 
 from ..exact import linear_regression_log_marginal
 from ..kernels import Conditional, GibbsSweep
+from ..kernels.conditional import CopyBlock
 from ._contract import check_array_shape
 
 LOG_2PI = jnp.log(2 * jnp.pi)
@@ -119,8 +120,8 @@ class LinearRegression:
     def conditionals(self):
         """The two Gibbs blocks of f(beta, s2; lam): beta | s2 (Gaussian) and s2 | beta (inverse gamma)."""
         return (
-            Conditional("beta | s2", self._update_beta, self._log_prob_beta),
-            Conditional("s2 | beta", self._update_s2, self._log_prob_s2),
+            Conditional("beta | s2", self._update_beta, self._log_prob_beta, CopyBlock(("beta",))),
+            Conditional("s2 | beta", self._update_s2, self._log_prob_s2, CopyBlock(("log_s2",))),
         )
 
     def default_kernel(self):

@@ -10,6 +10,7 @@ import numpy as np
 from jax.scipy.special import gammaln, logsumexp
 
 from ..kernels import Conditional, GibbsSweep
+from ..kernels.conditional import CopyBlock
 from ._contract import check_array_shape
 
 LOG_2PI = jnp.log(2 * jnp.pi)
@@ -204,8 +205,8 @@ class _FactorModel:
 
     def _factor_conditionals(self):
         return (
-            Conditional("U | V", self._update_u, self._log_prob_u),
-            Conditional("V | U", self._update_v, self._log_prob_v),
+            Conditional("U | V", self._update_u, self._log_prob_u, CopyBlock(("U",))),
+            Conditional("V | U", self._update_v, self._log_prob_v, CopyBlock(("V",))),
         )
 
     # Passes over the data per Gibbs sweep (U | V, V | U, and sigma_n^2 when it is a latent).
@@ -257,6 +258,14 @@ class LowRank(_FactorModel):
         """Gibbs blocks of f(U, V; lam): U given V (rows independent), then V given U (columns independent)."""
         return self._factor_conditionals()
 
+    def gaussian_prior_blocks(self):
+        """Zero-mean Gaussian latents as ``(name, block axis, prior std)``: the rows of U, the columns of V.
+
+        Nested sampling moves them one block at a time by elliptical slice sampling under its likelihood
+        constraint (``bdmc.estimators.nested.ConstrainedEllipticalSlice``).
+        """
+        return (("U", 0, self.sigma_u), ("V", 1, self.sigma_v))
+
     # --- exact answer on tiny instances ------------------------------------------------------------------
 
     def bic_sample_params(self, key):
@@ -294,6 +303,38 @@ class LowRank(_FactorModel):
             return _gaussian_log_prior(V, sv2) + self.log_marginal_given_v(V, data)
 
         return _grid_log_marginal(log_integrand, [axis] * (self.k * self.d))
+
+    # --- variational Bayes (algebra in low_rank_vb) -------------------------------------------------------
+
+    @property
+    def vb_num_labels(self) -> int:
+        """Latent dimensions whose relabelings leave the model unchanged."""
+        return self.k
+
+    @property
+    def vb_log_symmetries(self) -> float:
+        """``log(2^k k!)``: signed permutations of the latent dimensions (the VB symmetry correction)."""
+        from .low_rank_vb import log_symmetries  # deferred: the VB module is only needed by VB
+
+        return log_symmetries(self.k)
+
+    def vb_init(self, key, data):
+        """Random mean-field q(U) q(V) with means on the prior's scale (see ``low_rank_vb.init``)."""
+        from .low_rank_vb import init
+
+        return init(self, key, data)
+
+    def vb_update(self, params, data):
+        """One coordinate-ascent sweep: q(U) given q(V), then q(V) given q(U) (Eqs. 39-40)."""
+        from .low_rank_vb import update
+
+        return update(self, params, data)
+
+    def vb_bound(self, params, data):
+        """The exact variational lower bound F(q) = E_q[log p(U, V, Y)] + H[q] (Eq. 38)."""
+        from .low_rank_vb import bound
+
+        return bound(self, params, data)
 
 
 def _log_inv_gamma_of_log(log_s, shape, scale):
@@ -403,7 +444,8 @@ class LowRankHyper(_FactorModel):
         """Gibbs blocks: U | V and V | U given the variances, then the three variances from their conjugate
         (conditionally independent) inverse-gamma conditionals given U and V."""
         return self._factor_conditionals() + (
-            Conditional("variances | U, V", self._update_variances, self._log_prob_variances),
+            Conditional("variances | U, V", self._update_variances, self._log_prob_variances,
+                        CopyBlock(VARIANCE_NAMES)),
         )
 
     def exact_log_marginal(self, data, *, num_points: int = 161, v_half_width: float = 20.0,

@@ -1,0 +1,299 @@
+"""A PyMC model as a bdmc Model.
+
+The latent state is the value variable of every free random variable, on PyMC's own transformed
+(unconstrained) space: ``s2_log__`` for a positive ``s2``, ``p_logodds__`` for a probability, and so on. The
+log density splits as
+
+- ``log_prior(u)``: the free variables' log densities with the log-Jacobians of their transforms (the terms
+  PyMC's own samplers use);
+- ``log_likelihood(u, data)``: one term per data case from the observed variables' elementwise log densities,
+  summed over every axis but the leading one (several observed variables must agree on the number of cases;
+  their terms add up).
+
+Both are PyMC's log-density graphs translated to JAX (``pymc.sampling.jax.get_jaxified_graph``), with each
+observed variable's data replaced by a symbolic input, so they are pure JAX functions of the latent and of the
+(simulated) data that run under ``jit``, ``vmap`` and ``grad``.
+
+Prior and data simulation compile PyMC's forward-sampling graph once and call it from JAX through
+``jax.pure_callback`` with a NumPy seed derived from the key: it draws from exactly the distributions PyMC's
+``pm.draw`` draws from. It runs once per chain when a run starts, never inside the annealing loop.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Mapping, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._errors import BDMCError, DataError, require
+
+
+class PyMCModel:
+    """A PyMC model with its observed variables singled out (build one with :func:`from_pymc`).
+
+    Instances are hashed by identity: they are static arguments of compiled functions, and the PyMC model
+    they hold is not hashable by value.
+
+    Attributes
+    ----------
+    model : pymc.Model
+        The model as given; it is not modified.
+    observed : tuple of str
+        Names of the observed variables, the keys of ``data``.
+    latent_names : tuple of str
+        Names of the free variables' value variables (transformed space), the keys of ``latent``.
+    """
+
+    def __init__(self, model, *, observed: Sequence[Any] | None = None):
+        pm = require("pymc", extra="pymc")
+        from pymc.logprob.utils import replace_rvs_by_values
+        from pymc.sampling.jax import get_jaxified_graph
+        from pytensor.graph.replace import graph_replace
+
+        try:
+            from pytensor.graph.traversal import ancestors
+        except ImportError:  # pytensor < 2.31
+            from pytensor.graph.basic import ancestors
+
+        if not isinstance(model, pm.Model):
+            raise BDMCError(f"from_pymc expects a pymc.Model, got {type(model).__name__}")
+        self.model = model
+        name = model.name or "pymc.Model"
+        obs_rvs = self._observed_rvs(model, observed, name)
+        self.observed = tuple(rv.name for rv in obs_rvs)
+        unlisted = [rv.name for rv in model.observed_RVs if rv not in obs_rvs]
+        if unlisted:
+            raise BDMCError(
+                f"{name} observes {unlisted} but observed={list(self.observed)} leaves them out: bdmc simulates "
+                "every observed variable from the model, so list them in `observed` too")
+        if model.potentials:
+            raise BDMCError(
+                f"{name} has pm.Potential term(s) {[p.name for p in model.potentials]}: forward simulation (pm.draw) "
+                "ignores them, so simulated data would not come from the model's density. Write them as "
+                "distributions, or use pm.CustomDist with a random method.")
+        free = list(model.free_RVs)
+        if not free:
+            raise BDMCError(f"{name} has no free random variables besides the observed {list(self.observed)}")
+        discrete = [rv.name for rv in free if rv.type.dtype not in pm.pytensorf.continuous_types]
+        if discrete:
+            raise BDMCError(
+                f"{name} has discrete free variable(s) {discrete}: gradient kernels cannot move them. Marginalize "
+                "them in the model (write the likelihood with pm.Mixture, or use pymc_extras' "
+                "marginalize), or use a built-in bdmc model with a Gibbs kernel.")
+        values = [model.rvs_to_values[rv] for rv in free]
+        self.latent_names = tuple(v.name for v in values)
+        self._free_names = tuple(rv.name for rv in free)
+
+        # Fresh symbolic inputs stand in for the observed data, which PyMC stores as constants in the graph.
+        data_values = [model.rvs_to_values[rv] for rv in obs_rvs]
+        data_inputs = [v.type(name=rv.name) for v, rv in zip(data_values, obs_rvs)]
+        swap = dict(zip(data_values, data_inputs))
+
+        prior_terms = [t.sum() for t in model.logp(vars=free, jacobian=True, sum=False)]
+        baked = [rv.name for rv, v in zip(obs_rvs, data_values) if v in set(ancestors(prior_terms))]
+        if baked:
+            raise BDMCError(f"the free variables' log density in {name} depends on the observed data of {baked}; "
+                            "bdmc needs a prior that is free of the data")
+        log_prior = sum(prior_terms[1:], prior_terms[0])
+        case_terms = model.logp(vars=obs_rvs, jacobian=True, sum=False)
+        case_terms = graph_replace(case_terms, swap, strict=False)
+        for rv, term in zip(obs_rvs, case_terms):
+            if term.ndim == 0:
+                raise BDMCError(f"observed variable {rv.name!r} of {name} is a scalar; bdmc needs a leading axis "
+                                "that indexes the data cases (give it shape (1,) for a single case)")
+        case_terms = [t.reshape((t.shape[0], -1)).sum(axis=1) for t in case_terms]
+
+        self._log_prior_jax = get_jaxified_graph(inputs=values, outputs=[log_prior])
+        self._log_lik_jax = get_jaxified_graph(inputs=values + data_inputs, outputs=case_terms)
+        # Natural-space values of the free variables (a transform's backward map) for reporting.
+        natural = replace_rvs_by_values(free, rvs_to_values=model.rvs_to_values,
+                                        rvs_to_transforms=model.rvs_to_transforms)
+        self._constrain_jax = get_jaxified_graph(inputs=values, outputs=natural)
+
+        # Forward simulation graphs (NumPy side): free variables mapped to their transformed values, and the
+        # observed variables with the free ones replaced by (the backward transform of) their values.
+        transformed = []
+        for rv in free:
+            transform = model.rvs_to_transforms.get(rv)
+            transformed.append(rv if transform is None else transform.forward(rv, *rv.owner.inputs))
+        free_values = {rv: v for rv, v in zip(free, values)}
+        free_transforms = {rv: model.rvs_to_transforms.get(rv) for rv in free}
+        data_graph = replace_rvs_by_values(obs_rvs, rvs_to_values=free_values, rvs_to_transforms=free_transforms)
+        self._prior_fn = _Sampler(pm, [], transformed)
+        self._data_fn = _Sampler(pm, values, data_graph)
+
+        # Shapes and dtypes for the callbacks, from one draw (they are fixed by the model).
+        latent0 = self._prior_fn(np.zeros(4, np.uint32))
+        data0 = self._data_fn(np.zeros(4, np.uint32), *latent0)
+        self._latent_spec = tuple(jax.ShapeDtypeStruct(np.shape(x), _jax_dtype(x)) for x in latent0)
+        self._data_spec = tuple(jax.ShapeDtypeStruct(np.shape(x), _jax_dtype(x)) for x in data0)
+        cases = {s.shape[0] for s in self._data_spec}
+        if len(cases) != 1:
+            raise BDMCError(f"observed variables {list(self.observed)} of {name} disagree on the number of data "
+                            f"cases (leading axes {sorted(cases)})")
+
+    @staticmethod
+    def _observed_rvs(model, observed, name):
+        if observed is None:
+            rvs = list(model.observed_RVs)
+            if not rvs:
+                raise BDMCError(f"{name} has no observed variables; pass observed=[...] naming the data")
+            return rvs
+        observed = [observed] if isinstance(observed, str) else list(observed)
+        by_name = {rv.name: rv for rv in model.observed_RVs}
+        rvs, unknown = [], []
+        for item in observed:
+            rv = by_name.get(item if isinstance(item, str) else getattr(item, "name", None))
+            (unknown if rv is None else rvs).append(item if rv is None else rv)
+        if unknown:
+            free = [rv.name for rv in model.free_RVs if rv.name in {getattr(u, "name", u) for u in unknown}]
+            hint = (f"; {free} are free variables: give them observed= data (any placeholder of the right "
+                    "shape, e.g. via pm.observe) to make them data" if free else "")
+            raise BDMCError(f"{[getattr(u, 'name', u) for u in unknown]} are not observed variables of {name}; "
+                            f"its observed variables are {list(by_name)}{hint}")
+        return rvs
+
+    # ---------------------------------------------------------------------------------------- contract
+
+    def sample_prior(self, key):
+        """An exact prior draw of every free variable, on PyMC's transformed space."""
+        out = jax.pure_callback(self._prior_fn, self._latent_spec, _seed(key), vmap_method=_BATCHED)
+        return dict(zip(self.latent_names, out))
+
+    def sample_data(self, key, latent):
+        """The observed variables drawn from the model given the free variables."""
+        args = [jnp.asarray(latent[n], s.dtype) for n, s in zip(self.latent_names, self._latent_spec)]
+        out = jax.pure_callback(self._data_fn, self._data_spec, _seed(key), *args, vmap_method=_BATCHED)
+        return dict(zip(self.observed, out))
+
+    def log_prior(self, latent):
+        """Log prior density of the transformed latent (log-Jacobians and potentials included)."""
+        (out,) = self._log_prior_jax(*self._latent_args(latent))
+        return jnp.asarray(out)
+
+    def log_likelihood(self, latent, data):
+        """``log p(y_i | latent)`` for each data case ``i`` (leading axis of the observed variables)."""
+        data_args = [jnp.asarray(data[n], s.dtype) for n, s in zip(self.observed, self._data_spec)]
+        terms = self._log_lik_jax(*self._latent_args(latent), *data_args)
+        return sum(terms[1:], terms[0])
+
+    def check_data(self, data):
+        """Raise a DataError unless ``data`` is ``{observed name: array}`` with the model's shapes."""
+        if not isinstance(data, Mapping) or set(data) != set(self.observed):
+            got = sorted(data) if isinstance(data, Mapping) else type(data).__name__
+            raise DataError(f"data must be a dict with the observed variable(s) {list(self.observed)}, got {got}")
+        for name, spec in zip(self.observed, self._data_spec):
+            if tuple(np.shape(data[name])) != spec.shape:
+                raise DataError(f"observed variable {name!r} must have shape {spec.shape}, "
+                                f"got {tuple(np.shape(data[name]))}")
+
+    def constrain(self, latent) -> dict:
+        """The free variables on their natural (constrained) space, keyed by variable name (``s2``)."""
+        return dict(zip(self._free_names, self._constrain_jax(*self._latent_args(latent))))
+
+    # ---------------------------------------------------------------------------------------- internals
+
+    def _latent_args(self, latent):
+        missing = [n for n in self.latent_names if n not in latent]
+        if missing:
+            raise BDMCError(f"latent is missing {missing}; its keys must be {list(self.latent_names)}")
+        return [jnp.asarray(latent[n], s.dtype) for n, s in zip(self.latent_names, self._latent_spec)]
+
+    def __repr__(self) -> str:
+        return f"PyMCModel({self.model.name or 'pymc.Model'}, observed={list(self.observed)})"
+
+
+# Under vmap the callback receives the whole batch (every argument broadcast to it) and loops over it on the
+# host: one host round trip per batch instead of one per chain.
+_BATCHED = "broadcast_all"
+
+
+class _Sampler:
+    """A compiled PyMC forward-sampling function whose random generators are reseeded on every call."""
+
+    def __init__(self, pm, inputs, outputs):
+        from pymc.pytensorf import find_rng_nodes
+
+        compile_fn = getattr(pm.pytensorf, "compile", None) or pm.pytensorf.compile_pymc  # pymc < 5.19
+        # Runs once per chain at initialization: a fast-compiling Python linker is plenty.
+        self._fn = compile_fn(inputs=list(inputs), outputs=list(outputs), mode="FAST_COMPILE")
+        self._rngs = find_rng_nodes(outputs)
+        self._shapes = None  # of one draw, known after the first call
+        self._lock = threading.Lock()  # the generators are shared state
+
+    def __call__(self, seed, *args):
+        """One draw per seed; ``seed`` is ``batch + (4,)`` and the ``args`` share its batch shape."""
+        seed = np.asarray(seed)
+        batch = seed.shape[:-1]
+        args = [np.asarray(a) for a in args]
+        draws = []
+        with self._lock:
+            for index in np.ndindex(batch):
+                if self._rngs:
+                    _reseed(self._rngs, [int(s) for s in seed[index]])
+                draws.append(self._fn(*[a[index] for a in args]))
+        if draws:
+            self._shapes = [(np.shape(x), _jax_dtype(x)) for x in draws[0]]
+        return tuple(np.asarray([d[i] for d in draws], dtype).reshape(batch + shape)
+                     for i, (shape, dtype) in enumerate(self._shapes))
+
+
+def _reseed(rngs, seed):
+    from pymc.pytensorf import reseed_rngs
+
+    reseed_rngs(rngs, seed)
+
+
+def _seed(key):
+    """128 bits from the key (typed or raw) as the NumPy seed of one forward simulation."""
+    return jax.random.bits(key, (4,), jnp.uint32)
+
+
+def _jax_dtype(x):
+    """The dtype JAX will hold ``x`` in (float64 stays float64 only when x64 is on)."""
+    return jnp.asarray(np.zeros((), np.asarray(x).dtype)).dtype
+
+
+def from_pymc(model, *, observed: str | Sequence[Any] | None = None) -> PyMCModel:
+    """Wrap a PyMC model as a bdmc Model.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        The model. Its observed variables' data only fix their shapes and dtypes: bdmc scores and simulates
+        its own data.
+    observed : str or sequence of str or random variables, optional
+        The observed variables holding the data (default: all of ``model.observed_RVs``); their leading axis
+        indexes the data cases. Every observed variable of the model must be listed.
+
+    Returns
+    -------
+    PyMCModel
+        Data are a dict ``{observed name: array}``; latents a dict ``{value-variable name: array}`` on PyMC's
+        transformed space (``"s2_log__"`` for a positive ``s2``).
+
+    Raises
+    ------
+    bdmc.MissingExtraError
+        When PyMC is not installed (``pip install 'bdmc[pymc]'``).
+    bdmc.BDMCError
+        When an observed variable is unknown or left out, a free variable is discrete, or the model has
+        ``pm.Potential`` terms (forward simulation cannot honor them).
+
+    Examples
+    --------
+    >>> X = np.asarray(bdmc.models.LinearRegression().design)
+    >>> with pm.Model() as regression:
+    ...     s2 = pm.InverseGamma("s2", alpha=1.0, beta=1.0)
+    ...     beta = pm.Normal("beta", 0.0, pm.math.sqrt(0.1 * s2), shape=X.shape[1])
+    ...     pm.Normal("y", X @ beta, pm.math.sqrt(s2), observed=np.zeros(X.shape[0]))
+    >>> model = bdmc.ppl.from_pymc(regression)
+    >>> data, latent = bdmc.simulate(jax.random.key(0), model)
+    >>> sorted(latent)
+    ['beta', 's2_log__']
+    >>> result = bdmc.sandwich(jax.random.key(1), model, data, latent, steps=[100, 1000])
+    """
+    return PyMCModel(model, observed=observed)

@@ -67,7 +67,7 @@ def main(argv=None) -> None:
                     f.write(json.dumps(row) + "\n")
                 print(f"data {data_name:10s} fit {fit:10s} T={T:6d}: {est.value:9.1f} "
                       f"(single {est.mean_single:.1f} ± {est.stderr_single:.1f}) {est.seconds:.0f}s", flush=True)
-    write_table(rows, args.out / "README.md", args.chains)
+    write_table(rows, args.out / "table.md", args.chains)
 
 
 def write_table(rows, path: Path, chains: int) -> None:

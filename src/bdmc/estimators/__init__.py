@@ -10,9 +10,10 @@ from ..core.smc import shme, smc
 from .bic import bic
 from .cms import chib_murray_salakhutdinov, cms
 from .importance import harmonic_mean, likelihood_weighting
-from .nested import ConstrainedGibbs, ConstrainedRandomWalk, nested_sampling
+from .nested import (ConstrainedCoordinateGibbs, ConstrainedEllipticalSlice, ConstrainedGibbs,
+                     ConstrainedRandomWalk, nested_sampling)
 from .vb import variational_bayes
 
-__all__ = ["ConstrainedGibbs", "ConstrainedRandomWalk", "ais", "bic", "chib_murray_salakhutdinov", "cms",
+__all__ = ["ConstrainedCoordinateGibbs", "ConstrainedEllipticalSlice", "ConstrainedGibbs", "ConstrainedRandomWalk", "ais", "bic", "chib_murray_salakhutdinov", "cms",
            "harmonic_mean", "likelihood_weighting", "nested_sampling", "reverse_ais", "shme", "smc",
            "variational_bayes"]

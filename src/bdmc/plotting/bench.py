@@ -11,7 +11,8 @@ from matplotlib.figure import Figure
 # One colour and marker per estimator, so every panel of a figure (and every figure) reads alike.
 STYLES = {
     "lw": ("#8c564b", "v"), "hme": ("#e377c2", "^"), "ais": ("#1f77b4", "o"), "rev-ais": ("#d62728", "s"),
-    "smc": ("#2ca02c", "D"), "shme": ("#ff7f0e", "P"), "ns": ("#9467bd", "X"),
+    "smc": ("#2ca02c", "D"), "shme": ("#ff7f0e", "P"), "ns": ("#9467bd", "X"), "bic": ("#7f7f7f", "h"),
+    "vb": ("#bcbd22", "<"), "vb+sym": ("#17becf", ">"), "cms": ("#000000", "d"),
 }
 FALLBACK = ("#7f7f7f", "*")
 NEEDED = {"estimator", "label", "knob", "mean", "ci_low", "ci_high", "rmse", "combined_error", "seconds", "truth"}

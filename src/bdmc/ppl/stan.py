@@ -1,0 +1,630 @@
+"""A Stan program as a bdmc Model (pystan 3 / httpstan).
+
+The program marks its likelihood with a data variable ``bdmc_lambda`` that multiplies it::
+
+    data { ...; real<lower=0, upper=1> bdmc_lambda; }
+    model {
+      target += inv_gamma_lpdf(s2 | 1, 1);                           // prior
+      target += bdmc_lambda * normal_lpdf(y | X * beta, sqrt(s2));   // likelihood
+    }
+
+so Stan's log density with ``bdmc_lambda = lam`` is the intermediate density
+``log f(x; lam) = log_prior(x) + lam * log p(y | x)``. The latent state is Stan's unconstrained parameter
+vector (a flat float64 array), the space Stan's own samplers move on; the log density includes the
+log-Jacobian of the constraining transforms. Because ``f`` is affine in ``lam``,
+
+- ``log_prior(x)`` is Stan's ``log_prob`` at ``bdmc_lambda = 0``;
+- ``log_likelihood(x, y)`` is ``log_prob(lam = 1) - log_prob(lam = 0)``, a single term: Stan reports no
+  per-case terms, so the data path of SMC / SHME is not available (annealed importance sampling is);
+- ``log_density(x, y, lam)`` is one evaluation of Stan's ``log_prob`` at ``bdmc_lambda = lam``.
+
+Stan's ``~`` statements (``_lupdf``) drop constant terms. AIS and BDMC bounds only ever use likelihood
+differences along the path, so they are unaffected; but ``log_prior`` is then normalized only up to a
+constant, which matters to estimators that score the joint density (a warning says so). Write the prior with
+``target += ..._lpdf(...)`` for a normalized one, and the likelihood always with ``_lpdf`` / ``_lpmf``.
+
+pystan builds (and caches) the program; the log density and its gradient are then calls into the compiled
+module that httpstan itself calls, made in a helper process (Stan's autodiff stack cannot be used from the
+threads JAX runs callbacks in), reached from JAX through ``jax.pure_callback`` with a custom JVP so that
+gradient kernels such as HMC work under ``jit`` and ``vmap``. One round trip serves all chains of a step,
+but every step makes several: a Stan model costs far more per step than a JAX one.
+
+Simulation (prior draws and data) comes from a user-supplied function, ``simulate(rng, params=None)``: Stan
+has no exact prior sampler, and httpstan runs generated quantities with a fixed seed, so they cannot
+simulate data sets either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import importlib.resources
+import json
+import math
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import threading
+import warnings
+import weakref
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.custom_derivatives import SymbolicZero
+
+from .._errors import BDMCError, DataError, require
+
+LAMBDA = "bdmc_lambda"
+_AFFINE_RTOL = 1e-9
+
+
+class StanModel:
+    """A Stan program with its likelihood weight ``bdmc_lambda`` (build one with :func:`from_stan`).
+
+    Latents are flat float64 arrays of Stan's unconstrained parameters; data are dicts
+    ``{observed name: array}``. Instances are hashed by identity: they are static arguments of compiled
+    functions and hold a compiled program and arrays.
+
+    Attributes
+    ----------
+    parameter_names : tuple of str
+        The program's parameters, in the order Stan lays them out in the unconstrained vector.
+    normalized : bool
+        False when the program uses ``~`` statements or ``_lupdf`` / ``_lupmf``, whose dropped constants
+        leave ``log_prior`` normalized only up to a constant.
+    """
+
+    def __init__(self, program_code: str, *, data: Mapping[str, Any], observed: Sequence[str],
+                 simulate: Callable | None = None):
+        require("stan", extra="stan")
+        if not isinstance(program_code, str):
+            raise BDMCError(f"program_code must be the Stan program as a string, got {type(program_code).__name__}")
+        if not isinstance(data, Mapping):
+            raise BDMCError(f"data must be a dict of the program's data variables, got {type(data).__name__}")
+        if simulate is not None and not callable(simulate):
+            raise BDMCError(f"simulate must be a function simulate(rng, params=None), got {type(simulate).__name__}")
+        self.program_code = program_code
+        self.observed = tuple(observed)
+        self.simulate_fn = simulate
+        info = _stanc_info(program_code)
+        inputs = info["inputs"]
+        if LAMBDA not in inputs:
+            raise BDMCError(
+                f"the Stan program has no data variable {LAMBDA!r}: declare `real<lower=0, upper=1> {LAMBDA};` "
+                f"in its data block and write the likelihood as `target += {LAMBDA} * ..._lpdf(...)`")
+        if inputs[LAMBDA]["type"] != "real" or inputs[LAMBDA]["dimensions"] != 0:
+            raise BDMCError(f"{LAMBDA!r} must be declared as a real scalar in the data block")
+        if not self.observed:
+            raise BDMCError("observed must name at least one data variable")
+        for name in self.observed:
+            if name == LAMBDA or name not in inputs:
+                raise BDMCError(f"observed variable {name!r} is not a data variable of the Stan program; "
+                                f"its data variables are {[n for n in inputs if n != LAMBDA]}")
+        if LAMBDA in data:
+            raise BDMCError(f"data must not contain {LAMBDA!r}: bdmc sets it along the annealing path")
+        missing = [n for n in inputs if n != LAMBDA and n not in data]
+        if missing:
+            raise BDMCError(f"data lacks the Stan program's data variable(s) {missing}")
+        unknown = [n for n in data if n not in inputs]
+        if unknown:
+            raise BDMCError(f"data has variable(s) {unknown} that the Stan program does not declare")
+        self.parameter_names = tuple(info["parameters"])
+        if not self.parameter_names:
+            raise BDMCError("the Stan program has no parameters to infer")
+        self._obs_dtype, self._obs_shape = {}, {}
+        for name in self.observed:
+            dtype = np.int64 if inputs[name]["type"] == "int" else np.float64
+            value = np.asarray(data[name])
+            if value.ndim != inputs[name]["dimensions"]:
+                raise BDMCError(f"observed variable {name!r} has {value.ndim} dimension(s) in data, "
+                                f"the program declares {inputs[name]['dimensions']}")
+            self._obs_dtype[name], self._obs_shape[name] = dtype, value.shape
+        self._fixed = {n: np.asarray(v) for n, v in data.items() if n not in self.observed}
+        self._placeholder = tuple(np.asarray(data[n], self._obs_dtype[n]) for n in self.observed)
+        unnormalized = sorted(d for d in info.get("distributions", []) if d.endswith(("_lupdf", "_lupmf")))
+        self.normalized = not unnormalized
+        if unnormalized:
+            warnings.warn(
+                f"the Stan program uses unnormalized densities ({', '.join(unnormalized)}; `~` statements are "
+                "such), so its log_prior is normalized only up to a constant. AIS and BDMC bounds on log p(y) are "
+                "unaffected; write the prior with `target += ..._lpdf(...)` for estimators that score the joint.",
+                stacklevel=3)
+        self._lock = threading.RLock()  # the build's own checks call back into built methods
+        self._built: _Built | None = None
+        self._log_density = _make_log_density(self)
+
+    # ---------------------------------------------------------------------------------------- contract
+
+    def sample_prior(self, key):
+        """An exact prior draw from the user's simulator, mapped to Stan's unconstrained space."""
+        self._require_simulator("sample_prior")
+        built = self._ensure_built()
+        out = jax.ShapeDtypeStruct((built.dim,), jnp.float64)
+        return jax.pure_callback(self._host_sample_prior, out, _key_words(key), vmap_method="broadcast_all")
+
+    def sample_data(self, key, latent):
+        """The observations drawn by the user's simulator given the (constrained) latent parameters."""
+        self._require_simulator("sample_data")
+        self._ensure_built()
+        out = tuple(jax.ShapeDtypeStruct(self._obs_shape[n], self._obs_dtype[n]) for n in self.observed)
+        values = jax.pure_callback(self._host_sample_data, out, _key_words(key), jnp.asarray(latent, jnp.float64),
+                                   vmap_method="broadcast_all")
+        return dict(zip(self.observed, values))
+
+    def log_prior(self, latent):
+        """Stan's log density (with log-Jacobians) at ``bdmc_lambda = 0``."""
+        return self.log_density(latent, dict(zip(self.observed, self._placeholder)), 0.0)
+
+    def log_likelihood(self, latent, data):
+        """``log p(y | x)`` as one term (Stan reports no per-case terms): shape (1,)."""
+        full = self.log_density(latent, data, 1.0)
+        return (full - self.log_density(latent, data, 0.0))[None]
+
+    def log_density(self, latent, data, lam):
+        """``log f(x; lam)``: Stan's log density at ``bdmc_lambda = lam`` (a scalar weight)."""
+        lam = jnp.asarray(lam)
+        if lam.ndim != 0:
+            raise BDMCError(
+                f"a Stan model has a single likelihood term, so lambda must be a scalar, got shape {lam.shape}: "
+                "per-case data paths (SMC, SHME) need one log-likelihood term per data case, which Stan does "
+                "not report; use annealed importance sampling (method='ais')")
+        self._ensure_built()
+        return self._log_density(jnp.asarray(latent, jnp.float64), lam.astype(jnp.float64),
+                                 *self._observations(data))
+
+    def check_data(self, data):
+        """Check that ``data`` holds every observed variable with the shape given to :func:`from_stan`."""
+        if not isinstance(data, Mapping) or set(data) != set(self.observed):
+            got = sorted(data) if isinstance(data, Mapping) else type(data).__name__
+            raise DataError(f"data must be a dict with the observed variable(s) {list(self.observed)}, got {got}")
+        for name in self.observed:
+            if tuple(np.shape(data[name])) != self._obs_shape[name]:
+                raise DataError(f"observed variable {name!r} must have shape {self._obs_shape[name]}, "
+                                f"got {tuple(np.shape(data[name]))}")
+            if self._obs_dtype[name] == np.int64 and not jnp.issubdtype(jnp.asarray(data[name]).dtype, jnp.integer):
+                raise DataError(f"observed variable {name!r} is declared int in the Stan program; "
+                                f"got dtype {jnp.asarray(data[name]).dtype}")
+
+    # ---------------------------------------------------------------------------------------- host side
+
+    @property
+    def dim(self) -> int:
+        """Length of the unconstrained parameter vector (builds the program if needed)."""
+        return self._ensure_built().dim
+
+    def constrain(self, latent) -> dict:
+        """The parameters on their natural (constrained) space, as numpy arrays (host side, not traceable)."""
+        built = self._ensure_built()
+        return self._constrain_many(np.asarray(latent, np.float64)[None])[0]
+
+    def _constrain_many(self, latents) -> list:
+        built = self._ensure_built()
+        flats = built.stan("write_array", self._stan_data(self._placeholder, 0.0), [x.tolist() for x in latents])
+        out = []
+        for flat in map(np.asarray, flats):
+            params, start = {}, 0
+            for name, shape in built.shapes.items():
+                size = math.prod(shape)
+                params[name] = flat[start:start + size].reshape(shape, order="F")  # Stan is column-major
+                start += size
+            out.append(params)
+        return out
+
+    def unconstrain(self, params: Mapping[str, Any]) -> np.ndarray:
+        """Stan's unconstrained vector of a dict of constrained parameters (host side, not traceable)."""
+        return self._unconstrain_many([params])[0]
+
+    def _unconstrain_many(self, many) -> np.ndarray:
+        built = self._ensure_built()
+        for params in many:
+            if not isinstance(params, Mapping) or set(params) != set(built.shapes):
+                got = sorted(params) if isinstance(params, Mapping) else type(params).__name__
+                raise BDMCError(f"parameters must be a dict with keys {list(built.shapes)}, got {got}")
+            for name, shape in built.shapes.items():
+                if np.shape(params[name]) != shape:
+                    raise BDMCError(f"parameter {name!r} must have shape {shape}, got {np.shape(params[name])}")
+        values = [{n: np.asarray(v, np.float64) for n, v in params.items()} for params in many]
+        try:
+            return np.asarray(built.stan("transform_inits", self._stan_data(self._placeholder, 0.0), values))
+        except (RuntimeError, ValueError) as err:
+            raise BDMCError(f"Stan cannot unconstrain the parameters: {err}") from err
+
+    def _ensure_built(self) -> "_Built":
+        with self._lock:
+            if self._built is None:
+                try:
+                    self._built = self._build()
+                except BaseException:
+                    self._built = None  # a failed check must not leave a half-built program behind
+                    raise
+            return self._built
+
+    def _build(self) -> "_Built":
+        stan = require("stan", extra="stan")
+        data = self._stan_data(self._placeholder, 0.0)
+        posterior = _outside_event_loop(stan.build, self.program_code, data=data)
+        try:
+            stan_process = _StanProcess(posterior.model_name, fixed_data=self._fixed)
+        except Exception as err:  # noqa: BLE001 - whatever failed, the program cannot be evaluated
+            raise BDMCError(f"cannot load the compiled Stan program {posterior.model_name}: {err}") from err
+        dims = dict(zip(posterior.param_names, posterior.dims))
+        shapes = {n: tuple(int(d) for d in dims[n]) for n in self.parameter_names}
+        built = _Built(stan=stan_process, shapes=shapes, dim=0)
+        self._built = built  # the checks below use it; the caller holds the lock and resets it on failure
+        probe = None
+        if self.simulate_fn is not None:
+            probe = self._checked_prior_draw()
+            built.dim = probe[0].size
+        else:
+            built.dim = stan_process("count_unconstrained", data, sum(math.prod(s) for s in shapes.values()))
+        self._check_lambda_enters_affinely(built, probe)
+        return built
+
+    def _checked_prior_draw(self) -> tuple:
+        """Run the user's simulator once, check what it returns against the program; (latent, observations)."""
+        # Fixed seeds: these draws only check names, shapes and supports; no result depends on them.
+        params, obs = self._call_simulator(np.random.default_rng(0))
+        self._check_observations(obs)
+        x = self.unconstrain(params)
+        _, obs_again = self._call_simulator(np.random.default_rng(1), self.constrain(x))
+        self._check_observations(obs_again)
+        return x, tuple(np.asarray(obs[n], self._obs_dtype[n]) for n in self.observed)
+
+    def _check_lambda_enters_affinely(self, built, probe) -> None:
+        """bdmc_lambda must multiply a likelihood, and only that likelihood may involve the observations."""
+        points = [np.zeros(built.dim)] + ([probe[0]] if probe is not None else [])
+        checked = changed = False
+        for x in points:
+            lp = [self._stan_log_prob(self._stan_data(self._placeholder, lam), x) for lam in (0.0, 0.5, 1.0)]
+            if not np.all(np.isfinite(lp)):
+                continue
+            checked = True
+            scale = 1.0 + abs(lp[0]) + abs(lp[2])
+            if abs(lp[1] - 0.5 * (lp[0] + lp[2])) > _AFFINE_RTOL * scale:
+                raise BDMCError(
+                    f"the Stan log density is not affine in {LAMBDA} (at lambda = 0, 0.5, 1 it is {lp}): "
+                    f"{LAMBDA} must only multiply the likelihood, as in `target += {LAMBDA} * ..._lpdf(...)`")
+            changed = changed or lp[2] != lp[0]
+            if probe is not None:
+                prior_other_data = self._stan_log_prob(self._stan_data(probe[1], 0.0), x)
+                if abs(prior_other_data - lp[0]) > _AFFINE_RTOL * scale:
+                    raise BDMCError(
+                        f"at {LAMBDA} = 0 the Stan log density changes with the observed variable(s) "
+                        f"{list(self.observed)}: they may only enter the likelihood that {LAMBDA} multiplies")
+        if checked and not changed:
+            raise BDMCError(f"{LAMBDA} does not change the Stan log density: write the likelihood as "
+                            f"`target += {LAMBDA} * ..._lpdf(...)` (not with `~`)")
+        if not checked:
+            warnings.warn(f"could not check that {LAMBDA} enters the Stan log density affinely: it is not finite "
+                          "at the unconstrained origin (nor at a simulated draw)", stacklevel=4)
+
+    def _stan_data(self, observations, lam) -> dict:
+        data = dict(self._fixed)
+        for name, value in zip(self.observed, observations):
+            data[name] = np.asarray(value, self._obs_dtype[name])
+        data[LAMBDA] = float(lam)
+        return data
+
+    def _stan_log_prob(self, data, x) -> float:
+        return float(self._built.stan("log_prob", data, np.asarray(x, np.float64).tolist()))
+
+    def _observations(self, data):
+        if not isinstance(data, Mapping) or any(n not in data for n in self.observed):
+            raise DataError(f"data must be a dict with the observed variable(s) {list(self.observed)}")
+        return tuple(jnp.asarray(data[n], self._obs_dtype[n]) for n in self.observed)
+
+    def _require_simulator(self, what):
+        if self.simulate_fn is None:
+            raise BDMCError(f"{what} needs a simulator: pass simulate=... to from_stan (Stan has no exact prior "
+                            "sampler of its own)")
+
+    def _call_simulator(self, rng, params=None):
+        out = self.simulate_fn(rng) if params is None else self.simulate_fn(rng, params)
+        if not (isinstance(out, tuple) and len(out) == 2 and all(isinstance(o, Mapping) for o in out)):
+            raise BDMCError("simulate(rng, params=None) must return a pair of dicts (parameters, observations)")
+        return out
+
+    def _check_observations(self, obs) -> None:
+        for name in self.observed:
+            if name not in obs:
+                raise BDMCError(f"the simulator's observations lack the observed variable {name!r}")
+            if np.shape(obs[name]) != self._obs_shape[name]:
+                raise BDMCError(f"the simulator's observed variable {name!r} has shape {np.shape(obs[name])}, "
+                                f"the data given to from_stan has {self._obs_shape[name]}")
+
+    # Batched host callbacks: under vmap every argument arrives with the same leading batch axes.
+
+    def _host_sample_prior(self, words):
+        words = np.asarray(words)
+        flat = words.reshape(-1, words.shape[-1])
+        out = self._unconstrain_many([self._call_simulator(_rng(w))[0] for w in flat])
+        return out.reshape(words.shape[:-1] + (self._built.dim,))
+
+    def _host_sample_data(self, words, latent):
+        words, latent = np.asarray(words), np.asarray(latent)
+        batch = latent.shape[:-1]
+        words, latent = words.reshape(-1, words.shape[-1]), latent.reshape(-1, latent.shape[-1])
+        draws = []
+        for w, params in zip(words, self._constrain_many(latent)):
+            obs = self._call_simulator(_rng(w), params)[1]
+            self._check_observations(obs)
+            draws.append(obs)
+        return tuple(np.stack([np.asarray(d[n], self._obs_dtype[n]) for d in draws]).reshape(
+            batch + self._obs_shape[n]) for n in self.observed)
+
+    def _host_log_density(self, x, lam, *obs, with_grad: bool):
+        x = np.asarray(x, np.float64)
+        batch = x.shape[:-1]
+        xs, lams = x.reshape(-1, x.shape[-1]), np.asarray(lam).reshape(-1)
+        obs = [np.asarray(o).reshape((-1,) + self._obs_shape[n]) for o, n in zip(obs, self.observed)]
+        # Only what changes goes to the helper; it holds the fixed data.
+        varying = []
+        for i, lam_i in enumerate(lams):
+            varying.append({n: np.asarray(o[i], self._obs_dtype[n]) for o, n in zip(obs, self.observed)})
+            varying[-1][LAMBDA] = float(lam_i)
+        values, grads = self._built.stan("log_prob_batch", varying, xs, with_grad)
+        values = values.reshape(batch)
+        return (values, grads.reshape(x.shape)) if with_grad else values
+
+    def __repr__(self) -> str:
+        return f"StanModel(parameters={list(self.parameter_names)}, observed={list(self.observed)})"
+
+
+class _Built:
+    """The compiled program (in its helper process), the parameter shapes and the unconstrained size."""
+
+    def __init__(self, *, stan: "_StanProcess", shapes: dict, dim: int):
+        self.stan, self.shapes, self.dim = stan, shapes, dim
+
+
+class _StanError(RuntimeError):
+    """Stan refused a call (its message is kept)."""
+
+
+class _StanProcess:
+    """The compiled program, run in a helper process that serves calls over a pipe.
+
+    Stan's autodiff stack is thread-local and is set up only in the thread that loads the compiled library,
+    while JAX runs host callbacks in threads of its own: calling the library from them crashes the process.
+    The helper process loads the library in its main thread and makes every call there; calls are batched
+    over chains, so one round trip serves all chains of a step. Requests are serialized by a lock.
+    """
+
+    def __init__(self, model_name: str, *, fixed_data: dict):
+        to_child_r, to_child_w = os.pipe()
+        from_child_r, from_child_w = os.pipe()
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _SERVER, model_name, str(to_child_r), str(from_child_w)],
+            pass_fds=(to_child_r, from_child_w), stdin=subprocess.DEVNULL)
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self._send, self._recv = os.fdopen(to_child_w, "wb"), os.fdopen(from_child_r, "rb")
+        self._lock = threading.Lock()
+        weakref.finalize(self, _close, self._send, self._recv, self._proc)
+        self("set_fixed_data", fixed_data)
+
+    def __call__(self, name: str, *args):
+        """The helper's function ``name`` applied to ``args``."""
+        with self._lock:
+            try:
+                pickle.dump((name, args), self._send, protocol=pickle.HIGHEST_PROTOCOL)
+                self._send.flush()
+                status, result = pickle.load(self._recv)
+            except (EOFError, OSError, pickle.UnpicklingError) as err:
+                raise BDMCError(f"the Stan helper process died (exit code {self._proc.poll()})") from err
+        if status != "ok":
+            raise _StanError(result)
+        return result
+
+
+def _close(send, recv, proc):
+    send.close()  # the helper exits at end of input
+    recv.close()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+# The helper process: loads the compiled program in its main thread and serves pickled requests.
+_SERVER = r"""
+import os, pickle, sys
+import numpy as np
+import httpstan.models
+
+module = httpstan.models.import_services_extension_module(sys.argv[1])
+requests, replies = os.fdopen(int(sys.argv[2]), "rb"), os.fdopen(int(sys.argv[3]), "wb")
+
+
+fixed_data = {}
+
+
+def set_fixed_data(data):
+    fixed_data.update(data)
+
+
+def log_prob_batch(varying, xs, with_grad):
+    values, grads = np.empty(len(xs)), np.zeros_like(xs)
+    for i, (changes, x) in enumerate(zip(varying, xs)):
+        data, params = {**fixed_data, **changes}, x.tolist()
+        try:
+            values[i] = module.log_prob(data, params, True)
+            if with_grad:
+                grads[i] = module.log_prob_grad(data, params, True)
+        except (RuntimeError, ValueError):  # Stan rejects the point (a domain error): zero density there
+            values[i], grads[i] = -np.inf, 0.0
+    return values, grads
+
+
+def count_unconstrained(data, upper):
+    # The unconstrained vector is never longer than the constrained one: ask Stan which length it takes.
+    for dim in range(upper, -1, -1):
+        try:
+            module.log_prob(data, [0.0] * dim, True)
+            return dim
+        except RuntimeError as err:
+            if "number of parameters does not match" not in str(err):
+                return dim
+        except ValueError:
+            return dim
+    raise RuntimeError("could not determine the number of unconstrained parameters")
+
+
+FUNCTIONS = {
+    "set_fixed_data": set_fixed_data,
+    "log_prob": lambda data, x: module.log_prob(data, x, True),
+    "write_array": lambda data, xs: [module.write_array(data, x, False, False) for x in xs],
+    "transform_inits": lambda data, many: [module.transform_inits(data, params) for params in many],
+    "log_prob_batch": log_prob_batch,
+    "count_unconstrained": count_unconstrained,
+}
+while True:
+    try:
+        name, args = pickle.load(requests)
+    except EOFError:
+        break
+    try:
+        reply = ("ok", FUNCTIONS[name](*args))
+    except Exception as err:
+        reply = ("error", f"{type(err).__name__}: {err}")
+    pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
+    replies.flush()
+"""
+
+
+def _make_log_density(model: StanModel):
+    """``(x, lam, *observations) -> log f(x; lam)`` through host callbacks, differentiable in x and lam."""
+
+    def value(x, lam, *obs):
+        out = jax.ShapeDtypeStruct(x.shape[:-1], jnp.float64)
+        return jax.pure_callback(lambda *a: model._host_log_density(*a, with_grad=False), out, x, lam, *obs,
+                                 vmap_method="broadcast_all")
+
+    @jax.custom_jvp
+    def log_density(x, lam, *obs):
+        return value(x, lam, *obs)
+
+    def jvp(primals, tangents):
+        x, lam, *obs = primals
+        dx, dlam, *dobs = tangents
+        if any(not isinstance(t, SymbolicZero) for t in dobs):
+            raise BDMCError("the Stan log density cannot be differentiated with respect to the observed data")
+        if isinstance(dx, SymbolicZero):
+            lp, tangent = value(x, lam, *obs), jnp.zeros(x.shape[:-1], jnp.float64)
+        else:
+            out = (jax.ShapeDtypeStruct(x.shape[:-1], jnp.float64), jax.ShapeDtypeStruct(x.shape, jnp.float64))
+            lp, grad = jax.pure_callback(lambda *a: model._host_log_density(*a, with_grad=True), out, x, lam,
+                                         *obs, vmap_method="broadcast_all")
+            tangent = jnp.sum(grad * dx, axis=-1)
+        if not isinstance(dlam, SymbolicZero):  # d log f / d lam is the log-likelihood (f is affine in lam)
+            likelihood = value(x, jnp.ones_like(lam), *obs) - value(x, jnp.zeros_like(lam), *obs)
+            tangent = tangent + likelihood * dlam
+        return lp, tangent
+
+    log_density.defjvp(jvp, symbolic_zeros=True)
+    return log_density
+
+
+def _key_words(key):
+    """The raw words of a PRNG key (typed or legacy), for seeding numpy on the host."""
+    key = jnp.asarray(key) if not isinstance(key, jax.Array) else key
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        return jax.random.key_data(key)
+    return key
+
+
+def _rng(words) -> np.random.Generator:
+    return np.random.default_rng([int(w) for w in np.asarray(words).ravel()])
+
+
+def _stanc_info(program_code: str) -> dict:
+    """The program's data variables, parameters and distributions, from ``stanc --info`` (no C++ compile)."""
+    require("httpstan", extra="stan")
+    stanc = importlib.resources.files("httpstan") / "stanc"
+    with tempfile.TemporaryDirectory(prefix="bdmc_stan_") as tmp:
+        path = Path(tmp) / "program.stan"
+        path.write_text(program_code)
+        done = subprocess.run([str(stanc), "--info", str(path)], capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        raise BDMCError(f"the Stan program does not compile:\n{done.stderr.strip()}")
+    return json.loads(done.stdout)
+
+
+def _outside_event_loop(fn, *args, **kwargs):
+    """Run ``fn`` (which calls ``asyncio.run``) in a worker thread when this thread already runs an event loop.
+
+    pystan drives httpstan with ``asyncio.run``, which refuses to start inside a running loop (Jupyter).
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return fn(*args, **kwargs)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(fn, *args, **kwargs).result()
+
+
+def from_stan(program_code: str, *, data: Mapping[str, Any], observed: str | Sequence[str],
+              simulate: Callable | None = None) -> StanModel:
+    """Wrap a Stan program as a bdmc Model.
+
+    Parameters
+    ----------
+    program_code : str
+        A Stan program whose data block declares ``real<lower=0, upper=1> bdmc_lambda;`` and whose model
+        block multiplies the log-likelihood by it: ``target += bdmc_lambda * normal_lpdf(y | mu, sigma);``.
+        ``bdmc_lambda`` must not enter the program any other way, and the observed variables only through that
+        likelihood.
+    data : dict
+        Every data variable of the program except ``bdmc_lambda``, including the observed ones: their values
+        fix the shapes; the data bdmc scores replace them.
+    observed : str or sequence of str
+        Name(s) of the data variable(s) that are the observations.
+    simulate : callable, optional
+        ``simulate(rng, params=None) -> (params, observations)`` with ``rng`` a ``numpy.random.Generator``:
+        called without ``params`` it draws the parameters from the prior, with ``params`` it keeps them; in
+        both cases it draws the observations given the parameters. Parameters are a dict over the program's
+        parameters on their natural (constrained) space, observations a dict over ``observed``. Needed for
+        simulated data (``bdmc.simulate``, ``bdmc.sandwich``, forward AIS's prior draws).
+
+    Returns
+    -------
+    StanModel
+        Latents are Stan's unconstrained parameter vectors (``model.constrain`` maps one back to a dict);
+        data are dicts ``{observed name: array}``. The program is compiled (or found in httpstan's cache) on
+        first use, which takes a minute or two the first time.
+
+    Raises
+    ------
+    bdmc.MissingExtraError
+        When pystan is not installed (``pip install 'bdmc[stan]'``).
+    bdmc.BDMCError
+        When the program lacks ``bdmc_lambda``, an observed name is not a data variable, ``data`` misses or
+        adds variables, or (on first use) the log density is not affine in ``bdmc_lambda``, or the simulator's
+        output does not fit the program.
+
+    Notes
+    -----
+    Stan reports the likelihood as one term, so per-case data paths (SMC, SHME) are refused; AIS works. Each
+    HMC step makes about ``num_integration_steps + 3`` host round trips (all chains in each), so expect a Stan
+    model to cost one to two orders of magnitude more per chain-step than the same model in NumPyro.
+
+    Examples
+    --------
+    >>> code = '''data { int N; vector[N] x; vector[N] y; real<lower=0, upper=1> bdmc_lambda; }
+    ... parameters { real b; real<lower=0> s; }
+    ... model { target += normal_lpdf(b | 0, 1) + exponential_lpdf(s | 1);
+    ...         target += bdmc_lambda * normal_lpdf(y | b * x, s); }'''
+    >>> def simulate(rng, params=None):
+    ...     params = params or {"b": rng.normal(), "s": rng.exponential()}
+    ...     return params, {"y": params["b"] * x + params["s"] * rng.normal(size=x.size)}
+    >>> model = bdmc.ppl.from_stan(code, data={"N": 20, "x": x, "y": np.zeros(20)}, observed="y",
+    ...                            simulate=simulate)
+    >>> bdmc.sandwich(jax.random.key(0), model, steps=[100, 1000], kernel=bdmc.kernels.HMC(model))
+    """
+    return StanModel(program_code, data=data, observed=[observed] if isinstance(observed, str) else list(observed),
+                     simulate=simulate)

@@ -21,7 +21,6 @@ import math
 from pathlib import Path
 
 import jax
-import numpy as np
 import pandas as pd
 
 import bdmc

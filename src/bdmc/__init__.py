@@ -24,7 +24,8 @@ from .models import simulate  # noqa: E402
 __version__ = "0.1.0"
 
 __all__ = [
-    "AnnealResult", "BDMCError", "BreadResult", "BugAlarm", "bread", "bug_alarm", "checks", "DataError", "Estimate", "MissingExtraError", "NonFiniteLogWeightError",
-    "ScheduleError", "StepInfo", "anneal", "exact", "forward_ais", "gap", "kernels", "log_harmonic_mean",
-    "log_mean_exp", "models", "reverse_ais", "SandwichResult", "sandwich", "schedules", "shme", "simulate", "smc",
+    "AnnealResult", "BDMCError", "BreadResult", "BugAlarm", "bread", "bug_alarm", "checks", "DataError", "Estimate",
+    "MissingExtraError", "NonFiniteLogWeightError", "ScheduleError", "StepInfo", "anneal", "exact", "forward_ais",
+    "gap", "kernels", "log_harmonic_mean", "log_mean_exp", "models", "ppl", "reverse_ais", "SandwichResult",
+    "sandwich", "schedules", "shme", "simulate", "smc",
 ]

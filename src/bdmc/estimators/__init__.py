@@ -14,6 +14,7 @@ from .nested import (ConstrainedCoordinateGibbs, ConstrainedEllipticalSlice, Con
                      ConstrainedRandomWalk, nested_sampling)
 from .vb import variational_bayes
 
-__all__ = ["ConstrainedCoordinateGibbs", "ConstrainedEllipticalSlice", "ConstrainedGibbs", "ConstrainedRandomWalk", "ais", "bic", "chib_murray_salakhutdinov", "cms",
+__all__ = ["ConstrainedCoordinateGibbs", "ConstrainedEllipticalSlice", "ConstrainedGibbs", "ConstrainedRandomWalk",
+           "ais", "bic", "chib_murray_salakhutdinov", "cms",
            "harmonic_mean", "likelihood_weighting", "nested_sampling", "reverse_ais", "shme", "smc",
            "variational_bayes"]

@@ -59,7 +59,6 @@ class NumPyroModel:
 
     def sample_prior(self, key):
         """An exact prior draw of every latent site, mapped to the unconstrained space."""
-        handlers = self._numpyro.handlers
         transforms = self._numpyro.distributions.transforms
         trace = self._trace(key)
         return {n: transforms.biject_to(trace[n]["fn"].support).inv(trace[n]["value"]) for n in self.latent_sites}

@@ -199,7 +199,6 @@ class StanModel:
 
     def constrain(self, latent) -> dict:
         """The parameters on their natural (constrained) space, as numpy arrays (host side, not traceable)."""
-        built = self._ensure_built()
         return self._constrain_many(np.asarray(latent, np.float64)[None])[0]
 
     def _constrain_many(self, latents) -> list:

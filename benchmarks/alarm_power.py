@@ -93,7 +93,7 @@ def main(argv=None) -> None:
                 crossing = max(p["forward"] - p["reverse"] for p in per_t)
                 print(f"{name:18s} factor {factor:4.1f} seed {seed}: fired={row['fired']} "
                       f"largest crossing {crossing:+.2f} nats", flush=True)
-    summarize(rows, args.out / "README.md")
+    summarize(rows, args.out / "table.md")
 
 
 def summarize(rows, path: Path) -> None:

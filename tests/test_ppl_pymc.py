@@ -198,3 +198,32 @@ def test_speed_against_numpyro_and_builtin(model):
         best = min(r[0] for r in runs[1:])
         print(f"{name:8s} {1000 * best / (num_chains * num_steps):.5f} s per 1000 chain-steps "
               f"(compile {runs[0][1]:.1f} s)")
+
+
+PYMC_PROGRAM = '''
+import numpy as np
+import pymc as pm
+
+
+def regression(x):
+    with pm.Model() as model:
+        s2 = pm.InverseGamma("s2", alpha=1.0, beta=1.0)
+        beta = pm.Normal("beta", 0.0, pm.math.sqrt(0.1 * s2), shape=x.shape[1])
+        pm.Normal("y", x @ beta, pm.math.sqrt(s2), observed=np.zeros(x.shape[0]))
+    return model
+'''
+
+
+def test_sandwich_command_takes_a_pymc_file(tmp_path):
+    from typer.testing import CliRunner
+
+    from bdmc.cli import app
+
+    (tmp_path / "reg.py").write_text(PYMC_PROGRAM)
+    np.savez(tmp_path / "x.npz", x=np.asarray(bdmc.models.LinearRegression().design))
+    args = ["sandwich", "--pymc", f"{tmp_path / 'reg.py'}:regression", "--data", str(tmp_path / "x.npz"),
+            "--observed", "y", "--steps", "10", "--chains", "4", "--out", str(tmp_path / "out")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "pymc:reg" in result.output
+    assert len(__import__("pandas").read_csv(tmp_path / "out" / "sandwich.csv")) == 2

@@ -354,3 +354,40 @@ def test_cost_per_chain_step_against_numpyro_and_the_builtin_model(model):
     for name, (per_1000, per_call) in rows.items():
         print(f"  {name:9s} {per_1000:8.3f} s | {per_call:9.1f} us")
     assert all(np.isfinite(v) for row in rows.values() for v in row)
+
+
+STAN_SIMULATOR = '''
+import numpy as np
+
+X = np.vander(np.linspace(-2.0, 2.0, 20), 4, increasing=True)
+
+
+def simulate(rng, params=None):
+    if params is None:
+        s2 = 1.0 / rng.gamma(1.0)
+        params = {"s2": s2, "beta": rng.normal(0.0, np.sqrt(0.1 * s2), 4)}
+    return params, {"y": X @ np.asarray(params["beta"]) + np.sqrt(params["s2"]) * rng.normal(size=20)}
+'''
+
+
+@pytest.mark.slow
+def test_sandwich_command_takes_a_stan_file(tmp_path):
+    from typer.testing import CliRunner
+
+    from bdmc.cli import app
+
+    sys.path.insert(0, "benchmarks")
+    try:
+        from ppl_adapters import STAN_PROGRAM  # the benchmark's program: its compiled model is cached
+    finally:
+        sys.path.remove("benchmarks")
+    (tmp_path / "reg.stan").write_text(STAN_PROGRAM)
+    (tmp_path / "sim.py").write_text(STAN_SIMULATOR)
+    x = np.vander(np.linspace(-2.0, 2.0, 20), 4, increasing=True)
+    np.savez(tmp_path / "data.npz", N=20, x=x, y=np.zeros(20))
+    args = ["sandwich", "--stan", str(tmp_path / "reg.stan"), "--simulator", f"{tmp_path / 'sim.py'}:simulate",
+            "--data", str(tmp_path / "data.npz"), "--observed", "y", "--steps", "10,100", "--chains", "4",
+            "--out", str(tmp_path / "out")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "stan:reg" in result.output and "bug alarm: silent" in result.output

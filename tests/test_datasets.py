@@ -284,6 +284,7 @@ def _brackets(model, seed):
     assert result.alarms.empty, result.alarms
 
 
+@pytest.mark.slow
 @needs_numpyro
 @pytest.mark.parametrize("name", list(MODELS))
 def test_sandwich_on_data_simulated_from_the_model(name):

@@ -236,7 +236,7 @@ def hyper_data():
 
 
 @pytest.mark.parametrize(
-    "lam", [pytest.param("0.3", marks=pytest.mark.slow), pytest.param("1.0", marks=pytest.mark.slow), "per-row"]
+    "lam", [pytest.param("0.3", marks=pytest.mark.slow), "1.0", pytest.param("per-row", marks=pytest.mark.slow)]
 )
 def test_hyper_conditionals_match_joint(lam, hyper_data, key):
     for cond in HYPER.conditionals():

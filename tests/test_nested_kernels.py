@@ -276,7 +276,7 @@ def test_ideal_nested_sampling_reference_matches_exact_log_ml_up_to_its_known_bi
     assert abs(b8 - b2 / 4) < 4 * math.hypot(se8, se2 / 4) + 0.25 * b2  # ...and falls like 1/K (to 25%)
 
 
-@pytest.mark.parametrize("name", ["ess", pytest.param("random-walk", marks=SLOW)])
+@pytest.mark.parametrize("name", [pytest.param("ess", marks=SLOW), pytest.param("random-walk", marks=SLOW)])
 def test_nested_sampling_with_a_good_kernel_matches_ideal_nested_sampling(name, key):
     # Against the estimator's expectation under exact constrained sampling, not against log Z: this isolates
     # the kernel. (The +0.1 nat offset once seen with the random walk on GaussianMean is the estimator's own

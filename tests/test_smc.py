@@ -64,6 +64,7 @@ def test_posterior_proposal_beats_the_prior_proposal(key):
     assert np.std(post.runs) < np.std(prior.runs) / 2
 
 
+@pytest.mark.slow
 def test_both_converge_with_more_moves_per_case(key):
     # A slow random-walk kernel, so that mixing, not the number of particles, limits accuracy.
     model, data, latent, exact = _problem("gaussian-mean")

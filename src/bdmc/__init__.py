@@ -20,6 +20,7 @@ from .core.sandwich import SandwichResult, sandwich  # noqa: E402
 from .core.smc import shme, smc  # noqa: E402
 from .core.estimate import Estimate, gap, log_harmonic_mean, log_mean_exp  # noqa: E402
 from .models import simulate  # noqa: E402
+from .bracketing import bracket  # noqa: E402
 
 __version__ = "0.1.0"
 

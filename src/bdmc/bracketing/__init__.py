@@ -1,0 +1,42 @@
+"""Bracketing ``log p(D)`` between variational upper and lower bounds from posterior samples (Ji, Shen, West).
+
+``bracket(samples, log_joint, family=..., key=...)`` fits a mean-field exponential family to the samples by
+moment matching and returns the upper bound (Eq. 6), the quasi-optimized lower bound (Eq. 8) and, on request,
+the MCSA-optimized lower bound (Eqs. 9-11).
+"""
+
+from .bounds import (
+    BracketResult,
+    MCSAInfo,
+    batch_means_stderr,
+    bracket,
+    coordinate_ascent,
+    draw,
+    log_ratios,
+    lower_bound_values,
+    mcsa_diagnostic,
+    mcsa_run,
+    step_sizes,
+    upper_bound_values,
+)
+from .families import (
+    Categorical,
+    Dirichlet,
+    Family,
+    InverseGamma,
+    InverseWishart,
+    MeanField,
+    MultivariateNormal,
+    fit_mean_field,
+    pd_cholesky,
+    pd_inverse,
+    pd_logdet,
+)
+from .samples import as_sample_dict
+
+__all__ = [
+    "BracketResult", "Categorical", "Dirichlet", "Family", "InverseGamma", "InverseWishart", "MCSAInfo",
+    "MeanField", "MultivariateNormal", "as_sample_dict", "batch_means_stderr", "bracket", "coordinate_ascent",
+    "draw", "fit_mean_field", "pd_cholesky", "pd_inverse", "pd_logdet", "log_ratios", "lower_bound_values", "mcsa_diagnostic", "mcsa_run", "step_sizes",
+    "upper_bound_values",
+]

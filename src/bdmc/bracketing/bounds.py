@@ -1,0 +1,470 @@
+"""Upper and lower bounds on ``log p(D)`` from posterior samples (Ji, Shen, West).
+
+- Upper bound, Eqs. (3)-(6): ``U(gamma) = E_p[log p(theta, D) - log q(theta | gamma)] >= log p(D)``, with
+  ``gamma_U`` the moment-matching minimizer of ``KL(p || q)``.
+- Quasi-optimized lower bound, Eq. (8): ``L(gamma_U) = E_q[log p(theta, D) - log q(theta | gamma_U)]`` from
+  fresh draws of ``q``.
+- MCSA lower bound, Eqs. (9)-(11): Robbins-Monro iterations towards the maximizer of ``L``.
+- Standard variational coordinate ascent (Sec. 3.1, Eq. 7) for conjugate models.
+
+Partial analytic marginalization (the reduced contexts of Sec. 4) is the caller's choice of ``theta``: the
+family names the parameters that are kept, ``log_joint`` must be ``log p(theta, D)`` with the others integrated
+out, and sample entries not named by the family are dropped (they are marginal posterior draws of the rest).
+
+On held-out evaluation. When ``gamma`` is fitted (moment matching is maximum likelihood) on the same draws
+that Eq. (6) averages over, the average is biased low; if the family contains the posterior it falls *below*
+``log p(D)`` for every sample. ``fit="crossfit"`` (the default) fits on one half of the draws and evaluates
+on the other, both ways round, so each term is an honest upper bound in expectation; ``fit="same"`` is the
+paper's literal in-sample estimate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import time
+from typing import Any, Callable, Mapping, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._errors import BDMCError
+from ..core.estimate import Estimate
+from .families import Categorical, Family, MeanField, fit_mean_field, pd_inverse, stats_of
+from .samples import as_sample_dict
+
+
+# ----------------------------------------------------------------------------------------------- U and L
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def log_ratios(log_joint: Callable, q: MeanField, thetas: Mapping):
+    """``log p(theta_i, D) - log q(theta_i)`` for a batch of draws (leading axis), vmapped and compiled."""
+    return jax.vmap(lambda th: log_joint(th) - q.log_prob(th))(thetas)
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def draw(key, q: MeanField, num_draws: int):
+    """``num_draws`` independent draws of ``q`` as a dict of ``(num_draws, ...)`` arrays."""
+    return jax.vmap(q.sample)(jax.random.split(key, num_draws))
+
+
+@functools.partial(jax.jit, static_argnames=("log_joint", "num_draws"))
+def lower_bound_values(key, q: MeanField, log_joint: Callable, *, num_draws: int):
+    """Per-draw terms of Eqs. (8)/(11): ``log p(theta, D) - log q(theta)`` with ``theta ~ q``; their mean is L."""
+    return log_ratios(log_joint, q, draw(key, q, num_draws))
+
+
+def upper_bound_values(samples: Mapping, log_joint: Callable, family: Mapping, *, fit: str = "crossfit",
+                       pseudo_count: float = 0.5):
+    """Per-sample terms of Eq. (6) and the moment-matched ``q`` on all samples.
+
+    Parameters
+    ----------
+    samples : mapping of str to array
+        Posterior draws ``(num_samples, ...)`` of the parameters the family names.
+    log_joint : callable
+        ``log p(theta, D)`` of one draw (a dict).
+    family : mapping
+        See :func:`bdmc.bracketing.families.fit_mean_field`.
+    fit : {"crossfit", "same"}
+        ``"crossfit"``: fit ``q`` on each half of the draws and evaluate Eq. (6) on the other half (each term
+        is then an unbiased estimate of ``U(gamma)`` for a ``gamma`` independent of it). ``"same"``: fit and
+        evaluate on all draws (the paper's in-sample estimate, biased low).
+    pseudo_count : float
+        Added to every categorical count (keeps held-out terms finite when a label is unseen in one half).
+
+    Returns
+    -------
+    values : array (num_eval,)
+        Terms whose mean is the upper-bound estimate (for crossfit, half B under ``q_A`` then half A under
+        ``q_B``).
+    q : MeanField
+        Moment matched on all the draws (``gamma_U``).
+    """
+    q_all = fit_mean_field(samples, family, pseudo_count=pseudo_count)
+    if fit == "same":
+        return log_ratios(log_joint, q_all, samples), q_all
+    if fit != "crossfit":
+        raise BDMCError(f"fit must be 'crossfit' or 'same', got {fit!r}")
+    n = next(iter(samples.values())).shape[0]
+    if n < 4:
+        raise BDMCError(f"need at least 4 posterior samples to cross-fit, got {n}")
+    h = n // 2
+    # Categorical sizes must agree across halves: pin them to what the full sample shows.
+    pinned = {name: (spec, q_all[name].probs.shape[-1]) if isinstance(q_all[name], Categorical)
+              and not isinstance(spec, Family) and not isinstance(spec, tuple) else spec
+              for name, spec in family.items()}
+    first = {k: v[:h] for k, v in samples.items()}
+    second = {k: v[h:2 * h] for k, v in samples.items()}
+    q_a = fit_mean_field(first, pinned, pseudo_count=pseudo_count)
+    q_b = fit_mean_field(second, pinned, pseudo_count=pseudo_count)
+    values = jnp.concatenate([log_ratios(log_joint, q_a, second), log_ratios(log_joint, q_b, first)])
+    return values, q_all
+
+
+def batch_means_stderr(values, *, num_blocks: int = 1) -> float:
+    """Standard error of the mean of autocorrelated draws by non-overlapping batch means.
+
+    ``values`` is split into ``num_blocks`` contiguous blocks (e.g. the two cross-fit halves), each into
+    about ``sqrt(len)`` batches; the batch means' spread gives the error of the overall mean.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    blocks = np.array_split(v, num_blocks)
+    means = []
+    for b in blocks:
+        nb = max(int(math.isqrt(b.size)), 2)
+        size = b.size // nb
+        if size == 0:
+            return float("nan")
+        means.append(b[: nb * size].reshape(nb, size).mean(axis=1))
+    m = np.concatenate(means)
+    return float(np.std(m, ddof=1) / math.sqrt(m.size))
+
+
+def _estimate(values, *, bound, stderr, seconds, compile_seconds, settings, key, details=None) -> Estimate:
+    values = np.asarray(values, dtype=np.float64)
+    if np.any(np.isnan(values)) or np.any(values == np.inf):
+        raise BDMCError(f"the {bound} bound has NaN or +inf terms: log_joint or the fitted q is broken")
+    return Estimate(value=float(np.mean(values)), bound=bound, runs=values, stderr=float(stderr), seconds=seconds,
+                    compile_seconds=compile_seconds, n_evals=int(values.size), settings=settings,
+                    seed=_seed(key), details=details)
+
+
+def _seed(key) -> tuple:
+    if key is None:
+        return ()
+    try:
+        data = jax.random.key_data(key)
+    except TypeError:
+        data = key
+    return tuple(int(x) for x in np.asarray(data).ravel())
+
+
+def _timed(fn, *args):
+    """Compile ``fn`` for ``args`` and run it once: (outputs, run seconds, compile seconds)."""
+    t0 = time.perf_counter()
+    compiled = jax.jit(fn).lower(*args).compile()
+    t1 = time.perf_counter()
+    out = jax.block_until_ready(compiled(*args))
+    return out, time.perf_counter() - t1, t1 - t0
+
+
+# ------------------------------------------------------------------------------------------------- MCSA
+
+
+class MCSAState(NamedTuple):
+    eta: Any  # natural parameters, dict name -> (*batch, dim)
+    eta_avg: Any  # Polyak average over the averaging window
+    num_avg: jax.Array
+
+
+class MCSAInfo(NamedTuple):
+    lower: jax.Array  # MC estimate of L at the current iterate (Eq. 10's draws)
+    step_norm: jax.Array  # norm of the natural-gradient direction
+    accepted: jax.Array  # False when the step left the parameter space and was rejected
+    step_size: jax.Array
+
+
+def step_sizes(num_iterations: int, *, step_size: float = 0.5, decay: float = 0.7, offset: float = 1.0):
+    """Robbins-Monro gains ``s_t = step_size * (t + offset)^-decay``, ``t = 1..T``.
+
+    With ``0.5 < decay <= 1``, ``sum s_t = inf`` and ``sum s_t^2 < inf`` (the conditions under Eq. 10).
+    """
+    if not 0.5 < decay <= 1.0:
+        raise BDMCError(f"MCSA decay must lie in (0.5, 1] so that sum s = inf and sum s^2 < inf, got {decay}")
+    if step_size <= 0 or offset <= -1:
+        raise BDMCError(f"MCSA step_size must be positive and offset > -1, got {step_size}, {offset}")
+    t = jnp.arange(1, num_iterations + 1, dtype=jnp.float64)
+    return step_size * (t + offset) ** (-decay)
+
+
+def _natural_direction(f: Family, eta_f, draws_f, c):
+    """``F(eta)^-1 g`` with ``g = mean_i c_i T(theta_i)``: the natural gradient of L for one factor.
+
+    ``g`` estimates ``dL/deta = Cov_q(T, log p - log q)`` (Eq. 9 with ``d log q / d eta = T - E_q T``); the
+    "1 +" term of Eq. (9) has zero expectation and, with the baseline ``c = f - mean f``, is dropped. The
+    Fisher matrix ``F`` is the exact Hessian of the log partition; a ridge of 1e-10 of its mean eigenvalue handles
+    redundant coordinates (the symmetric halves of a matrix parameter, the softmax shift of categorical logits).
+    """
+    nb = len(f.batch_shape)
+    T = jax.vmap(lambda x: stats_of(f, x))(draws_f)  # (N, *batch, dim)
+    g = jnp.tensordot(c, T, axes=(0, 0)) / c.shape[0]
+    hess = jax.hessian(type(f).log_partition)
+    for _ in range(nb):
+        hess = jax.vmap(hess)
+    F = hess(eta_f)
+    def solve(F_, g_):
+        # A tiny ridge stands in for the pseudo-inverse: g has no component along F's null directions.
+        dim = F_.shape[-1]
+        return pd_inverse(F_ + (1e-10 * jnp.trace(F_) / dim) * jnp.eye(dim)) @ g_
+
+    for _ in range(nb):
+        solve = jax.vmap(solve)
+    return solve(F, g)
+
+
+def mcsa_run(key, q0: MeanField, log_joint: Callable, *, num_iterations: int = 1000, num_draws: int = 64,
+             step_size: float = 0.5, decay: float = 0.7, offset: float = 1.0, average_from: float = 0.5):
+    """The MCSA recursion of Sec. 3.3 as one ``lax.scan`` (pure: jit and vmap it).
+
+    ``gamma^(t+1) = gamma^(t) + s_(t+1) lambda(gamma^(t))`` on the natural parameters, with the gain matrix
+    ``F^-1`` (inverse Fisher) in front of the Monte Carlo gradient (10): a Robbins-Monro scheme with a
+    positive definite gain, which keeps one step size sensible for every factor. A step that leaves the
+    parameter space is rejected. Iterates after ``average_from * num_iterations`` are Polyak-averaged.
+
+    Returns
+    -------
+    q_avg, q_last : MeanField
+        The averaged and the last iterate.
+    info : MCSAInfo
+        Per-iteration traces.
+    """
+    gains = step_sizes(num_iterations, step_size=step_size, decay=decay, offset=offset)
+    start_avg = int(average_from * num_iterations)
+    eta0 = q0.natural()
+
+    def body(state: MCSAState, inp):
+        t, k, s = inp
+        q = q0.from_natural(state.eta)
+        thetas = draw(k, q, num_draws)
+        f = log_ratios(log_joint, q, thetas)
+        c = f - jnp.mean(f)
+        direction = {n: _natural_direction(q[n], state.eta[n], thetas[n], c) for n in q.factors}
+        new_eta = jax.tree.map(lambda e, d: e + s * d, state.eta, direction)
+        q_new = q0.from_natural(new_eta)
+        finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(new_eta)]))
+        ok = finite & q_new.valid() & jnp.all(jnp.isfinite(f))
+        eta = jax.tree.map(lambda a, b: jnp.where(ok, a, b), new_eta, state.eta)
+        in_window = t >= start_avg
+        num = state.num_avg + in_window
+        w = jnp.where(in_window, 1.0 / jnp.maximum(num, 1), 0.0)
+        eta_avg = jax.tree.map(lambda avg, e: avg + w * (e - avg), state.eta_avg, eta)
+        norm = jnp.sqrt(sum(jnp.sum(d**2) for d in jax.tree.leaves(direction)))
+        return MCSAState(eta, eta_avg, num), MCSAInfo(jnp.mean(f), norm, ok, s)
+
+    keys = jax.random.split(key, num_iterations)
+    init = MCSAState(eta0, eta0, jnp.zeros((), jnp.int32))
+    state, info = jax.lax.scan(body, init, (jnp.arange(num_iterations), keys, gains))
+    return q0.from_natural(state.eta_avg), q0.from_natural(state.eta), info
+
+
+def mcsa_diagnostic(trace_lower, *, window: float = 0.1) -> dict:
+    """Convergence check on the per-iteration lower-bound estimates.
+
+    Compares the mean of the last ``window`` fraction of iterations with the window before it: a drift of
+    more than 3 standard errors means the iterates are still climbing (``converged`` is False).
+    """
+    v = np.asarray(trace_lower, dtype=np.float64)
+    w = max(int(window * v.size), 2)
+    last, prev = v[-w:], v[-2 * w:-w]
+    se = math.sqrt(np.var(last, ddof=1) / last.size + np.var(prev, ddof=1) / prev.size)
+    drift = float(np.mean(last) - np.mean(prev))
+    z = drift / se if se > 0 else 0.0
+    return {"drift": drift, "drift_z": float(z), "converged": bool(abs(z) < 3.0), "window": w}
+
+
+# --------------------------------------------------------------------------------- coordinate ascent VB
+
+
+def coordinate_ascent(q0: MeanField, updates: Mapping[str, Callable[[MeanField], Family]], *,
+                      num_iterations: int = 200):
+    """Standard mean-field VB by coordinate ascent (Sec. 3.1, Eq. 7) as one ``lax.scan``.
+
+    Parameters
+    ----------
+    q0 : MeanField
+        The starting point.
+    updates : mapping of str to callable
+        ``updates[name](q)`` returns the new factor for ``name`` given the current ``q``: for a conditionally
+        conjugate model, the complete conditional's natural parameter averaged over the other factors (Eq. 7).
+        They are applied in order, each seeing the factors already updated in this sweep.
+    num_iterations : int
+        Sweeps.
+
+    Returns
+    -------
+    q : MeanField
+    changes : array (num_iterations,)
+        Largest absolute change of any parameter in each sweep (0 at a fixed point).
+    """
+    unknown = set(updates) - set(q0.factors)
+    if unknown:
+        raise BDMCError(f"coordinate_ascent updates name {sorted(unknown)}, which are not factors of q0")
+
+    def sweep(q, _):
+        new = q
+        for name, fn in updates.items():
+            new = new.replace(**{name: fn(new)})
+        change = jnp.max(jnp.stack([jnp.max(jnp.abs(a - b)) for a, b in zip(jax.tree.leaves(new), jax.tree.leaves(q))]))
+        return new, change
+
+    return jax.lax.scan(sweep, q0, None, length=num_iterations)
+
+
+# ----------------------------------------------------------------------------------------------- bracket
+
+
+@dataclasses.dataclass(frozen=True)
+class BracketResult:
+    """Bounds on ``log p(D)`` from one posterior sample.
+
+    Attributes
+    ----------
+    upper : Estimate
+        ``U(gamma_U)``, Eq. (6); ``stderr`` by batch means (the draws may be autocorrelated).
+    lower : Estimate
+        The quasi-optimized ``L(gamma_U)``, Eq. (8); iid draws of q, plain standard error.
+    mcsa : Estimate or None
+        ``L(gamma_L)`` after MCSA, Eq. (11), when requested; ``details`` holds the traces and diagnostic.
+    q_upper, q_mcsa : MeanField
+        The moment-matched and the MCSA-optimized variational densities.
+    integrated_out : tuple of str
+        Sample entries not named by the family (treated as analytically integrated out).
+    """
+
+    upper: Estimate
+    lower: Estimate
+    mcsa: Estimate | None
+    q_upper: MeanField
+    q_mcsa: MeanField | None
+    integrated_out: tuple = ()
+
+    @property
+    def best_lower(self) -> Estimate:
+        if self.mcsa is not None and self.mcsa.value > self.lower.value:
+            return self.mcsa
+        return self.lower
+
+    @property
+    def width(self) -> float:
+        """Upper minus the larger lower bound: at least the KL gap, at most the slack of the bracket."""
+        return self.upper.value - self.best_lower.value
+
+    @property
+    def width_stderr(self) -> float:
+        return math.hypot(self.upper.stderr, self.best_lower.stderr)
+
+    def table(self):
+        """A tidy pandas table: one row per bound (name, side, value, stderr, seconds, evaluations)."""
+        import pandas as pd
+
+        rows = [("U", self.upper), ("L (quasi-optimized)", self.lower)]
+        if self.mcsa is not None:
+            rows.append(("L (MCSA)", self.mcsa))
+        return pd.DataFrame([{"bound": n, "side": e.bound, "value": e.value, "stderr": e.stderr,
+                              "seconds": e.seconds, "n_evals": e.n_evals} for n, e in rows])
+
+    def plot(self, ax=None, *, truth: float | None = None):
+        """Error bars of the bounds (and a line at ``truth`` if given); returns the axes."""
+        import matplotlib.pyplot as plt
+
+        t = self.table()
+        if ax is None:
+            _, ax = plt.subplots(figsize=(4, 3))
+        ax.errorbar(np.arange(len(t)), t["value"], yerr=2 * t["stderr"], fmt="o", capsize=3)
+        ax.set_xticks(np.arange(len(t)), t["bound"], rotation=20)
+        if truth is not None:
+            ax.axhline(truth, color="k", lw=0.8, ls="--", label="log p(D)")
+            ax.legend()
+        ax.set_ylabel("log p(D) bound")
+        return ax
+
+
+def bracket(samples, log_joint: Callable, *, family: Mapping, key, num_draws: int = 10_000,
+            fit: str = "crossfit", pseudo_count: float | None = None, mcsa: bool = False,
+            mcsa_options: Mapping | None = None, var_names=None, chain_axis: bool = False) -> BracketResult:
+    """Upper and lower bounds on ``log p(D)`` from posterior samples of any MCMC (Ji, Shen, West).
+
+    Parameters
+    ----------
+    samples : mapping, NumPyro MCMC, ArviZ InferenceData, xarray Dataset or array
+        Posterior draws (see :func:`bdmc.bracketing.as_sample_dict`).
+    log_joint : callable
+        ``log_joint(theta) -> scalar``: ``log p(theta, D)`` for one draw ``theta`` (a dict with the family's
+        keys, JAX-traceable), with every parameter not in ``family`` integrated out analytically.
+    family : mapping of str to family
+        The mean-field variational family, one entry per kept parameter: ``"normal"``, ``"inverse_gamma"``,
+        ``"inverse_wishart"``, ``"dirichlet"``, ``"categorical"`` (or ``("categorical", k)``), a Family
+        class, or an already fitted Family (used as is).
+    key : PRNG key
+        For the draws of q (and MCSA).
+    num_draws : int
+        Draws of q for each lower bound.
+    fit : {"crossfit", "same"}
+        How Eq. (6) is evaluated (see :func:`upper_bound_values`).
+    pseudo_count : float, optional
+        Categorical pseudo-count; default 0.5 for ``"crossfit"``, 0 for ``"same"``.
+    mcsa : bool
+        Also optimize the lower bound by MCSA, started at ``gamma_U``.
+    mcsa_options : mapping, optional
+        Passed to :func:`mcsa_run` (``num_iterations``, ``num_draws``, ``step_size``, ``decay``, ...).
+    var_names, chain_axis
+        Passed to :func:`as_sample_dict`.
+
+    Returns
+    -------
+    BracketResult
+    """
+    if not callable(log_joint):
+        raise BDMCError(f"log_joint must be callable, got {type(log_joint).__name__}")
+    if not isinstance(family, Mapping) or not family:
+        raise BDMCError("family must be a non-empty mapping from parameter name to variational family")
+    if num_draws < 2:
+        raise BDMCError(f"num_draws must be at least 2, got {num_draws}")
+    all_samples = as_sample_dict(samples, var_names=var_names, chain_axis=chain_axis)
+    missing = [n for n, s in family.items() if not isinstance(s, Family) and n not in all_samples]
+    if missing:
+        raise BDMCError(f"family names {missing}, which are not in the samples {sorted(all_samples)}")
+    kept = {n: jnp.asarray(all_samples[n]) for n in family if n in all_samples}
+    integrated_out = tuple(sorted(set(all_samples) - set(family)))
+    if pseudo_count is None:
+        pseudo_count = 0.5 if fit == "crossfit" else 0.0
+    k_lower, k_mcsa, k_final = jax.random.split(key, 3)
+    settings = {"fit": fit, "pseudo_count": pseudo_count, "num_draws": num_draws,
+                "integrated_out": integrated_out, "family": {n: _family_name(s) for n, s in family.items()}}
+
+    # Fitting is host-side (categorical sizes are static); evaluation is compiled.
+    t0 = time.perf_counter()
+    values, q_upper = upper_bound_values(kept, log_joint, family, fit=fit, pseudo_count=pseudo_count)
+    values = jax.block_until_ready(values)
+    u_seconds = time.perf_counter() - t0
+    upper = _estimate(values, bound="upper", key=None, seconds=u_seconds, compile_seconds=float("nan"),
+                      stderr=batch_means_stderr(values, num_blocks=2 if fit == "crossfit" else 1),
+                      settings={**settings, "combine": "mean"})
+
+    lb = lambda k, q: lower_bound_values(k, q, log_joint, num_draws=num_draws)  # noqa: E731
+    lvals, secs, csecs = _timed(lb, k_lower, q_upper)
+    lower = _estimate(lvals, bound="lower", key=k_lower, seconds=secs, compile_seconds=csecs,
+                      stderr=float(np.std(np.asarray(lvals), ddof=1) / math.sqrt(num_draws)),
+                      settings={**settings, "combine": "mean", "gamma": "moment-matched (gamma_U)"})
+
+    mcsa_est, q_mcsa = None, None
+    if mcsa:
+        opts = dict(mcsa_options or {})
+        run = lambda k, q: mcsa_run(k, q, log_joint, **opts)  # noqa: E731
+        (q_mcsa, q_last, info), secs_m, csecs_m = _timed(run, k_mcsa, q_upper)
+        diag = mcsa_diagnostic(info.lower)
+        fvals, secs_f, csecs_f = _timed(lb, k_final, q_mcsa)
+        n_iter = int(info.lower.shape[0])
+        mcsa_est = Estimate(
+            value=float(np.mean(fvals)), bound="lower", runs=np.asarray(fvals),
+            stderr=float(np.std(np.asarray(fvals), ddof=1) / math.sqrt(num_draws)), seconds=secs_m + secs_f,
+            compile_seconds=csecs_m + csecs_f, n_evals=int(num_draws + n_iter * opts.get("num_draws", 64)),
+            settings={**settings, **opts, "combine": "mean"}, seed=_seed(k_mcsa),
+            details={"trace_lower": np.asarray(info.lower), "step_norm": np.asarray(info.step_norm),
+                     "accepted": np.asarray(info.accepted), "q_last": q_last, **diag})
+    return BracketResult(upper=upper, lower=lower, mcsa=mcsa_est, q_upper=q_upper, q_mcsa=q_mcsa,
+                         integrated_out=integrated_out)
+
+
+def _family_name(spec) -> str:
+    if isinstance(spec, tuple):
+        spec = spec[0]
+    if isinstance(spec, str):
+        return spec
+    if isinstance(spec, type):
+        return spec.__name__
+    return type(spec).__name__ + " (fixed)"

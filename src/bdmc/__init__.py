@@ -10,7 +10,7 @@ import jax as _jax
 if _os.environ.get("BDMC_X64", "1") != "0":
     _jax.config.update("jax_enable_x64", True)
 
-from . import checks, exact, kernels, models, ppl, schedules  # noqa: E402
+from . import checks, estimators, exact, kernels, models, ppl, schedules  # noqa: E402
 from ._errors import BDMCError, DataError, MissingExtraError, NonFiniteLogWeightError, ScheduleError  # noqa: E402
 from .core.ais import forward_ais, reverse_ais  # noqa: E402
 from .core.alarm import BugAlarm, bug_alarm  # noqa: E402
@@ -26,6 +26,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AnnealResult", "BDMCError", "BreadResult", "BugAlarm", "bread", "bug_alarm", "checks", "DataError", "Estimate",
+    "bracket", "estimators",
     "MissingExtraError", "NonFiniteLogWeightError", "ScheduleError", "StepInfo", "anneal", "exact", "forward_ais",
     "gap", "kernels", "log_harmonic_mean", "log_mean_exp", "models", "ppl", "reverse_ais", "SandwichResult",
     "sandwich", "schedules", "shme", "simulate", "smc",

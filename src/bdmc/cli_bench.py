@@ -46,11 +46,11 @@ def bench_command(
     Prints one row per estimator and knob as it finishes, appends it to OUT/bench.csv (rerunning resumes),
     then writes the time-to-RMSE summary (OUT/summary.csv) and the figure (OUT/bench.png).
     """
-    from .cli import _console, _parse_options
+    from .cli import _builtin_model, _console
 
     console, errors = _console(), Console(stderr=True, highlight=False)
     knob_lists = _parse_knobs(knobs or [])
-    model_obj = _model(model, option or [], _parse_options)
+    model_obj, _ = _builtin_model(model, option or [])
     if estimators is None:
         from .experiments.bench import available
 
@@ -166,17 +166,3 @@ def _knobs_of(name: str, names: list[str], knobs: dict[str, list[int]]) -> list[
     if name not in names:
         return []
     return list(knobs.get(name, ESTIMATORS[name].knobs))
-
-
-def _model(name: str, options: list[str], parse_options):
-    import bdmc.models
-
-    if name not in bdmc.models.REGISTRY:
-        choices = ", ".join(sorted(bdmc.models.REGISTRY))
-        raise typer.BadParameter(f"unknown model {name!r}; choose one of: {choices}", param_hint="'--model'")
-    cls = bdmc.models.REGISTRY[name]
-    parsed = parse_options(cls, options)
-    try:
-        return cls(**parsed)
-    except (TypeError, ValueError) as err:
-        raise typer.BadParameter(f"{name} rejected the options {parsed}: {err}", param_hint="'--option'") from None

@@ -23,6 +23,7 @@ import bdmc.models
 from ._errors import BDMCError
 from .cli_bench import bench_command
 from .cli_bread import bread_command
+from .cli_bread_real import bread_real_command
 from .core.alarm import BugAlarm
 from .core.ais import SCHEDULES
 from .core.sandwich import COLUMNS, exact_log_marginal_or_none
@@ -126,6 +127,7 @@ def models() -> None:
 
 
 app.command(name="bread")(bread_command)
+app.command(name="bread-real")(bread_real_command)
 app.command(name="bench")(bench_command)
 
 

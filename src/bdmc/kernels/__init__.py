@@ -3,6 +3,6 @@
 from ._base import KernelInfo
 from .conditional import Conditional, GibbsSweep
 from .combinators import Cycle, Gibbs, Repeat, cycle, repeat
-from .gradient import HMC, MALA, RandomWalkMH
+from .gradient import HMC, MALA, NUTS, RandomWalkMH
 
-__all__ = ["KernelInfo", "Conditional", "GibbsSweep", "Gibbs", "Cycle", "Repeat", "cycle", "repeat", "RandomWalkMH", "MALA", "HMC"]
+__all__ = ["KernelInfo", "Conditional", "GibbsSweep", "Gibbs", "Cycle", "Repeat", "cycle", "repeat", "RandomWalkMH", "MALA", "HMC", "NUTS"]

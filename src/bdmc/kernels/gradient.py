@@ -58,11 +58,16 @@ class MALA:
 
 @dataclass(frozen=True)
 class HMC:
-    """Hamiltonian Monte Carlo with identity mass, ``num_integration_steps`` leapfrog steps of ``step_size``."""
+    """Hamiltonian Monte Carlo: ``num_integration_steps`` leapfrog steps of ``step_size``.
+
+    ``inverse_mass`` is a diagonal inverse mass matrix over the flattened latent (``ravel_pytree`` order), as a
+    tuple so the kernel stays hashable; None means the identity.
+    """
 
     model: Any
     step_size: float = 0.05
     num_integration_steps: int = 10
+    inverse_mass: tuple | None = None
 
     @property
     def evals_per_step(self) -> int:
@@ -72,8 +77,39 @@ class HMC:
         logdensity = _target(self.model, data, lam)
         state = blackjax.hmc.init(latent, logdensity)
         flat, _ = ravel_pytree(latent)
-        inverse_mass = jnp.ones_like(flat)
+        inverse_mass = (jnp.ones_like(flat) if self.inverse_mass is None
+                        else jnp.asarray(self.inverse_mass, flat.dtype))
         state, info = blackjax.hmc.build_kernel()(
             key, state, logdensity, self.step_size, inverse_mass, self.num_integration_steps
         )
+        return state.position, KernelInfo(info.acceptance_rate)
+
+
+@dataclass(frozen=True)
+class NUTS:
+    """The No-U-Turn sampler: HMC whose trajectory length adapts to the current intermediate distribution.
+
+    Useful along an annealing path, where the target widens from the posterior to the prior and a fixed
+    trajectory tuned at the posterior crawls through the prior. ``inverse_mass`` is a diagonal inverse mass
+    matrix over the flattened latent (a tuple, so the kernel stays hashable); None means the identity.
+    ``evals_per_step`` counts the largest tree, ``2 ** max_tree_depth`` gradient calls: an upper bound.
+    """
+
+    model: Any
+    step_size: float = 0.05
+    inverse_mass: tuple | None = None
+    max_tree_depth: int = 8
+
+    @property
+    def evals_per_step(self) -> int:
+        return 2 ** self.max_tree_depth
+
+    def __call__(self, key, latent, data, lam):
+        logdensity = _target(self.model, data, lam)
+        state = blackjax.nuts.init(latent, logdensity)
+        flat, _ = ravel_pytree(latent)
+        inverse_mass = (jnp.ones_like(flat) if self.inverse_mass is None
+                        else jnp.asarray(self.inverse_mass, flat.dtype))
+        state, info = blackjax.nuts.build_kernel()(key, state, logdensity, self.step_size, inverse_mass,
+                                                   max_num_doublings=self.max_tree_depth)
         return state.position, KernelInfo(info.acceptance_rate)

@@ -63,6 +63,23 @@ class NumPyroModel:
         trace = self._trace(key)
         return {n: transforms.biject_to(trace[n]["fn"].support).inv(trace[n]["value"]) for n in self.latent_sites}
 
+    def sample_prior_given(self, key, fixed: Mapping[str, Any]):
+        """A prior draw of the latent sites with the sites named in ``fixed`` held at the given values.
+
+        ``fixed`` maps site names to values on their natural (constrained) space, e.g. fitted hyperparameters
+        ``{"sigma_sq": 0.8}``; every other latent site is drawn from the program given them, so the result is
+        an exact draw from ``p(latent | fixed)`` when the fixed sites come first in the program.
+        """
+        unknown = sorted(set(fixed) - set(self.latent_sites))
+        if unknown:
+            raise BDMCError(f"cannot fix {unknown}: not latent sites of {_name(self.model_fn)}; "
+                            f"its latent sites are {list(self.latent_sites)}")
+        handlers, transforms = self._numpyro.handlers, self._numpyro.distributions.transforms
+        values = {n: jnp.asarray(v, jnp.result_type(float)) for n, v in fixed.items()}
+        program = handlers.condition(handlers.seed(self.model_fn, key), data=values)
+        trace = handlers.trace(program).get_trace(*self.args, **self.kwargs)
+        return {n: transforms.biject_to(trace[n]["fn"].support).inv(trace[n]["value"]) for n in self.latent_sites}
+
     def sample_data(self, key, latent):
         """The observed sites drawn from the program given the latent sites."""
         handlers = self._numpyro.handlers

@@ -124,6 +124,8 @@ class PyMCModel:
         data_graph = replace_rvs_by_values(obs_rvs, rvs_to_values=free_values, rvs_to_transforms=free_transforms)
         self._prior_fn = _Sampler(pm, [], transformed)
         self._data_fn = _Sampler(pm, values, data_graph)
+        self._pm, self._free_rvs, self._transformed = pm, tuple(free), tuple(transformed)
+        self._given_fns = {}  # conditional prior samplers of sample_prior_given, by the names held fixed
 
         # Shapes and dtypes for the callbacks, from one draw (they are fixed by the model).
         latent0 = self._prior_fn(np.zeros(4, np.uint32))
@@ -162,6 +164,89 @@ class PyMCModel:
         """An exact prior draw of every free variable, on PyMC's transformed space."""
         out = jax.pure_callback(self._prior_fn, self._latent_spec, _seed(key), vmap_method=_BATCHED)
         return dict(zip(self.latent_names, out))
+
+    def sample_prior_given(self, key, fixed: Mapping[str, Any]):
+        """A prior draw of the free variables with those named in ``fixed`` held at the given values.
+
+        Parameters
+        ----------
+        key : jax.random.key
+            Seeds the draw (host side: call it eagerly, not under ``jit`` or ``vmap``).
+        fixed : dict
+            Free-variable names (``"s2"``, not the value variable ``"s2_log__"``) mapped to values on their
+            natural (constrained) space, e.g. fitted hyperparameters ``{"s2": 0.8}``.
+
+        Returns
+        -------
+        dict
+            The latent in the ``latent_names`` format (PyMC's transformed space): the fixed variables at the
+            transform of their values, every other free variable drawn by PyMC's forward sampler with the fixed
+            ones substituted into its graph, an exact draw from ``p(others | fixed)``.
+
+        Raises
+        ------
+        bdmc.BDMCError
+            When a name is not a free variable, a value has the wrong shape or lies outside the variable's
+            support, or a variable left free is an ancestor of a fixed one (a forward draw would then ignore
+            what the fixed value says about it, and would not be the conditional).
+        """
+        name = self.model.name or "pymc.Model"
+        if not isinstance(fixed, Mapping):
+            raise BDMCError(f"fixed must be a dict of free-variable values, got {type(fixed).__name__}")
+        unknown = sorted(set(fixed) - set(self._free_names))
+        if unknown:
+            values = sorted(set(unknown) & set(self.latent_names))
+            hint = (f"; {values} are value-variable names: fix variables by their own names on the natural space"
+                    if values else "")
+            raise BDMCError(f"cannot fix {unknown}: not free variables of {name}; its free variables are "
+                            f"{list(self._free_names)}{hint}")
+        names = tuple(n for n in self._free_names if n in fixed)
+        sampler = self._given_fns.get(names) or self._given_sampler(names, name)
+        self._given_fns[names] = sampler
+        shapes = self._natural_shapes()
+        args = []
+        for n in names:
+            rv = self._free_rvs[self._free_names.index(n)]
+            value = np.asarray(fixed[n], dtype=rv.type.dtype)
+            if value.shape != shapes[n]:
+                raise BDMCError(f"fixed value of {n!r} must have shape {shapes[n]}, got {value.shape}")
+            args.append(value)
+        try:
+            draw = sampler(np.asarray(_seed(key)), *args)
+        except (ValueError, RuntimeError) as err:  # e.g. a negative scale reaching NumPy's generator
+            raise BDMCError(f"PyMC cannot draw {name}'s free variables given {dict(fixed)}: {err}") from err
+        latent = {n: jnp.asarray(x) for n, x in zip(self.latent_names, draw)}
+        bad = [n for n in names if not np.all(np.isfinite(latent[self.latent_names[self._free_names.index(n)]]))]
+        if bad:
+            raise BDMCError(f"fixed value(s) of {bad} lie outside the support of {name}'s distribution for them")
+        return latent
+
+    def _given_sampler(self, names, model_name) -> "_Sampler":
+        """PyMC's forward-sampling graph of the transformed free variables with ``names`` made inputs."""
+        from pytensor.graph.replace import clone_replace
+
+        try:
+            from pytensor.graph.traversal import ancestors
+        except ImportError:  # pytensor < 2.31
+            from pytensor.graph.basic import ancestors
+
+        rvs = [self._free_rvs[self._free_names.index(n)] for n in names]
+        upstream = set(ancestors(rvs))
+        parents = [rv.name for rv in self._free_rvs if rv.name not in names and rv in upstream]
+        if parents:
+            raise BDMCError(
+                f"cannot fix {list(names)} of {model_name} while {parents} stay free: they are ancestors of the "
+                f"fixed variable(s), so drawing them forward would ignore the fixed values; fix them too")
+        inputs = [rv.type(name=rv.name) for rv in rvs]
+        outputs = clone_replace(list(self._transformed), replace=dict(zip(rvs, inputs)))  # all at once
+        return _Sampler(self._pm, inputs, outputs)
+
+    def _natural_shapes(self) -> dict:
+        """Shapes of the free variables on their natural space (fixed by the model)."""
+        if not hasattr(self, "_natural"):
+            zeros = [jnp.zeros(s.shape, s.dtype) for s in self._latent_spec]
+            self._natural = {n: tuple(np.shape(v)) for n, v in zip(self._free_names, self._constrain_jax(*zeros))}
+        return self._natural
 
     def sample_data(self, key, latent):
         """The observed variables drawn from the model given the free variables."""
@@ -219,7 +304,9 @@ class _Sampler:
 
         compile_fn = getattr(pm.pytensorf, "compile", None) or pm.pytensorf.compile_pymc  # pymc < 5.19
         # Runs once per chain at initialization: a fast-compiling Python linker is plenty.
-        self._fn = compile_fn(inputs=list(inputs), outputs=list(outputs), mode="FAST_COMPILE")
+        # A free variable need not feed the data (a hyperparameter only feeds other free variables).
+        self._fn = compile_fn(inputs=list(inputs), outputs=list(outputs), mode="FAST_COMPILE",
+                              on_unused_input="ignore")
         self._rngs = find_rng_nodes(outputs)
         self._shapes = None  # of one draw, known after the first call
         self._lock = threading.Lock()  # the generators are shared state

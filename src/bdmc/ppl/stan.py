@@ -31,7 +31,10 @@ but every step makes several: a Stan model costs far more per step than a JAX on
 
 Simulation (prior draws and data) comes from a user-supplied function, ``simulate(rng, params=None)``: Stan
 has no exact prior sampler, and httpstan runs generated quantities with a fixed seed, so they cannot
-simulate data sets either.
+simulate data sets either. Called without ``params`` it draws every parameter from the prior; with all of them
+it keeps them; with only some of them (``StanModel.sample_prior_given``, e.g. fitted hyperparameters) it keeps
+those and draws the rest from the prior given them. In every case it returns the full parameter dict and the
+observations drawn given it.
 """
 
 from __future__ import annotations
@@ -146,6 +149,51 @@ class StanModel:
         built = self._ensure_built()
         out = jax.ShapeDtypeStruct((built.dim,), jnp.float64)
         return jax.pure_callback(self._host_sample_prior, out, _key_words(key), vmap_method="broadcast_all")
+
+    def sample_prior_given(self, key, fixed: Mapping[str, Any]):
+        """A prior draw of the parameters with those named in ``fixed`` held at the given values.
+
+        Parameters
+        ----------
+        key : jax.random.key
+            Seeds the simulator (host side: call it eagerly, not under ``jit`` or ``vmap``).
+        fixed : dict
+            Parameter names mapped to values on their natural (constrained) space, e.g. fitted
+            hyperparameters ``{"sigma_sq": 0.8}``.
+
+        Returns
+        -------
+        jax.Array
+            Stan's unconstrained vector of ``simulate(rng, fixed)``'s parameters: the simulator keeps the fixed
+            values and draws the other parameters from the prior given them, so the draw is exact as far as the
+            simulator is.
+
+        Raises
+        ------
+        bdmc.BDMCError
+            When a name is not a parameter of the program, a value has the wrong shape, there is no simulator,
+            or the simulator does not return the fixed values unchanged.
+        """
+        if not isinstance(fixed, Mapping):
+            raise BDMCError(f"fixed must be a dict of parameter values, got {type(fixed).__name__}")
+        unknown = sorted(set(fixed) - set(self.parameter_names))
+        if unknown:
+            raise BDMCError(f"cannot fix {unknown}: not parameters of the Stan program; its parameters are "
+                            f"{list(self.parameter_names)}")
+        self._require_simulator("sample_prior_given")
+        built = self._ensure_built()
+        given = {n: np.asarray(v, np.float64) for n, v in fixed.items()}
+        for name, value in given.items():
+            if value.shape != built.shapes[name]:
+                raise BDMCError(f"fixed value of {name!r} must have shape {built.shapes[name]}, got {value.shape}")
+        rng = _rng(np.asarray(_key_words(key)))
+        params, _ = self._call_simulator(rng, {n: v.copy() for n, v in given.items()} if given else None)
+        changed = [n for n, v in given.items()
+                   if n not in params or not np.array_equal(np.asarray(params[n], np.float64), v)]
+        if changed:
+            raise BDMCError(f"the simulator changed the fixed parameter(s) {changed}: called with some parameters, "
+                            "simulate(rng, params) must keep them and draw only the others (given them)")
+        return jnp.asarray(self.unconstrain(params))
 
     def sample_data(self, key, latent):
         """The observations drawn by the user's simulator given the (constrained) latent parameters."""
@@ -585,8 +633,10 @@ def from_stan(program_code: str, *, data: Mapping[str, Any], observed: str | Seq
         Name(s) of the data variable(s) that are the observations.
     simulate : callable, optional
         ``simulate(rng, params=None) -> (params, observations)`` with ``rng`` a ``numpy.random.Generator``:
-        called without ``params`` it draws the parameters from the prior, with ``params`` it keeps them; in
-        both cases it draws the observations given the parameters. Parameters are a dict over the program's
+        called without ``params`` it draws the parameters from the prior, with ``params`` it keeps them, and
+        with only some parameters it keeps those and draws the others from the prior given them (needed only
+        by ``sample_prior_given``); in every case it returns all parameters and draws the observations given
+        them. Parameters are a dict over the program's
         parameters on their natural (constrained) space, observations a dict over ``observed``. Needed for
         simulated data (``bdmc.simulate``, ``bdmc.sandwich``, forward AIS's prior draws).
 

@@ -1,0 +1,286 @@
+"""BREAD on real data: the fitted-hyperparameter protocol of Grosse, Ancha and Roy (2016), Secs. 3.2 and 5.1.
+
+1. Fit the hyperparameters eta on the real data by NUTS (posterior medians).
+2. Simulate parameters and data from the model with eta held at the fit.
+3. Forward AIS on the real and on the simulated data, ``num_chains`` independent chains per chain length.
+4. Reverse AIS on the simulated data from approximate posterior samples: the simulated (eta-hat, theta) moved
+   by S NUTS steps on the simulated posterior, for each S; the reverse chains of one S share that start.
+5. Compare: the forward curves of real and simulated data must climb alike (up to a vertical shift) for
+   the simulated data to stand in for the real data, and the reverse curves should not depend on S.
+
+Every finished run is appended to ``runs.csv`` in the output directory as it ends, and the fit and simulated
+data are saved, so an interrupted protocol resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import jax
+import numpy as np
+import pandas as pd
+from jax.flatten_util import ravel_pytree
+
+from .._errors import BDMCError
+from ..core.ais import forward_ais, reverse_ais
+from ..kernels import HMC, NUTS
+from .consistency import ForwardConsistency, ReverseAgreement, forward_consistency, reverse_agreement
+from .mcmc import PosteriorFit, fit_hyperparameters, posterior_checkpoints
+
+RUN_COLUMNS = ["condition", "num_steps", "chain", "log_ml", "seconds"]
+
+
+@dataclass(frozen=True)
+class RealDataResult:
+    """Every AIS run of the protocol and the two verdicts.
+
+    Attributes
+    ----------
+    runs : pandas.DataFrame
+        One row per chain: ``condition`` ("forward-real", "forward-simulated", "reverse-S{S}"),
+        ``num_steps`` T, ``chain``, ``log_ml`` (the chain's single-run bound on log p(y): lower for forward,
+        upper for reverse) and the run's ``seconds``.
+    fit : PosteriorFit
+    forward : ForwardConsistency
+        Do real and simulated forward curves climb alike?
+    reverse : ReverseAgreement
+        Do the reverse curves depend on the number S of MCMC steps behind their start?
+    """
+
+    runs: pd.DataFrame
+    fit: PosteriorFit
+    forward: ForwardConsistency
+    reverse: ReverseAgreement
+
+    def quartiles(self) -> pd.DataFrame:
+        """Quartiles of ``log_ml`` per condition and chain length."""
+        return quartile_table(self.runs)
+
+    def bread_bounds(self) -> pd.DataFrame:
+        """B-hat (mean reverse minus mean forward on the simulated data) per S and T, with standard errors."""
+        return bread_table(self.runs)
+
+    def plot(self, *, title: str | None = None):
+        """The quartile plots of the paper's Figs. 1, 5 and 6 (see :func:`bdmc.plotting.plot_real_data`)."""
+        from ..plotting.real_data import plot_real_data
+
+        return plot_real_data(self.runs, title=title, verdict=self.forward)
+
+
+def bread_real(
+    key,
+    model,
+    real_data,
+    *,
+    hyperparameters: Sequence[str],
+    steps: Sequence[int] = (10, 100, 1000),
+    num_chains: int = 100,
+    mcmc_steps: Sequence[int] = (10, 100, 1000, 10000),
+    num_warmup: int = 500,
+    num_samples: int = 500,
+    kernel: str = "nuts",
+    max_tree_depth: int = 10,
+    num_integration_steps: int = 10,
+    out: str | Path | None = None,
+    on_stage: Callable[[str], None] | None = None,
+    progress="auto",
+) -> RealDataResult:
+    """Run the real-data BREAD protocol on one model.
+
+    Parameters
+    ----------
+    key : PRNG key
+    model : bdmc model
+        Must provide ``sample_prior_given(key, fixed)`` (every PPL adapter does) and ``constrain``.
+    real_data : dict
+        The real observations, in the model's data format.
+    hyperparameters : sequence of str
+        Sites fitted on the real data and held fixed for the simulation.
+    steps : sequence of int
+        AIS chain lengths T.
+    num_chains : int
+        Chains per condition and chain length (100 in the paper).
+    mcmc_steps : sequence of int
+        Numbers S of NUTS steps behind the reverse chains' approximate posterior sample.
+    num_warmup, num_samples : int
+        NUTS adaptation and sampling steps of the fit.
+    kernel : {"nuts", "hmc"}
+        The AIS transition, with the fit's step size and diagonal mass matrix: NUTS (trajectories adapt as the
+        target widens from posterior to prior; much better per second than HMC on the paper's models) or HMC
+        with a fixed trajectory.
+    max_tree_depth : int
+        NUTS's largest tree is ``2 ** max_tree_depth`` leapfrog steps.
+    num_integration_steps : int
+        HMC's leapfrog steps.
+    out : path, optional
+        Directory for ``fit.json``, ``simulated.npz`` and ``runs.csv``; an existing one is resumed.
+    on_stage : callable, optional
+        Called with a short description as each stage starts.
+
+    Returns
+    -------
+    RealDataResult
+    """
+    steps = _counts(steps, "steps", minimum=1)
+    mcmc_steps = _counts(mcmc_steps, "mcmc_steps", minimum=0)
+    if not hasattr(model, "sample_prior_given"):
+        raise BDMCError(f"{model!r} cannot draw parameters given fitted hyperparameters (no sample_prior_given); "
+                        "build it with bdmc.ppl.from_numpyro, from_pymc or from_stan")
+    if kernel not in ("nuts", "hmc"):
+        raise BDMCError(f"kernel must be 'nuts' or 'hmc', got {kernel!r}")
+    say = on_stage or (lambda _: None)
+    out = Path(out) if out is not None else None
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+    config = {"hyperparameters": list(hyperparameters), "num_chains": int(num_chains), "seed": _seed(key),
+              "num_warmup": int(num_warmup), "num_samples": int(num_samples),
+              "kernel": kernel, "max_tree_depth": int(max_tree_depth),
+              "num_integration_steps": int(num_integration_steps)}
+
+    fit = _load_fit(out, config)
+    if fit is None:
+        say("fitting hyperparameters on the real data (NUTS)")
+        fit = fit_hyperparameters(jax.random.fold_in(key, 0), model, real_data, hyperparameters=hyperparameters,
+                                  num_warmup=num_warmup, num_samples=num_samples)
+        _save_fit(out, config, fit)
+    simulated, theta = _load_simulated(out, model)
+    if simulated is None:
+        say("simulating data from the fitted hyperparameters")
+        theta = model.sample_prior_given(jax.random.fold_in(key, 1), fit.hyperparameters)
+        simulated = model.sample_data(jax.random.fold_in(key, 2), theta)
+        _save_simulated(out, simulated, theta)
+
+    inverse_mass = tuple(float(v) for v in fit.inverse_mass)
+    transition = (NUTS(model, step_size=fit.step_size, inverse_mass=inverse_mass, max_tree_depth=int(max_tree_depth))
+                  if kernel == "nuts" else
+                  HMC(model, step_size=fit.step_size, num_integration_steps=int(num_integration_steps),
+                      inverse_mass=inverse_mass))
+    runs = _load_runs(out)
+    done = set(zip(runs["condition"], runs["num_steps"])) if len(runs) else set()
+    starts = None
+
+    def record(condition, T, estimate):
+        nonlocal runs
+        row = pd.DataFrame({"condition": condition, "num_steps": T, "chain": np.arange(num_chains),
+                            "log_ml": np.asarray(estimate.runs, dtype=np.float64), "seconds": estimate.seconds},
+                           columns=RUN_COLUMNS)
+        runs = pd.concat([runs, row], ignore_index=True) if len(runs) else row
+        if out is not None:
+            row.to_csv(out / "runs.csv", mode="a", header=not (out / "runs.csv").exists(), index=False)
+
+    conditions = [("forward-real", real_data), ("forward-simulated", simulated)]
+    conditions += [(f"reverse-S{s}", simulated) for s in mcmc_steps]
+    for c, (condition, data) in enumerate(conditions):
+        for T in steps:
+            if (condition, T) in done:
+                continue
+            run_key = jax.random.fold_in(jax.random.fold_in(key, 10 + c), T)
+            if condition.startswith("forward"):
+                say(f"{condition}: forward AIS, T = {T}, {num_chains} chains")
+                est = forward_ais(run_key, model, data, num_steps=T, num_chains=num_chains, kernel=transition,
+                                  progress=progress)
+            else:
+                if starts is None:
+                    say(f"approximate posterior samples: {max(mcmc_steps)} NUTS steps from the simulated parameters")
+                    starts = posterior_checkpoints(jax.random.fold_in(key, 3), model, simulated, theta,
+                                                   checkpoints=mcmc_steps, step_size=fit.step_size,
+                                                   inverse_mass=fit.inverse_mass)
+                S = int(condition.removeprefix("reverse-S"))
+                say(f"{condition}: reverse AIS, T = {T}, {num_chains} chains from the sample after {S} NUTS steps")
+                est = reverse_ais(run_key, model, data, starts[S], num_steps=T, num_chains=num_chains,
+                                  kernel=transition, progress=progress)
+            record(condition, T, est)
+
+    keep = runs["condition"].isin([c for c, _ in conditions]) & runs["num_steps"].isin(steps)
+    runs = runs[keep].sort_values(["condition", "num_steps", "chain"], kind="stable").reset_index(drop=True)
+    return RealDataResult(runs=runs, fit=fit, forward=forward_consistency(runs), reverse=reverse_agreement(runs))
+
+
+def quartile_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Quartiles and count of ``log_ml`` per condition and chain length."""
+    g = runs.groupby(["condition", "num_steps"])["log_ml"]
+    return pd.DataFrame({"q25": g.quantile(0.25), "median": g.median(), "q75": g.quantile(0.75),
+                         "n": g.size()}).reset_index()
+
+
+def bread_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """B-hat = mean reverse bound - mean forward bound on the simulated data, per S and T."""
+    fwd = runs[runs["condition"] == "forward-simulated"].groupby("num_steps")["log_ml"]
+    rows = []
+    for condition, rev in runs[runs["condition"].str.startswith("reverse-S")].groupby("condition"):
+        for T, r in rev.groupby("num_steps")["log_ml"]:
+            if T not in fwd.groups:
+                continue
+            f = fwd.get_group(T)
+            rows.append({"S": int(condition.removeprefix("reverse-S")), "num_steps": int(T),
+                         "b_hat": r.mean() - f.mean(),
+                         "b_hat_stderr": float(np.sqrt(r.var(ddof=1) / r.size + f.var(ddof=1) / f.size))})
+    return pd.DataFrame(rows, columns=["S", "num_steps", "b_hat", "b_hat_stderr"]).sort_values(
+        ["S", "num_steps"], ignore_index=True)
+
+
+# ---------------------------------------------------------------------------------------------- persistence
+
+def _counts(values, name, *, minimum):
+    try:
+        values = sorted({int(v) for v in values})
+    except (TypeError, ValueError):
+        raise BDMCError(f"{name} must be integers, got {values!r}") from None
+    if not values or values[0] < minimum:
+        raise BDMCError(f"{name} must be non-empty integers >= {minimum}, got {values}")
+    return values
+
+
+def _seed(key) -> list:
+    try:
+        return np.asarray(jax.random.key_data(key)).ravel().tolist()
+    except TypeError:
+        return np.asarray(key).ravel().tolist()
+
+
+def _load_fit(out, config) -> PosteriorFit | None:
+    if out is None or not (out / "fit.json").exists():
+        return None
+    saved = json.loads((out / "fit.json").read_text())
+    if saved["config"] != config:
+        raise BDMCError(f"{out} holds a run with other settings ({saved['config']}); "
+                        f"use another --out or delete it (these settings: {config})")
+    f = saved["fit"]
+    return PosteriorFit(hyperparameters={k: np.asarray(v) for k, v in f["hyperparameters"].items()},
+                        step_size=f["step_size"], inverse_mass=np.asarray(f["inverse_mass"]),
+                        acceptance=f["acceptance"], seconds=f["seconds"])
+
+
+def _save_fit(out, config, fit: PosteriorFit) -> None:
+    if out is None:
+        return
+    f = {"hyperparameters": {k: np.asarray(v).tolist() for k, v in fit.hyperparameters.items()},
+         "step_size": fit.step_size, "inverse_mass": fit.inverse_mass.tolist(), "acceptance": fit.acceptance,
+         "seconds": fit.seconds}
+    (out / "fit.json").write_text(json.dumps({"config": config, "fit": f}, indent=1))
+
+
+def _load_simulated(out, model):
+    if out is None or not (out / "simulated.npz").exists():
+        return None, None
+    with np.load(out / "simulated.npz") as z:
+        data = {k.removeprefix("data/"): z[k] for k in z.files if k.startswith("data/")}
+        flat = z["theta"]
+    _, unravel = ravel_pytree(model.sample_prior(jax.random.key(0)))
+    return data, unravel(flat)
+
+
+def _save_simulated(out, data, theta) -> None:
+    if out is None:
+        return
+    flat, _ = ravel_pytree(theta)
+    np.savez(out / "simulated.npz", theta=np.asarray(flat), **{f"data/{k}": np.asarray(v) for k, v in data.items()})
+
+
+def _load_runs(out) -> pd.DataFrame:
+    if out is None or not (out / "runs.csv").exists():
+        return pd.DataFrame(columns=RUN_COLUMNS)
+    return pd.read_csv(out / "runs.csv")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from bdmc import simulate
-from bdmc.kernels import HMC, MALA, Cycle, Gibbs, RandomWalkMH, repeat
+from bdmc.kernels import HMC, MALA, NUTS, Cycle, Gibbs, RandomWalkMH, repeat
 from bdmc.models import GaussianMean
 
 from _helpers import BrokenMH, invariance_z_scores
@@ -27,6 +27,8 @@ KERNELS = {
     "rwmh": RandomWalkMH(MODEL, scale=0.15),
     "mala": MALA(MODEL, step_size=0.01),
     "hmc": HMC(MODEL, step_size=0.05, num_integration_steps=8),
+    "hmc-mass": HMC(MODEL, step_size=0.1, num_integration_steps=5, inverse_mass=(0.5, 1.0, 2.0)),
+    "nuts": NUTS(MODEL, step_size=0.2, inverse_mass=(0.5, 1.0, 2.0), max_tree_depth=5),
     "gibbs": MODEL.default_kernel(),
     "cycle": Cycle((Gibbs(MODEL.gibbs_update), RandomWalkMH(MODEL, scale=0.15))),
     "repeat": repeat(MALA(MODEL, step_size=0.01), 3),

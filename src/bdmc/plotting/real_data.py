@@ -21,14 +21,15 @@ def _curve(ax, q: pd.DataFrame, shift: float, *, color, label, marker="o", offse
                 capsize=3, color=color, label=label, lw=1.5, ms=4)
 
 
-def plot_real_data(runs: pd.DataFrame, *, title: str | None = None, verdict=None) -> Figure:
+def plot_real_data(runs: pd.DataFrame, *, bounds: pd.DataFrame, title: str | None = None, verdict=None) -> Figure:
     """Draw the protocol's runs; returns the Figure.
 
     Left: forward AIS on real and simulated data, each shifted by its largest forward estimate (Figs. 1a-b,
     5). Middle: reverse AIS on the simulated data for each S, with the simulated forward curve, shifted alike
     (Figs. 1c, 6). Both on a symmetric-log axis, linear within 1 nat of zero.
     Right: B-hat, the bound on the Jeffreys divergence, per S. Points are medians, bars the quartiles of the
-    single-chain estimates.
+    single-chain estimates. ``runs`` and ``bounds`` are :attr:`bdmc.realdata.RealDataResult.runs` and its
+    ``bread_bounds()``; ``verdict`` (optional) is its ``forward`` consistency, named in the left title.
     """
     fig = Figure(figsize=(15, 4.6), layout="constrained")
     ax_fwd, ax_rev, ax_b = fig.subplots(1, 3)
@@ -40,7 +41,7 @@ def plot_real_data(runs: pd.DataFrame, *, title: str | None = None, verdict=None
     ax_fwd.set_ylabel("log-ML estimate minus the largest forward estimate (nats)")
     ax_fwd.set_title("forward AIS: real vs simulated" if verdict is None else
                      f"forward AIS: {'consistent' if verdict.consistent else 'NOT consistent'} "
-                     f"({100 * verdict.relative:.0f}% of the climb)", fontsize=10)
+                     f"(climbs differ by <= {100 * verdict.table['relative'].max():.0f}%)", fontsize=10)
 
     reverse = sorted((int(c.removeprefix("reverse-S")), c) for c in runs["condition"].unique()
                      if c.startswith("reverse-S"))
@@ -54,9 +55,7 @@ def plot_real_data(runs: pd.DataFrame, *, title: str | None = None, verdict=None
     ax_rev.set_ylabel("log-ML estimate minus the largest forward estimate (nats)")
     ax_rev.set_title("reverse AIS from the sample after S MCMC steps", fontsize=10)
 
-    from ..realdata.protocol import bread_table
-
-    b = bread_table(runs)
+    b = bounds
     for i, (S, _) in enumerate(reverse):
         t = b[b["S"] == S]
         ax_b.errorbar(t["num_steps"] * (1.0 + 0.04 * i), t["b_hat"], yerr=2 * t["b_hat_stderr"], marker="s",

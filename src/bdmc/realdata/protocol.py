@@ -67,7 +67,7 @@ class RealDataResult:
         """The quartile plots of the paper's Figs. 1, 5 and 6 (see :func:`bdmc.plotting.plot_real_data`)."""
         from ..plotting.real_data import plot_real_data
 
-        return plot_real_data(self.runs, title=title, verdict=self.forward)
+        return plot_real_data(self.runs, bounds=self.bread_bounds(), title=title, verdict=self.forward)
 
 
 def bread_real(

@@ -154,3 +154,19 @@ def test_cli_bread_real_writes_the_verdict(tmp_path):
     assert {"bread_real.png", "quartiles.csv", "bread.csv", "forward_consistency.csv"} <= {p.name for p in out.iterdir()}
     bad = CliRunner().invoke(app, ["bread-real", "--model", "ar1", "--ppl", "stan"])
     assert bad.exit_code != 0 and "numpyro" in bad.output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("centre", [True, False])
+def test_uncentred_movielens_ratings_break_forward_consistency(centre):
+    """Appendix D: without an intercept, uncentred ratings misspecify the model and the forward curves part."""
+    pytest.importorskip("recbole")
+    from bdmc.datasets import load_movielens
+    from bdmc.realdata import CASES
+
+    model, real = CASES["matrix-factorization"].build(ppl="numpyro", centre=centre)
+    res = bread_real(jax.random.key(11), model, real, hyperparameters=CASES["matrix-factorization"].hyperparameters,
+                     steps=[10, 100, 1000], num_chains=50, mcmc_steps=[], kernel="hmc", progress=False)
+    assert set(res.runs["condition"]) == {"forward-real", "forward-simulated"}
+    assert res.forward.consistent == centre, res.forward.summary()
+    assert load_movielens(centre=centre)["ratings"].mean() == pytest.approx(0.0 if centre else 3.862, abs=1e-3)

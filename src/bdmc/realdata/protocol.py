@@ -104,7 +104,8 @@ def bread_real(
     num_chains : int
         Chains per condition and chain length (100 in the paper).
     mcmc_steps : sequence of int
-        Numbers S of NUTS steps behind the reverse chains' approximate posterior sample.
+        Numbers S of NUTS steps behind the reverse chains' approximate posterior sample; empty to run the
+        forward comparison only.
     num_warmup, num_samples : int
         NUTS adaptation and sampling steps of the fit.
     kernel : {"nuts", "hmc"}
@@ -125,7 +126,7 @@ def bread_real(
     RealDataResult
     """
     steps = _counts(steps, "steps", minimum=1)
-    mcmc_steps = _counts(mcmc_steps, "mcmc_steps", minimum=0)
+    mcmc_steps = _counts(mcmc_steps, "mcmc_steps", minimum=0, allow_empty=True)
     if not hasattr(model, "sample_prior_given"):
         raise BDMCError(f"{model!r} cannot draw parameters given fitted hyperparameters (no sample_prior_given); "
                         "build it with bdmc.ppl.from_numpyro, from_pymc or from_stan")
@@ -224,11 +225,13 @@ def bread_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------------------------------- persistence
 
-def _counts(values, name, *, minimum):
+def _counts(values, name, *, minimum, allow_empty=False):
     try:
         values = sorted({int(v) for v in values})
     except (TypeError, ValueError):
         raise BDMCError(f"{name} must be integers, got {values!r}") from None
+    if not values and allow_empty:
+        return values
     if not values or values[0] < minimum:
         raise BDMCError(f"{name} must be non-empty integers >= {minimum}, got {values}")
     return values

@@ -13,6 +13,7 @@ run logistic-regression-numpyro --model logistic-regression
 run linear-regression-numpyro --model linear-regression
 run linear-regression-pymc --model linear-regression --ppl pymc
 run logistic-regression-pymc --model logistic-regression --ppl pymc
-# Stan answers each gradient in a helper process: HMC's fixed 10 leapfrog steps instead of NUTS trees.
-run linear-regression-stan --model linear-regression --ppl stan --kernel hmc
-run logistic-regression-stan --model logistic-regression --ppl stan --kernel hmc
+# Stan answers every gradient in a helper process (httpstan rebuilds the model from the data at each call):
+# about 100x NumPyro's cost per step, so HMC's fixed 10 leapfrog steps, and fewer chains, T and S.
+run linear-regression-stan --model linear-regression --ppl stan --kernel hmc --chains 50 --steps 10,100 --mcmc-steps 10,1000
+run logistic-regression-stan --model logistic-regression --ppl stan --kernel hmc --chains 50 --steps 10,100 --mcmc-steps 10,1000

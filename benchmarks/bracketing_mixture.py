@@ -5,8 +5,9 @@ covariances. Model with k components: x_i | z_i = j ~ N(mu_j, Sigma_j), z_i ~ Mn
 mu_j | Sigma_j ~ N(0, Sigma_j / tau), Sigma_j ~ IW(d, S), pi ~ Dir(1/k, ..., 1/k). The paper does not give
 tau, d, S; we use tau = 0.1, d = 4, S = I (prior mean of Sigma_j is I).
 
-Posterior draws come from a Gibbs sampler (pi, then (Sigma_j, mu_j) from their normal-inverse-Wishart
-conditional, then z), one compiled scan per chain, chains (replicate data sets) batched with vmap.
+ONE data set; for each k, ``--reps`` independent Gibbs runs on it (pi, then (Sigma_j, mu_j) from their
+normal-inverse-Wishart conditional, then z), batched with vmap: the paper's Table 2 "repeat simulations"
+are repeat MCMC runs on one data set (its sd at k = 5 is 0.15).
 
     U3, L3  reduced-pi context, theta = (z, mu, Sigma), q = prod N(mu_j) IW(Sigma_j) prod Mn(z_i)   (Eq. 14)
     U2, L2  reduced-(pi, mu) context, theta = (z, Sigma), q = prod IW(Sigma_j) prod Mn(z_i)
@@ -14,13 +15,21 @@ conditional, then z), one compiled scan per chain, chains (replicate data sets) 
     L4      coordinate-ascent VB with q(pi) Dir x (14) on the full model, then Eq. (11) in the reduced-pi
             context at the VB parameters (dropping q(pi) only tightens the bound)
 
-    python benchmarks/bracketing_mixture.py [--reps 20] [--ks 2,3,...,10] [--sweeps 2500] [--burn 500]
+Every bound is reported twice: with the label-symmetrized q_sym (``bdmc.bracketing.LabelSymmetric``; U
+cross-fitted on label-aligned halves with a pseudo-count of ``--pseudo-total / k`` per label, L from q fitted
+to all aligned draws with no pseudo-count), valid from draws that stay in one labelling; and paper-style
+(q fitted in-sample to the raw draws, unsymmetrized), which estimates about log p(D) - log k! for U.
+Per-k results are appended to ``mixture_table2.partial.json`` as they finish (rerunning with the same
+settings resumes).
+
+    python benchmarks/bracketing_mixture.py [--reps 20] [--ks 2,3,...,10] [--sweeps 2000] [--burn 500]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 from pathlib import Path
 
@@ -44,6 +53,11 @@ from bdmc.bracketing import (
     pd_cholesky,
     pd_inverse,
     pd_logdet,
+    LabelSymmetric,
+    align_labels,
+    batch_means_stderr,
+    fit_symmetric,
+    log_ratios,
     lower_bound_values,
     upper_bound_values,
 )
@@ -136,7 +150,10 @@ def gibbs(key, x, k, *, sweeps, burn):
         mean = sums / kap[:, None]
         mu = mean + jnp.einsum("jab,jb->ja", pd_cholesky(Sig / kap[:, None, None]),
                                jax.random.normal(k3, (k, P)))
-        loglik = jax.vmap(lambda m, s: jax.vmap(lambda xi: MultivariateNormal._log_prob_event(xi, m, s))(x))(mu, Sig)
+        # log N(x_i; mu_j, Sigma_j) for all (j, i): one inverse and log-determinant per component.
+        r = x[None, :, :] - mu[:, None, :]
+        quad = jnp.einsum("jna,jab,jnb->jn", r, pd_inverse(Sig), r)
+        loglik = -0.5 * (quad + _logdet(Sig)[:, None] + P * LOG_2PI)
         z_new = jax.random.categorical(k4, jnp.log(pi)[:, None] + loglik, axis=0)
         return z_new, {"z": z_new, "mu": mu, "Sigma": Sig, "pi": pi}
 
@@ -191,99 +208,187 @@ def vb_init(key, x, k):
         "Sigma": InverseWishart(jnp.full((k,), DF0), jnp.tile(jnp.asarray(S0), (k, 1, 1))), "z": Categorical(r)})
 
 
-def one_rep(key, k, *, sweeps, burn, num_draws, vb_iterations):
-    kd, kg, kl1, kl2, kl3, kv, kl4 = jax.random.split(key, 7)
-    x = simulate(kd)
-    post = gibbs(kg, x, k, sweeps=sweeps, burn=burn)
+def gibbs_chains(key, x, k, *, reps, sweeps, burn):
+    """``reps`` independent Gibbs chains on the same data, batched with vmap."""
+    return jax.vmap(lambda kk: gibbs(kk, x, k, sweeps=sweeps, burn=burn))(jax.random.split(key, reps))
+
+
+def contexts(x, k):
     zc = ("categorical", k)
-    ctx = {
-        "1": ({"z": zc}, log_joint_z(x, k)),
-        "2": ({"z": zc, "Sigma": "inverse_wishart"}, log_joint_z_sigma(x, k)),
-        "3": ({"z": zc, "mu": "normal", "Sigma": "inverse_wishart"}, log_joint_full(x, k)),
+    return {
+        "1": ({"z": zc}, log_joint_z(x, k), ()),
+        "2": ({"z": zc, "Sigma": "inverse_wishart"}, log_joint_z_sigma(x, k), ("Sigma",)),
+        "3": ({"z": zc, "mu": "normal", "Sigma": "inverse_wishart"}, log_joint_full(x, k), ("mu", "Sigma")),
     }
+
+
+def _mean_se(v):
+    v = np.asarray(v, dtype=np.float64)
+    return float(np.mean(v)), float(np.std(v, ddof=1) / np.sqrt(v.size))
+
+
+def one_rep(key, x, k, post, *, num_draws, pseudo_count, ctx, vb_run):
+    """All bounds from one chain's draws ``post`` (dict of (num_kept, ...) arrays).
+
+    Symmetrized (valid with single-mode draws): U_sym cross-fitted (each half aligned to its own consensus
+    labelling, q with ``pseudo_count`` per label), L_sym from q fitted to all aligned draws with no
+    pseudo-count. Paper-style: q fitted in-sample to the raw draws with no pseudo-count, U and L unsymmetrized.
+    """
+    kl = jax.random.split(key, 8)
+    post = {n: np.asarray(v) for n, v in post.items() if n in ("z", "mu", "Sigma")}
+    m = post["z"].shape[0]
+    h = m // 2
+    comps = ("mu", "Sigma")
+    aligned_all = align_labels(post, labels="z", components=comps)
+    halves = [{n: v[:h] for n, v in post.items()}, {n: v[h:2 * h] for n, v in post.items()}]
+    aligned_halves = [align_labels(hv, labels="z", components=comps) for hv in halves]
     out = {}
-    for name, kl in zip("123", (kl1, kl2, kl3)):
-        fam, lj = ctx[name]
-        sub = {n: post[n] for n in fam}
-        u, q = upper_bound_values(sub, lj, fam)
-        lo = lower_bound_values(kl, q, lj, num_draws=num_draws)
-        out["U" + name], out["L" + name] = jnp.mean(u), jnp.mean(lo)
-        out["U" + name + "_se"] = jnp.std(u, ddof=1) / jnp.sqrt(u.shape[0])  # iid approximation (see README)
-        out["L" + name + "_se"] = jnp.std(lo, ddof=1) / jnp.sqrt(lo.shape[0])
-    q_vb, changes = coordinate_ascent(vb_init(kv, x, k), cavi_updates(x, k), num_iterations=vb_iterations)
+    J = lambda d, fam: {n: jnp.asarray(d[n]) for n in fam}  # noqa: E731
+    for i, name in enumerate("123"):
+        fam, lj, cmp = ctx[name]
+        # symmetrized
+        qa = fit_symmetric(J(aligned_halves[0], fam), fam, labels="z", components=cmp, pseudo_count=pseudo_count,
+                           align=False)
+        qb = fit_symmetric(J(aligned_halves[1], fam), fam, labels="z", components=cmp, pseudo_count=pseudo_count,
+                           align=False)
+        u = np.concatenate([np.asarray(log_ratios(lj, qa, J(halves[1], fam))),
+                            np.asarray(log_ratios(lj, qb, J(halves[0], fam)))])
+        q0 = fit_symmetric(J(aligned_all, fam), fam, labels="z", components=cmp, pseudo_count=0.0, align=False)
+        lo = np.asarray(lower_bound_values(kl[i], q0, lj, num_draws=num_draws))
+        out["U" + name + "_sym"], out["U" + name + "_sym_se"] = _mean_se(u)
+        out["U" + name + "_sym_se"] = batch_means_stderr(u, num_blocks=2)
+        out["L" + name + "_sym"], out["L" + name + "_sym_se"] = _mean_se(lo)
+        # paper-style: in-sample, unsymmetrized, raw draws
+        u_p, q_p = upper_bound_values(J(post, fam), lj, fam, fit="same", pseudo_count=0.0)
+        lo_p = np.asarray(lower_bound_values(kl[3 + i], q_p, lj, num_draws=num_draws))
+        out["U" + name + "_paper"] = _mean_se(u_p)[0]
+        out["U" + name + "_paper_se"] = batch_means_stderr(np.asarray(u_p))
+        out["L" + name + "_paper"], out["L" + name + "_paper_se"] = _mean_se(lo_p)
+    q_vb, changes = vb_run(kl[6])
     q4 = MeanField({n: q_vb[n] for n in ("z", "mu", "Sigma")})
-    lo4 = lower_bound_values(kl4, q4, ctx["3"][1], num_draws=num_draws)
-    out["L4"], out["L4_se"] = jnp.mean(lo4), jnp.std(lo4, ddof=1) / jnp.sqrt(lo4.shape[0])
-    out["vb_last_change"] = changes[-1]
-    # Identity check of the three log joints: log p(D, z) = log p(D, z, Sigma) - log p(Sigma | z, D).
-    th = jax.tree.map(lambda a: a[-1], post)
+    lo4 = lower_bound_values(kl[7], q4, ctx["3"][1], num_draws=num_draws)
+    out["L4_paper"], out["L4_paper_se"] = _mean_se(lo4)
+    lo4s = lower_bound_values(kl[7], LabelSymmetric(q4, labels="z", components=comps), ctx["3"][1],
+                              num_draws=num_draws)
+    out["L4_sym"], out["L4_sym_se"] = _mean_se(lo4s)
+    out["vb_last_change"] = float(changes[-1])
+    # Identity check of the log joints: log p(D, z) = log p(D, z, Sigma) - log p(Sigma | z, D).
+    th = {n: jnp.asarray(v[-1]) for n, v in post.items()}
     counts, _, scatter = cluster_stats(x, th["z"], k)
     cond = jnp.sum(jax.vmap(log_iw)(th["Sigma"], DF0 + counts, S0 + scatter))
-    out["identity_error"] = ctx["2"][1](th) - cond - ctx["1"][1](th)
+    out["identity_error"] = float(ctx["2"][1](th) - cond - ctx["1"][1](th))
+    # Fraction of labels that alignment to the run's consensus labelling changes (0: no label switching).
+    out["switch_fraction"] = float(np.mean(post["z"] != aligned_all["z"]))
     return out
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--reps", type=int, default=20)
-    ap.add_argument("--ks", default="2,3,4,5,6,7,8,9,10")
-    ap.add_argument("--sweeps", type=int, default=2500)
-    ap.add_argument("--burn", type=int, default=500)
-    ap.add_argument("--draws", type=int, default=2000)
-    ap.add_argument("--vb-iterations", type=int, default=300)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default="benchmarks/results/bracketing")
-    args = ap.parse_args()
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    key = jax.random.key(args.seed)
-    names = ["U3", "U2", "U1", "L1", "L2", "L3", "L4"]
-    rows, t0 = [], time.perf_counter()
-    for k in [int(v) for v in args.ks.split(",")]:
-        tk = time.perf_counter()
-        fn = lambda kk, k=k: one_rep(kk, k, sweeps=args.sweeps, burn=args.burn, num_draws=args.draws,  # noqa: E731
-                                     vb_iterations=args.vb_iterations)
-        # Replicates in sequence, one compiled function per k: vmapping 20 chains' z-draws would not fit
-        # comfortably in memory.
-        run = jax.jit(fn)
-        reps = [jax.tree.map(np.asarray, run(kk)) for kk in jax.random.split(key, args.reps)]
-        res = {n: np.stack([r[n] for r in reps]) for n in reps[0]}
-        row = {"k": k, "seconds": time.perf_counter() - tk,
-               "max_identity_error": float(np.max(np.abs(res["identity_error"]))),
-               "max_vb_last_change": float(np.max(res["vb_last_change"]))}
-        for n in names:
-            row[n], row[n + "_sd"] = float(np.mean(res[n])), float(np.std(res[n], ddof=1))
-            row[n + "_mean_se"] = float(np.mean(res[n + "_se"]))
-        row["per_rep_order_U3>=U2>=U1>=L1>=L2>=L3"] = int(np.sum(
-            (res["U3"] >= res["U2"]) & (res["U2"] >= res["U1"]) & (res["U1"] >= res["L1"]) & (res["L1"] >= res["L2"])
-            & (res["L2"] >= res["L3"])))
-        row["per_rep_U1>=L1"] = int(np.sum(res["U1"] >= res["L1"]))
-        row["per_rep_L1>=L4"] = int(np.sum(res["L1"] >= res["L4"]))
-        rows.append(row)
-        print(json.dumps(row), flush=True)
-        (out / "mixture_table2.json").write_text(json.dumps({"settings": vars(args), "rows": rows}, indent=1))
-    seconds = time.perf_counter() - t0
-    lines = ["| k | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
-    for r in rows:
-        lines.append(f"| {r['k']} | " + " | ".join(f"{r[n]:.1f} ± {r[n + '_sd']:.2f}" for n in names) + " |")
-    (out / "mixture_table2.md").write_text("\n".join(lines) + f"\n\nTotal {seconds:.0f} s, {args.reps} replicates.\n")
-    (out / "mixture_table2.json").write_text(json.dumps({"settings": vars(args), "seconds": seconds, "rows": rows},
+NAMES = ["U3", "U2", "U1", "L1", "L2", "L3", "L4"]
+
+
+def write_outputs(out: Path, rows, settings, seconds):
+    rows = sorted(rows, key=lambda r: r["k"])
+    (out / "mixture_table2.json").write_text(json.dumps({"settings": settings, "seconds": seconds, "rows": rows},
                                                         indent=1))
-    print("\n".join(lines))
+    lines = []
+    for variant, title in (("sym", "label-symmetrized q (cross-fitted U)"),
+                           ("paper", "paper-style q (in-sample U, unsymmetrized)")):
+        lines += [f"**{title}** (mean ± sd over replicate chains)", "",
+                  "| k | " + " | ".join(NAMES) + " |", "|---" * (len(NAMES) + 1) + "|"]
+        for r in rows:
+            lines.append(f"| {r['k']} | " + " | ".join(f"{r[n + '_' + variant]:.1f} ± {r[n + '_' + variant + '_sd']:.2f}"
+                                                     for n in NAMES) + " |")
+        lines.append("")
+    lines += ["| k | U1_sym - L1_sym | U1_paper - L1_paper | L1_sym - L1_paper | log k! | U1_paper < L1_sym (reps) |"
+              " label-switch fraction | seconds |", "|---" * 8 + "|"]
+    for r in rows:
+        lines.append(f"| {r['k']} | {r['U1_sym'] - r['L1_sym']:.2f} | {r['U1_paper'] - r['L1_paper']:.2f} | "
+                     f"{r['L1_sym'] - r['L1_paper']:.2f} | {math.lgamma(r['k'] + 1):.2f} | "
+                     f"{r['per_rep_U1_paper<L1_sym']}/{r['reps']} | {r['switch_fraction']:.3f} | {r['seconds']:.0f} |")
+    (out / "mixture_table2.md").write_text("\n".join(lines) + f"\n\nTotal {seconds:.0f} s; settings {settings}.\n")
+    print("\n".join(lines), flush=True)
 
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     ks = [r["k"] for r in rows]
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    for n, style in [("U1", "r--"), ("L1", "b-"), ("L4", "k:")]:
-        ax.plot(ks, [r[n] for r in rows], style, marker="o", ms=3, label=n)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for n, style in [("U1_sym", "r-"), ("L1_sym", "b-"), ("L4_sym", "k-"),
+                     ("U1_paper", "r:"), ("L1_paper", "b:"), ("L4_paper", "k:")]:
+        ax.errorbar(ks, [r[n] for r in rows], yerr=[r[n + "_sd"] for r in rows], fmt=style, marker="o", ms=3,
+                    capsize=2, label=n.replace("_sym", " (sym)").replace("_paper", " (paper)"))
     ax.set_xlabel("number of components k")
     ax.set_ylabel("log marginal likelihood bound")
-    ax.legend()
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out / "mixture_fig4.png", dpi=120)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--ks", default="2,3,4,5,6,7,8,9,10")
+    ap.add_argument("--sweeps", type=int, default=1500)
+    ap.add_argument("--burn", type=int, default=500)
+    ap.add_argument("--draws", type=int, default=1000)
+    ap.add_argument("--vb-iterations", type=int, default=300)
+    ap.add_argument("--pseudo-total", type=float, default=0.5,
+                    help="pseudo-count per observation for the cross-fitted U, spread evenly over the k labels")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default="benchmarks/results/bracketing")
+    ap.add_argument("--fresh", action="store_true", help="ignore per-k results already written")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    settings = {n: v for n, v in vars(args).items() if n not in ("out", "fresh", "ks")}
+    partial = out / "mixture_table2.partial.json"
+    rows = []
+    if partial.exists() and not args.fresh:
+        saved = json.loads(partial.read_text())
+        if saved.get("settings") == settings:
+            rows = saved["rows"]
+            print(f"resuming: k = {[r['k'] for r in rows]} already done", flush=True)
+    key = jax.random.key(args.seed)
+    k_data, k_runs = jax.random.split(key)
+    x = simulate(k_data)  # ONE data set; replicates are independent Gibbs runs on it (as the paper's Table 2)
+    t0 = time.perf_counter()
+    for k in [int(v) for v in args.ks.split(",")]:
+        if any(r["k"] == k for r in rows):
+            continue
+        tk = time.perf_counter()
+        kk = jax.random.fold_in(k_runs, k)
+        k_chain, k_bounds = jax.random.split(kk)
+        post = jax.jit(lambda kc, k=k: gibbs_chains(kc, x, k, reps=args.reps, sweeps=args.sweeps,
+                                                   burn=args.burn))(k_chain)
+        post = jax.tree.map(np.asarray, post)
+        t_gibbs = time.perf_counter() - tk
+        # Built once per k: the compiled bound evaluations are cached on these function objects.
+        ctx = contexts(x, k)
+        vb_run = jax.jit(lambda kv, k=k: coordinate_ascent(vb_init(kv, x, k), cavi_updates(x, k),
+                                                           num_iterations=args.vb_iterations))
+        reps = [one_rep(kb, x, k, {n: v[r] for n, v in post.items()}, num_draws=args.draws,
+                        pseudo_count=args.pseudo_total / k, ctx=ctx, vb_run=vb_run)
+                for r, kb in enumerate(jax.random.split(k_bounds, args.reps))]
+        res = {n: np.asarray([r[n] for r in reps]) for n in reps[0]}
+        row = {"k": k, "reps": args.reps, "seconds": time.perf_counter() - tk, "gibbs_seconds": t_gibbs,
+               "max_identity_error": float(np.max(np.abs(res["identity_error"]))),
+               "max_vb_last_change": float(np.max(res["vb_last_change"])),
+               "switch_fraction": float(np.mean(res["switch_fraction"]))}
+        for n in NAMES:
+            for v in ("sym", "paper"):
+                c = f"{n}_{v}"
+                row[c], row[c + "_sd"] = float(np.mean(res[c])), float(np.std(res[c], ddof=1))
+                row[c + "_mean_se"] = float(np.mean(res[c + "_se"]))
+                row[c + "_values"] = [float(a) for a in res[c]]
+        row["per_rep_U1_paper<L1_sym"] = int(np.sum(res["U1_paper"] < res["L1_sym"]))
+        row["per_rep_U1_sym>=L1_sym"] = int(np.sum(res["U1_sym"] >= res["L1_sym"]))
+        row["per_rep_order_sym_U3>=U2>=U1>=L1>=L2>=L3"] = int(np.sum(
+            (res["U3_sym"] >= res["U2_sym"]) & (res["U2_sym"] >= res["U1_sym"]) & (res["U1_sym"] >= res["L1_sym"])
+            & (res["L1_sym"] >= res["L2_sym"]) & (res["L2_sym"] >= res["L3_sym"])))
+        rows.append(row)
+        print(json.dumps({c: v for c, v in row.items() if not c.endswith("_values")}), flush=True)
+        partial.write_text(json.dumps({"settings": settings, "rows": rows}, indent=1))
+        write_outputs(out, rows, settings, time.perf_counter() - t0)
 
 
 if __name__ == "__main__":

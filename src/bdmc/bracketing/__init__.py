@@ -2,7 +2,8 @@
 
 ``bracket(samples, log_joint, family=..., key=...)`` fits a mean-field exponential family to the samples by
 moment matching and returns the upper bound (Eq. 6), the quasi-optimized lower bound (Eq. 8) and, on request,
-the MCSA-optimized lower bound (Eqs. 9-11).
+the MCSA-optimized lower bound (Eqs. 9-11). For mixtures with exchangeable components,
+``bracket(..., labels="z", components=(...))`` uses the label-symmetrized density (:mod:`.symmetry`).
 """
 
 from .bounds import (
@@ -12,6 +13,7 @@ from .bounds import (
     bracket,
     coordinate_ascent,
     draw,
+    fit_symmetric,
     log_ratios,
     lower_bound_values,
     mcsa_diagnostic,
@@ -33,10 +35,12 @@ from .families import (
     pd_logdet,
 )
 from .samples import as_sample_dict
+from .symmetry import LabelSymmetric, align_labels, log_permanent, log_permanent_bruteforce, relabel
 
 __all__ = [
     "BracketResult", "Categorical", "Dirichlet", "Family", "InverseGamma", "InverseWishart", "MCSAInfo",
     "MeanField", "MultivariateNormal", "as_sample_dict", "batch_means_stderr", "bracket", "coordinate_ascent",
     "draw", "fit_mean_field", "pd_cholesky", "pd_inverse", "pd_logdet", "log_ratios", "lower_bound_values", "mcsa_diagnostic", "mcsa_run", "step_sizes",
-    "upper_bound_values",
+    "upper_bound_values", "LabelSymmetric", "align_labels", "fit_symmetric", "log_permanent",
+    "log_permanent_bruteforce", "relabel",
 ]

@@ -24,7 +24,7 @@ import dataclasses
 import functools
 import math
 import time
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -34,6 +34,7 @@ from .._errors import BDMCError
 from ..core.estimate import Estimate
 from .families import Categorical, Family, MeanField, fit_mean_field, pd_inverse, stats_of
 from .samples import as_sample_dict
+from .symmetry import LabelSymmetric, align_labels
 
 
 # ----------------------------------------------------------------------------------------------- U and L
@@ -58,7 +59,7 @@ def lower_bound_values(key, q: MeanField, log_joint: Callable, *, num_draws: int
 
 
 def upper_bound_values(samples: Mapping, log_joint: Callable, family: Mapping, *, fit: str = "crossfit",
-                       pseudo_count: float = 0.5):
+                       pseudo_count: float = 0.5, labels: str | None = None, components: Sequence[str] = ()):
     """Per-sample terms of Eq. (6) and the moment-matched ``q`` on all samples.
 
     Parameters
@@ -75,15 +76,26 @@ def upper_bound_values(samples: Mapping, log_joint: Callable, family: Mapping, *
         evaluate on all draws (the paper's in-sample estimate, biased low).
     pseudo_count : float
         Added to every categorical count (keeps held-out terms finite when a label is unseen in one half).
+    labels : str, optional
+        Name of the mixture-label factor: evaluate with the label-symmetrized ``q_sym`` (see
+        :mod:`bdmc.bracketing.symmetry`), valid from draws that stay in one labelling. Each set of draws a
+        ``q`` is fitted to is first aligned to its own consensus labelling (:func:`align_labels`), so a chain
+        that switched labels still gives a single-mode ``q``; the held-out draws need no alignment because
+        ``log p - log q_sym`` is invariant under relabelling.
+    components : sequence of str
+        Per-component factors permuted with the labels (see :class:`LabelSymmetric`).
 
     Returns
     -------
     values : array (num_eval,)
         Terms whose mean is the upper-bound estimate (for crossfit, half B under ``q_A`` then half A under
         ``q_B``).
-    q : MeanField
-        Moment matched on all the draws (``gamma_U``).
+    q : MeanField or LabelSymmetric
+        Moment matched on all the draws (``gamma_U``; aligned and symmetrized when ``labels`` is given).
     """
+    if labels is not None:
+        return _upper_symmetric(samples, log_joint, family, fit=fit, pseudo_count=pseudo_count, labels=labels,
+                                components=tuple(components))
     q_all = fit_mean_field(samples, family, pseudo_count=pseudo_count)
     if fit == "same":
         return log_ratios(log_joint, q_all, samples), q_all
@@ -102,6 +114,52 @@ def upper_bound_values(samples: Mapping, log_joint: Callable, family: Mapping, *
     q_a = fit_mean_field(first, pinned, pseudo_count=pseudo_count)
     q_b = fit_mean_field(second, pinned, pseudo_count=pseudo_count)
     values = jnp.concatenate([log_ratios(log_joint, q_a, second), log_ratios(log_joint, q_b, first)])
+    return values, q_all
+
+
+def fit_symmetric(samples: Mapping, family: Mapping, *, labels: str, components: Sequence[str] = (),
+                  pseudo_count: float = 0.0, align: bool = True) -> LabelSymmetric:
+    """Align the draws' labels (:func:`align_labels`), moment-match ``family`` to them and symmetrize.
+
+    With ``pseudo_count = 0`` this is the paper's exact ``gamma_U`` on the aligned draws; a draw of it never
+    uses a label of probability zero, so the lower bound stays finite.
+    """
+    if labels not in family:
+        raise BDMCError(f"labels={labels!r} is not a factor of the family {list(family)}")
+    if align:
+        samples = align_labels(samples, labels=labels, components=components)
+    samples = {n: jnp.asarray(v) for n, v in samples.items()}
+    return LabelSymmetric(fit_mean_field(samples, _pin_categorical(samples, family), pseudo_count=pseudo_count),
+                          labels=labels, components=components)
+
+
+def _pin_categorical(samples, family):
+    """Give categorical specs an explicit number of classes (the largest label seen plus one, or as given)."""
+    out = {}
+    for name, spec in family.items():
+        if isinstance(spec, str) and spec.lower() == "categorical":
+            spec = ("categorical", int(np.max(np.asarray(samples[name]))) + 1)
+        out[name] = spec
+    return out
+
+
+def _upper_symmetric(samples, log_joint, family, *, fit, pseudo_count, labels, components):
+    pinned = _pin_categorical(samples, family)
+    q_all = fit_symmetric(samples, pinned, labels=labels, components=components, pseudo_count=pseudo_count)
+    if fit == "same":
+        return log_ratios(log_joint, q_all, {n: jnp.asarray(v) for n, v in samples.items()}), q_all
+    if fit != "crossfit":
+        raise BDMCError(f"fit must be 'crossfit' or 'same', got {fit!r}")
+    n = next(iter(samples.values())).shape[0]
+    if n < 4:
+        raise BDMCError(f"need at least 4 posterior samples to cross-fit, got {n}")
+    h = n // 2
+    first = {k: np.asarray(v)[:h] for k, v in samples.items()}
+    second = {k: np.asarray(v)[h:2 * h] for k, v in samples.items()}
+    q_a = fit_symmetric(first, pinned, labels=labels, components=components, pseudo_count=pseudo_count)
+    q_b = fit_symmetric(second, pinned, labels=labels, components=components, pseudo_count=pseudo_count)
+    as_jnp = lambda d: {k: jnp.asarray(v) for k, v in d.items()}  # noqa: E731
+    values = jnp.concatenate([log_ratios(log_joint, q_a, as_jnp(second)), log_ratios(log_joint, q_b, as_jnp(first))])
     return values, q_all
 
 
@@ -375,7 +433,8 @@ class BracketResult:
 
 def bracket(samples, log_joint: Callable, *, family: Mapping, key, num_draws: int = 10_000,
             fit: str = "crossfit", pseudo_count: float | None = None, mcsa: bool = False,
-            mcsa_options: Mapping | None = None, var_names=None, chain_axis: bool = False) -> BracketResult:
+            mcsa_options: Mapping | None = None, var_names=None, chain_axis: bool = False,
+            labels: str | None = None, components: Sequence[str] = ()) -> BracketResult:
     """Upper and lower bounds on ``log p(D)`` from posterior samples of any MCMC (Ji, Shen, West).
 
     Parameters
@@ -403,10 +462,20 @@ def bracket(samples, log_joint: Callable, *, family: Mapping, key, num_draws: in
         Passed to :func:`mcsa_run` (``num_iterations``, ``num_draws``, ``step_size``, ``decay``, ...).
     var_names, chain_axis
         Passed to :func:`as_sample_dict`.
+    labels : str, optional
+        For a mixture with exchangeable components: the name of the label factor (e.g. ``"z"``). Both bounds
+        then use the label-symmetrized ``q_sym`` (:class:`~bdmc.bracketing.LabelSymmetric`), which keeps the
+        upper bound valid when the MCMC draws stay in one of the ``k!`` labellings and tightens the lower
+        bound by up to ``log k!``. The ``q`` of the lower bound is fitted to all (aligned) draws with no
+        pseudo-count (the paper's ``gamma_U``); ``pseudo_count`` applies to the cross-fitted upper bound only.
+        MCSA is not available with ``labels``.
+    components : sequence of str
+        Per-component parameters permuted with the labels (e.g. ``("mu", "Sigma")``).
 
     Returns
     -------
     BracketResult
+        With ``labels``, ``q_upper`` is a :class:`~bdmc.bracketing.LabelSymmetric`.
     """
     if not callable(log_joint):
         raise BDMCError(f"log_joint must be callable, got {type(log_joint).__name__}")
@@ -422,14 +491,20 @@ def bracket(samples, log_joint: Callable, *, family: Mapping, key, num_draws: in
     integrated_out = tuple(sorted(set(all_samples) - set(family)))
     if pseudo_count is None:
         pseudo_count = 0.5 if fit == "crossfit" else 0.0
+    if labels is not None and mcsa:
+        raise BDMCError("MCSA is not implemented for the label-symmetrized q; call bracket with mcsa=False")
     k_lower, k_mcsa, k_final = jax.random.split(key, 3)
-    settings = {"fit": fit, "pseudo_count": pseudo_count, "num_draws": num_draws,
+    settings = {"fit": fit, "pseudo_count": pseudo_count, "num_draws": num_draws, "labels": labels,
+                "components": tuple(components),
                 "integrated_out": integrated_out, "family": {n: _family_name(s) for n, s in family.items()}}
 
     # Fitting is host-side (categorical sizes are static); evaluation is compiled.
     t0 = time.perf_counter()
-    values, q_upper = upper_bound_values(kept, log_joint, family, fit=fit, pseudo_count=pseudo_count)
+    values, q_upper = upper_bound_values(kept, log_joint, family, fit=fit, pseudo_count=pseudo_count,
+                                         labels=labels, components=components)
     values = jax.block_until_ready(values)
+    if labels is not None and pseudo_count != 0.0:
+        q_upper = fit_symmetric(kept, family, labels=labels, components=components, pseudo_count=0.0)
     u_seconds = time.perf_counter() - t0
     upper = _estimate(values, bound="upper", key=None, seconds=u_seconds, compile_seconds=float("nan"),
                       stderr=batch_means_stderr(values, num_blocks=2 if fit == "crossfit" else 1),

@@ -7,6 +7,7 @@ from .finite_mixture import FiniteMixture
 from .gaussian_mean import GaussianMean
 from .linear_regression import LinearRegression
 from .low_rank import LowRank, LowRankHyper
+from .niw_mixture import NIWMixture
 
 REGISTRY = {
     "gaussian-mean": GaussianMean,
@@ -31,4 +32,4 @@ def get_model(name: str, **options) -> Model:
 
 
 __all__ = ["BinaryAttributes", "BinaryAttributesHyper", "Clustering", "ClusteringHyper", "Model", "log_density", "simulate", "validate_data", "FiniteMixture", "GaussianMean",
-           "LinearRegression", "LowRank", "LowRankHyper", "REGISTRY", "get_model"]
+           "LinearRegression", "LowRank", "LowRankHyper", "NIWMixture", "REGISTRY", "get_model"]

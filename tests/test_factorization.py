@@ -144,6 +144,7 @@ def test_errors_name_the_culprit():
         fz.latent_from_factors("numpyro", "uncollapsed", None, np.zeros((K, D)))
 
 
+@pytest.mark.slow
 def test_bread_bound_falls_with_more_steps(shared, numpyro_models):
     """B-hat at T = 300 lies far below B-hat at T = 10 (HMC on the uncollapsed NumPyro model)."""
     model = numpyro_models["uncollapsed"]

@@ -8,8 +8,7 @@ run() { name=$1; shift; bdmc bread-real "$@" --out "$OUT/$name" 2>&1 | grep -v -
 run matrix-factorization-numpyro --model matrix-factorization --kernel hmc
 run matrix-factorization-uncentred-numpyro --model matrix-factorization --uncentred --kernel hmc
 run ar1-numpyro --model ar1
-# The mixture's NUTS trees are deep (about 1,000 s per 1,000-step run of 100 chains): two values of S.
-run mixture-numpyro --model mixture --mcmc-steps 10,10000
+run mixture-numpyro --model mixture
 run logistic-regression-numpyro --model logistic-regression
 run linear-regression-numpyro --model linear-regression
 run linear-regression-pymc --model linear-regression --ppl pymc

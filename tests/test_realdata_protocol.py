@@ -137,6 +137,7 @@ def test_bread_real_refuses_bad_options(regression):
         bread_real(jax.random.key(0), model, data, hyperparameters=["sigma_sq"], steps=[0, 10])
 
 
+@pytest.mark.slow
 def test_cli_bread_real_writes_the_verdict(tmp_path):
     from typer.testing import CliRunner
 

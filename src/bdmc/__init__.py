@@ -13,10 +13,10 @@ if _os.environ.get("BDMC_X64", "1") != "0":
 from . import checks, estimators, exact, kernels, models, ppl, schedules  # noqa: E402
 from ._errors import BDMCError, DataError, MissingExtraError, NonFiniteLogWeightError, ScheduleError  # noqa: E402
 from .core.ais import forward_ais, reverse_ais  # noqa: E402
-from .core.alarm import BugAlarm, bug_alarm  # noqa: E402
-from .core.bread import BreadResult, bread  # noqa: E402
+from .checks.alarm import BugAlarm, bug_alarm  # noqa: E402
+from .checks.bread import BreadResult, bread  # noqa: E402
 from .core.engine import AnnealResult, StepInfo, anneal  # noqa: E402
-from .core.sandwich import SandwichResult, sandwich  # noqa: E402
+from .checks.sandwich import SandwichResult, sandwich  # noqa: E402
 from .core.smc import shme, smc  # noqa: E402
 from .core.estimate import Estimate, gap, log_harmonic_mean, log_mean_exp  # noqa: E402
 from .models import simulate  # noqa: E402

@@ -24,9 +24,9 @@ from ._errors import BDMCError
 from .cli_bench import bench_command
 from .cli_bread import bread_command
 from .cli_bread_real import bread_real_command
-from .core.alarm import BugAlarm
+from .checks.alarm import alarm_from_table, crossing_p_bound
 from .core.ais import SCHEDULES
-from .core.sandwich import COLUMNS, exact_log_marginal_or_none
+from .checks.sandwich import COLUMNS, exact_log_marginal_or_none, mark_alarms
 from .plotting import plot_sandwich
 
 app = typer.Typer(
@@ -229,6 +229,8 @@ def _run_sandwich(console, *, model, ppl_model, chains, steps, seed, out, schedu
 
     table = pd.DataFrame(old_rows + new_rows, columns=COLUMNS)
     table = table.sort_values(["num_steps", "direction"], key=_sort_key).reset_index(drop=True)
+    if set(table["direction"]) == set(DIRECTIONS):
+        table["alarm"] = mark_alarms(table, alarm_from_table(table))
     _rewrite_csv(csv_path, table, COLUMNS)
     title = f"{model}: BDMC sandwich, {chains} chains per direction, seed {seed}"
     plot_sandwich(table, title=title).savefig(out / PNG_NAME, dpi=150)
@@ -313,10 +315,8 @@ def _fill_partner_gap(row: dict, rows: list[dict]) -> dict:
     crossing = lower["value"] - upper["value"]
     mean = upper["mean_single"] - lower["mean_single"]
     se = math.hypot(upper["stderr_single"], lower["stderr_single"])  # the two directions are independent
-    alarm = BugAlarm(crossing=crossing, p_bound=min(1.0, math.exp(-crossing)) if crossing > 0 else 1.0,
-                     gap_z=mean / se if se > 0 else 0.0)
-    return {**row, "gap": -crossing, "gap_single": mean, "gap_single_stderr": se, "alarm": alarm.fired,
-            "alarm_p": alarm.p_bound}
+    return {**row, "gap": -crossing, "gap_single": mean, "gap_single_stderr": se, "alarm": False,
+            "alarm_p": crossing_p_bound(crossing)}
 
 
 def _row_order(row: dict):
@@ -422,22 +422,14 @@ class _RowPrinter:
 
 
     def alarm(self, table) -> None:
-        """The bug alarm, prominently when it fires: reverse below forward by more than chance allows."""
-        fwd = table[(table["direction"] == "forward") & table["gap"].notna()]
-        fired = fwd[fwd["alarm"].astype(bool)]
-        if fired.empty:
-            self.console.print(f"bug alarm: [green]silent[/] at all {len(fwd)} {self.columns[0][0]} value(s) (reverse "
-                               "never below forward beyond chance)", highlight=False, soft_wrap=True)
-            return
-        for _, r in fired.iterrows():
-            crossing = -float(r["gap"])
-            why = (f"bounds cross by {crossing:.3g} nats, probability <= {float(r['alarm_p']):.2g} if all is correct"
-                   if float(r["alarm_p"]) < 0.01 else
-                   f"reverse runs {-float(r['gap_single']) / float(r['gap_single_stderr']):.1f} stderr below "
-                   "forward runs")
-            self.console.print(f"[bold white on red] BUG ALARM [/] at {self.columns[0][0]}={int(r['num_steps'])}: "
-                               f"{why}. Suspect the model's density, the kernel or the exact sample.",
-                               highlight=False, soft_wrap=True)
+        """The run-level bug alarm over every lower and upper bound, prominently when it fires."""
+        verdict = alarm_from_table(table)
+        text = _escape(verdict.message())
+        if verdict.fired:
+            text = "[bold white on red] BUG ALARM [/]" + text[len("BUG ALARM"):]
+        else:
+            text = "bug alarm: [green]silent[/]; " + text
+        self.console.print(text, highlight=False, soft_wrap=True)
 
 
 def _console():

@@ -1,6 +1,11 @@
-"""Tools users point at their own models and samplers: conditional consistency and the Geweke test."""
+"""Tools users point at their own models and samplers: the BDMC sandwich and its bug alarm, BREAD, conditional
+consistency and the Geweke test."""
 
+from .alarm import BugAlarm, alarm_from_table, bug_alarm
+from .bread import BreadResult, bread
 from .consistency import ConsistencyResult, conditional_consistency
 from .geweke import GewekeResult, geweke
+from .sandwich import SandwichResult, sandwich
 
-__all__ = ["ConsistencyResult", "conditional_consistency", "GewekeResult", "geweke"]
+__all__ = ["BreadResult", "BugAlarm", "ConsistencyResult", "GewekeResult", "SandwichResult", "alarm_from_table",
+           "bread", "bug_alarm", "conditional_consistency", "geweke", "sandwich"]

@@ -11,10 +11,10 @@ import pandas as pd
 
 from .._errors import BDMCError
 from ..models._contract import simulate, validate_data
-from .ais import forward_ais, reverse_ais
-from .alarm import bug_alarm
-from .estimate import Estimate, gap
-from .smc import shme, smc
+from ..core.ais import forward_ais, reverse_ais
+from .alarm import BugAlarm, crossing_p_bound, alarm_from_table
+from ..core.estimate import Estimate, gap
+from ..core.smc import shme, smc
 
 COLUMNS = [
     "method", "num_steps", "direction", "bound", "value", "stderr", "mean_single", "stderr_single", "certified_b3",
@@ -30,19 +30,24 @@ class SandwichResult:
     intermediate distributions T for ``method="ais"`` and the MCMC moves per data case for ``"smc"``: the combined bound ``value`` and its ``stderr``, the
     single-run mean, the Markov-certified bound at b = 3 (holds with probability >= 1 - e^-3), the combined
     ``gap`` (upper - lower), ``gap_single`` (B-hat) with its standard error, the bug alarm (``alarm``, and
-    ``alarm_p``: the largest probability of the observed crossing if everything is correct; see
-    :mod:`bdmc.core.alarm`), times and likelihood evaluations. ``exact`` is the
-    model's exact log-ML when known.
+    ``alarm_p``: ``exp(-crossing)`` of that knob value's pair, the largest probability of its crossing if
+    everything is correct, for information), times and likelihood evaluations. ``exact`` is the model's exact
+    log-ML when known.
+
+    ``verdict`` is the run-level bug alarm (:func:`bdmc.bug_alarm`): every lower bound of the run against every
+    upper bound, pooled, at false-alarm level ``verdict.alpha``; the ``alarm`` column marks the knob values
+    whose own pair crosses at that level when the verdict fires.
     """
 
     table: pd.DataFrame
     data: Any
     exact_latent: Any
     exact: float | None
+    verdict: BugAlarm | None = None
 
     @property
     def alarms(self) -> pd.DataFrame:
-        """Rows (one per knob value) where the bug alarm fired: reverse below forward beyond chance."""
+        """Knob values whose forward / reverse pair crosses, when the run-level alarm fired (else empty)."""
         fired = self.table[self.table["alarm"].astype(bool) & (self.table["direction"] == "forward")]
         return fired[["num_steps", "gap", "gap_single", "gap_single_stderr", "alarm_p"]].reset_index(drop=True)
 
@@ -146,7 +151,16 @@ def sandwich(
         if until_gap is not None and np.isfinite(width_single) and width_single < until_gap:
             break
     table = pd.DataFrame(rows, columns=COLUMNS)
-    return SandwichResult(table=table, data=data, exact_latent=exact_latent, exact=exact)
+    verdict = None
+    if set(table["direction"]) == {"forward", "reverse"}:
+        verdict = alarm_from_table(table)
+        table["alarm"] = mark_alarms(table, verdict)
+    return SandwichResult(table=table, data=data, exact_latent=exact_latent, exact=exact, verdict=verdict)
+
+
+def mark_alarms(table: pd.DataFrame, verdict: BugAlarm) -> np.ndarray:
+    """Per row: the run-level alarm fired and this knob value's own pair crosses at the alarm's level."""
+    return (np.asarray(verdict.fired) & (table["alarm_p"].to_numpy(dtype=float) < verdict.alpha)).astype(bool)
 
 
 def exact_log_marginal_or_none(model, data) -> float | None:
@@ -170,9 +184,8 @@ def _pair_stats(pair) -> dict:
     """Gaps between the two directions at one knob value, and the bug alarm on them."""
     lower, upper = pair["forward"], pair["reverse"]
     mean, se = gap(lower, upper)
-    alarm = bug_alarm(lower, upper)
-    return {"gap": upper.value - lower.value, "gap_single": mean, "gap_single_stderr": se, "alarm": alarm.fired,
-            "alarm_p": alarm.p_bound}
+    return {"gap": upper.value - lower.value, "gap_single": mean, "gap_single_stderr": se, "alarm": False,
+            "alarm_p": crossing_p_bound(lower.value - upper.value)}
 
 
 def _row(T: int, direction: str, est: Estimate, num_chains: int, exact) -> dict:

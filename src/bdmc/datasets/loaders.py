@@ -1,11 +1,13 @@
 """Loaders for the five real data sets of the BREAD experiments, read offline from files shipped in packages.
 
-No loader ever downloads: each reads a file that an installed package ships, or a CSV the user passes with
-``path=``. A missing source raises :class:`bdmc.MissingExtraError` with the command that installs it.
+No loader ever downloads: each reads a file that bdmc itself ships (Pima) or that an installed package ships,
+or a CSV the user passes with ``path=``. A missing source raises :class:`bdmc.MissingExtraError` with the
+command that installs it.
 """
 
 from __future__ import annotations
 
+import importlib.resources
 import importlib.util
 import io
 import tarfile
@@ -19,7 +21,7 @@ import pandas as pd
 from .._errors import DataError, MissingExtraError
 
 _find_spec = importlib.util.find_spec  # module attribute, so tests can hide a package
-PIMA_RDA = Path("/usr/lib/R/site-library/mlbench/data/PimaIndiansDiabetes.rda")
+PIMA_CSV = "pima_indians_diabetes.csv"  # shipped with bdmc.datasets; source and licence in README.md beside it
 
 NHEFS_COLUMNS = ("sex", "age", "race", "smokeyrs", "qsmk")
 NHEFS_TARGET = "wt82_71"
@@ -170,28 +172,21 @@ def load_pima(*, path=None, standardize: bool = True) -> RealData:
     RealData
         ``x`` (768, 8) and ``y`` (768,) of 0/1 integers (1 = diabetes).
 
-    Raises
-    ------
-    bdmc.MissingExtraError
-        When Debian's ``r-cran-mlbench`` (``apt-get install -y r-cran-mlbench``) or ``rdata``
-        (``pip install rdata``) is missing.
+    Notes
+    -----
+    The data ship with bdmc (``bdmc/datasets/pima_indians_diabetes.csv``): the UCI Machine Learning
+    Repository's Pima Indians Diabetes Database, in the row order and with the column names of R's
+    ``mlbench::PimaIndiansDiabetes``. Zeros that stand for missing values in the original are kept.
     """
     what = "Pima"
     if path is None:
-        if not PIMA_RDA.is_file():
-            raise MissingExtraError(f"the Pima data set is read from {PIMA_RDA}, shipped by Debian's r-cran-mlbench, "
-                                    "which is not installed; install it with: apt-get install -y r-cran-mlbench")
-        if _find_spec("rdata") is None:
-            raise MissingExtraError("reading the Pima data set's .rda file needs 'rdata', which is not installed; "
-                                    "install it with: pip install rdata")
-        import warnings
-
-        import rdata
-
-        with warnings.catch_warnings():  # the file declares no string encoding; its labels are ASCII
-            warnings.simplefilter("ignore", UserWarning)
-            frame = rdata.read_rda(str(PIMA_RDA))["PimaIndiansDiabetes"]
-        source = f"r-cran-mlbench: {PIMA_RDA}"
+        resource = importlib.resources.files(__package__) / PIMA_CSV
+        if not resource.is_file():
+            raise MissingExtraError(f"this installation of bdmc lacks its shipped Pima file {PIMA_CSV}; "
+                                    "reinstall bdmc (pip install --force-reinstall bdmc), or pass path= a CSV")
+        with resource.open("r", encoding="ascii") as handle:
+            frame = pd.read_csv(handle, comment="#")
+        source = f"bdmc: datasets/{PIMA_CSV} (UCI Pima Indians Diabetes, as in mlbench)"
     else:
         frame = _read_user_csv(path, PIMA_COLUMNS + (PIMA_TARGET,), what)
         source = f"csv: {path}"

@@ -34,6 +34,11 @@ class BreadResult:
     table: pd.DataFrame
     sandwich: Any
 
+    @property
+    def verdict(self):
+        """The run-level bug alarm of the sandwich (every forward against every reverse run)."""
+        return self.sandwich.verdict
+
     def plot(self, *, ax=None, title: str | None = None):
         """B-hat against chain length (log-log where positive); see :func:`bdmc.plotting.plot_bread`."""
         from ..plotting.bread import plot_bread
@@ -75,10 +80,30 @@ def bread(
     """
     res = sandwich(key, model, data, exact_latent, steps=steps, num_chains=num_chains, kernel=kernel,
                    schedule=schedule, progress=progress)
-    t = res.table
-    fwd = t[t["direction"] == "forward"].set_index("num_steps")
-    rev = t[t["direction"] == "reverse"].set_index("num_steps")
-    table = pd.DataFrame({
+    return BreadResult(table=bread_table(res.table, lower_bound=lower_bound, upper_bound=upper_bound), sandwich=res)
+
+
+def bread_table(table: pd.DataFrame, *, lower_bound: float | None = None,
+                upper_bound: float | None = None) -> pd.DataFrame:
+    """The BREAD table (:data:`BREAD_COLUMNS`) of a sandwich table, one row per chain length with both directions.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A sandwich table (``SandwichResult.table``, or its CSV read back) of forward and reverse AIS.
+    lower_bound, upper_bound : float, optional
+        External bounds on ``log p(y)``, as for :func:`bread`.
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
+    t = table
+    fwd = t[t["direction"] == "forward"].set_index("num_steps").sort_index()
+    rev = t[t["direction"] == "reverse"].set_index("num_steps").sort_index()
+    both = fwd.index.intersection(rev.index)
+    fwd, rev = fwd.loc[both], rev.loc[both]
+    return pd.DataFrame({
         "num_steps": fwd.index.to_numpy(),
         "b_hat": fwd["gap_single"].to_numpy(),
         "b_hat_stderr": fwd["gap_single_stderr"].to_numpy(),
@@ -89,4 +114,3 @@ def bread(
         "seconds": (fwd["seconds"] + rev["seconds"]).to_numpy(),
         "n_evals": (fwd["n_evals"] + rev["n_evals"]).to_numpy(),
     }, columns=BREAD_COLUMNS)
-    return BreadResult(table=table, sandwich=res)

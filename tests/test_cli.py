@@ -1,13 +1,17 @@
-"""The ``bdmc`` command line: outputs, resume, settings checks and input errors."""
+"""The ``bdmc`` command line: outputs, resume, settings checks and the one error path."""
 
 import json
+import shutil
+import time
 
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 import bdmc
-from bdmc.cli import _parse_options, app
+from bdmc.cli import app
+from bdmc.cli._models import parse_options
+from bdmc.experiments import sandwich_runs
 from bdmc.models import REGISTRY, LinearRegression
 
 runner = CliRunner()
@@ -19,8 +23,9 @@ def run(*args):
     return runner.invoke(app, ["sandwich", "--no-progress", *args])
 
 
-def small(out, *extra, steps="5,20"):
-    return run("--model", "gaussian-mean", "--steps", steps, "--chains", "8", "--out", str(out), *extra)
+def small(out, *extra, steps="2,5", chains="4"):
+    return run("--model", "gaussian-mean", "--option", "n=5", "--steps", steps, "--chains", chains,
+               "--out", str(out), *extra)
 
 
 def flat(text):
@@ -28,11 +33,42 @@ def flat(text):
     return " ".join(text.replace("│", " ").split())
 
 
+def assert_one_red_line(result, *needles):
+    """Exit code 1, one line on stderr containing every needle, no traceback."""
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
+    assert "Traceback" not in result.output
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])
+
+
+def settings_of(out):
+    return json.loads((out / "settings.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def base_run(tmp_path_factory):
+    """One finished small run (T = 2, 5; 4 chains), copied by the tests that resume or change it."""
+    out = tmp_path_factory.mktemp("cli") / "base"
+    result = small(out)
+    assert result.exit_code == 0, result.output
+    return out, result
+
+
+@pytest.fixture
+def finished(base_run, tmp_path):
+    """A private copy of the finished small run."""
+    out = tmp_path / "run"
+    shutil.copytree(base_run[0], out)
+    return out
+
+
 @pytest.fixture
 def count_rows(monkeypatch):
-    """Wrap bdmc.sandwich to record the rows it computes and what it was told to skip."""
+    """Wrap the sandwich the CLI runs to record the rows it computes and what it was told to skip."""
     calls = {"rows": [], "skip": []}
-    real = bdmc.sandwich
+    real = sandwich_runs.sandwich
 
     def spy(*args, on_row=None, skip=(), **kwargs):
         calls["skip"].append(set(skip))
@@ -43,147 +79,169 @@ def count_rows(monkeypatch):
 
         return real(*args, on_row=record, skip=skip, **kwargs)
 
-    monkeypatch.setattr(bdmc, "sandwich", spy)
+    monkeypatch.setattr(sandwich_runs, "sandwich", spy)
     return calls
 
 
-def test_small_run_writes_csv_settings_and_png(tmp_path):
-    out = tmp_path / "run"
-    result = small(out)
-    assert result.exit_code == 0, result.output
+def test_small_run_writes_csv_settings_and_png(base_run):
+    out, result = base_run
     table = pd.read_csv(out / "sandwich.csv")
-    assert len(table) == 4
     assert list(zip(table["num_steps"], table["direction"])) == [
-        (5, "forward"), (5, "reverse"), (20, "forward"), (20, "reverse")]
-    settings = json.loads((out / "settings.json").read_text())
-    assert settings["model"] == "gaussian-mean" and settings["chains"] == 8 and settings["seed"] == 0
-    assert settings["steps"] == [5, 20] and settings["until_gap"] is None
-    assert settings["options"]["n"] == 20
+        (2, "forward"), (2, "reverse"), (5, "forward"), (5, "reverse")]
+    saved = settings_of(out)
+    settings = saved["settings"]
+    assert settings["model"] == "gaussian-mean" and settings["chains"] == 4 and settings["seed"] == 0
+    assert settings["steps"] == [2, 5] and settings["until_gap"] is None and settings["options"]["n"] == 5
+    assert saved["contents"]["rows"] == 4 and saved["verdict"]["fired"] is False
     png = (out / "sandwich.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 1000
     text = flat(result.output)
-    assert "exact log p(y)" in text and "final gap at T=20" in text
+    assert "exact log p(y)" in text and "final gap at T=5" in text and "bug alarm: silent" in text
 
 
-def test_rerun_resumes_without_recomputing(tmp_path, count_rows):
-    out = tmp_path / "run"
-    assert small(out).exit_code == 0
+def test_rerun_resumes_and_equals_a_fresh_run(finished, tmp_path, count_rows):
+    out = finished
     first = pd.read_csv(out / "sandwich.csv")
-    assert len(count_rows["rows"]) == 4
-
     again = small(out)
     assert again.exit_code == 0, again.output
-    assert len(count_rows["rows"]) == 4  # nothing new
-    assert count_rows["skip"][-1] == {(5, "forward"), (5, "reverse"), (20, "forward"), (20, "reverse")}
+    assert count_rows["rows"] == []  # nothing new
+    assert count_rows["skip"][-1] == {(2, "forward"), (2, "reverse"), (5, "forward"), (5, "reverse")}
+    assert "bug alarm: silent" in flat(again.output)  # the verdict covers resumed rows
     pd.testing.assert_frame_equal(pd.read_csv(out / "sandwich.csv"), first)
 
-    extra = small(out, steps="5,20,40")
+    extra = small(out, steps="5,8")
     assert extra.exit_code == 0, extra.output
-    assert count_rows["rows"][4:] == [(40, "forward"), (40, "reverse")]
+    assert count_rows["rows"] == [(8, "forward"), (8, "reverse")]
     table = pd.read_csv(out / "sandwich.csv")
-    assert len(table) == 6 and list(table["num_steps"]) == [5, 5, 20, 20, 40, 40]
+    assert list(table["num_steps"]) == [2, 2, 5, 5, 8, 8]
     pd.testing.assert_frame_equal(table.iloc[:4], first)
+    assert settings_of(out)["settings"]["steps"] == [2, 5, 8]  # what the CSV holds, not the last request
+
+    assert small(tmp_path / "fresh", steps="8,5,2").exit_code == 0
+    fresh = pd.read_csv(tmp_path / "fresh" / "sandwich.csv")[VALUE_COLUMNS]
+    pd.testing.assert_frame_equal(table[VALUE_COLUMNS], fresh)
 
 
-def test_resumed_rows_equal_a_fresh_run(tmp_path):
-    assert small(tmp_path / "a").exit_code == 0
-    assert small(tmp_path / "a", steps="5,20,40").exit_code == 0
-    assert small(tmp_path / "b", steps="40,20,5").exit_code == 0
-    a, b = (pd.read_csv(tmp_path / d / "sandwich.csv")[VALUE_COLUMNS] for d in "ab")
-    pd.testing.assert_frame_equal(a, b)
-
-
-def test_half_finished_pair_is_completed_with_its_gap(tmp_path, count_rows):
-    out = tmp_path / "run"
-    assert small(out).exit_code == 0
+@pytest.mark.parametrize("cut", ["mid-number", "after-a-full-line"])
+def test_truncated_csv_resumes_and_recomputes_the_damaged_row(finished, count_rows, cut):
+    out = finished
     full = pd.read_csv(out / "sandwich.csv")
-    full.iloc[:3].to_csv(out / "sandwich.csv", index=False)  # as if killed before (20, reverse)
+    text = (out / "sandwich.csv").read_text()
+    lines = text.splitlines(keepends=True)
+    if cut == "mid-number":  # killed while writing the last row: it ends inside a number, with no newline
+        fields = lines[-1].split(",")
+        damaged = "".join(lines[:-1]) + ",".join(fields[:4]) + "," + fields[4][:4]  # e.g. "...,upper,-36."
+    else:  # killed just before the last row was written
+        damaged = "".join(lines[:-1])
+    (out / "sandwich.csv").write_text(damaged)
     result = small(out)
     assert result.exit_code == 0, result.output
-    assert count_rows["rows"][4:] == [(20, "reverse")]
+    assert count_rows["rows"] == [(5, "reverse")]
+    if cut == "mid-number":
+        assert "warning:" in result.stderr and "cut off" in flat(result.stderr)
     pd.testing.assert_frame_equal(pd.read_csv(out / "sandwich.csv")[VALUE_COLUMNS], full[VALUE_COLUMNS])
 
 
-def test_changed_settings_refused_unless_overwrite(tmp_path):
-    out = tmp_path / "run"
-    assert small(out).exit_code == 0
+def test_changed_settings_refused_listing_the_difference_unless_overwrite(finished):
+    out = finished
     before = pd.read_csv(out / "sandwich.csv")
     refused = small(out, "--seed", "1")
-    assert refused.exit_code == 1
-    text = flat(refused.output)
-    assert "different settings" in text and "seed" in text and "--overwrite" in text
-    assert "Traceback" not in refused.output
+    assert_one_red_line(refused, "different settings", "seed: 0 -> 1", "--overwrite")
     pd.testing.assert_frame_equal(pd.read_csv(out / "sandwich.csv"), before)
 
     forced = small(out, "--seed", "1", "--overwrite")
     assert forced.exit_code == 0, forced.output
     after = pd.read_csv(out / "sandwich.csv")
     assert len(after) == 4 and not after["value"].equals(before["value"])
-    assert json.loads((out / "settings.json").read_text())["seed"] == 1
+    assert settings_of(out)["settings"]["seed"] == 1
 
 
 def test_until_gap_doubles_until_the_gap_is_small(tmp_path, count_rows):
-    out = tmp_path / "run"
-    result = run("--model", "gaussian-mean", "--steps", "5", "--chains", "8", "--until-gap", "1.0",
-                 "--out", str(out))
+    args = ["--model", "gaussian-mean", "--option", "n=5", "--steps", "4", "--chains", "8", "--until-gap", "1.0",
+            "--out", str(tmp_path / "run")]
+    result = run(*args)
     assert result.exit_code == 0, result.output
-    table = pd.read_csv(out / "sandwich.csv")
+    table = pd.read_csv(tmp_path / "run" / "sandwich.csv")
     lengths = sorted(set(table["num_steps"]))
-    assert lengths == [5 * 2**i for i in range(len(lengths))] and len(table) == 2 * len(lengths)
+    assert lengths == [4 * 2**i for i in range(len(lengths))] and len(table) == 2 * len(lengths)
     assert table["gap_single"].iloc[-1] < 1.0 <= table["gap_single"].iloc[-3]
     assert "until-gap 1: reached" in flat(result.output)
     computed = len(count_rows["rows"])
-    again = run("--model", "gaussian-mean", "--steps", "5", "--chains", "8", "--until-gap", "1.0",
-                "--out", str(out))
+    again = run(*args)
     assert again.exit_code == 0, again.output
     assert len(count_rows["rows"]) == computed  # converged already: nothing past it is run
 
 
+def test_a_single_chain_works_with_missing_standard_errors(tmp_path):
+    out = tmp_path / "run"
+    result = small(out, steps="3", chains="1")
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(out / "sandwich.csv")
+    assert len(table) == 2 and table["stderr"].isna().all() and table["value"].notna().all()
+    assert "final gap at T=3" in flat(result.output)
+
+
 def test_unknown_model_lists_choices(tmp_path):
     result = run("--model", "no-such-model", "--out", str(tmp_path))
-    assert result.exit_code == 2
-    text = flat(result.output)
-    assert "no-such-model" in text
-    assert all(name in text for name in REGISTRY)
+    assert_one_red_line(result, "no-such-model", *REGISTRY)
 
 
 def test_bad_option_key_names_valid_fields(tmp_path):
-    result = small(tmp_path, "--option", "bogus=1")
-    assert result.exit_code == 2
-    text = flat(result.output)
-    assert "bogus" in text and "prior_std" in text and "noise_std" in text
+    assert_one_red_line(small(tmp_path, "--option", "bogus=1"), "bogus", "prior_std", "noise_std")
 
 
-@pytest.mark.parametrize("args", [
-    ["--steps", "5,abc"], ["--steps", "1,10"], ["--steps", ""], ["--chains", "0"], ["--option", "n=abc"],
-    ["--option", "n"], ["--schedule", "nope"], ["--until-gap", "-1"],
+@pytest.mark.parametrize("args, needle", [
+    (["--steps", "5,abc"], "--steps"), (["--steps", "1,10"], "--steps"), (["--steps", ""], "--steps"),
+    (["--chains", "0"], "--chains"), (["--chains", "-3"], "--chains"), (["--option", "n=abc"], "n="),
+    (["--option", "n"], "KEY=VALUE"), (["--option", "n=-5"], "n=-5"), (["--option", "dim=0"], "dim=0"),
+    (["--option", "noise_std=-1"], "noise_std"), (["--schedule", "nope"], "--schedule"),
+    (["--until-gap", "-1"], "--until-gap"), (["--particles", "4"], "--particles"),
+    (["--until-gap", "1", "--steps", "5,10"], "--until-gap"), (["--max-steps", "100"], "--max-steps"),
+    (["--method", "mcmc"], "--method"), (["--data", "x.npz"], "--data"),
 ])
-def test_bad_input_exits_2(tmp_path, args):
-    result = run("--model", "gaussian-mean", "--out", str(tmp_path), *args)
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
+def test_bad_input_is_one_red_line_before_any_work(tmp_path, args, needle):
+    out = tmp_path / "run"
+    result = run("--model", "gaussian-mean", "--out", str(out), *args)
+    assert_one_red_line(result, needle)
+    assert not (out / "sandwich.csv").exists()
+
+
+def test_usage_errors_exit_2(tmp_path):
+    assert run("--model", "gaussian-mean", "--chains", "many").exit_code == 2
+    assert run("--no-such-flag").exit_code == 2
+
+
+@pytest.mark.parametrize("where", ["file", "under-a-file"])
+def test_an_unusable_output_directory_is_refused_before_computing(tmp_path, where, count_rows):
+    blocker = tmp_path / "taken"
+    blocker.write_text("not a directory")
+    out = blocker if where == "file" else blocker / "sub"
+    start = time.perf_counter()
+    result = small(out)
+    assert_one_red_line(result, str(out))
+    assert time.perf_counter() - start < 5 and count_rows["rows"] == []
+
+
+def test_library_error_is_one_red_line_and_debug_shows_the_traceback(tmp_path, monkeypatch):
+    def fail(*args, **kwargs):
+        raise bdmc.ScheduleError("the schedule is broken")
+
+    monkeypatch.setattr(sandwich_runs, "sandwich", fail)
+    assert_one_red_line(small(tmp_path / "run"), "ScheduleError: the schedule is broken")
+    debug = runner.invoke(app, ["--debug", "sandwich", "--no-progress", "--model", "gaussian-mean", "--option",
+                                "n=5", "--steps", "2", "--chains", "4", "--out", str(tmp_path / "run")])
+    assert debug.exit_code == 1 and isinstance(debug.exception, bdmc.ScheduleError)
 
 
 def test_options_are_typed_and_saved(tmp_path):
     out = tmp_path / "run"
-    result = small(out, "--option", "n=10", "--option", "prior_std=2", steps="5")
+    result = small(out, "--option", "prior_std=2", steps="2")
     assert result.exit_code == 0, result.output
-    options = json.loads((out / "settings.json").read_text())["options"]
-    assert options["n"] == 10 and isinstance(options["n"], int) and options["prior_std"] == 2.0
-    parsed = _parse_options(LinearRegression, ["x_range=-1,1.5", "degree=2", "tau=0.5"])
+    options = settings_of(out)["settings"]["options"]
+    assert options["n"] == 5 and isinstance(options["n"], int) and options["prior_std"] == 2.0
+    parsed = parse_options(LinearRegression, ["x_range=-1,1.5", "degree=2", "tau=0.5"])
     assert parsed == {"x_range": (-1.0, 1.5), "degree": 2, "tau": 0.5}
     assert isinstance(parsed["x_range"], tuple) and isinstance(parsed["degree"], int)
-
-
-def test_library_error_is_one_red_line(tmp_path, monkeypatch):
-    def fail(*args, **kwargs):
-        raise bdmc.ScheduleError("the schedule is broken")
-
-    monkeypatch.setattr(bdmc, "sandwich", fail)
-    result = small(tmp_path / "run")
-    assert result.exit_code == 1
-    assert "ScheduleError: the schedule is broken" in result.output
-    assert "Traceback" not in result.output
 
 
 def test_models_command_lists_registry():

@@ -6,6 +6,11 @@ truth, the error of the combined estimate (combined as footnote 5 prescribes), a
 are appended to a CSV as they finish, so an interrupted sweep resumes; with a Dask client the pairs run on a
 cluster and give the same numbers, because every pair's key comes from the seed, the estimator name and the
 knob alone.
+
+The ground truth never settles for less than the best available: the model's closed form where it has one
+(with the AIS sandwich reported beside it), else forward and reverse AIS at the harness's own budget
+``truth_steps`` (never an estimator's knob), refused when the two disagree by more than ``truth_tol`` or when
+the bug alarm fires on them.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ import pandas as pd
 from scipy import stats
 
 from .._errors import BDMCError, require
+from ..checks.alarm import bug_alarm
+from ..checks.sandwich import exact_log_marginal_or_none
 from ..core.ais import default_kernel, forward_ais, reverse_ais
 from ..core.estimate import log_harmonic_mean, log_mean_exp
 from ..core.smc import shme, smc
@@ -35,11 +42,13 @@ from ..estimators.cms import chib_murray_salakhutdinov
 from ..estimators.nested import nested_sampling
 from ..estimators.vb import variational_bayes
 from ..models._contract import simulate
+from .store import RunStore, StoreError
 
 CSV_NAME, JSON_NAME = "bench.csv", "bench.json"
 THRESHOLDS = (10.0, 1.0)  # nats: the paper's accuracy target (Sec. 6.3) and a stricter one
 CONFIDENCE = 0.95
-_DISCARD = "pass overwrite=True (--overwrite) to discard it"
+TRUTH_STEPS, TRUTH_CHAINS, TRUTH_TOL = 10_000, 25, 1.0  # the ground truth's own budget, not an estimator's
+CLOSED_FORM, AIS = "closed form", "AIS"  # where the ground truth comes from
 # fold_in tags separating the key streams of the data, the ground truth and the scored runs.
 _DATA_TAG, _TRUTH_TAG, _RUNS_TAG = 0, 1, 2
 
@@ -161,7 +170,8 @@ DTYPES = {
 COLUMNS = tuple(DTYPES)
 # Settings on which every row's numbers depend; a resumed sweep must agree on all of them.
 ROW_DETERMINING = ("model", "model_options", "seed", "data", "trials", "truth_steps", "truth_chains",
-                   "truth_tol", "estimator_options", "x64")
+                   "truth_tol", "truth_source", "estimator_options", "x64")
+_STORE_TYPES = {c: {"int64": int}.get(t, t) for c, t in DTYPES.items()}
 
 
 # ----------------------------------------------------------------------------------------- ground truth
@@ -169,20 +179,27 @@ ROW_DETERMINING = ("model", "model_options", "seed", "data", "trials", "truth_st
 
 @dataclass(frozen=True)
 class GroundTruth:
-    """The BDMC ground truth: the average of forward and reverse AIS at the largest budget (paper Sec. 6.4).
+    """The ground truth of a benchmark: the closed form where the model has one, else BDMC (paper Sec. 6.4).
 
     Attributes
     ----------
     value : float
+        The truth the estimators are scored against: ``exact`` when ``source`` is ``"closed form"``, else
         ``(forward + reverse) / 2``.
     forward, reverse : float
-        Combined forward (lower) and reverse (upper) AIS estimates.
+        Combined forward (lower) and reverse (upper) AIS estimates at the ground truth's own budget.
     num_steps, num_chains : int
-        Their budget.
+        That budget.
     tol : float
-        The agreement required of ``reverse - forward``, in nats.
+        The agreement required of ``reverse - forward``, in nats, when AIS is the truth.
     seconds : float
-        Wall time of both runs, compilation excluded.
+        Wall time of both AIS runs, compilation excluded.
+    source : {"closed form", "AIS"}
+        Where ``value`` comes from.
+    exact : float or None
+        The model's closed-form log p(y), when it has one.
+    alarm : dict or None
+        The bug alarm's verdict on the two AIS runs (:meth:`bdmc.checks.BugAlarm.to_dict`).
     """
 
     value: float
@@ -192,16 +209,32 @@ class GroundTruth:
     num_chains: int
     tol: float
     seconds: float
+    source: str = AIS  # files written before the closed form was used hold AIS truths
+    exact: float | None = None
+    alarm: dict | None = None
 
     @property
     def gap(self) -> float:
-        """``reverse - forward``: by the sandwich, the truth's error is at most about this (Sec. 4.1)."""
+        """``reverse - forward``: by the sandwich, the AIS truth's error is at most about this (Sec. 4.1)."""
         return self.reverse - self.forward
 
+    @property
+    def ais(self) -> float:
+        """The AIS ground truth ``(forward + reverse) / 2``, reported beside a closed form."""
+        return 0.5 * (self.forward + self.reverse)
 
-def ground_truth(key, model, data, exact_latent, *, num_steps: int, num_chains: int,
-                 tol: float = 1.0) -> GroundTruth:
-    """Sandwich ``log p(y)`` with forward and reverse AIS and accept it only when the bounds agree.
+    @property
+    def ais_agrees(self) -> bool:
+        """Forward and reverse AIS lie within ``tol`` of each other."""
+        return abs(self.gap) <= self.tol
+
+
+def ground_truth(key, model, data, exact_latent, *, num_steps: int = TRUTH_STEPS, num_chains: int = TRUTH_CHAINS,
+                 tol: float = TRUTH_TOL, exact: float | None = None) -> GroundTruth:
+    """The closed form when given, else forward and reverse AIS accepted only when they agree.
+
+    Forward and reverse AIS run in both cases: beside a closed form they are reported (and must not raise the
+    bug alarm); without one their average is the truth, refused when they are more than ``tol`` apart.
 
     Parameters
     ----------
@@ -213,7 +246,10 @@ def ground_truth(key, model, data, exact_latent, *, num_steps: int, num_chains: 
     num_steps, num_chains : int
         The largest AIS budget: intermediate distributions and chains per direction.
     tol : float
-        Largest accepted distance, in nats, between the combined forward and reverse estimates.
+        Largest accepted distance, in nats, between the combined forward and reverse estimates when they are
+        the truth.
+    exact : float, optional
+        The model's closed-form log p(y) for ``data`` (see :func:`bdmc.checks.sandwich.exact_log_marginal_or_none`).
 
     Returns
     -------
@@ -222,21 +258,44 @@ def ground_truth(key, model, data, exact_latent, *, num_steps: int, num_chains: 
     Raises
     ------
     GroundTruthError
-        When the two estimates are more than ``tol`` nats apart: the harness then refuses to score.
+        When the bug alarm fires on the two runs, or (without a closed form) when they are more than ``tol``
+        nats apart: the harness then refuses to score.
     """
+    check_truth_settings(num_steps=num_steps, num_chains=num_chains, tol=tol)
     k_fwd, k_rev = jax.random.split(key)
     lower = forward_ais(k_fwd, model, data, num_steps=num_steps, num_chains=num_chains, progress=False)
     upper = reverse_ais(k_rev, model, data, exact_latent, num_steps=num_steps, num_chains=num_chains,
                         progress=False)
+    verdict = bug_alarm(lower, upper)
+    if verdict.fired:
+        raise GroundTruthError(f"no ground truth: the bug alarm fired on the ground-truth runs at T={num_steps}; "
+                               f"the harness refuses to score. {verdict.message()}")
     distance = abs(upper.value - lower.value)
-    if not distance <= tol:  # also refuses NaN
+    if exact is None and not distance <= tol:  # also refuses NaN
         raise GroundTruthError(
             f"no ground truth: forward AIS ({lower.value:.4f}) and reverse AIS ({upper.value:.4f}) at "
             f"T={num_steps} with {num_chains} chains are {distance:.4g} nats apart, more than the tolerance "
             f"{tol:g}; the harness refuses to score against it. Raise the ground-truth budget (truth_steps).")
-    return GroundTruth(value=0.5 * (lower.value + upper.value), forward=lower.value, reverse=upper.value,
+    ais = 0.5 * (lower.value + upper.value)
+    return GroundTruth(value=float(exact) if exact is not None else ais, forward=lower.value, reverse=upper.value,
                        num_steps=int(num_steps), num_chains=int(num_chains), tol=float(tol),
-                       seconds=lower.seconds + upper.seconds)
+                       seconds=lower.seconds + upper.seconds, source=CLOSED_FORM if exact is not None else AIS,
+                       exact=None if exact is None else float(exact), alarm=verdict.to_dict())
+
+
+def check_truth_settings(*, num_steps, num_chains, tol) -> None:
+    """Refuse a ground-truth budget that cannot give a truth, before any work.
+
+    Raises
+    ------
+    BenchSettingsError
+    """
+    if int(num_steps) != num_steps or num_steps < 2:
+        raise BenchSettingsError(f"truth_steps (--truth-steps) must be an integer >= 2, got {num_steps}")
+    if int(num_chains) != num_chains or num_chains < 1:
+        raise BenchSettingsError(f"truth_chains (--truth-chains) must be an integer >= 1, got {num_chains}")
+    if not (tol > 0 and math.isfinite(tol)):
+        raise BenchSettingsError(f"truth_tol (--truth-tol) must be a positive number of nats, got {tol}")
 
 
 # ----------------------------------------------------------------------------------------- scoring
@@ -334,8 +393,8 @@ def time_to_rmse(table: pd.DataFrame, *, thresholds: Sequence[float] = THRESHOLD
 
 def run_bench(key, model, *, estimators: Sequence[str] | None = None,
               knobs: Mapping[str, Sequence[int]] | None = None, trials: int = 25, data=None, exact_latent=None,
-              out: str | os.PathLike | None = None, client=None, truth_steps: int = 1000, truth_chains: int = 25,
-              truth_tol: float = 1.0, estimator_options: Mapping[str, Mapping[str, Any]] | None = None,
+              out: str | os.PathLike | None = None, client=None, truth_steps: int = TRUTH_STEPS,
+              truth_chains: int = TRUTH_CHAINS, truth_tol: float = TRUTH_TOL, estimator_options: Mapping[str, Mapping[str, Any]] | None = None,
               overwrite: bool = False, on_row: Callable[[dict], None] | None = None) -> pd.DataFrame:
     """Benchmark log-ML estimators against BDMC ground truth: accuracy against time (paper Secs. 6.2-6.4).
 
@@ -361,7 +420,8 @@ def run_bench(key, model, *, estimators: Sequence[str] | None = None,
     client : dask.distributed.Client, optional
         Run the pairs as tasks on this cluster (see :func:`connect`).
     truth_steps, truth_chains, truth_tol : int, int, float
-        Budget of the ground-truth AIS runs and the agreement required of them (see :func:`ground_truth`).
+        Budget of the ground-truth AIS runs and the agreement required of them (see :func:`ground_truth`);
+        the closed form is the truth where the model has one, with these runs reported beside it.
     estimator_options : mapping, optional
         Estimator name -> extra keyword arguments (e.g. ``{"smc": {"num_particles": 4}}``).
     overwrite : bool
@@ -383,21 +443,24 @@ def run_bench(key, model, *, estimators: Sequence[str] | None = None,
     """
     key = _as_key(key)
     plan = _plan(model, available(model) if estimators is None else estimators, knobs, trials)
+    check_truth_settings(num_steps=truth_steps, num_chains=truth_chains, tol=truth_tol)
     if set(estimator_options or {}) - set(ESTIMATORS):
         raise BenchSettingsError(f"estimator_options for unknown estimator(s) "
                                  f"{sorted(set(estimator_options) - set(ESTIMATORS))}")
     options = {name: dict((estimator_options or {}).get(name, {})) for name in ESTIMATORS}
     data, exact_latent, data_tag = _data(key, model, data, exact_latent)
+    exact = exact_log_marginal_or_none(model, data)
     settings = _settings(key, model, data_tag, trials=trials, truth_steps=truth_steps, truth_chains=truth_chains,
-                         truth_tol=truth_tol, options=options)
-    store = _Store(Path(out), settings, overwrite=overwrite) if out is not None else None
-    truth = store.truth if store is not None else None
+                         truth_tol=truth_tol, options=options, truth_source=AIS if exact is None else CLOSED_FORM)
+    store = _open_store(Path(out), settings, overwrite=overwrite) if out is not None else None
+    saved = store.records.get("truth") if store is not None else None
+    truth = GroundTruth(**saved) if saved is not None else None
     if truth is None:
         truth = ground_truth(jax.random.fold_in(key, _TRUTH_TAG), model, data, exact_latent,
-                             num_steps=truth_steps, num_chains=truth_chains, tol=truth_tol)
+                             num_steps=truth_steps, num_chains=truth_chains, tol=truth_tol, exact=exact)
         if store is not None:
-            store.save_truth(truth)
-    done = store.rows if store is not None else {}
+            store.record("truth", dataclasses.asdict(truth))
+    done = {(r["estimator"], r["knob"]): r for r in store.rows} if store is not None else {}
     todo = [pair for pair in plan if pair not in done]
     context = _context(settings)
     payload = dict(model=model, data=data, exact_latent=exact_latent, trials=trials, truth=truth.value,
@@ -514,12 +577,12 @@ def _data(key, model, data, exact_latent):
     return data, exact_latent, tag
 
 
-def _settings(key, model, data_tag, *, trials, truth_steps, truth_chains, truth_tol, options) -> dict:
+def _settings(key, model, data_tag, *, trials, truth_steps, truth_chains, truth_tol, options, truth_source) -> dict:
     model_options = dataclasses.asdict(model) if dataclasses.is_dataclass(model) else repr(model)
     return {"model": type(model).__name__, "model_options": _json(model_options),
             "seed": _json([int(x) for x in np.asarray(jax.random.key_data(key)).ravel()]), "data": data_tag,
             "trials": int(trials), "truth_steps": int(truth_steps), "truth_chains": int(truth_chains),
-            "truth_tol": float(truth_tol), "estimator_options": _options_json(options),
+            "truth_tol": float(truth_tol), "truth_source": truth_source, "estimator_options": _options_json(options),
             "x64": bool(jax.config.jax_enable_x64)}
 
 
@@ -545,65 +608,43 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(COLUMNS)).astype(DTYPES).reset_index(drop=True)
 
 
-def _read_csv(path: Path) -> pd.DataFrame:
-    """Read a bench CSV back exactly: pandas writes floats as shortest round-trip reprs, parsed here by ``float``."""
-    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
-    if list(raw.columns) != list(COLUMNS):
-        raise BenchSettingsError(f"{path} has columns {list(raw.columns)}, expected {list(COLUMNS)}; {_DISCARD}")
-    parse = {float: lambda v: float(v) if v else math.nan, "int64": int, bool: lambda v: v == "True", str: str}
-    return _frame([{c: parse[DTYPES[c]](v) for c, v in row.items()} for row in raw.to_dict("records")])
+def load(out: str | os.PathLike) -> tuple[pd.DataFrame, GroundTruth | None]:
+    """Every row of the benchmark stored in ``out`` (all estimators run there, in registry order) and its truth.
+
+    Parameters
+    ----------
+    out : path
+        A directory written by :func:`run_bench`.
+
+    Returns
+    -------
+    (pandas.DataFrame, GroundTruth or None)
+    """
+    body = json.loads((Path(out) / JSON_NAME).read_text())
+    store = _open_store(Path(out), body["settings"], overwrite=False)
+    table = _frame(store.rows)
+    order = {name: i for i, name in enumerate(ESTIMATORS)}
+    table = table.sort_values(["estimator", "knob"], key=lambda c: c.map(order) if c.name == "estimator" else c,
+                              kind="stable").reset_index(drop=True)
+    saved = store.records.get("truth")
+    return table, GroundTruth(**saved) if saved is not None else None
 
 
-class _Store:
-    """The output directory of a sweep: settings and ground truth in JSON, rows in an append-only CSV."""
+def _open_store(out: Path, settings: dict, *, overwrite: bool) -> RunStore:
+    """The sweep's store: settings and ground truth in ``bench.json``, rows in the append-only ``bench.csv``."""
+    try:
+        return RunStore(out, csv_name=CSV_NAME, json_name=JSON_NAME, dtypes=_STORE_TYPES, key=("estimator", "knob"),
+                        settings=settings, compare=ROW_DETERMINING, overwrite=overwrite,
+                        discard=("summary.csv", "bench.png"), legacy=_legacy)
+    except StoreError as err:
+        raise BenchSettingsError(str(err)) from None
 
-    def __init__(self, out: Path, settings: dict, *, overwrite: bool):
-        self.csv, self.json, self.settings = out / CSV_NAME, out / JSON_NAME, settings
-        out.mkdir(parents=True, exist_ok=True)
-        self.truth, self.rows = None, {}
-        if self.json.exists() and not overwrite:
-            self._resume()
-        elif self.csv.exists() and not overwrite:
-            raise BenchSettingsError(f"{self.csv} exists without {self.json}, so it cannot be resumed; "
-                                     f"{_DISCARD} or use another out")
-        else:
-            self.csv.unlink(missing_ok=True)
-            self._write_json(None)
 
-    def _resume(self) -> None:
-        try:
-            saved = json.loads(self.json.read_text())
-        except ValueError as err:
-            raise BenchSettingsError(f"{self.json} is unreadable ({err}); {_DISCARD}") from None
-        previous = dict(saved.get("settings", {}))
-        if isinstance(previous.get("estimator_options"), str):  # older files listed every estimator, most empty
-            previous["estimator_options"] = _options_json(json.loads(previous["estimator_options"]))
-        diffs = [f"{k}: {previous.get(k)!r} -> {self.settings[k]!r}" for k in ROW_DETERMINING
-                 if previous.get(k) != self.settings[k]]
-        if diffs:
-            raise BenchSettingsError(f"{self.json.parent} holds a benchmark with different settings "
-                                     f"({'; '.join(diffs)}); {_DISCARD} or use another out")
-        if saved.get("truth") is not None:
-            self.truth = GroundTruth(**saved["truth"])
-        if self.csv.exists() and self.csv.stat().st_size > 0:
-            table = _read_csv(self.csv)
-            # Should a pair appear twice (files joined by hand, say), the later row wins.
-            self.rows = {(r["estimator"], int(r["knob"])): r for r in table.to_dict("records")}
-
-    def save_truth(self, truth: GroundTruth) -> None:
-        self.truth = truth
-        self._write_json(truth)
-
-    def _write_json(self, truth) -> None:
-        body = {"settings": self.settings, "truth": dataclasses.asdict(truth) if truth is not None else None}
-        tmp = self.json.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(body, indent=2) + "\n")
-        os.replace(tmp, self.json)
-
-    def append(self, row: dict) -> None:
-        """Append one row, header first in a new file, flushed to disk so a killed sweep loses nothing."""
-        new = not self.csv.exists() or self.csv.stat().st_size == 0
-        with open(self.csv, "a", newline="") as f:
-            _frame([row]).to_csv(f, header=new, index=False)
-            f.flush()
-            os.fsync(f.fileno())
+def _legacy(previous: dict | None) -> dict | None:
+    """Settings saved by older versions: estimator options listed every estimator; the truth was always AIS."""
+    if previous is None:
+        return None
+    if isinstance(previous.get("estimator_options"), str):
+        previous["estimator_options"] = _options_json(json.loads(previous["estimator_options"]))
+    previous.setdefault("truth_source", AIS)
+    return previous

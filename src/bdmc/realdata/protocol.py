@@ -8,16 +8,19 @@
 5. Compare: the forward curves of real and simulated data must climb alike (up to a vertical shift) for
    the simulated data to stand in for the real data, and the reverse curves should not depend on S.
 
-Every finished run is appended to ``runs.csv`` in the output directory as it ends, and the fit and simulated
-data are saved, so an interrupted protocol resumes where it stopped.
+Every finished run (all chains of one condition and chain length) is appended to ``runs.csv`` in the output
+directory as it ends, and the fit and simulated data are saved, so an interrupted protocol resumes where it
+stopped; the directory is an output store (:mod:`bdmc.experiments.store`): ``settings.json`` records the
+settings, a run with other settings is refused, a damaged last row is dropped and its run recomputed.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import jax
 import numpy as np
@@ -26,11 +29,17 @@ from jax.flatten_util import ravel_pytree
 
 from .._errors import BDMCError
 from ..core.ais import forward_ais, reverse_ais
+from ..experiments.store import RunStore, write_json_atomic
 from ..kernels import HMC, NUTS
 from .consistency import ForwardConsistency, ReverseAgreement, forward_consistency, reverse_agreement
 from .mcmc import PosteriorFit, fit_hyperparameters, posterior_checkpoints
 
 RUN_COLUMNS = ["condition", "num_steps", "chain", "log_ml", "seconds"]
+RUN_DTYPES = {"condition": str, "num_steps": int, "chain": int, "log_ml": float, "seconds": float}
+RUNS_NAME, FIT_NAME, SIMULATED_NAME = "runs.csv", "fit.json", "simulated.npz"
+# Files derived from the runs (written by ``bdmc bread-real``), discarded with them.
+DERIVED = ("quartiles.csv", "bread.csv", "forward_consistency.csv", "reverse_agreement.csv", "verdict.json",
+           "bread_real.png")
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,8 @@ def bread_real(
     max_tree_depth: int = 10,
     num_integration_steps: int = 10,
     out: str | Path | None = None,
+    overwrite: bool = False,
+    context: Mapping[str, Any] | None = None,
     on_stage: Callable[[str], None] | None = None,
     progress="auto",
 ) -> RealDataResult:
@@ -117,7 +128,12 @@ def bread_real(
     num_integration_steps : int
         HMC's leapfrog steps.
     out : path, optional
-        Directory for ``fit.json``, ``simulated.npz`` and ``runs.csv``; an existing one is resumed.
+        Directory for ``settings.json``, ``fit.json``, ``simulated.npz`` and ``runs.csv``; an existing one with
+        the same settings is resumed, one with other settings refused.
+    overwrite : bool
+        Discard what ``out`` holds instead of resuming.
+    context : mapping, optional
+        Further settings recorded and compared on resume (e.g. the model's name and language).
     on_stage : callable, optional
         Called with a short description as each stage starts.
 
@@ -132,16 +148,16 @@ def bread_real(
                         "build it with bdmc.ppl.from_numpyro, from_pymc or from_stan")
     if kernel not in ("nuts", "hmc"):
         raise BDMCError(f"kernel must be 'nuts' or 'hmc', got {kernel!r}")
+    if int(num_chains) != num_chains or num_chains < 1:
+        raise BDMCError(f"num_chains must be an integer >= 1, got {num_chains}")
     say = on_stage or (lambda _: None)
-    out = Path(out) if out is not None else None
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-    config = {"hyperparameters": list(hyperparameters), "num_chains": int(num_chains), "seed": _seed(key),
-              "num_warmup": int(num_warmup), "num_samples": int(num_samples),
-              "kernel": kernel, "max_tree_depth": int(max_tree_depth),
-              "num_integration_steps": int(num_integration_steps)}
+    config = run_config(key, hyperparameters=hyperparameters, num_chains=num_chains, num_warmup=num_warmup,
+                        num_samples=num_samples, kernel=kernel, max_tree_depth=max_tree_depth,
+                        num_integration_steps=num_integration_steps)
+    store = open_run_store(out, config, context=context, overwrite=overwrite) if out is not None else None
+    out = store.dir if store is not None else None
 
-    fit = _load_fit(out, config)
+    fit = _load_fit(out)
     if fit is None:
         say("fitting hyperparameters on the real data (NUTS)")
         fit = fit_hyperparameters(jax.random.fold_in(key, 0), model, real_data, hyperparameters=hyperparameters,
@@ -159,7 +175,7 @@ def bread_real(
                   if kernel == "nuts" else
                   HMC(model, step_size=fit.step_size, num_integration_steps=int(num_integration_steps),
                       inverse_mass=inverse_mass))
-    runs = _load_runs(out)
+    runs = _complete_runs(store, num_chains)
     done = set(zip(runs["condition"], runs["num_steps"])) if len(runs) else set()
     starts = None
 
@@ -169,8 +185,8 @@ def bread_real(
                             "log_ml": np.asarray(estimate.runs, dtype=np.float64), "seconds": estimate.seconds},
                            columns=RUN_COLUMNS)
         runs = pd.concat([runs, row], ignore_index=True) if len(runs) else row
-        if out is not None:
-            row.to_csv(out / "runs.csv", mode="a", header=not (out / "runs.csv").exists(), index=False)
+        if store is not None:
+            store.append(*row.to_dict("records"))  # the run's chains in one write
 
     conditions = [("forward-real", real_data), ("forward-simulated", simulated)]
     conditions += [(f"reverse-S{s}", simulated) for s in mcmc_steps]
@@ -244,14 +260,75 @@ def _seed(key) -> list:
         return np.asarray(key).ravel().tolist()
 
 
-def _load_fit(out, config) -> PosteriorFit | None:
-    if out is None or not (out / "fit.json").exists():
+def run_config(key, *, hyperparameters, num_chains, num_warmup=500, num_samples=500, kernel="nuts",
+               max_tree_depth=10, num_integration_steps=10) -> dict:
+    """The settings on which every run of the protocol depends (what :func:`bread_real` records and compares)."""
+    return {"hyperparameters": list(hyperparameters), "num_chains": int(num_chains), "seed": _seed(key),
+            "num_warmup": int(num_warmup), "num_samples": int(num_samples), "kernel": kernel,
+            "max_tree_depth": int(max_tree_depth), "num_integration_steps": int(num_integration_steps)}
+
+
+def open_run_store(out, config: Mapping[str, Any], *, context: Mapping[str, Any] | None = None,
+                   overwrite: bool = False) -> RunStore:
+    """The protocol's output store in ``out``: checked writable, settings compared, before any work.
+
+    Parameters
+    ----------
+    out : path
+    config : mapping
+        From :func:`run_config`.
+    context : mapping, optional
+        Further settings to record and compare (the command line adds the model's name and language).
+    overwrite : bool
+        Discard what ``out`` holds (runs, fit, simulated data and derived tables) instead of resuming.
+
+    Returns
+    -------
+    bdmc.experiments.store.RunStore
+
+    Raises
+    ------
+    bdmc.experiments.store.StoreError
+        When ``out`` is not a writable directory or holds a run with other settings.
+    """
+    from .. import __version__
+
+    settings = {**dict(context or {}), **config}
+    out = Path(out)
+
+    def legacy(previous):
+        # Directories written before settings.json existed: the fit's config holds the row settings.
+        if previous is not None or not (out / FIT_NAME).exists():
+            return previous
+        try:
+            return {**settings, **json.loads((out / FIT_NAME).read_text())["config"]}
+        except (OSError, ValueError, KeyError):
+            return None
+
+    store = RunStore(out, csv_name=RUNS_NAME, dtypes=RUN_DTYPES, key=("condition", "num_steps", "chain"),
+                     settings={**settings, "bdmc_version": __version__}, compare=tuple(settings),
+                     overwrite=overwrite, discard=(FIT_NAME, SIMULATED_NAME, *DERIVED), legacy=legacy,
+                     contents_key=("condition", "num_steps"))
+    return store
+
+
+def _complete_runs(store: RunStore | None, num_chains: int) -> pd.DataFrame:
+    """Stored runs with all their chains; a run cut short (killed mid-write) is dropped to be recomputed."""
+    if store is None or not store.rows:
+        return pd.DataFrame(columns=RUN_COLUMNS)
+    runs = store.table()
+    sizes = runs.groupby(["condition", "num_steps"])["chain"].transform("size")
+    if (sizes != num_chains).any():
+        runs = runs[sizes == num_chains].reset_index(drop=True)
+        store.rewrite(runs.to_dict("records"))
+    return runs
+
+
+def _load_fit(out) -> PosteriorFit | None:
+    """The saved fit (its settings already compared by the store)."""
+    if out is None or not (out / FIT_NAME).exists():
         return None
-    saved = json.loads((out / "fit.json").read_text())
-    if saved["config"] != config:
-        raise BDMCError(f"{out} holds a run with other settings ({saved['config']}); "
-                        f"use another --out or delete it (these settings: {config})")
-    f = saved["fit"]
+    f = json.loads((out / FIT_NAME).read_text())["fit"]
     return PosteriorFit(hyperparameters={k: np.asarray(v) for k, v in f["hyperparameters"].items()},
                         step_size=f["step_size"], inverse_mass=np.asarray(f["inverse_mass"]),
                         acceptance=f["acceptance"], seconds=f["seconds"])
@@ -263,13 +340,13 @@ def _save_fit(out, config, fit: PosteriorFit) -> None:
     f = {"hyperparameters": {k: np.asarray(v).tolist() for k, v in fit.hyperparameters.items()},
          "step_size": fit.step_size, "inverse_mass": fit.inverse_mass.tolist(), "acceptance": fit.acceptance,
          "seconds": fit.seconds}
-    (out / "fit.json").write_text(json.dumps({"config": config, "fit": f}, indent=1))
+    write_json_atomic(out / FIT_NAME, {"config": config, "fit": f})
 
 
 def _load_simulated(out, model):
-    if out is None or not (out / "simulated.npz").exists():
+    if out is None or not (out / SIMULATED_NAME).exists():
         return None, None
-    with np.load(out / "simulated.npz") as z:
+    with np.load(out / SIMULATED_NAME) as z:
         data = {k.removeprefix("data/"): z[k] for k in z.files if k.startswith("data/")}
         flat = z["theta"]
     _, unravel = ravel_pytree(model.sample_prior(jax.random.key(0)))
@@ -280,10 +357,7 @@ def _save_simulated(out, data, theta) -> None:
     if out is None:
         return
     flat, _ = ravel_pytree(theta)
-    np.savez(out / "simulated.npz", theta=np.asarray(flat), **{f"data/{k}": np.asarray(v) for k, v in data.items()})
-
-
-def _load_runs(out) -> pd.DataFrame:
-    if out is None or not (out / "runs.csv").exists():
-        return pd.DataFrame(columns=RUN_COLUMNS)
-    return pd.read_csv(out / "runs.csv")
+    tmp = out / f".{SIMULATED_NAME}.tmp"
+    with open(tmp, "wb") as f:  # a file object: np.savez would append .npz to a path
+        np.savez(f, theta=np.asarray(flat), **{f"data/{k}": np.asarray(v) for k, v in data.items()})
+    os.replace(tmp, out / SIMULATED_NAME)

@@ -1,0 +1,45 @@
+"""The ``bdmc`` command line: one module per command over shared helpers (``_common``, ``_models``).
+
+Exit codes: 0 success, 1 an expected failure (one red line on stderr naming the culprit and a fix), 2 a usage
+error found by the parser, 130 interrupted. ``bdmc --debug COMMAND ...`` shows tracebacks instead.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from ._common import STATE
+from .bench import bench_command
+from .bread import bread_command
+from .bread_real import bread_real_command
+from .models import models_command
+from .sandwich import sandwich_command
+
+app = typer.Typer(
+    name="bdmc",
+    help="Bidirectional Monte Carlo: sandwich log marginal likelihoods between forward and reverse AIS.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _root(debug: bool = typer.Option(False, "--debug", help="Show the traceback of any error (for bug reports).")):
+    """Bidirectional Monte Carlo: sandwich log marginal likelihoods between forward and reverse AIS."""
+    STATE.debug = debug
+
+
+app.command(name="sandwich")(sandwich_command)
+app.command(name="models")(models_command)
+app.command(name="bread")(bread_command)
+app.command(name="bread-real")(bread_real_command)
+app.command(name="bench")(bench_command)
+
+
+def main() -> None:
+    """Console entry point of ``bdmc``."""
+    app()
+
+
+__all__ = ["app", "main"]

@@ -1,0 +1,201 @@
+"""What every command shares: consoles, the one error path, option checks and number formatting.
+
+Every expected failure ends a command with one red line on stderr that names the culprit and a fix, and exit
+code 1; usage errors found by the parser exit 2; ``bdmc --debug COMMAND`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import warnings
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from .._errors import BDMCError
+from ..experiments.store import DamagedRowWarning, prepare_output_dir
+
+
+class CLIError(Exception):
+    """An expected failure: the command ends with this message as one red line and exit code 1."""
+
+
+class _State:
+    debug = False  # set by ``bdmc --debug``: errors show their traceback
+
+
+STATE = _State()
+
+
+def console() -> Console:
+    """The stdout console; wide enough for tables when the output is a file or a pipe."""
+    out = Console(highlight=False)
+    if not out.is_terminal and "COLUMNS" not in os.environ:
+        out = Console(highlight=False, width=120)
+    return out
+
+
+def error_console() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def command(fn):
+    """Run a command body under the one error path (see the module docstring).
+
+    Interrupts exit 130 after saying that finished rows are saved; warnings about damaged result rows print
+    as yellow lines.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with warnings.catch_warnings():
+            warnings.simplefilter("always", DamagedRowWarning)
+            default_show = warnings.showwarning
+
+            def show(message, category, filename, lineno, file=None, line=None):
+                if issubclass(category, DamagedRowWarning):
+                    error_console().print(f"[yellow]warning:[/] {escape(_one_line(str(message)))}", soft_wrap=True)
+                else:
+                    default_show(message, category, filename, lineno, file, line)
+
+            warnings.showwarning = show
+            try:
+                return fn(*args, **kwargs)
+            except (typer.Exit, typer.Abort, typer.BadParameter):
+                raise
+            except KeyboardInterrupt:
+                error_console().print("[yellow]interrupted; finished rows are saved in the output directory, "
+                                      "rerun the same command to resume[/]", soft_wrap=True)
+                raise typer.Exit(130) from None
+            except Exception as err:  # noqa: BLE001  the one place every failure becomes one line
+                if STATE.debug:
+                    raise
+                error_console().print(f"[bold red]error:[/] {escape(describe(err))}", soft_wrap=True)
+                raise typer.Exit(1) from None
+
+    return wrapper
+
+
+def describe(err: Exception) -> str:
+    """One line naming what failed and what to do."""
+    if isinstance(err, CLIError):
+        return _one_line(str(err))
+    if isinstance(err, BDMCError):
+        return _one_line(f"{type(err).__name__}: {err}")
+    if isinstance(err, OSError):
+        where = f"{err.filename}: " if err.filename else ""
+        return _one_line(f"{where}{err.strerror or err}; check the path, its permissions and free disk space")
+    return _one_line(f"{type(err).__name__}: {err} (unexpected; rerun as `bdmc --debug ...` to see the traceback "
+                     "and report it)")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+# --------------------------------------------------------------------------------------------- options
+
+
+def output_dir(out: Path | None, default: str) -> Path:
+    """The output directory (``default`` under ``out/`` when not given), checked writable before any work."""
+    path = Path(out) if out is not None else Path("out") / default
+    return prepare_output_dir(path)
+
+
+def at_least(value: int | None, option: str, minimum: int, example: str) -> None:
+    """Refuse an integer option below ``minimum``."""
+    if value is not None and value < minimum:
+        raise CLIError(f"{option} must be >= {minimum}, got {value}; e.g. {option} {example}")
+
+
+def positive_number(value: float | None, option: str, unit: str, example: str) -> None:
+    """Refuse a number option that is not positive and finite."""
+    if value is not None and not (value > 0 and math.isfinite(value)):
+        raise CLIError(f"{option} must be a positive number of {unit}, got {value}; e.g. {option} {example}")
+
+
+def refuse_together(given: dict[str, bool], reason: str) -> None:
+    """Refuse options given together that contradict each other (``given``: option name -> was it given)."""
+    names = [name for name, on in given.items() if on]
+    if len(names) > 1:
+        raise CLIError(f"{' and '.join(names)} cannot be combined: {reason}")
+
+
+def parse_steps(text: str, *, option: str = "--steps", smallest: int = 2) -> list[int]:
+    """``"10,100,1000"`` -> ``[10, 100, 1000]`` (duplicates dropped, order kept)."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if not parts:
+        raise CLIError(f"{option} needs at least one number, e.g. {option} 10,100,1000")
+    values: list[int] = []
+    for p in parts:
+        try:
+            value = int(p.replace("_", ""))
+        except ValueError:
+            raise CLIError(f"{option}: {p!r} is not an integer; use e.g. {option} 10,100,1000") from None
+        if value < smallest:
+            what = ("every T must be >= 2 (prior and posterior)" if smallest == 2 else
+                    f"every value must be >= {smallest}")
+            raise CLIError(f"{option}: {what}, got {value}; use e.g. {option} 10,100,1000")
+        if value not in values:
+            values.append(value)
+    return values
+
+
+# --------------------------------------------------------------------------------------------- formatting
+
+
+def num(x, fmt: str) -> str:
+    """``x`` formatted, or ``-`` when missing or not finite."""
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return "-"
+    return format(x, fmt) if math.isfinite(x) else "-"
+
+
+def count(n) -> str:
+    """A count, shortened above 10,000 (12.3k, 4.5M)."""
+    n = int(n)
+    if n < 10_000:
+        return f"{n:,}"
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if n >= scale:
+            return f"{n / scale:.3g}{suffix}"
+    return str(n)  # pragma: no cover
+
+
+def seconds(x) -> str:
+    return num(x, ".3f" if float(x) < 10 else ".1f")
+
+
+def fmt_options(options: dict) -> str:
+    return "(" + ", ".join(f"{k}={v}" for k, v in options.items()) + ")"
+
+
+def wrote(out: Console, *paths: Path, note: str = "") -> None:
+    """The closing line listing the files written."""
+    out.print(f"[dim]wrote {escape(', '.join(str(p) for p in paths))}{escape(note)}[/]", soft_wrap=True)
+
+
+def print_verdict(out: Console, verdict, *, prefix: str = "bug alarm") -> None:
+    """A run-level bug alarm verdict (a ``BugAlarm`` or its saved ``to_dict()``): a red banner when it fires,
+    its warnings on the following lines."""
+    fired, message = ((verdict["fired"], verdict["message"]) if isinstance(verdict, dict) else
+                      (verdict.fired, verdict.message()))
+    text = escape(message)
+    if fired:
+        text = "[bold white on red] BUG ALARM [/]" + text[len("BUG ALARM"):]
+    else:
+        text = f"{prefix}: [green]silent[/]; " + text
+    out.print(text, soft_wrap=True)
+
+
+def write_table(frame, path: Path) -> None:
+    """Replace a derived table (summary, quartiles) atomically, so that a reader never sees half of it."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    frame.to_csv(tmp, index=False)
+    os.replace(tmp, path)

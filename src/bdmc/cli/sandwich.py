@@ -1,0 +1,246 @@
+"""``bdmc sandwich``: bounds on log p(y) of simulated data at several chain lengths, resumable, with a verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import jax
+import pandas as pd
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+import bdmc
+
+from ..checks.sandwich import exact_log_marginal_or_none
+from ..core.ais import SCHEDULES
+from ..experiments import sandwich_runs
+from ..plotting import plot_sandwich
+from ._common import (CLIError, at_least, command, console, count, fmt_options, num, output_dir, parse_steps,
+                      positive_number, print_verdict, refuse_together, seconds, wrote)
+from ._models import builtin_model, load_ppl_model, model_settings, ppl_given, ppl_label
+
+PNG_NAME = "sandwich.png"
+DIRECTIONS = sandwich_runs.DIRECTIONS
+NOISE_STDERRS = 2.0  # a bound beyond the exact value by at most this many stderr is reported as noise
+
+
+@command
+def sandwich_command(
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Built-in model name (see `bdmc models`)."),
+    numpyro: Optional[str] = typer.Option(None, "--numpyro", metavar="PATH.py:FN",
+                                          help="A NumPyro model function instead of a built-in model."),
+    pymc: Optional[str] = typer.Option(None, "--pymc", metavar="PATH.py:NAME",
+                                       help="A PyMC model, or a function of the --data arrays returning one."),
+    stan: Optional[str] = typer.Option(None, "--stan", metavar="PATH.stan",
+                                       help="A Stan program whose likelihood is multiplied by data bdmc_lambda."),
+    data: Optional[Path] = typer.Option(None, "--data", metavar="FILE.npz",
+                                        help="Arguments of the PPL program (covariates, sizes, Stan data)."),
+    observed: Optional[str] = typer.Option(None, "--observed", metavar="NAMES",
+                                           help="The program's observed variable(s), comma-separated."),
+    simulator: Optional[str] = typer.Option(None, "--simulator", metavar="PATH.py:FN",
+                                            help="Python simulator of a Stan program: fn(rng) -> (params, data)."),
+    chains: int = typer.Option(16, "--chains", "-c", help="Chains per direction and chain length."),
+    steps: str = typer.Option("10,100,1000", "--steps", "-s",
+                              help="Comma-separated numbers of intermediate distributions T (each >= 2)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of jax.random.key; simulates the data and drives every run."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory.",
+                                       show_default="out/sandwich-MODEL"),
+    schedule: str = typer.Option("sigmoidal", "--schedule", help="Annealing schedule name."),
+    method: str = typer.Option("ais", "--method",
+                               help="ais: forward/reverse AIS, --steps = T. smc: SMC/SHME, --steps = moves per case."),
+    particles: Optional[int] = typer.Option(None, "--particles", show_default="1",
+                                            help="Particles per SMC/SHME run (--method smc only)."),
+    until_gap: Optional[float] = typer.Option(
+        None, "--until-gap", help="Double T from the one --steps value until the single-run gap is below TOL nats.",
+        metavar="TOL"),
+    max_steps: Optional[int] = typer.Option(None, "--max-steps", show_default="100000",
+                                            help="Largest T tried with --until-gap.", metavar="N"),
+    option: Optional[list[str]] = typer.Option(
+        None, "--option", help="Model constructor option KEY=VALUE (repeatable), e.g. --option n=50.",
+        metavar="KEY=VALUE"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="Discard results in --out made with other settings."),
+    no_progress: bool = typer.Option(False, "--no-progress",
+                                     help="Do not show progress bars (never shown when output is not a terminal)."),
+) -> None:
+    """Sandwich log p(y) of a simulated data set between stochastic lower and upper bounds.
+
+    The model is a built-in one (--model) or a program in a PPL (--numpyro, --pymc, --stan). Rows are appended
+    to OUT/sandwich.csv as they finish; rerunning the same command resumes.
+    """
+    # Every option is checked before any work.
+    ppl = ppl_given(numpyro=numpyro, pymc=pymc, stan=stan)
+    if (ppl is None) == (model is None):
+        raise CLIError("give either --model NAME or one of --numpyro, --pymc, --stan")
+    if ppl is not None and option:
+        raise CLIError("--option applies to built-in models; a PPL program takes its arguments from --data")
+    if ppl is None and (data or observed or simulator):
+        raise CLIError("--data, --observed and --simulator apply to PPL programs (--numpyro, --pymc, --stan), "
+                       "not to --model")
+    if method not in ("ais", "smc"):
+        raise CLIError(f"--method: unknown method {method!r}; choose ais or smc")
+    refuse_together({"--particles": particles is not None, "--method ais": method == "ais"},
+                    "AIS runs single chains; particles need --method smc")
+    particles = 1 if particles is None else particles
+    step_list = parse_steps(steps, smallest=1 if method == "smc" else 2)
+    at_least(chains, "--chains", 1, "16")
+    at_least(seed, "--seed", 0, "0")
+    at_least(particles, "--particles", 1, "8")
+    if schedule not in SCHEDULES:
+        raise CLIError(f"--schedule: unknown schedule {schedule!r}; choose one of: {', '.join(sorted(SCHEDULES))}")
+    positive_number(until_gap, "--until-gap", "nats", "0.5")
+    if until_gap is not None and len(step_list) > 1:
+        raise CLIError(f"--until-gap doubles T from one starting value, but --steps gives {len(step_list)}; "
+                       f"give one, e.g. --steps {step_list[0]}")
+    if max_steps is not None and until_gap is None:
+        raise CLIError("--max-steps bounds the doubling of --until-gap; without --until-gap list the lengths in "
+                       "--steps")
+    max_steps = 100_000 if max_steps is None else max_steps
+    if max_steps < step_list[0]:
+        raise CLIError(f"--max-steps must be >= the --steps value {step_list[0]}, got {max_steps}")
+
+    name = ppl_label(*ppl) if ppl is not None else model
+    out = output_dir(out, f"sandwich-{name.replace(':', '-')}")
+    if ppl is not None:
+        model_obj, model_options = load_ppl_model(*ppl, data=data, observed=observed, simulator=simulator)
+    else:
+        model_obj, model_options = builtin_model(model, option or [])
+    settings = {
+        "command": "sandwich", "model": name, "options": model_settings(model_obj, model_options), "seed": seed,
+        "chains": chains, "schedule": schedule, "method": method, "particles": particles,
+        "x64": bool(jax.config.jax_enable_x64), "until_gap": until_gap,
+        "max_steps": max_steps if until_gap is not None else None, "bdmc_version": bdmc.__version__,
+    }
+    store = sandwich_runs.open_sandwich_store(out, settings, overwrite=overwrite, discard=(PNG_NAME,))
+
+    stdout = console()
+    key = jax.random.key(seed)
+    # The data sandwich() would simulate from this key, simulated here so the table knows whether an exact
+    # value is affordable (enumeration and quadrature only work on small instances).
+    data_sim, exact_latent = bdmc.simulate(jax.random.split(key)[0], model_obj)
+    exact_known = exact_log_marginal_or_none(model_obj, data_sim) is not None
+    printer = RowPrinter(stdout, exact_known=exact_known, knob="moves" if method == "smc" else "T")
+    stdout.print(f"[bold]bdmc sandwich[/]  model [cyan]{escape(name)}[/] {escape(fmt_options(settings['options']))}",
+                 soft_wrap=True)
+    lengths = (f"until single-run gap < {until_gap:g} nats (T = {step_list[0]}, doubling, <= {max_steps})"
+               if until_gap is not None else f"T = {', '.join(map(str, step_list))}")
+    stdout.print(f"chains {chains} · seed {seed} · schedule {schedule} · {lengths}", soft_wrap=True)
+    if store.resumed:
+        stdout.print(f"[dim]resuming from {escape(str(store.csv))}: {store.resumed} row(s) already done[/]",
+                     soft_wrap=True)
+    printer.header()
+    for row in sorted(store.rows, key=_row_order):
+        printer.row(row, resumed=True)
+
+    run = sandwich_runs.run_sandwich(
+        key, model_obj, data_sim, exact_latent, store=store, steps=step_list, num_chains=chains, schedule=schedule,
+        method=method, num_particles=particles, until_gap=until_gap, max_steps=max_steps, on_row=printer.row,
+        progress=not no_progress and stdout.is_terminal)
+
+    title = f"{name}: BDMC sandwich, {chains} chains per direction, seed {seed}"
+    plot_sandwich(run.table, title=title).savefig(out / PNG_NAME, dpi=150)
+    printer.summary(run.table, until_gap=until_gap, verdict=run.verdict)
+    wrote(stdout, store.csv, store.json, out / PNG_NAME, note=f" ({len(run.table)} rows, {run.new} new)")
+
+
+def _row_order(row: dict):
+    return (int(row["num_steps"]), DIRECTIONS.index(row["direction"]) if row["direction"] in DIRECTIONS else 2)
+
+
+class RowPrinter:
+    """Prints rows of the sandwich table one at a time, as one continuous rich table (fits 80 columns)."""
+
+    def __init__(self, out, *, exact_known: bool, knob: str = "T"):
+        self.console, self.exact_known, self.knob = out, exact_known, knob
+        self.columns = [(knob, 5, "right"), ("direction", 9, "left"), ("value ± stderr", 16, "right")]
+        if exact_known:
+            self.columns.append(("− exact", 7, "right"))
+        self.columns += [("mean\nsingle", 8, "right"), ("gap\nsingle", 7, "right"), ("seconds", 7, "right"),
+                         ("compile\ns", 7, "right"), ("lik.\nevals", 6, "right")]
+        self.width = sum(w for _, w, _ in self.columns) + len(self.columns) - 1
+
+    def _print(self, show_header: bool, cells=None, style=None) -> None:
+        # One table per row with fixed minimum widths, so rows line up with the header printed earlier.
+        table = Table(box=None, show_header=show_header, pad_edge=False, padding=(0, 0, 0, 1),
+                      header_style="bold", collapse_padding=False)
+        for name, width, justify in self.columns:
+            table.add_column(name, min_width=width, justify=justify, no_wrap=True, vertical="bottom")
+        if cells is not None:
+            table.add_row(*cells, style=style)
+        self.console.print(table, width=max(self.console.width, self.width))
+
+    def header(self) -> None:
+        self._print(show_header=True)
+        self.console.print("─" * self.width, style="dim", width=max(self.console.width, self.width))
+
+    def row(self, row: dict, *, resumed: bool = False) -> None:
+        color = "blue" if row["direction"] == "forward" else "red"
+        value, stderr = float(row["value"]), float(row["stderr"])
+        cells = [str(int(row["num_steps"])), f"[{color}]{row['direction']}[/]",
+                 f"{num(value, '.3f' if abs(value) < 1000 else '.2f')} ± "
+                 f"{num(stderr, '.3f' if not stderr >= 10 else '.2f')}"]
+        if self.exact_known:
+            cells.append(num(value - float(row["exact"]), "+.3f"))
+        cells += [num(row["mean_single"], ".3f"), num(row["gap_single"], ".3f"), seconds(row["seconds"]),
+                  seconds(row["compile_seconds"]), count(row["n_evals"])]
+        self._print(show_header=False, cells=cells, style="dim" if resumed else None)
+
+    def summary(self, table, *, until_gap, verdict) -> None:
+        """Final gap, whether ``--until-gap`` was reached, the bug alarm and the sandwich around an exact value."""
+
+        def say(text):
+            self.console.print(text, soft_wrap=True)
+
+        say("")
+        exact = table["exact"].dropna()
+        exact = float(exact.iloc[0]) if len(exact) else None
+        if exact is not None:
+            say(f"exact log p(y) = [bold]{exact:.4f}[/]")
+        # pivot, not pivot_table: a single chain has NaN standard errors, which pivot_table would drop.
+        pairs = table.pivot(index="num_steps", columns="direction", values=["value", "stderr"])
+        if not set(DIRECTIONS) <= set(pairs["value"].columns):
+            say("[yellow]no chain length has both bounds yet; no gap to report[/]")
+            return
+        pairs = pairs[pairs["value"][list(DIRECTIONS)].notna().all(axis=1)]
+        value, se = pairs["value"], pairs["stderr"]
+        T = int(value.index.max())
+        lower, upper = value.loc[T, "forward"], value.loc[T, "reverse"]
+        single = table.loc[table["num_steps"] == T, "gap_single"].dropna()
+        line = (f"final gap at {self.knob}={T}: [bold]{upper - lower:.4f}[/] nats (combined bounds {lower:.4f} .. "
+                f"{upper:.4f}{'; crossed' if upper < lower else ''})")
+        say(line + (f", single-run gap {float(single.iloc[0]):.4f}" if len(single) else ""))
+        if until_gap is not None:
+            reached = len(single) and float(single.iloc[0]) < until_gap
+            say(f"until-gap {until_gap:g}: " + ("[green]reached[/]" if reached else "[yellow]not reached by --max-steps[/]"))
+        if verdict is not None:
+            self.alarm(verdict)
+        if exact is None:
+            say("[dim]no exact value for this model; the gap bounds the error of either estimate[/]")
+            return
+        # How far each bound lies on the wrong side of the exact value, in nats and in its own stderr.
+        excess = pd.DataFrame({"forward": value["forward"] - exact, "reverse": exact - value["reverse"]})
+        slack = 1e-9 * max(1.0, abs(exact))  # rounding, e.g. when both bounds are exact
+        holds = (excess <= slack).all(axis=1)
+        within = (excess <= NOISE_STDERRS * se[list(DIRECTIONS)].fillna(0.0) + slack).all(axis=1)
+        if holds.loc[T]:
+            state = "[green]holds[/]"
+        elif within.loc[T]:
+            state = f"[yellow]holds within noise[/] (crossed by <= {NOISE_STDERRS:g} stderr)"
+        else:
+            state = f"[bold red]VIOLATED[/] (by more than {NOISE_STDERRS:g} stderr)"
+        say(f"sandwich around the exact value at {self.knob}={T}: {state}; lower {lower - exact:+.4f}, upper "
+            f"{upper - exact:+.4f} nats from exact")
+        say(f"holds at {int(holds.sum())}/{len(holds)} chain lengths, within {NOISE_STDERRS:g} stderr at "
+            f"{int(within.sum())}/{len(within)}")
+        if se[list(DIRECTIONS)].isna().any().any():
+            say("[dim]one chain per direction: no standard errors, so 'within noise' means exactly[/]")
+        if not within.all():
+            bad = ", ".join(str(int(t)) for t in within.index[~within.to_numpy(dtype=bool)])
+            say(f"[bold red]a bound is off by more than {NOISE_STDERRS:g} stderr at {self.knob} = {bad}: unlikely "
+                "by chance, though with few chains the stderr itself is unreliable[/]")
+
+    def alarm(self, verdict) -> None:
+        """The run-level bug alarm over every lower and upper bound, prominently when it fires."""
+        print_verdict(self.console, verdict)
+

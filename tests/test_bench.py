@@ -9,13 +9,12 @@ import jax
 import numpy as np
 import pandas as pd
 import pytest
-import typer
 from scipy import stats
 from scipy.special import logsumexp
 from typer.testing import CliRunner
 
 import bdmc
-from bdmc.cli_bench import bench_command
+from bdmc.cli import app
 from bdmc.experiments import bench
 from bdmc.models import GaussianMean
 from bdmc.plotting.bench import plot_bench
@@ -25,6 +24,13 @@ KNOBS = {name: [2, 4] for name in bench.available(MODEL)}
 TRIALS = 4
 SETTINGS = dict(knobs=KNOBS, trials=TRIALS, truth_steps=200, truth_chains=8)
 TIMING = ["seconds", "seconds_batch", "compile_seconds"]
+
+
+class NoClosedForm(GaussianMean):
+    """GaussianMean as if its log-ML had no closed form: the harness must fall back on AIS."""
+
+    def exact_log_marginal(self, data):
+        raise ValueError("no closed form here")
 
 
 @pytest.fixture(scope="module")
@@ -93,24 +99,44 @@ def test_scores_recompute_from_the_stored_trials(sweep):
     assert rules == {name: expected_rules[name] for name in KNOBS}
 
 
-def test_ground_truth_is_the_average_of_agreeing_bounds(sweep):
+def test_ground_truth_is_the_closed_form_with_the_ais_sandwich_beside_it(sweep):
     table, out = sweep
-    saved = json.loads((out / bench.JSON_NAME).read_text())["truth"]
-    assert table["truth"].eq(saved["value"]).all()
-    assert saved["value"] == pytest.approx(0.5 * (saved["forward"] + saved["reverse"]), abs=1e-12)
-    assert abs(saved["reverse"] - saved["forward"]) <= 1.0
+    saved = json.loads((out / bench.JSON_NAME).read_text())
+    truth = saved["truth"]
     data, _ = bdmc.simulate(jax.random.fold_in(jax.random.key(7), 0), MODEL)
-    assert saved["value"] == pytest.approx(float(MODEL.exact_log_marginal(data)), abs=0.1)
+    exact = float(MODEL.exact_log_marginal(data))
+    assert truth["value"] == exact and truth["exact"] == exact and truth["source"] == "closed form"
+    assert table["truth"].eq(exact).all() and saved["settings"]["truth_source"] == "closed form"
+    assert 0.5 * (truth["forward"] + truth["reverse"]) == pytest.approx(exact, abs=0.1)  # AIS, reported
+    assert truth["alarm"]["fired"] is False and truth["num_steps"] == 200
+
+
+def test_without_a_closed_form_the_truth_is_the_average_of_agreeing_bounds(key):
+    model = NoClosedForm(n=5, dim=2)
+    data, latent = bdmc.simulate(key, model)
+    truth = bench.ground_truth(key, model, data, latent, num_steps=200, num_chains=8)
+    assert truth.source == "AIS" and truth.exact is None and truth.value == truth.ais
+    assert abs(truth.gap) <= 1.0 and truth.value == pytest.approx(float(MODEL.exact_log_marginal(data)), abs=0.1)
 
 
 def test_ground_truth_refuses_when_forward_and_reverse_disagree(key, spies):
-    data, latent = bdmc.simulate(key, MODEL)
+    model = NoClosedForm(n=5, dim=2)
+    data, latent = bdmc.simulate(key, model)
     with pytest.raises(bench.GroundTruthError, match="refuses to score"):
-        bench.ground_truth(key, MODEL, data, latent, num_steps=3, num_chains=4, tol=1e-6)
+        bench.ground_truth(key, model, data, latent, num_steps=3, num_chains=4, tol=1e-6)
     with pytest.raises(bench.GroundTruthError):
-        bench.run_bench(key, MODEL, estimators=["lw"], knobs={"lw": [2]}, trials=3, truth_steps=3, truth_chains=4,
+        bench.run_bench(key, model, estimators=["lw"], knobs={"lw": [2]}, trials=3, truth_steps=3, truth_chains=4,
                         truth_tol=1e-6)
     assert "lw" not in spies  # nothing is scored without a ground truth
+
+
+@pytest.mark.parametrize("bad", [{"truth_tol": 0.0}, {"truth_tol": -1.0}, {"truth_chains": 0}, {"truth_steps": 1},
+                                 {"trials": 1}])
+def test_impossible_truth_settings_are_refused_before_any_work(key, spies, bad):
+    settings = {"trials": 3, "truth_steps": 10, "truth_chains": 4, "truth_tol": 1.0, **bad}
+    with pytest.raises(bench.BenchSettingsError, match=next(iter(bad))):
+        bench.run_bench(key, MODEL, estimators=["lw"], knobs={"lw": [2]}, **settings)
+    assert spies == []
 
 
 def test_resume_recomputes_nothing_and_returns_the_same_table(sweep, spies):
@@ -129,13 +155,21 @@ def test_interrupted_sweep_redoes_only_the_missing_row(sweep, spies, tmp_path):
     again = bench.run_bench(jax.random.key(7), MODEL, estimators=list(KNOBS), out=tmp_path, **SETTINGS)
     assert spies == [list(KNOBS)[-1]]
     pd.testing.assert_frame_equal(again.drop(columns=TIMING), table.drop(columns=TIMING), check_exact=True)
+    # Killed while writing the last row: it ends inside a number, without its newline.
+    text = (tmp_path / bench.CSV_NAME).read_text()
+    last = text.splitlines()[-1]
+    (tmp_path / bench.CSV_NAME).write_text(text[:len(text) - len(last) - 1] + last[:last.index(",", 40) + 3])
+    with pytest.warns(UserWarning, match="cut off"):
+        again = bench.run_bench(jax.random.key(7), MODEL, estimators=list(KNOBS), out=tmp_path, **SETTINGS)
+    assert spies == [list(KNOBS)[-1]] * 2
+    pd.testing.assert_frame_equal(again.drop(columns=TIMING), table.drop(columns=TIMING), check_exact=True)
 
 
 def test_changed_settings_are_refused_unless_overwrite(sweep, tmp_path):
     _, out = sweep
     for name in (bench.CSV_NAME, bench.JSON_NAME):
         (tmp_path / name).write_bytes((out / name).read_bytes())
-    with pytest.raises(bench.BenchSettingsError, match="trials"):
+    with pytest.raises(bench.BenchSettingsError, match="trials: 4 -> 5"):
         bench.run_bench(jax.random.key(7), MODEL, estimators=list(KNOBS), out=tmp_path, **{**SETTINGS, "trials": 5})
     with pytest.raises(bench.BenchSettingsError, match="seed"):
         bench.run_bench(jax.random.key(8), MODEL, estimators=list(KNOBS), out=tmp_path, **SETTINGS)
@@ -196,46 +230,74 @@ def test_plot_draws_estimates_zoom_and_log_log_rmse(sweep, tmp_path):
     assert (tmp_path / "b.png").read_bytes().startswith(b"\x89PNG")
 
 
+def bench_cli(*args):
+    return CliRunner().invoke(app, ["bench", *args])
+
+
+CLI_ARGS = ["--model", "gaussian-mean", "--option", "n=5", "--option", "dim=2", "--trials", "3", "--truth-steps",
+            "50", "--truth-chains", "8", "--seed", "1"]
+
+
 def test_bench_command_end_to_end(tmp_path):
-    app = typer.Typer()
-    app.command(name="bench")(bench_command)
-
-    @app.callback()
-    def _root():
-        """Keep ``bench`` a subcommand."""
-
-    args = ["bench", "--model", "gaussian-mean", "--option", "n=5", "--option", "dim=2", "--estimators", "lw,ais",
-            "--knobs", "lw=2,4", "--knobs", "ais=2,8", "--trials", "3", "--truth-chains", "8", "--seed", "1",
-            "--out", str(tmp_path)]
-    runner = CliRunner()
-    result = runner.invoke(app, args)
+    args = CLI_ARGS + ["--estimators", "lw,ais", "--knobs", "lw=2,4", "--knobs", "ais=2", "--out", str(tmp_path)]
+    result = bench_cli(*args)
     assert result.exit_code == 0, result.output
     table = pd.read_csv(tmp_path / bench.CSV_NAME)
-    assert list(zip(table["estimator"], table["knob"])) == [("lw", 2), ("lw", 4), ("ais", 2), ("ais", 8)]
-    assert table["truth_steps"].eq(8).all()  # default: the largest AIS knob
+    assert list(zip(table["estimator"], table["knob"])) == [("lw", 2), ("lw", 4), ("ais", 2)]
+    assert table["truth_steps"].eq(50).all()  # the truth's own budget, not an estimator's knob
+    model = GaussianMean(n=5, dim=2)
+    data, _ = bdmc.simulate(jax.random.fold_in(jax.random.key(1), 0), model)
+    saved = json.loads((tmp_path / bench.JSON_NAME).read_text())["truth"]
+    assert saved["value"] == float(model.exact_log_marginal(data)) and saved["source"] == "closed form"
+    assert table["truth"].eq(saved["value"]).all()
     summary = pd.read_csv(tmp_path / "summary.csv")
-    assert len(summary) == 4 and set(summary["threshold"]) == {10.0, 1.0}
+    assert set(summary["estimator"]) == {"lw", "ais"} and set(summary["threshold"]) == {10.0, 1.0}
     assert (tmp_path / "bench.png").read_bytes().startswith(b"\x89PNG")
-    assert "ground truth" in result.output and "time to reach RMSE" in result.output
-    again = runner.invoke(app, args)
+    text = " ".join(result.output.split())
+    assert "(closed form;" in text and "from the closed form" in text and "time to reach RMSE" in text
+    assert "bug alarm on the ground-truth runs: silent" in text
+    again = bench_cli(*args[:-8], "--estimators", "lw", "--knobs", "lw=2,4", "--out", str(tmp_path))
     assert again.exit_code == 0, again.output
-    assert "4 row(s) resumed" in again.output
+    assert "3 row(s) resumed" in again.output  # a rerun with fewer estimators keeps and summarizes them all
+    assert set(pd.read_csv(tmp_path / "summary.csv")["estimator"]) == {"lw", "ais"}
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / bench.CSV_NAME), table)
-    refused = runner.invoke(app, args + ["--trials", "4"])
-    assert refused.exit_code == 1 and "BenchSettingsError" in refused.output
+    refused = bench_cli(*args, "--trials", "4")
+    assert refused.exit_code == 1 and "trials: 3 -> 4" in refused.stderr and "Traceback" not in refused.output
+    assert len(refused.stderr.strip().splitlines()) == 1
+
+
+def test_bench_command_refuses_a_bad_truth_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(bench, "exact_log_marginal_or_none", lambda model, data: None)
+    result = bench_cli(*CLI_ARGS[:-6], "--estimators", "lw", "--knobs", "lw=2", "--truth-steps", "3",
+                       "--truth-chains", "4", "--truth-tol", "1e-6", "--out", str(tmp_path))
+    assert result.exit_code == 1, result.output
+    assert "GroundTruthError" in result.stderr and "refuses to score" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / bench.CSV_NAME).exists()
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--truth-tol", "0"], "--truth-tol"), (["--truth-tol", "-1"], "--truth-tol"),
+    (["--truth-chains", "0"], "--truth-chains"), (["--trials", "0"], "--trials"), (["--truth-steps", "1"], "--truth-steps"),
+    (["--estimators", "lw,nope"], "nope"), (["--knobs", "ais=0"], "--knobs"), (["--knobs", "smc=2"], "smc"),
+    (["--option", "n=-5"], "n=-5"),
+])
+def test_bench_command_refuses_impossible_settings_before_any_work(tmp_path, args, needle):
+    result = bench_cli("--model", "gaussian-mean", "--estimators", "lw", "--out", str(tmp_path / "o"), *args)
+    assert result.exit_code == 1, result.output
+    assert needle in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o" / bench.JSON_NAME).exists()
+
+
+def test_bench_command_refuses_an_output_path_that_is_a_file(tmp_path):
+    (tmp_path / "f").write_text("")
+    result = bench_cli("--model", "gaussian-mean", "--out", str(tmp_path / "f"))
+    assert result.exit_code == 1 and "is a file" in result.stderr
 
 
 def test_bench_command_on_a_local_dask_cluster(tmp_path):
-    app = typer.Typer()
-    app.command(name="bench")(bench_command)
-
-    @app.callback()
-    def _root():
-        """Keep ``bench`` a subcommand."""
-
-    result = CliRunner().invoke(app, ["bench", "-m", "gaussian-mean", "--option", "n=5", "--option", "dim=2",
-                                      "-e", "lw", "-k", "lw=2", "-t", "3", "--truth-steps", "50", "--truth-chains", "8",
-                                      "--scheduler", "local", "-o", str(tmp_path)])
+    result = bench_cli("-m", "gaussian-mean", "--option", "n=5", "--option", "dim=2", "-e", "lw", "-k", "lw=2",
+                       "-t", "3", "--truth-steps", "50", "--truth-chains", "8", "--scheduler", "local",
+                       "-o", str(tmp_path))
     assert result.exit_code == 0, result.output
     table = pd.read_csv(tmp_path / bench.CSV_NAME)
     assert list(table["estimator"]) == ["lw"] and table["truth_steps"].eq(50).all()

@@ -182,7 +182,8 @@ class RunStore:
         lines = text.split("\n")
         complete = text.endswith("\n")
         lines = lines[:-1]  # after the last newline: "" when complete, a cut-off fragment otherwise
-        if not complete and not lines:  # cut inside the header
+        if not complete and not lines:  # cut inside the header: no row was finished
+            warnings.warn(f"{self.csv}: its header is cut off; rewritten", DamagedRowWarning, stacklevel=3)
             self._rewrite([])
             return
         header = next(csv.reader([lines[0]]))

@@ -1,0 +1,99 @@
+"""The output store of every command: atomic settings, appended rows, damaged-row recovery, settings diffs."""
+
+import json
+import math
+
+import pytest
+
+from bdmc.experiments.store import DamagedRowWarning, RunStore, StoreError, prepare_output_dir
+
+DTYPES = {"name": str, "knob": int, "value": float, "flag": bool}
+SETTINGS = {"seed": 0, "chains": 4, "version": "a"}
+
+
+def open_store(out, settings=SETTINGS, **kwargs):
+    return RunStore(out, csv_name="rows.csv", dtypes=DTYPES, key=("name", "knob"), settings=settings,
+                    compare=("seed", "chains"), **kwargs)
+
+
+def rows(n):
+    return [{"name": "x", "knob": k, "value": -16.415 + k / 3, "flag": k % 2 == 0} for k in range(1, n + 1)]
+
+
+def test_rows_round_trip_exactly_and_the_settings_file_states_the_contents(tmp_path):
+    store = open_store(tmp_path)
+    odd = [{"name": "a,b \"q\"", "knob": 1, "value": math.nan, "flag": True},
+           {"name": "c", "knob": 2, "value": 1e-310, "flag": False},
+           {"name": "c", "knob": 3, "value": -math.inf, "flag": False}, *rows(3)]
+    store.append(*odd[:2])
+    store.append(*odd[2:])
+    saved = json.loads((tmp_path / "settings.json").read_text())
+    assert saved["settings"] == SETTINGS and saved["contents"]["rows"] == 6
+    assert saved["contents"]["keys"][:2] == [["a,b \"q\"", 1], ["c", 2]]
+    again = open_store(tmp_path)
+    assert again.resumed == 6
+    for got, want in zip(again.rows, odd):
+        assert got.keys() == want.keys()
+        assert all(got[k] == want[k] or (k == "value" and math.isnan(got[k]) and math.isnan(want[k])) for k in got)
+    assert not list(tmp_path.glob(".*tmp"))  # atomic writes leave no temporary files behind
+
+
+@pytest.mark.parametrize("cut", ["inside-a-number", "inside-the-header"])
+def test_a_cut_last_row_is_dropped_with_a_warning(tmp_path, cut):
+    open_store(tmp_path).append(*rows(3))
+    text = (tmp_path / "rows.csv").read_text()
+    if cut == "inside-a-number":
+        start = text.rstrip("\n").rindex("\n") + 1
+        damaged = text[:start + 8]  # the last row cut to "x,3,-15." without the rest or its newline
+        expect = 2
+    else:
+        damaged = text[:6]
+        expect = 0
+    (tmp_path / "rows.csv").write_text(damaged)
+    with pytest.warns(DamagedRowWarning, match="cut off"):
+        store = open_store(tmp_path)
+    assert [r["knob"] for r in store.rows] == [1, 2][:expect]
+    store.append(*rows(3)[expect:])  # the recomputed rows follow on clean lines
+    assert [r["knob"] for r in open_store(tmp_path).rows] == [1, 2, 3]
+
+
+def test_a_last_row_that_does_not_parse_is_dropped_but_damage_elsewhere_is_refused(tmp_path):
+    open_store(tmp_path).append(*rows(3))
+    lines = (tmp_path / "rows.csv").read_text().splitlines(keepends=True)
+    (tmp_path / "rows.csv").write_text("".join(lines[:-1]) + "x,3,-1.5\n")  # a field missing
+    with pytest.warns(DamagedRowWarning, match="3 fields, expected 4"):
+        assert len(open_store(tmp_path).rows) == 2
+    (tmp_path / "rows.csv").write_text(lines[0] + "x,1,abc,True\n" + "".join(lines[2:]))
+    with pytest.raises(StoreError, match="line 2 is damaged"):
+        open_store(tmp_path)
+
+
+def test_changed_settings_are_listed_and_overwrite_discards(tmp_path):
+    open_store(tmp_path).append(*rows(2))
+    (tmp_path / "figure.png").write_bytes(b"old")
+    with pytest.raises(StoreError, match=r"seed: 0 -> 1; chains: 4 -> 8.*--overwrite"):
+        open_store(tmp_path, {**SETTINGS, "seed": 1, "chains": 8})
+    informational = open_store(tmp_path, {**SETTINGS, "version": "b"})  # not compared: resumed, updated
+    assert informational.resumed == 2
+    assert json.loads((tmp_path / "settings.json").read_text())["settings"]["version"] == "b"
+    fresh = open_store(tmp_path, {**SETTINGS, "seed": 1}, overwrite=True, discard=("figure.png",))
+    assert fresh.rows == [] and not (tmp_path / "rows.csv").exists() and not (tmp_path / "figure.png").exists()
+    assert json.loads((tmp_path / "settings.json").read_text())["settings"]["seed"] == 1
+
+
+def test_rows_without_settings_and_settings_of_older_versions(tmp_path):
+    open_store(tmp_path).append(*rows(1))
+    (tmp_path / "settings.json").unlink()
+    with pytest.raises(StoreError, match="without settings.json"):
+        open_store(tmp_path)
+    (tmp_path / "settings.json").write_text(json.dumps(SETTINGS))  # the flat layout of older versions
+    assert open_store(tmp_path).resumed == 1
+
+
+def test_an_unusable_output_directory_is_refused(tmp_path):
+    (tmp_path / "f").write_text("")
+    with pytest.raises(StoreError, match="is a file"):
+        prepare_output_dir(tmp_path / "f")
+    with pytest.raises(StoreError, match="cannot create"):
+        prepare_output_dir(tmp_path / "f" / "sub")
+    assert prepare_output_dir(tmp_path / "new" / "dir").is_dir()

@@ -125,7 +125,7 @@ def test_bread_real_end_to_end_resumes_and_refuses_other_settings(regression, tm
     monkeypatch.setattr(protocol, "reverse_ais", refuse)
     again = bread_real(jax.random.key(5), model, data, progress=False, **kwargs)
     pd.testing.assert_frame_equal(again.runs, res.runs)
-    with pytest.raises(BDMCError, match="other settings"):
+    with pytest.raises(BDMCError, match="different settings.*num_chains: 12 -> 13"):
         bread_real(jax.random.key(5), model, data, progress=False, **{**kwargs, "num_chains": 13})
 
 

@@ -7,7 +7,8 @@ pooled) is recorded with the uncertified falling-forward warning and, for compar
 verdict replaced (a mean per-pair gap more than 5 standard errors below zero at some T). The alarm's stated
 level is 0.01 (Markov's inequality); the table gives each rate with a 95% Clopper-Pearson interval.
 
-Rows are appended to ``rows.jsonl`` as each sandwich finishes; a rerun resumes.
+Rows are appended to ``rows.jsonl`` as each sandwich finishes, each with its sandwich table, so the verdict can
+be recomputed from the data (``alarm_from_table``); a rerun resumes.
 
     python benchmarks/alarm_calibration.py                    # 4 models x {AIS, SMC}, 300 seeds each
     python benchmarks/alarm_calibration.py --seeds 20 --out /tmp/cal   # a quick look
@@ -46,12 +47,13 @@ def one(model, method: str, seed: int, *, chains: int, particles: int) -> dict:
     res = bdmc.sandwich(jax.random.key(seed), model, steps=METHODS[method], num_chains=chains, method=method,
                         num_particles=particles if method == "smc" else 1, progress=False)
     v = res.verdict
+    table = res.table[["method", "num_steps", "direction", "value", "mean_single", "stderr_single", "num_chains"]]
     fwd = res.table[res.table["direction"] == "forward"]
     z = fwd["gap_single"] / fwd["gap_single_stderr"]
     old = bool(((fwd["gap_single"] < 0) & ((fwd["gap_single_stderr"] == 0) | (z < -OLD_Z))).any())
     return {"fired": bool(v.fired), "p_bound": v.p_bound, "crossing": v.crossing, "warned": bool(v.warned),
             "worst_lower": v.worst.lower, "worst_upper": v.worst.upper, "worst_nats": v.worst.nats,
-            "old_rule": old, "seconds": time.perf_counter() - start}
+            "old_rule": old, "seconds": time.perf_counter() - start, "table": table.to_dict("list")}
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:

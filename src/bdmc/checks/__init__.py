@@ -3,9 +3,11 @@ consistency and the Geweke test."""
 
 from .alarm import BugAlarm, alarm_from_table, bug_alarm
 from .bread import BreadResult, bread
+from .compare import DensityComparison, ModelComparison, compare_models
 from .consistency import ConsistencyResult, conditional_consistency
 from .geweke import GewekeResult, geweke
 from .sandwich import SandwichResult, sandwich
 
 __all__ = ["BreadResult", "BugAlarm", "ConsistencyResult", "GewekeResult", "SandwichResult", "alarm_from_table",
-           "bread", "bug_alarm", "conditional_consistency", "geweke", "sandwich"]
+           "bread", "bug_alarm", "conditional_consistency", "geweke", "sandwich",
+           "DensityComparison", "ModelComparison", "compare_models"]

@@ -3,6 +3,7 @@
 from ._contract import Model, log_density, simulate, validate_data
 from .binary_attributes import BinaryAttributes, BinaryAttributesHyper
 from .clustering import Clustering, ClusteringHyper
+from .correlated_gaussian import CorrelatedGaussianMean
 from .finite_mixture import FiniteMixture
 from .gaussian_mean import GaussianMean
 from .linear_regression import LinearRegression
@@ -11,6 +12,7 @@ from .niw_mixture import NIWMixture
 
 REGISTRY = {
     "gaussian-mean": GaussianMean,
+    "correlated-gaussian": CorrelatedGaussianMean,
     "linear-regression": LinearRegression,
     "finite-mixture": FiniteMixture,
     "clustering": Clustering,
@@ -31,5 +33,5 @@ def get_model(name: str, **options) -> Model:
     return cls(**options)
 
 
-__all__ = ["BinaryAttributes", "BinaryAttributesHyper", "Clustering", "ClusteringHyper", "Model", "log_density", "simulate", "validate_data", "FiniteMixture", "GaussianMean",
+__all__ = ["BinaryAttributes", "BinaryAttributesHyper", "Clustering", "ClusteringHyper", "CorrelatedGaussianMean", "Model", "log_density", "simulate", "validate_data", "FiniteMixture", "GaussianMean",
            "LinearRegression", "LowRank", "LowRankHyper", "NIWMixture", "REGISTRY", "get_model"]

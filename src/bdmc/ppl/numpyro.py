@@ -110,6 +110,23 @@ class NumPyroModel:
         trace = handlers.trace(program).get_trace(*self.args, **self.kwargs)
         return {n: trace[n]["value"] for n in self.latent_sites}
 
+    def unconstrain(self, values: Mapping[str, Any]) -> dict:
+        """The latent (unconstrained) representation of site values given on their natural space.
+
+        The inverse of :meth:`constrain`: ``values`` maps every latent site to a constrained value (e.g.
+        ``{"s2": 0.8, "beta": ...}``), and the result is what :meth:`sample_prior` returns, e.g. the start of a
+        reverse run from a latent drawn elsewhere (:func:`bdmc.checks.compare_models`).
+        """
+        missing = sorted(set(self.latent_sites) - set(values))
+        if missing:
+            raise BDMCError(f"unconstrain needs every latent site of {_name(self.model_fn)}; missing {missing}")
+        handlers, transforms = self._numpyro.handlers, self._numpyro.distributions.transforms
+        # Substituted values fix the supports that depend on other sites (e.g. Uniform(0, a)).
+        program = handlers.substitute(handlers.seed(self.model_fn, jax.random.key(0)),
+                                      data={n: jnp.asarray(values[n]) for n in self.latent_sites})
+        trace = handlers.trace(program).get_trace(*self.args, **self.kwargs)
+        return {n: transforms.biject_to(trace[n]["fn"].support).inv(trace[n]["value"]) for n in self.latent_sites}
+
     # ---------------------------------------------------------------------------------------- internals
 
     def _trace(self, key):

@@ -12,6 +12,7 @@ if _os.environ.get("BDMC_X64", "1") != "0":
 
 from . import checks, estimators, exact, kernels, models, ppl, schedules  # noqa: E402
 from ._errors import BDMCError, DataError, MissingExtraError, NonFiniteLogWeightError, ScheduleError  # noqa: E402
+from ._errors import NonFiniteLogDensityError  # noqa: E402
 from .core.ais import forward_ais, reverse_ais  # noqa: E402
 from .checks.alarm import BugAlarm, bug_alarm  # noqa: E402
 from .checks.bread import BreadResult, bread  # noqa: E402
@@ -27,7 +28,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AnnealResult", "BDMCError", "BreadResult", "BugAlarm", "bread", "bug_alarm", "checks", "DataError", "Estimate",
     "bracket", "estimators",
-    "MissingExtraError", "NonFiniteLogWeightError", "ScheduleError", "StepInfo", "anneal", "exact", "forward_ais",
+    "MissingExtraError", "NonFiniteLogDensityError", "NonFiniteLogWeightError", "ScheduleError", "StepInfo", "anneal", "exact", "forward_ais",
     "gap", "kernels", "log_harmonic_mean", "log_mean_exp", "models", "ppl", "reverse_ais", "SandwichResult",
     "sandwich", "schedules", "shme", "simulate", "smc",
 ]

@@ -18,15 +18,65 @@ class DataError(BDMCError, ValueError):
 
 
 class NonFiniteLogWeightError(BDMCError, FloatingPointError):
-    """A log-weight became NaN or +inf during an annealing run (a bug, never a result)."""
+    """A log-weight or an estimate became NaN or +inf (a bug, never a result).
 
-    def __init__(self, *, step: int, lam, chain: int, n_bad: int, direction: str):
+    Raised by the annealing engine with ``step``, ``lam``, ``chain`` and ``n_bad`` set, and by
+    :meth:`bdmc.Estimate.from_runs` (with only a message) when an estimator's runs are not finite.
+    """
+
+    def __init__(self, message: str | None = None, *, step: int | None = None, lam=None, chain: int | None = None,
+                 n_bad: int | None = None, direction: str = "annealing"):
         self.step, self.lam, self.chain, self.n_bad = step, lam, chain, n_bad
-        super().__init__(
-            f"{direction} annealing produced a non-finite (NaN or +inf) log-weight increment at step {step} "
-            f"(lambda = {lam}) in chain {chain}; {n_bad} chain(s) affected. This is a bug in the model's "
-            "log density or the kernel, not a result."
+        if message is None:
+            message = (
+                f"{direction} produced a non-finite (NaN or +inf) log-weight increment at step {step} "
+                f"(lambda = {lam}) in chain {chain}; {n_bad} chain(s) affected. This is a bug in the model's "
+                "log density or the kernel, not a result."
+            )
+        super().__init__(message)
+
+
+class NonFiniteLogDensityError(NonFiniteLogWeightError):
+    """A log density evaluated during a run was NaN or +inf.
+
+    Any density a kernel or a weight evaluates counts, rejected proposals and intermediate leapfrog or NUTS
+    points included; -inf (zero density) is legal. Attributes name the culprit where it is known (None
+    otherwise): ``term`` (``"log_prior"``, ``"log_likelihood"``, ``"log_density"``, ``"log_predictive"``, or a
+    PPL site), ``case`` (the data case of a per-case term), ``value``, ``step`` (1-based, as in the
+    engine's path), ``lam``, ``chain`` (the lowest-numbered chain that failed first), ``n_bad`` (chains that
+    failed by the time the run stopped) and ``evaluated_by`` (``"weight"``, ``"refresh"``, ``"kernel"`` or
+    ``"exact latent"``).
+    """
+
+    def __init__(self, *, term: str, value: float, case: int | None = None, step: int | None = None, lam=None,
+                 chain: int | None = None, n_bad: int | None = None, evaluated_by: str | None = None,
+                 direction: str = "annealing"):
+        self.term, self.case, self.value, self.evaluated_by = term, case, value, evaluated_by
+        what = f"{term} case {case}" if case is not None else term
+        where = [f"at step {step}"] if step is not None else []
+        if lam is not None:
+            where.append(f"(lambda = {lam})")
+        if chain is not None:
+            where.append(f"in chain {chain}")
+        if evaluated_by == "kernel":
+            where.append("while the kernel evaluated it (possibly at a proposal it then rejected)")
+        elif evaluated_by == "weight":
+            where.append("while weighting the chain")
+        elif evaluated_by == "refresh":
+            where.append("while the SMC proposal redrew a data case's latents")
+        elif evaluated_by == "exact latent":
+            where.append("at the exact latent, where the reverse run starts")
+        if n_bad is not None and n_bad > 1:
+            where.append(f"({n_bad} chains had failed when the run stopped)")
+        message = (
+            f"{direction}: the model's {what} is {_show(value)} " + " ".join(where) + ". A log density may be -inf "
+            "(zero density) but never NaN or +inf: this is a bug in the model, not a result."
         )
+        super().__init__(message, step=step, lam=lam, chain=chain, n_bad=n_bad, direction=direction)
+
+
+def _show(value) -> str:
+    return {"nan": "NaN", "inf": "+inf", "-inf": "-inf"}.get(str(value), str(value))
 
 
 class MissingExtraError(BDMCError, ImportError):

@@ -7,8 +7,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from .._errors import BDMCError
-from ..models._contract import n_cases, validate_data
+from .._errors import BDMCError, NonFiniteLogDensityError
+from ..models._contract import describe_nonfinite, log_density, n_cases, validate_data
 from . import schedules
 from .engine import anneal
 from .estimate import Estimate
@@ -112,6 +112,7 @@ def reverse_ais(
     path = make_path(schedule, num_steps if isinstance(schedule, str) else None, num_cases=n_cases(model, data))
     kernel = default_kernel(model) if kernel is None else kernel
     init = _broadcast_latent(model, exact_latent, num_chains)
+    check_exact_latent(model, data, exact_latent, init, path[-1], description="reverse AIS")
     result = anneal(key, model, data, kernel, path[::-1], init, record_increments=record_increments,
                     progress=progress, description=f"reverse AIS T={path.shape[0]}")
     return Estimate.from_runs(
@@ -137,6 +138,35 @@ def _broadcast_latent(model, latent, num_chains):
         if tuple(np.shape(x)) != tuple(r.shape):
             raise BDMCError(f"exact latent leaf has shape {np.shape(x)}, the model's has {r.shape}")
     return jax.tree.map(lambda x: jax.numpy.broadcast_to(x, (num_chains,) + np.shape(x)), latent)
+
+
+def check_exact_latent(model, data, exact_latent, init, lam, *, description: str) -> None:
+    """Refuse an exact sample whose log density at the path's start is NaN, +inf or -inf, naming the term.
+
+    A reverse run's weights start from this density: NaN or +inf is a bug in the model, and -inf (zero
+    density) means the sample could not have generated the data, which would make the upper bound +inf.
+    """
+    batched = init is exact_latent
+    values = (np.asarray(jax.jit(jax.vmap(lambda x: log_density(model, x, data, lam)))(init)) if batched
+              else np.atleast_1d(np.asarray(log_density(model, exact_latent, data, lam))))
+    if np.all(np.isfinite(values)):
+        return
+    chain = int(np.argmax(~np.isfinite(values)))
+    latent = jax.tree.map(lambda a: a[chain], init) if batched else exact_latent
+    term, case, value = describe_nonfinite(model, latent, data, lam, zero=True) or ("log density", None,
+                                                                                   float(values[chain]))
+    if value == -np.inf:
+        what = f"{term} case {case}" if case is not None else term
+        where = f" (chain {chain})" if batched else ""
+        raise BDMCError(
+            f"{description}: the exact latent{where} has zero density under the posterior ({what} is -inf): it "
+            "cannot have generated the data, and every reverse weight would be zero (an upper bound of +inf). "
+            "Check that the model's sample_prior and sample_data agree with its log_prior and log_likelihood."
+        )
+    raise NonFiniteLogDensityError(term=term, value=value, case=case, step=None,
+                                   lam=float(lam) if np.ndim(lam) == 0 else np.asarray(lam).tolist(),
+                                   chain=chain if batched else None, evaluated_by="exact latent",
+                                   direction=description)
 
 
 def _settings(direction, path, num_chains, kernel):

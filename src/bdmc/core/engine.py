@@ -7,6 +7,12 @@ the chain's log-weight, then move ``x`` with a kernel that leaves ``f(.; lam_t)`
 Steps run inside one compiled ``lax.scan`` per chunk of steps (``vmap`` over chains); the chunk function is
 compiled once per (model, kernel, shapes) and reused for every chunk and every path length, so a run never
 traces per step and the host only sees the state between chunks (for progress).
+
+Every log density a weight or a kernel evaluates is checked (``models._contract.nonfinite_check``): each
+chain's part of a step records, through mutable JAX references, whether a density was NaN or +inf and the
+state it was evaluated at (this reaches inside gradients and the while loops of NUTS); every chain's first
+failure is carried as data and the host reads it once per chunk, never per step. A NaN or +inf density, or a NaN or
++inf log-weight increment, stops the run; -inf (zero weight) is legal.
 """
 
 from __future__ import annotations
@@ -20,8 +26,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._errors import NonFiniteLogWeightError, ScheduleError
-from ..models._contract import log_density_increment
+from .._errors import NonFiniteLogDensityError, NonFiniteLogWeightError, ScheduleError
+from ..models._contract import describe_nonfinite, log_density_increment, recording
 from .resampling import AdaptiveResampling, final_log_evidence, group_ess
 
 DEFAULT_CHUNK = 64
@@ -109,8 +115,12 @@ def anneal(
 
     Raises
     ------
+    NonFiniteLogDensityError
+        When any log density evaluated during the run (weights, kernels, rejected proposals and intermediate
+        leapfrog points included) is NaN or +inf, naming the term, the first such step, lambda and a chain.
     NonFiniteLogWeightError
-        When any chain's log-weight increment is NaN or +inf, naming the first such step, lambda and chain.
+        When a chain's log-weight increment is NaN or +inf although the densities were not (e.g. a chain that
+        reached a state of zero density under the distribution it was sampling).
     """
     lams = np.asarray(path, dtype=np.float64)
     if lams.ndim not in (1, 2) or lams.shape[0] < 2:
@@ -135,39 +145,38 @@ def anneal(
     active = np.arange(padded) < num_steps
     index = np.arange(padded, dtype=np.int32)
 
-    carry = (init_latents, jnp.zeros(chains, dtype), jnp.zeros(runs, dtype), jnp.full(chains, -1, jnp.int32))
+    # Per chain: first step with a NaN/+inf increment; first step, phase and state of a failed density check.
+    failures = (jnp.full(chains, -1, jnp.int32), jnp.full(chains, -1, jnp.int32), jnp.zeros(chains, jnp.int32),
+                init_latents)
+    carry = (init_latents, jnp.zeros(chains, dtype), jnp.zeros(runs, dtype), failures)
     args0 = (key, data, carry, lam_from[:chunk_size], lam_to[:chunk_size], active[:chunk_size], index[:chunk_size])
     statics = (model, kernel, rule, resampler, num_particles, bool(record_increments))
     compiled, compile_seconds = _compile(statics, args0)
 
     report = _progress(progress, num_steps * chains, description, num_steps)
     outs = []
+    pending = None
     start = time.perf_counter()
     try:
         for c in range(num_chunks):
             sl = slice(c * chunk_size, (c + 1) * chunk_size)
             carry, out = compiled(key, data, carry, lam_from[sl], lam_to[sl], active[sl], index[sl])
             outs.append(out)
+            # The previous chunk's failures are read while this one runs: one chunk of lag, no stall.
+            if pending is not None:
+                _raise_if_failed(pending, lams=lams, model=model, data=data, rule=rule, description=description)
+            pending = carry[3]
             if report is not None:
                 jax.block_until_ready(carry[1])
                 report(min((c + 1) * chunk_size, num_steps), num_steps)
+        _raise_if_failed(pending, lams=lams, model=model, data=data, rule=rule, description=description)
         jax.block_until_ready(carry)
     finally:
         if report is not None and hasattr(report, "close"):
             report.close()
     seconds = time.perf_counter() - start
 
-    latents, log_weights, log_z, first_bad = carry
-    first_bad = np.asarray(first_bad)
-    if np.any(first_bad >= 0):
-        bad = np.where(first_bad >= 0, first_bad, np.iinfo(np.int32).max)
-        chain = int(np.argmin(bad))
-        step = int(bad[chain]) + 1
-        lam = lams[step]
-        raise NonFiniteLogWeightError(
-            step=step, lam=lam.tolist() if lam.ndim else float(lam), chain=chain,
-            n_bad=int(np.sum(first_bad >= 0)), direction=description,
-        )
+    latents, log_weights, log_z, _ = carry
     stacked = [np.concatenate([np.asarray(o[i]) for o in outs])[:num_steps] for i in range(5)]
     info = StepInfo(mean_increment=stacked[0], acceptance=stacked[1], ess=stacked[2], resampled=stacked[3])
     evals = chains * num_steps * (1 + int(getattr(kernel, "evals_per_step", 1)))
@@ -188,27 +197,39 @@ def _chunk(key, data, carry, lam_from, lam_to, active, index, *, model, kernel, 
     """Advance all chains through one chunk of steps (the compiled unit)."""
 
     def transition(carry, t, lf, lt):
-        latents, logw, log_z, first_bad = carry
+        latents, logw, log_z, (first_bad, dens_step, dens_phase, dens_at) = carry
         # Keys derive from the global step index, so chunking never changes the numbers.
         k_resample, k_refresh, k_move = jax.random.split(jax.random.fold_in(key, t), 3)
         chains = logw.shape[0]
 
-        inc = jax.vmap(lambda x: rule.increment(model, x, data, lf, lt))(latents).astype(logw.dtype)
-        broken = jnp.isnan(inc) | (inc == jnp.inf)
+        bad_w, at_w, inc = jax.vmap(_checked(lambda x: rule.increment(model, x, data, lf, lt)))(latents)
+        inc = inc.astype(logw.dtype)
+        # A chain whose weight is already zero stays zero whatever its increment (-inf + inf would be NaN).
+        dead = logw == -jnp.inf
+        broken = (jnp.isnan(inc) | (inc == jnp.inf)) & ~dead
         first_bad = jnp.where((first_bad < 0) & broken, t, first_bad)
-        logw = logw + inc
+        logw = jnp.where(dead, logw, logw + inc)
         if num_particles > 1:
             ess = jnp.mean(group_ess(logw.reshape(-1, num_particles)))
             latents, logw, log_z, resampled = resampler(k_resample, latents, logw, log_z, num_particles)
             resampled = jnp.mean(resampled.astype(logw.dtype))
         else:
             ess, resampled = _ess(logw), jnp.zeros((), logw.dtype)
-        latents = jax.vmap(lambda k, x: rule.refresh(k, model, x, data, lf, lt))(
+        bad_r, at_r, latents = jax.vmap(_checked(lambda k, x: rule.refresh(k, model, x, data, lf, lt)))(
             jax.random.split(k_refresh, chains), latents)
-        latents, info = jax.vmap(lambda k, x: kernel(k, x, data, lt))(jax.random.split(k_move, chains), latents)
+        bad_k, at_k, (latents, info) = jax.vmap(_checked(lambda k, x: kernel(k, x, data, lt)))(
+            jax.random.split(k_move, chains), latents)
+        # Each chain keeps its first failure, in the order evaluated within a step: weight, refresh, kernel.
+        new = dens_step < 0
+        for phase, (bad, at) in enumerate(((bad_w, at_w), (bad_r, at_r), (bad_k, at_k))):
+            hit = new & bad
+            dens_step = jnp.where(hit, t, dens_step)
+            dens_phase = jnp.where(hit, phase, dens_phase)
+            dens_at = jax.tree.map(lambda a, b: jnp.where(_expand(hit, a), b, a), dens_at, at)
+            new = new & ~bad
         acc = jnp.mean(info.acceptance).astype(logw.dtype)
         out = (jnp.mean(inc), acc, ess, resampled, inc if record else inc[:0])
-        return (latents, logw, log_z, first_bad), out
+        return (latents, logw, log_z, (first_bad, dens_step, dens_phase, dens_at)), out
 
     def body(carry, xs):
         lf, lt, on, t = xs
@@ -239,6 +260,12 @@ class AISRule:
     def refresh(key, model, latent, data, lam_from, lam_to):
         return latent
 
+    @staticmethod
+    def culprit(model, latent, data, lam_from, lam_to):
+        """Name the NaN or +inf term behind a failed increment check (on the host, after the run stopped)."""
+        found = describe_nonfinite(model, latent, data, lam_to)
+        return found if found is not None else describe_nonfinite(model, latent, data, lam_from)
+
 
 def _ess(logw):
     """Effective sample size of the normalized weights, exp(2 lse(w) - lse(2w)); 0 if all weights vanish."""
@@ -265,6 +292,73 @@ def _compile(statics, args):
     seconds = time.perf_counter() - start
     _CACHE[cache_key] = compiled
     return compiled, seconds
+
+
+PHASES = ("weight", "refresh", "kernel")
+
+
+def _checked(fn):
+    """``fn(*args) -> out`` as ``(failed, latent, out)``: whether a density check failed in it, and where first.
+
+    Applied per chain (inside the ``vmap``); the last argument is the chain's latent. Checks on a state of
+    another structure (none of the built-in kernels makes one) only set the flag.
+    """
+
+    def wrapped(*args):
+        leaves, treedef = jax.tree.flatten(args[-1])
+        failed = jax.new_ref(jnp.zeros((), bool))
+        at = [jax.new_ref(x) for x in leaves]
+
+        def sink(ok, latent):
+            values = jax.tree.leaves(latent)
+            first = ~failed[...] & ~ok
+            if [(jnp.shape(v), jnp.result_type(v)) for v in values] == [(x.shape, x.dtype) for x in leaves]:
+                for ref, v in zip(at, values):
+                    ref[...] = jnp.where(first, jax.lax.stop_gradient(v), ref[...])
+            failed[...] = failed[...] | ~ok
+
+        with recording(sink):
+            out = fn(*args)
+        return failed[...], jax.tree.unflatten(treedef, [ref[...] for ref in at]), out
+
+    return wrapped
+
+
+def _expand(mask, like):
+    return jnp.reshape(mask, mask.shape + (1,) * (jnp.ndim(like) - 1))
+
+
+def _raise_if_failed(failures, *, lams, model, data, rule, description):
+    """Raise the run's first failure (a NaN or +inf density, else a NaN or +inf increment), if any."""
+    first_bad, dens_step, dens_phase = (np.asarray(x) for x in failures[:3])
+    weight_step = int(first_bad[first_bad >= 0].min()) if np.any(first_bad >= 0) else None
+    if np.any(dens_step >= 0):
+        steps = np.where(dens_step >= 0, dens_step, np.iinfo(np.int32).max)
+        t = int(steps.min())
+        if weight_step is None or t <= weight_step:
+            chain = int(np.argmin(steps))
+            phase = PHASES[int(dens_phase[chain])]
+            latent = jax.tree.map(lambda a: a[chain], failures[3])
+            lam_from, lam_to = lams[t], lams[t + 1]
+            if phase == "weight":
+                found = rule.culprit(model, latent, data, lam_from, lam_to) if hasattr(rule, "culprit") else None
+            else:
+                found = describe_nonfinite(model, latent, data, lam_to)
+            term, case, value = found if found is not None else ("log density", None, float("nan"))
+            raise NonFiniteLogDensityError(
+                term=term, value=value, case=case, step=t + 1, lam=_lam_at(lams, t + 1), chain=chain,
+                n_bad=int(np.sum(dens_step >= 0)), evaluated_by=phase, direction=description,
+            )
+    if weight_step is not None:
+        chain = int(np.argmax(first_bad == weight_step))
+        step = weight_step + 1
+        raise NonFiniteLogWeightError(step=step, lam=_lam_at(lams, step), chain=chain,
+                                      n_bad=int(np.sum(first_bad >= 0)), direction=description)
+
+
+def _lam_at(lams, step):
+    lam = lams[step]
+    return lam.tolist() if lam.ndim else float(lam)
 
 
 def _pad(a, length):

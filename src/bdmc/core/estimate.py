@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal, Mapping
 
 import numpy as np
 from scipy.special import logsumexp
+
+from .._errors import NonFiniteLogWeightError
 
 Side = Literal["lower", "upper"]
 
@@ -81,8 +84,21 @@ class Estimate:
 
     @classmethod
     def from_runs(cls, runs, *, bound: Side | None, **kwargs) -> "Estimate":
-        """Combine per-run log estimates as the bound side prescribes (BDMC paper, footnote 5)."""
+        """Combine per-run log estimates as the bound side prescribes (BDMC paper, footnote 5).
+
+        Runs must be finite, with one exception: a lower-bound run may be -inf (every weight zero). If all
+        are, the value is -inf: a true but useless lower bound, returned with ``stderr`` NaN and a
+        ``RuntimeWarning``.
+
+        Raises
+        ------
+        NonFiniteLogWeightError
+            If a run is NaN, a lower-bound run is +inf, an upper-bound run is infinite (a reverse weight of
+            zero or infinity is impossible from an exact posterior sample), or a run of an estimate with no
+            bound side is infinite. Each of these is a bug, never a result.
+        """
         runs = np.asarray(runs, dtype=np.float64)
+        _check_runs(runs, bound, kwargs.get("settings"))
         if bound == "lower":
             value, stderr = log_mean_exp(runs), log_mean_exp_stderr(runs)
         elif bound == "upper":
@@ -119,6 +135,29 @@ class Estimate:
     def tail_probability(b: float) -> float:
         """``exp(-b)``: the largest chance a stochastic bound overshoots ``log Z`` by more than ``b`` nats."""
         return math.exp(-b)
+
+
+def _check_runs(runs, bound, settings) -> None:
+    """Refuse per-run estimates that no correct run can produce (see :meth:`Estimate.from_runs`)."""
+    settings = dict(settings or {})
+    name = settings.get("method") or (f"{settings['direction']} AIS" if "direction" in settings else "the estimator")
+    illegal = np.isnan(runs) | (runs == np.inf)
+    if bound != "lower":
+        illegal |= runs == -np.inf
+    if np.any(illegal):
+        k = int(np.argmax(illegal))
+        why = {
+            "lower": "A lower-bound run may be -inf (zero weight) but never NaN or +inf",
+            "upper": ("An upper-bound run must be finite: +inf means the reverse chain's weight is zero, i.e. the "
+                      "exact sample has zero density; -inf or NaN means a reverse weight was infinite or undefined"),
+        }.get(bound, "Its runs must be finite")
+        raise NonFiniteLogWeightError(
+            f"{name} produced a non-finite estimate in run {k} of {runs.size} ({runs[k]}; {int(illegal.sum())} "
+            f"run(s) affected). {why}: this is a bug in the model or the estimator, not a result."
+        )
+    if bound == "lower" and runs.size and np.all(runs == -np.inf):
+        warnings.warn(f"{name}: every run has zero weight, so the lower bound is -inf (true but useless); "
+                      "the chains never reached the posterior's support", RuntimeWarning, stacklevel=4)
 
 
 def _sem(x) -> float:

@@ -25,9 +25,9 @@ import jax.numpy as jnp
 
 from .._errors import BDMCError
 from ..kernels import repeat
-from ..models._contract import n_cases, validate_data
+from ..models._contract import log_predictive, n_cases, validate_data
 from . import schedules
-from .ais import _broadcast_latent, _seed, default_kernel
+from .ais import _broadcast_latent, _seed, check_exact_latent, default_kernel
 from .engine import AISRule, anneal
 from .estimate import Estimate
 from .resampling import AdaptiveResampling
@@ -55,11 +55,17 @@ class PosteriorProposal:
 
     def increment(self, model, latent, data, lam_from, lam_to):
         i, sign, off = self._switched(lam_from, lam_to)
-        return sign * model.log_predictive(latent, data, off, i)
+        return sign * log_predictive(model, latent, data, off, i)
 
     def refresh(self, key, model, latent, data, lam_from, lam_to):
         i, _, _ = self._switched(lam_from, lam_to)
         return model.sample_case(key, latent, data, lam_to, i)
+
+    def culprit(self, model, latent, data, lam_from, lam_to):
+        """Name a NaN or +inf predictive behind a failed weight check (on the host, after the run stopped)."""
+        i, _, off = self._switched(jnp.asarray(lam_from), jnp.asarray(lam_to))
+        value = float(model.log_predictive(latent, data, off, i))
+        return None if value < float("inf") else ("log_predictive", int(i), value)
 
 
 def smc(
@@ -170,6 +176,7 @@ def _run(key, model, data, exact_latent, *, direction, num_moves, num_particles,
         init = jax.vmap(model.sample_prior)(jax.random.split(key_init, chains))
     else:
         init = _broadcast_latent(model, exact_latent, chains)
+        check_exact_latent(model, data, exact_latent, init, path[-1], description="SHME")
         path = path[::-1]
     name = "SMC" if direction == "forward" else "SHME"
     result = anneal(key, model, data, kernel, path, init, num_particles=num_particles, resampler=resampler,

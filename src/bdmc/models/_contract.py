@@ -14,7 +14,9 @@ they must be hashable and compare by value.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+import contextlib
+import contextvars
+from typing import Any, Callable, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
@@ -43,11 +45,14 @@ def log_density(model: Model, latent: PyTree, data: PyTree, lam) -> jax.Array:
 
     ``log f(x; lam) = log_prior(x) + sum_i lam_i log p(y_i | x)``, where ``lam`` is a scalar (geometric
     annealing) or one weight per data case (the data path). Terms with zero weight contribute exactly zero,
-    even when their log-likelihood is -inf.
+    even when their log-likelihood is -inf. The value is checked by :func:`nonfinite_check`.
     """
     if hasattr(model, "log_density"):
-        return model.log_density(latent, data, lam)
-    return model.log_prior(latent) + weighted_sum(lam, model.log_likelihood(latent, data))
+        value = model.log_density(latent, data, lam)
+    else:
+        value = model.log_prior(latent) + weighted_sum(lam, model.log_likelihood(latent, data))
+    nonfinite_check(value < jnp.inf, latent)
+    return value
 
 
 def weighted_sum(lam, terms) -> jax.Array:
@@ -57,12 +62,92 @@ def weighted_sum(lam, terms) -> jax.Array:
 
 
 def log_density_increment(model: Model, latent: PyTree, data: PyTree, lam_from, lam_to) -> jax.Array:
-    """``log f(x; lam_to) - log f(x; lam_from)``: the AIS log-weight increment at state ``x``."""
+    """``log f(x; lam_to) - log f(x; lam_from)``: the AIS log-weight increment at state ``x``.
+
+    It is -inf wherever ``f(x; lam_to)`` is zero, whatever ``f(x; lam_from)`` is. Checked like
+    :func:`log_density`: a NaN or +inf term whose weight changes fails the check.
+    """
     if hasattr(model, "log_density"):
-        return model.log_density(latent, data, lam_to) - model.log_density(latent, data, lam_from)
+        to, frm = model.log_density(latent, data, lam_to), model.log_density(latent, data, lam_from)
+        nonfinite_check((to < jnp.inf) & (frm < jnp.inf), latent)
+        return jnp.where(to == -jnp.inf, -jnp.inf, to - frm)
     terms = model.log_likelihood(latent, data)
     delta = jnp.broadcast_to(jnp.asarray(lam_to, terms.dtype) - jnp.asarray(lam_from, terms.dtype), terms.shape)
+    nonfinite_check(jnp.all((terms < jnp.inf) | (delta == 0)), latent)
     return jnp.sum(jnp.where(delta == 0, 0.0, delta * terms))
+
+
+def log_predictive(model: Model, latent: PyTree, data: PyTree, lam, i) -> jax.Array:
+    """``model.log_predictive(latent, data, lam, i)`` (SMC's posterior proposal), checked like a log density."""
+    value = model.log_predictive(latent, data, lam, i)
+    nonfinite_check(value < jnp.inf, latent)
+    return value
+
+
+# ------------------------------------------------------------------------------------ non-finite checks
+#
+# A NaN or +inf log density is a bug, and an MCMC kernel would hide it (a NaN proposal is just rejected).
+# Every density evaluated through this module calls ``nonfinite_check``. Outside a recording block it does
+# nothing (no operation is traced). The annealing engine opens one per chain and step (``recording``) with a
+# sink that writes, through mutable JAX references, whether a check failed and the state it failed at:
+# that works inside gradients, scans and the while loops of NUTS, under ``vmap``, with no host round trip.
+# Only when a run fails does the host re-evaluate the terms at that state (``describe_nonfinite``) to name
+# the culprit, so the hot path pays for one comparison and a few selects per density.
+
+_SINK: contextvars.ContextVar = contextvars.ContextVar("bdmc_nonfinite_sink", default=None)
+
+
+@contextlib.contextmanager
+def recording(sink: Callable[[Any, PyTree], None]):
+    """Route the non-finite checks traced inside this block to ``sink(ok, latent)``."""
+    token = _SINK.set(sink)
+    try:
+        yield
+    finally:
+        _SINK.reset(token)
+
+
+def nonfinite_check(ok, latent: PyTree) -> None:
+    """Report to the active recording whether a log density evaluated at ``latent`` is legal.
+
+    ``ok`` is ``value < inf``: False for NaN and +inf, True for -inf (zero density). A no-op outside
+    :func:`recording`, so code that evaluates densities elsewhere (estimators, tests) is unchanged.
+    """
+    sink = _SINK.get()
+    if sink is not None:
+        sink(ok, latent)
+
+
+def describe_nonfinite(model: Model, latent: PyTree, data: PyTree, lam, *,
+                       zero: bool = False) -> tuple[str, int | None, float] | None:
+    """Name the first NaN or +inf term of ``log f(latent; lam)``: ``(term, case, value)``, or None if all are fine.
+
+    Runs on the host after a failed check. ``term`` is ``"log_density"`` for a model that defines its own,
+    else ``"log_prior"`` or ``"log_likelihood"`` (with ``case`` the data case: NaN anywhere, +inf where its
+    weight is nonzero). With ``zero=True`` a -inf term (zero density) counts too. A model may refine the
+    name with ``describe_nonfinite_term(latent, data, term, case) -> str`` (the NumPyro adapter names the site).
+    """
+    def illegal(v):
+        return np.isnan(v) | (v == np.inf) | (zero & (v == -np.inf))
+
+    found = None
+    if hasattr(model, "log_density"):
+        value = float(model.log_density(latent, data, lam))
+        if illegal(value):
+            found = ("log_density", None, value)
+    else:
+        prior = float(model.log_prior(latent))
+        terms = np.atleast_1d(np.asarray(model.log_likelihood(latent, data), dtype=np.float64))
+        weights = np.broadcast_to(np.asarray(lam, dtype=np.float64), terms.shape)
+        bad = np.isnan(terms) | (illegal(terms) & (weights != 0))
+        if illegal(prior):
+            found = ("log_prior", None, prior)
+        elif np.any(bad):
+            case = int(np.argmax(bad))
+            found = ("log_likelihood", case, float(terms[case]))
+    if found is not None and hasattr(model, "describe_nonfinite_term"):
+        found = (model.describe_nonfinite_term(latent, data, found[0], found[1]),) + found[1:]
+    return found
 
 
 def n_cases(model: Model, data: PyTree) -> int:

@@ -127,6 +127,27 @@ class NumPyroModel:
         trace = handlers.trace(program).get_trace(*self.args, **self.kwargs)
         return {n: transforms.biject_to(trace[n]["fn"].support).inv(trace[n]["value"]) for n in self.latent_sites}
 
+    def describe_nonfinite_term(self, latent, data, term: str, case: int | None) -> str:
+        """``term`` with the NumPyro site behind a NaN or +inf value (on the host, after a run stopped).
+
+        The first site, in program order, whose log density (or ``factor``, or log-Jacobian) has a NaN or
+        +inf entry; for a per-case term only the observed sites at ``case`` count.
+        """
+        handlers = self._numpyro.handlers
+        program = self.model_fn if term == "log_prior" else handlers.condition(self.model_fn, data)
+        program = handlers.substitute(handlers.seed(program, jax.random.key(0)),
+                                      substitute_fn=partial(_constrain, latent))
+        trace = handlers.trace(program).get_trace(*self.args, **self.kwargs)
+        for name, site in trace.items():
+            if site["type"] != "sample" or (name in self.observed) != (term == "log_likelihood"):
+                continue
+            values = np.asarray(site["fn"].log_prob(site["value"]), dtype=np.float64)
+            if term == "log_likelihood" and case is not None and values.ndim:
+                values = values[case]
+            if np.any(np.isnan(values) | (values == np.inf)):
+                return f"{term} (NumPyro site {name!r})"
+        return term
+
     # ---------------------------------------------------------------------------------------- internals
 
     def _trace(self, key):

@@ -20,6 +20,9 @@ EXACT = {
     "gaussian-mean": GaussianMean(n=20, dim=3, noise_std=2.0),
 }
 RUNS = {1: 2000, 8: 500, 64: 64}
+# Compiling an SMC program costs ~100x running one here, and the engine caches programs by (model, kernel,
+# proposal, particles, shapes) within a module: tests below reuse these (particles, runs) shapes wherever
+# their claim allows, so that they run on programs already compiled.
 
 
 def _problem(name, seed=1):
@@ -46,7 +49,7 @@ def test_smc_is_unbiased_for_z_with_adaptive_resampling(name, particles, key):
 @pytest.mark.parametrize("proposal", ["prior", "posterior"])
 def test_smc_below_and_shme_above_the_enumerated_log_ml(proposal, key):
     model, data, latent, exact = _problem("finite-mixture")
-    kw = dict(num_particles=8, num_runs=200, proposal=proposal)
+    kw = dict(num_particles=8, num_runs=RUNS[8], proposal=proposal)  # the shapes of the unbiasedness test
     lower = bdmc.smc(key, model, data, **kw)
     upper = bdmc.shme(key, model, data, latent, **kw)
     assert lower.mean_single < exact - 2 * lower.stderr_single
@@ -58,8 +61,8 @@ def test_posterior_proposal_beats_the_prior_proposal(key):
     # Summing out the new case's assignment (Eqs. 18-20) gives lower-variance weights than proposing it from
     # its prior (Eqs. 16-17).
     model, data, _, exact = _problem("finite-mixture")
-    prior = bdmc.smc(key, model, data, num_runs=500, proposal="prior")
-    post = bdmc.smc(key, model, data, num_runs=500, proposal="posterior")
+    prior = bdmc.smc(key, model, data, num_runs=RUNS[1], proposal="prior")
+    post = bdmc.smc(key, model, data, num_runs=RUNS[1], proposal="posterior")
     assert exact - post.mean_single < (exact - prior.mean_single) / 3
     assert np.std(post.runs) < np.std(prior.runs) / 2
 
@@ -87,10 +90,10 @@ def test_shme_is_unbiased_for_one_over_z(key):
 
 def test_one_particle_smc_is_ais_on_the_data_path(key):
     model, data, _, _ = _problem("linear-regression")
-    smc = bdmc.smc(key, model, data, num_runs=8, progress=False)
+    smc = bdmc.smc(key, model, data, num_runs=RUNS[1], progress=False)
     path = bdmc.schedules.data_path(model.n)
     key_init, key_run = jax.random.split(key)
-    init = jax.vmap(model.sample_prior)(jax.random.split(key_init, 8))
+    init = jax.vmap(model.sample_prior)(jax.random.split(key_init, RUNS[1]))
     ais = bdmc.anneal(key_run, model, data, model.default_kernel(), path, init, progress=False)
     np.testing.assert_array_equal(smc.runs, ais.log_weights)
 
@@ -168,12 +171,13 @@ def test_bad_options_are_named(key):
 
 def test_sandwich_runs_smc_and_shme_with_moves_as_the_knob(key):
     model, data, latent, exact = _problem("finite-mixture")
-    res = bdmc.sandwich(key, model, data, latent, steps=[1, 4], num_chains=64, method="smc", num_particles=8)
+    runs = RUNS[8]  # one move per case reuses the programs of the tests above
+    res = bdmc.sandwich(key, model, data, latent, steps=[1, 4], num_chains=runs, method="smc", num_particles=8)
     t = res.table.set_index(["num_steps", "direction"])
     assert set(res.table["method"]) == {"smc"} and len(res.table) == 4
     for moves in (1, 4):
         assert t.loc[(moves, "forward")].mean_single < exact < t.loc[(moves, "reverse")].mean_single
-        assert t.loc[(moves, "forward")].n_evals == 64 * 8 * model.n * (1 + moves)
+        assert t.loc[(moves, "forward")].n_evals == runs * 8 * model.n * (1 + moves)
     with pytest.raises(BDMCError, match="unknown method"):
         bdmc.sandwich(key, model, data, latent, method="nested")
 

@@ -131,11 +131,12 @@ def test_geweke_passes_the_gibbs_kernel_and_fails_a_conditional_ten_percent_too_
     assert not bad.passed, bad.worst
 
 
-def test_geweke_sees_the_transposed_sampler_only_through_statistics_that_see_orientation():
+def test_geweke_sees_the_transposed_sampler():
+    # Forward draws come from the transposed prior, successive-conditional chains drift towards the right one.
     model = GEWEKE_MODEL
     buggy = Transposed(**dataclasses.asdict(model))
     bad = geweke(jax.random.key(3), buggy, GOOD_KERNEL, lam=1.0, **GEWEKE_KW)
-    assert not bad.passed and "*" in bad.worst[0], bad.worst  # a cross moment in the eigenbasis
+    assert not bad.passed, bad.worst
 
 
 def test_registry_and_validation():

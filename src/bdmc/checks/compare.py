@@ -332,7 +332,7 @@ def compare_densities(model_a, model_b, data_a, data_b, latent, more_latents=Non
         pb, lb = terms(model_b, to_b(x), data_b)
         return pa, la, pb, lb
 
-    pa, la, pb, lb = (np.asarray(v, np.float64) for v in jax.jit(jax.vmap(one))(points))
+    pa, la, pb, lb = (np.asarray(v, np.float64) for v in jax.vmap(one)(points))
     joint = (pa + la) - (pb + lb)
     joint = np.where(np.isnan(joint), np.inf, joint)
     magnitude = float(np.max(np.abs(np.concatenate([pa + la, pb + lb]))))

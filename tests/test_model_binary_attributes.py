@@ -166,13 +166,16 @@ def test_log_predictive_matches_brute_force_and_dense_gaussians():
 # Each check compiles anew, so the instance is the smallest with more than one row and more than one bit.
 SMALL = BinaryAttributes(n=2, dim=3, k=2, pi=0.4, sigma_a=1.0, sigma_n=0.5)
 CONSISTENCY_LAMS = {"0.3": 0.3, "1": 1.0, "per-row": np.array([0.0, 0.6])}
+# Built once: the check compiles once per conditional object and lam shape (lam is traced), so the scalar-lam
+# cases share their programs instead of compiling the same conditionals again.
+SMALL_CONDITIONALS = SMALL.conditionals()
 
 
 @pytest.mark.parametrize("lam", list(CONSISTENCY_LAMS), ids=list(CONSISTENCY_LAMS))
 def test_every_bit_conditional_matches_the_joint(lam, key):
     data, _ = _problem(SMALL)
     lam = jnp.asarray(CONSISTENCY_LAMS[lam])
-    for cond in SMALL.conditionals():
+    for cond in SMALL_CONDITIONALS:
         res = conditional_consistency(key, SMALL, cond, data, lam=lam, num_triples=32)
         assert res.passed, (cond.name, res.worst)
     # Both values of a bit occur among the redraws, so the identity compares different states.
@@ -273,6 +276,7 @@ def test_ais_sandwiches_and_converges_to_the_enumerated_log_marginal(key):
 
 HYPER_SMALL = BinaryAttributesHyper(n=3, dim=3, k=2)
 HYPER_TWO_ROWS = BinaryAttributesHyper(n=2, dim=3, k=2)  # for the conditional checks (one compile per site)
+HYPER_TWO_ROWS_CONDITIONALS = HYPER_TWO_ROWS.conditionals()  # built once: the scalar-lam cases share programs
 
 
 def _hyper_latent(key, model=HYPER_TWO_ROWS):
@@ -332,7 +336,7 @@ def test_hyper_prior_is_normalized():
 @pytest.mark.parametrize("lam", list(CONSISTENCY_LAMS), ids=list(CONSISTENCY_LAMS))
 def test_hyper_every_bit_conditional_matches_the_joint(lam, key):
     data, _ = _problem(HYPER_TWO_ROWS)
-    for cond in HYPER_TWO_ROWS.conditionals():
+    for cond in HYPER_TWO_ROWS_CONDITIONALS:
         res = conditional_consistency(key, HYPER_TWO_ROWS, cond, data, lam=jnp.asarray(CONSISTENCY_LAMS[lam]),
                                       num_triples=32, sample_latent=_hyper_latent)
         assert res.passed, (cond.name, res.worst)

@@ -63,10 +63,15 @@ def test_wrong_noise_variance_conditional_fails(block, small_data, key):
     assert not res.passed and res.worst > 1e-3
 
 
+# One statistics object (a fresh closure per call would defeat the Geweke program cache): the scalar-lam runs
+# share one compiled simulation, lam being traced.
+SMALL_STATS = _lowrank_stats(SMALL)
+
+
 @pytest.mark.parametrize("lam", list(LAMS))
 def test_geweke_gibbs(lam, key):
     res = geweke(key, SMALL, SMALL.default_kernel(), lam=LAMS[lam], num_samples=2000, num_steps=50,
-                 statistics=_lowrank_stats(SMALL))
+                 statistics=SMALL_STATS)
     assert res.passed, res.worst
 
 
@@ -76,7 +81,7 @@ def test_geweke_fails_for_wrong_noise_variance(key):
     # z-score was 9-11 at 4000 chains in calibration runs, so about 7 here (sd 1) against a threshold of 3.6:
     # the failure is reliable, while the correct kernel stays below 2.5 at the same settings.
     res = geweke(key, SMALL, _broken(SMALL).default_kernel(), lam=1.0, num_samples=2000, num_steps=50,
-                 statistics=_lowrank_stats(SMALL))
+                 statistics=SMALL_STATS)
     assert not res.passed
     assert res.worst[0] in ("mean square UV", "mean square V", "mean square data", "mean square U")
 

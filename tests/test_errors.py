@@ -78,6 +78,9 @@ def test_nan_log_weight_names_step_lambda_and_chain(key):
     assert err.value.step == 6 and err.value.lam == pytest.approx(0.6)
     assert err.value.chain == first_bad_chain
     assert "step 6" in str(err.value) and "lambda = 0.6" in str(err.value)
+    # The NaN is the model's own log density, met first by the weight at that step.
+    assert isinstance(err.value, bdmc.NonFiniteLogDensityError)
+    assert (err.value.term, err.value.evaluated_by) == ("log_density", "weight")
 
 
 def test_missing_extra_names_the_extra():

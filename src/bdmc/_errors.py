@@ -48,7 +48,7 @@ class NonFiniteLogDensityError(NonFiniteLogWeightError):
     ``"exact latent"``).
     """
 
-    def __init__(self, *, term: str, value: float, case: int | None = None, step: int | None = None, lam=None,
+    def __init__(self, *, term: str, value: float | str, case: int | None = None, step: int | None = None, lam=None,
                  chain: int | None = None, n_bad: int | None = None, evaluated_by: str | None = None,
                  direction: str = "annealing"):
         self.term, self.case, self.value, self.evaluated_by = term, case, value, evaluated_by

@@ -344,7 +344,8 @@ def _raise_if_failed(failures, *, lams, model, data, rule, description):
                 found = rule.culprit(model, latent, data, lam_from, lam_to) if hasattr(rule, "culprit") else None
             else:
                 found = describe_nonfinite(model, latent, data, lam_to)
-            term, case, value = found if found is not None else ("log density", None, float("nan"))
+            # The host re-evaluation can only miss when the device computed differently (a different backend).
+            term, case, value = found if found is not None else ("log density", None, "NaN or +inf")
             raise NonFiniteLogDensityError(
                 term=term, value=value, case=case, step=t + 1, lam=_lam_at(lams, t + 1), chain=chain,
                 n_bad=int(np.sum(dens_step >= 0)), evaluated_by=phase, direction=description,

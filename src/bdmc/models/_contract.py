@@ -110,12 +110,16 @@ def recording(sink: Callable[[Any, PyTree], None]):
 def nonfinite_check(ok, latent: PyTree) -> None:
     """Report to the active recording whether a log density evaluated at ``latent`` is legal.
 
-    ``ok`` is ``value < inf``: False for NaN and +inf, True for -inf (zero density). A no-op outside
-    :func:`recording`, so code that evaluates densities elsewhere (estimators, tests) is unchanged.
+    ``ok`` is ``value < inf``: False for NaN and +inf, True for -inf (zero density). A state with a NaN or
+    infinite coordinate is outside the space: a diverging integrator (an HMC trajectory that overflowed)
+    reaches it, any density there is NaN, and the kernel rejects it, so it is not the model's failure. A
+    no-op outside :func:`recording`, so code that evaluates densities elsewhere (estimators) is unchanged.
     """
     sink = _SINK.get()
     if sink is not None:
-        sink(ok, latent)
+        floats = [x for x in jax.tree.leaves(latent) if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
+        outside = jnp.any(jnp.stack([~jnp.all(jnp.isfinite(x)) for x in floats])) if floats else False
+        sink(ok | outside, latent)
 
 
 def describe_nonfinite(model: Model, latent: PyTree, data: PyTree, lam, *,
@@ -130,14 +134,16 @@ def describe_nonfinite(model: Model, latent: PyTree, data: PyTree, lam, *,
     def illegal(v):
         return np.isnan(v) | (v == np.inf) | (zero & (v == -np.inf))
 
+    # Compiled, like the run that failed (eager evaluation can differ: e.g. NumPyro validates arguments).
     found = None
     if hasattr(model, "log_density"):
-        value = float(model.log_density(latent, data, lam))
+        value = float(jax.jit(model.log_density)(latent, data, lam))
         if illegal(value):
             found = ("log_density", None, value)
     else:
-        prior = float(model.log_prior(latent))
-        terms = np.atleast_1d(np.asarray(model.log_likelihood(latent, data), dtype=np.float64))
+        prior, terms = jax.jit(lambda x, d: (model.log_prior(x), model.log_likelihood(x, d)))(latent, data)
+        prior = float(prior)
+        terms = np.atleast_1d(np.asarray(terms, dtype=np.float64))
         weights = np.broadcast_to(np.asarray(lam, dtype=np.float64), terms.shape)
         bad = np.isnan(terms) | (illegal(terms) & (weights != 0))
         if illegal(prior):

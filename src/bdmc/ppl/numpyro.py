@@ -134,17 +134,28 @@ class NumPyroModel:
         +inf entry; for a per-case term only the observed sites at ``case`` count.
         """
         handlers = self._numpyro.handlers
-        program = self.model_fn if term == "log_prior" else handlers.condition(self.model_fn, data)
-        program = handlers.substitute(handlers.seed(program, jax.random.key(0)),
-                                      substitute_fn=partial(_constrain, latent))
-        trace = handlers.trace(program).get_trace(*self.args, **self.kwargs)
-        for name, site in trace.items():
-            if site["type"] != "sample" or (name in self.observed) != (term == "log_likelihood"):
-                continue
-            values = np.asarray(site["fn"].log_prob(site["value"]), dtype=np.float64)
-            if term == "log_likelihood" and case is not None and values.ndim:
-                values = values[case]
-            if np.any(np.isnan(values) | (values == np.inf)):
+        names = []
+
+        def site_terms(latent, data):
+            program = self.model_fn if term == "log_prior" else handlers.condition(self.model_fn, data)
+            program = handlers.substitute(handlers.seed(program, jax.random.key(0)),
+                                          substitute_fn=partial(_constrain, latent))
+            trace = handlers.trace(program).get_trace(*self.args, **self.kwargs)
+            names.clear()
+            values = []
+            for name, site in trace.items():
+                if site["type"] == "sample" and (name in self.observed) == (term == "log_likelihood"):
+                    names.append(name)
+                    values.append(site["fn"].log_prob(site["value"]))
+            return values
+
+        # Compiled, as in the run (NumPyro validates distribution arguments only in eager code).
+        values = jax.jit(site_terms)(latent, data)
+        for name, value in zip(names, values):
+            value = np.asarray(value, dtype=np.float64)
+            if term == "log_likelihood" and case is not None and value.ndim:
+                value = value[case]
+            if np.any(np.isnan(value) | (value == np.inf)):
                 return f"{term} (NumPyro site {name!r})"
         return term
 

@@ -29,9 +29,9 @@ from .._errors import BDMCError
 from ..core.ais import forward_ais, reverse_ais
 from ..core.estimate import Estimate
 from ..core.smc import shme, smc
-from ..models._contract import log_density, simulate, validate_data
+from ..models._contract import log_density, validate_data
 from .alarm import ALPHA, BugAlarm, bug_alarm
-from .sandwich import exact_log_marginal_or_none
+from .sandwich import exact_log_marginal_or_none, given_or_simulated
 
 
 @dataclass(frozen=True)
@@ -267,12 +267,7 @@ def compare_models(
     data_to_b = _identity if data_to_b is None else data_to_b
 
     key_data, key_runs, key_points = jax.random.split(key, 3)
-    if data is None:
-        if exact_latent is not None:
-            raise BDMCError("exact_latent was given without the data it generated")
-        data, exact_latent = simulate(key_data, model_a)
-    elif exact_latent is None:
-        raise BDMCError("data was given without exact_latent; reverse runs need the latent that generated it")
+    data, exact_latent = given_or_simulated(key_data, model_a, data, exact_latent)
     data_a = validate_data(model_a, data)
     data_b = validate_data(model_b, data_to_b(data_a))
     latent_b = to_b(exact_latent)

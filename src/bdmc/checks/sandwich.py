@@ -109,12 +109,7 @@ def sandwich(
     SandwichResult
     """
     key_data, key_runs = jax.random.split(key)
-    if data is None:
-        if exact_latent is not None:
-            raise BDMCError("exact_latent was given without the data it generated")
-        data, exact_latent = simulate(key_data, model)
-    elif exact_latent is None:
-        raise BDMCError("data was given without exact_latent; reverse AIS needs the latent that generated it")
+    data, exact_latent = given_or_simulated(key_data, model, data, exact_latent)
     data = validate_data(model, data)
     exact = exact_log_marginal_or_none(model, data)
     if method not in ("ais", "smc"):
@@ -161,6 +156,17 @@ def sandwich(
 def mark_alarms(table: pd.DataFrame, verdict: BugAlarm) -> np.ndarray:
     """Per row: the run-level alarm fired and this knob value's own pair crosses at the alarm's level."""
     return (np.asarray(verdict.fired) & (table["alarm_p"].to_numpy(dtype=float) < verdict.alpha)).astype(bool)
+
+
+def given_or_simulated(key, model, data, exact_latent):
+    """The given data and exact latent, or both simulated from ``key`` when neither is given."""
+    if data is None:
+        if exact_latent is not None:
+            raise BDMCError("exact_latent was given without the data it generated")
+        return simulate(key, model)
+    if exact_latent is None:
+        raise BDMCError("data was given without exact_latent; reverse runs need the latent that generated it")
+    return data, exact_latent
 
 
 def exact_log_marginal_or_none(model, data) -> float | None:

@@ -36,7 +36,7 @@ from scipy.special import gammaln
 
 import bdmc
 from bdmc.core import engine
-from bdmc.core.estimate import log_mean_exp, log_mean_exp_stderr
+from bdmc.contracts.estimate import log_mean_exp, log_mean_exp_stderr
 
 STEP_SIZE, LEAPFROG = 0.05, 10
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -72,7 +72,7 @@ def check_gradient(model, data, num_points=5, seed=0):
     beta, ls2 = rng.normal(size=(num_points, model.p)), rng.normal(size=num_points)
     lp, ll, gpb, gps, glb, gls = nm.parts(beta, ls2)
     for lam in (0.0, 0.37, 1.0):
-        f = lambda b, s: bdmc.models.log_density(model, {"beta": b, "log_s2": s}, data, lam)  # noqa: E731
+        f = lambda b, s: bdmc.contracts.log_density(model, {"beta": b, "log_s2": s}, data, lam)  # noqa: E731
         val, (gb, gs) = jax.vmap(jax.value_and_grad(f, argnums=(0, 1)))(jnp.asarray(beta), jnp.asarray(ls2))
         for mine, ref in [(lp + lam * ll, val), (gpb + lam * glb, gb), (gps + lam * gls, gs)]:
             np.testing.assert_allclose(mine, ref, rtol=1e-9, atol=1e-9)
@@ -125,7 +125,7 @@ def make_tfp_ais(model, data, num_steps, refresh=False):
     hmc = RefreshedHMC if refresh else tfp.mcmc.HamiltonianMonteCarlo
 
     def batched(lam):
-        f = lambda b, s: bdmc.models.log_density(model, {"beta": b, "log_s2": s}, data, lam)  # noqa: E731
+        f = lambda b, s: bdmc.contracts.log_density(model, {"beta": b, "log_s2": s}, data, lam)  # noqa: E731
         return jax.vmap(f)
 
     @jax.jit
@@ -167,7 +167,7 @@ def finish(rec, runs, calls, stat):
 # Each bench_* makes the cold call and returns (cold record, warm(i) -> (run seconds, whole-call seconds)).
 def bench_bdmc(model, data, path, schedule, chains):
     kernel = bdmc.kernels.HMC(model, step_size=STEP_SIZE, num_integration_steps=LEAPFROG)
-    call = lambda i: bdmc.forward_ais(jax.random.key(100 + i), model, data, num_chains=chains,  # noqa: E731
+    call = lambda i: bdmc.forward_ais(jax.random.key(100 + i), model, data, num_runs=chains,  # noqa: E731
                                       kernel=kernel, schedule=path, progress=False)
     engine._CACHE.clear()  # bdmc reuses its compiled chunk across schedules; clear it so "cold" really is cold
     first, cold = timed(lambda: call(0))
@@ -266,7 +266,7 @@ def main(argv=None):
     data, _ = bdmc.simulate(jax.random.key(0), model)
     exact = float(model.exact_log_marginal(data))
     check_gradient(model, data)
-    console.print("[green]hand-written NumPy gradient matches jax.grad of bdmc.models.log_density[/green]")
+    console.print("[green]hand-written NumPy gradient matches jax.grad of bdmc.contracts.log_density[/green]")
     sigmoidal, linear = bdmc.schedules.sigmoidal(args.steps), bdmc.schedules.linear(args.steps)
     # Prior draws for TFP and NumPy; this also warms up the (eager, per-shape) sampler bdmc calls internally,
     # so no implementation's cold time includes it.

@@ -26,6 +26,8 @@ import pandas as pd
 import bdmc
 from bdmc.models import REGISTRY, LinearRegression
 
+bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
+
 # Every Gaussian variance of each model's simulator.
 VARIANCE_FIELDS = {"clustering": ("sigma_theta", "sigma_noise"), "low-rank": ("sigma_u", "sigma_v", "sigma_n"),
                    "binary": ("sigma_a", "sigma_n")}

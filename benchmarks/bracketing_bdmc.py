@@ -33,6 +33,8 @@ jax.config.update("jax_cpu_enable_async_dispatch", False)
 from bdmc.bracketing import align_labels, bracket  # noqa: E402
 from bdmc.models.niw_mixture import NIWMixture  # noqa: E402
 
+bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
+
 
 def pick_data(model, seed, min_frac, tries=200):
     for s in range(seed, seed + tries):

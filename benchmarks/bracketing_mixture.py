@@ -62,6 +62,8 @@ from bdmc.bracketing import (
     upper_bound_values,
 )
 
+bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
+
 MEANS = np.array([[0, 0], [3, -3], [3, 3], [-3, 3], [-3, -3]], dtype=float)
 COVS = np.array([[[1, 0], [0, 1]], [[1, .5], [.5, 1]], [[1, -.5], [-.5, 1]], [[1, .5], [.5, 1]], [[1, -.5], [-.5, 1]]],
                 dtype=float)

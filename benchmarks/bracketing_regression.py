@@ -45,6 +45,8 @@ from bdmc.bracketing import (
 )
 from bdmc.models import LinearRegression
 
+bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
+
 LOG_2PI = float(np.log(2 * np.pi))
 TRUE_BETA = np.array([0.2, 2.0, -2.0, 0.5])
 TAU, H0, K0, SIGMA2, N = 0.1, 1.0, 1.0, 10.0, 20

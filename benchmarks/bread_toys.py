@@ -37,6 +37,9 @@ from bdmc.exact.grid_toys import (
 )
 from bdmc.exact.jeffreys import exact_jeffreys, geometric_log_densities
 from bdmc.plotting.bread_toys import plot_bread_divergences, plot_grid_distributions
+import bdmc  # noqa: E402
+
+bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
 RESULTS = Path(__file__).resolve().parent / "results"
 S = GRID_SIZE * GRID_SIZE

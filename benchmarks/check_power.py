@@ -50,9 +50,11 @@ from scipy import stats
 import bdmc
 from bdmc.checks import compare_models, conditional_consistency, geweke
 from bdmc.checks.geweke import DefaultStatistics
-from bdmc.core.estimate import log_harmonic_mean, log_mean_exp
+from bdmc.contracts.estimate import log_harmonic_mean, log_mean_exp
 from bdmc.kernels import RandomWalkMH
 from bdmc.models import CorrelatedGaussianMean, LinearRegression
+
+bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
 ALPHA = 0.01
 MODELS = {

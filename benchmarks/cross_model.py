@@ -22,6 +22,8 @@ import numpy as np
 import bdmc
 from bdmc.models import REGISTRY
 
+bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
+
 MODELS = ("clustering", "low-rank", "binary")
 LABELS = {"clustering": "Clustering", "low-rank": "Low rank", "binary": "Binary"}
 PAPER = {  # paper Table 1: rows generate, columns fit
@@ -57,7 +59,7 @@ def main(argv=None) -> None:
                 model = REGISTRY[f"{fit}-hyper"]()
                 key = jax.random.fold_in(jax.random.key(args.seed + 1), T)
                 t0 = time.time()
-                est = bdmc.forward_ais(key, model, data, num_steps=T, num_chains=args.chains, progress=False)
+                est = bdmc.forward_ais(key, model, data, num_steps=T, num_runs=args.chains, progress=False)
                 row = {"data": data_name, "fit": fit, "num_steps": T, "num_chains": args.chains,
                        "value": est.value, "mean_single": est.mean_single, "stderr_single": est.stderr_single,
                        "runs": [float(r) for r in np.asarray(est.runs)], "seconds": est.seconds,

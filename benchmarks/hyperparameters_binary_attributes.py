@@ -26,6 +26,8 @@ from scipy.special import entr
 import bdmc  # noqa: F401  (float64)
 from bdmc.models.binary_attributes import BinaryAttributes
 
+bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
+
 GRID = [(pi, sn) for pi in (0.3, 0.5) for sn in (0.7, 1.0, 1.25, 1.5, 2.0)]
 
 

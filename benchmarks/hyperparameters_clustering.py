@@ -29,6 +29,8 @@ import numpy as np
 import bdmc
 from bdmc.models.clustering import Clustering
 
+bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
+
 GRID = (0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0)
 
 

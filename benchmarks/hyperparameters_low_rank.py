@@ -17,6 +17,8 @@ import numpy as np
 import bdmc
 from bdmc.models.low_rank import LowRank
 
+bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
+
 
 def posterior_draws(key, model, num_sweeps, thin):
     """Simulate (data, truth) and return Gibbs draws of U V started at the truth."""

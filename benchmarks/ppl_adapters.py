@@ -24,6 +24,8 @@ import bdmc
 from bdmc.kernels import HMC
 from bdmc.models import LinearRegression
 
+bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
+
 BUILTIN = LinearRegression()
 X = np.asarray(BUILTIN.design)
 
@@ -102,9 +104,9 @@ def main(argv=None) -> None:
     for name, model, data, x0 in implementations(y, latent, set(args.skip.split(","))):
         kernel = HMC(model, step_size=0.05, num_integration_steps=10)
         k1, k2 = jax.random.split(jax.random.key(args.seed + 1))
-        fwd = bdmc.forward_ais(k1, model, data, num_steps=args.steps, num_chains=args.chains, kernel=kernel,
+        fwd = bdmc.forward_ais(k1, model, data, num_steps=args.steps, num_runs=args.chains, kernel=kernel,
                                progress=False)
-        rev = bdmc.reverse_ais(k2, model, data, x0, num_steps=args.steps, num_chains=args.chains, kernel=kernel,
+        rev = bdmc.reverse_ais(k2, model, data, exact_latent=x0, num_steps=args.steps, num_runs=args.chains, kernel=kernel,
                                progress=False)
         chain_steps = args.steps * args.chains
         row = {"implementation": name, "forward": fwd.value, "forward_se": fwd.stderr, "reverse": rev.value,

@@ -45,8 +45,10 @@ import pandas as pd  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.kernels import HMC, RandomWalkMH  # noqa: E402
-from bdmc.models._contract import log_density  # noqa: E402
+from bdmc.contracts.model import log_density  # noqa: E402
 from bdmc.realdata import factorization as fz  # noqa: E402
+
+bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
 OUT = Path(__file__).resolve().parent / "results" / "representation"
 COLUMNS = ["ppl", "representation", "kernel", "num_steps", "num_chains", "b_hat", "b_hat_stderr", "seconds",

@@ -9,7 +9,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 from bdmc.kernels import KernelInfo
-from bdmc.models import log_density
+from bdmc.contracts import log_density
 
 
 def gaussian_target(model, data, lam, like):

@@ -51,8 +51,8 @@ def test_data_path_sandwiches_exact(key):
     gaps = []
     for steps_per_case in (5, 100):
         path = schedules.data_path(model.n, steps_per_case=steps_per_case)
-        f = bdmc.forward_ais(key, model, data, schedule=path, num_chains=64)
-        r = bdmc.reverse_ais(key, model, data, latent, schedule=path, num_chains=64)
+        f = bdmc.forward_ais(key, model, data, schedule=path, num_runs=64)
+        r = bdmc.reverse_ais(key, model, data, exact_latent=latent, schedule=path, num_runs=64)
         assert f.mean_single < exact < r.mean_single
         assert f.settings["per_case_path"] and f.settings["num_steps"] == path.shape[0]
         gaps.append(r.mean_single - f.mean_single)
@@ -64,9 +64,9 @@ def test_combined_estimate_is_unbiased_on_the_right_scale(direction, key):
     # log-mean-exp of forward runs estimates log Z (Z-hat unbiased); log-harmonic-mean of reverse runs too.
     model = GaussianMean(n=20, dim=5)
     data, latent, exact = _problem(model)
-    kw = dict(num_steps=40, num_chains=4000)
+    kw = dict(num_steps=40, num_runs=4000)
     est = (bdmc.forward_ais(key, model, data, **kw) if direction == "forward"
-           else bdmc.reverse_ais(key, model, data, latent, **kw))
+           else bdmc.reverse_ais(key, model, data, exact_latent=latent, **kw))
     assert abs(est.value - exact) < 4 * est.stderr
     assert est.stderr < 0.05  # the check has teeth
 
@@ -74,8 +74,8 @@ def test_combined_estimate_is_unbiased_on_the_right_scale(direction, key):
 def test_markov_tail_bounds_hold(key):
     model = FiniteMixture(n=6, k=3)
     data, latent, exact = _problem(model)
-    f = bdmc.forward_ais(key, model, data, num_steps=5, num_chains=3000)
-    r = bdmc.reverse_ais(key, model, data, latent, num_steps=5, num_chains=3000)
+    f = bdmc.forward_ais(key, model, data, num_steps=5, num_runs=3000)
+    r = bdmc.reverse_ais(key, model, data, exact_latent=latent, num_steps=5, num_runs=3000)
     for b in (1.0, 2.0, 3.0):
         assert np.mean(f.runs > exact + b) < math.exp(-b)
         assert np.mean(r.runs < exact - b) < math.exp(-b)
@@ -90,8 +90,8 @@ def test_reverse_ais_from_a_prior_draw_is_not_an_upper_bound(key):
     data, latent, exact = _problem(model)
     wrong = model.sample_prior(jax.random.key(99))
     kernel = RandomWalkMH(model, scale=0.05)
-    good = bdmc.reverse_ais(key, model, data, latent, num_steps=200, num_chains=64, kernel=kernel)
-    bad = bdmc.reverse_ais(key, model, data, wrong, num_steps=200, num_chains=64, kernel=kernel)
+    good = bdmc.reverse_ais(key, model, data, exact_latent=latent, num_steps=200, num_runs=64, kernel=kernel)
+    bad = bdmc.reverse_ais(key, model, data, exact_latent=wrong, num_steps=200, num_runs=64, kernel=kernel)
     assert good.mean_single > exact
     assert bad.value < exact - 4 * bad.stderr - 1.0
 
@@ -102,7 +102,7 @@ def test_broken_kernel_violates_the_sandwich(name, key):
     model = EXACT_MODELS[name]
     data, latent, exact = _problem(model)
     # Long enough chains that the broken kernel's excess (about 1 nat here) is many standard errors.
-    common = dict(num_steps=3000, num_chains=128)
+    common = dict(num_steps=3000, num_runs=128)
     good = bdmc.forward_ais(key, model, data, kernel=RandomWalkMH(model, scale=0.1), **common)
     bad = bdmc.forward_ais(key, model, data, kernel=BrokenMH(model, scale=0.1), **common)
     assert good.mean_single < exact
@@ -112,9 +112,9 @@ def test_broken_kernel_violates_the_sandwich(name, key):
 def test_same_key_same_numbers_different_key_different(key):
     model = EXACT_MODELS["linear-regression"]
     data, latent, _ = _problem(model)
-    a = bdmc.forward_ais(key, model, data, num_steps=30, num_chains=8)
-    b = bdmc.forward_ais(key, model, data, num_steps=30, num_chains=8)
-    c = bdmc.forward_ais(jax.random.key(7), model, data, num_steps=30, num_chains=8)
+    a = bdmc.forward_ais(key, model, data, num_steps=30, num_runs=8)
+    b = bdmc.forward_ais(key, model, data, num_steps=30, num_runs=8)
+    c = bdmc.forward_ais(jax.random.key(7), model, data, num_steps=30, num_runs=8)
     np.testing.assert_array_equal(a.runs, b.runs)
     assert not np.any(a.runs == c.runs)
     assert a.seed == b.seed != c.seed
@@ -136,7 +136,7 @@ def test_hmc_forward_ais_reports_diagnostics_and_costs(key):
     model = EXACT_MODELS["linear-regression"]
     data, _, exact = _problem(model)
     kernel = HMC(model, step_size=0.05, num_integration_steps=10)
-    f = bdmc.forward_ais(key, model, data, num_steps=300, num_chains=32, kernel=kernel, record_increments=True)
+    f = bdmc.forward_ais(key, model, data, num_steps=300, num_runs=32, kernel=kernel, record_increments=True)
     info = f.details.info
     assert info.mean_increment.shape == info.acceptance.shape == info.ess.shape == (299,)
     assert np.all((info.acceptance > 0.5) & (info.acceptance <= 1))

@@ -27,8 +27,8 @@ def test_alarm_fires_when_reverse_ais_starts_from_a_prior_draw(T, key):
     wrong = model.sample_prior(jax.random.key(9))
     kernel = RandomWalkMH(model, scale=0.05)
     k1, k2 = jax.random.split(key)
-    f = bdmc.forward_ais(k1, model, data, num_steps=T, num_chains=64, kernel=kernel)
-    r = bdmc.reverse_ais(k2, model, data, wrong, num_steps=T, num_chains=64, kernel=kernel)
+    f = bdmc.forward_ais(k1, model, data, num_steps=T, num_runs=64, kernel=kernel)
+    r = bdmc.reverse_ais(k2, model, data, exact_latent=wrong, num_steps=T, num_runs=64, kernel=kernel)
     alarm = bug_alarm(f, r)
     assert alarm.fired and alarm.certified and alarm.p_bound < 1e-6
     assert "BUG ALARM" in alarm.message()
@@ -70,8 +70,8 @@ def test_weak_data_sandwiches_share_their_exact_latent_and_stay_silent():
         lowers, uppers = {}, {}
         for T in steps:
             k1, k2 = jax.random.split(jax.random.fold_in(jax.random.key(300 + s), T))
-            f = bdmc.forward_ais(k1, model, data, num_steps=T, num_chains=per_set * chains, progress=False)
-            r = bdmc.reverse_ais(k2, model, data, shared, num_steps=T, num_chains=per_set * chains, progress=False)
+            f = bdmc.forward_ais(k1, model, data, num_steps=T, num_runs=per_set * chains, progress=False)
+            r = bdmc.reverse_ais(k2, model, data, exact_latent=shared, num_steps=T, num_runs=per_set * chains, progress=False)
             lowers[T] = _grouped(f, per_set, {"num_steps": T})
             uppers[T] = _grouped(r, per_set, {"num_steps": T})
         for g in range(per_set):
@@ -175,8 +175,8 @@ def test_a_kernel_invariant_for_the_wrong_distribution_needs_geweke_not_the_alar
     exact = float(model.exact_log_marginal(data))
     wrong = dataclasses.replace(model, sigma_noise=model.sigma_noise * math.sqrt(1.1)).default_kernel()
     k1, k2 = jax.random.split(key)
-    f = bdmc.forward_ais(k1, model, data, num_steps=1000, num_chains=256, kernel=wrong)
-    r = bdmc.reverse_ais(k2, model, data, latent, num_steps=1000, num_chains=256, kernel=wrong)
+    f = bdmc.forward_ais(k1, model, data, num_steps=1000, num_runs=256, kernel=wrong)
+    r = bdmc.reverse_ais(k2, model, data, exact_latent=latent, num_steps=1000, num_runs=256, kernel=wrong)
     assert f.mean_single < exact - 4 * f.stderr_single and r.mean_single < exact - 4 * r.stderr_single
     assert not bug_alarm(f, r).fired
     small = FiniteMixture(n=6, k=2, dim=2)

@@ -24,8 +24,8 @@ import bdmc
 from bdmc import BDMCError
 from bdmc.estimators import chib_murray_salakhutdinov, cms
 from bdmc.kernels import Conditional, GibbsSweep, RandomWalkMH
-from bdmc.models import (BinaryAttributes, BinaryAttributesHyper, Clustering, ClusteringHyper, FiniteMixture,
-                         GaussianMean, LinearRegression, LowRank, LowRankHyper, log_density)
+from bdmc.models import BinaryAttributes, BinaryAttributesHyper, Clustering, ClusteringHyper, FiniteMixture, GaussianMean, LinearRegression, LowRank, LowRankHyper
+from bdmc.contracts import log_density
 
 
 @dataclass(frozen=True)
@@ -241,14 +241,14 @@ def test_unbiased_on_tiny_clustering_and_wrong_reverse_is_caught():
     model = Clustering(n=4, k=3, dim=2)
     data, x = bdmc.simulate(jax.random.key(1), model)
     exact = float(model.exact_log_marginal(data))
-    est = cms(jax.random.key(2), model, data, x, num_steps=4, num_runs=4000)
+    est = cms(jax.random.key(2), model, data, exact_latent=x, num_steps=4, num_runs=4000)
     mean, se = _ratio(est, exact)
     assert abs(mean - 1.0) < 4 * se, (mean, se)
     assert est.bound == "lower" and est.runs.shape == (4000,)
     assert est.n_evals == 4000 * (2 * 4 * model.k + 1)
     assert set(np.unique(est.details["start"])) == {1, 2, 3, 4}  # s is drawn uniformly from 1..S
 
-    bad = cms(jax.random.key(2), model, data, x, num_steps=4, num_runs=4000, kernel=SelfReverse(model.default_kernel()))
+    bad = cms(jax.random.key(2), model, data, exact_latent=x, num_steps=4, num_runs=4000, kernel=SelfReverse(model.default_kernel()))
     mean, se = _ratio(bad, exact)
     assert abs(mean - 1.0) > 4 * se, (mean, se)
 
@@ -257,7 +257,7 @@ def test_unbiased_on_finite_mixture_gibbs_sweep():
     model = FiniteMixture(n=4, k=2, dim=1, sigma_theta=1.0, sigma_noise=1.0)
     data, x = bdmc.simulate(jax.random.key(1), model)
     exact = float(model.exact_log_marginal(data))
-    est = chib_murray_salakhutdinov(jax.random.key(3), model, data, x, num_steps=4, num_runs=4000)
+    est = chib_murray_salakhutdinov(jax.random.key(3), model, data, exact_latent=x, num_steps=4, num_runs=4000)
     mean, se = _ratio(est, exact)
     assert abs(mean - 1.0) < 4 * se, (mean, se)
 
@@ -265,7 +265,7 @@ def test_unbiased_on_finite_mixture_gibbs_sweep():
 def test_single_exact_block_gives_the_exact_value_with_no_spread():
     model = GaussianMean(n=10, dim=3)
     data, x = bdmc.simulate(jax.random.key(4), model)
-    est = cms(jax.random.key(5), model, data, x, num_steps=7, num_runs=8)
+    est = cms(jax.random.key(5), model, data, exact_latent=x, num_steps=7, num_runs=8)
     np.testing.assert_allclose(est.runs, float(model.exact_log_marginal(data)), rtol=0, atol=1e-10)
 
 
@@ -276,15 +276,15 @@ def test_kernel_without_hooks_is_rejected_by_name():
     model = GaussianMean(n=4, dim=1)
     data, x = jnp.zeros((4, 1)), {"mu": jnp.zeros(1)}
     with pytest.raises(BDMCError, match=r"RandomWalkMH.*log_transition.*reversed"):
-        cms(jax.random.key(0), model, data, x, kernel=RandomWalkMH(model))
+        cms(jax.random.key(0), model, data, exact_latent=x, kernel=RandomWalkMH(model))
     hyper = BinaryAttributesHyper(n=3, dim=2, k=2)
     with pytest.raises(BDMCError, match=r"HyperSweep.*log_transition.*reversed"):
-        cms(jax.random.key(0), hyper, jnp.zeros((3, 2)), hyper.sample_prior(jax.random.key(0)))
+        cms(jax.random.key(0), hyper, jnp.zeros((3, 2)), exact_latent=hyper.sample_prior(jax.random.key(0)))
     chyper = ClusteringHyper(n=3, dim=2, k=2)
     with pytest.raises(BDMCError, match=r"ClusteringHyper.*sweep_log_transition"):
-        cms(jax.random.key(0), chyper, jnp.zeros((3, 2)), chyper.sample_prior(jax.random.key(0)))
+        cms(jax.random.key(0), chyper, jnp.zeros((3, 2)), exact_latent=chyper.sample_prior(jax.random.key(0)))
     no_assign = GibbsSweep((Conditional("mu", model.gibbs_update, model._log_prob_mu),))
     with pytest.raises(BDMCError, match=r"assign.*'mu'"):
-        cms(jax.random.key(0), model, data, x, kernel=no_assign)
+        cms(jax.random.key(0), model, data, exact_latent=x, kernel=no_assign)
     with pytest.raises(BDMCError, match="num_steps"):
-        cms(jax.random.key(0), model, data, x, num_steps=0)
+        cms(jax.random.key(0), model, data, exact_latent=x, num_steps=0)

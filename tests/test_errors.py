@@ -9,7 +9,7 @@ import pytest
 
 import bdmc
 from bdmc import BDMCError, DataError, MissingExtraError, NonFiniteLogWeightError, ScheduleError, schedules
-from bdmc._errors import require
+from bdmc.errors import require
 from bdmc.models import GaussianMean, LinearRegression
 
 
@@ -31,7 +31,7 @@ def test_nan_data_is_named(problem, key):
 def test_wrong_shape_is_named(problem, key):
     model, data, latent = problem
     with pytest.raises(DataError, match=r"shape \(10, 2\), got \(10, 3\)"):
-        bdmc.reverse_ais(key, model, np.zeros((10, 3)), latent, num_steps=5)
+        bdmc.reverse_ais(key, model, np.zeros((10, 3)), exact_latent=latent, num_steps=5)
     with pytest.raises(DataError, match="non-numeric"):
         bdmc.forward_ais(key, model, np.array([["a"] * 2] * 10), num_steps=5)
 
@@ -51,9 +51,9 @@ def test_bad_schedules_are_refused(problem, key):
 def test_bad_exact_latent_is_refused(problem, key):
     model, data, latent = problem
     with pytest.raises(BDMCError, match="shape"):
-        bdmc.reverse_ais(key, model, data, {"mu": jnp.zeros(3)}, num_steps=5)
+        bdmc.reverse_ais(key, model, data, exact_latent={"mu": jnp.zeros(3)}, num_steps=5)
     with pytest.raises(BDMCError, match="structure"):
-        bdmc.reverse_ais(key, model, data, {"nu": jnp.zeros(2)}, num_steps=5)
+        bdmc.reverse_ais(key, model, data, exact_latent={"nu": jnp.zeros(2)}, num_steps=5)
     with pytest.raises(BDMCError, match="without exact_latent"):
         bdmc.sandwich(key, model, data, steps=[5])
 

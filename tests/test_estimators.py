@@ -36,7 +36,7 @@ def test_harmonic_mean_is_unbiased_for_one_over_z_with_finite_variance(key):
     # delta-method standard error is trustworthy; the Gibbs kernel draws mu exactly from the posterior.
     model = GaussianMean(n=2, dim=1, noise_std=3.0)
     data, latent, exact = _problem(model)
-    est = harmonic_mean(key, model, data, latent, num_samples=100, num_runs=2000)
+    est = harmonic_mean(key, model, data, exact_latent=latent, num_samples=100, num_runs=2000)
     assert abs(est.value - exact) < 4 * est.stderr and est.stderr < 0.01
     assert est.bound == "upper"
 
@@ -44,7 +44,7 @@ def test_harmonic_mean_is_unbiased_for_one_over_z_with_finite_variance(key):
 def test_harmonic_mean_far_above_when_the_posterior_is_narrow(key):
     model = GaussianMean(n=50, dim=25)
     data, latent, exact = _problem(model)
-    est = harmonic_mean(key, model, data, latent, num_samples=1000, num_runs=16)
+    est = harmonic_mean(key, model, data, exact_latent=latent, num_samples=1000, num_runs=16)
     assert est.mean_single > exact + 10
 
 
@@ -54,7 +54,7 @@ def test_bad_knobs_are_named(key):
     with pytest.raises(BDMCError, match="num_proposals"):
         likelihood_weighting(key, model, data, num_proposals=0)
     with pytest.raises(BDMCError, match="num_samples"):
-        harmonic_mean(key, model, data, latent, num_samples=2.5)
+        harmonic_mean(key, model, data, exact_latent=latent, num_samples=2.5)
 
 
 # ------------------------------------------------------------------------------------------- nested sampling

@@ -430,8 +430,8 @@ def test_paper_size_forward_and_reverse_ais_agree(key):
     T, chains = 10_000, 16
     run_key = jax.random.fold_in(key, T)
     start = time.perf_counter()
-    fwd = bdmc.forward_ais(run_key, model, data, num_steps=T, num_chains=chains, progress=False)
-    rev = bdmc.reverse_ais(run_key, model, data, latent, num_steps=T, num_chains=chains, progress=False)
+    fwd = bdmc.forward_ais(run_key, model, data, num_steps=T, num_runs=chains, progress=False)
+    rev = bdmc.reverse_ais(run_key, model, data, exact_latent=latent, num_steps=T, num_runs=chains, progress=False)
     wall = time.perf_counter() - start
     truth = 0.5 * (fwd.value + rev.value)
     print(f"\npaper size T={T} chains={chains}: forward {fwd.value:.3f} +- {fwd.stderr:.3f} (single "

@@ -212,8 +212,8 @@ def test_data_path_sandwiches_the_enumerated_log_marginal(key):
     data, latent = _problem(TINY)
     exact = float(TINY.exact_log_marginal(data))
     path = bdmc.schedules.data_path(TINY.n, steps_per_case=50)
-    f = bdmc.forward_ais(key, TINY, data, schedule=path, num_chains=64, progress=False)
-    r = bdmc.reverse_ais(key, TINY, data, latent, schedule=path, num_chains=64, progress=False)
+    f = bdmc.forward_ais(key, TINY, data, schedule=path, num_runs=64, progress=False)
+    r = bdmc.reverse_ais(key, TINY, data, exact_latent=latent, schedule=path, num_runs=64, progress=False)
     assert f.mean_single < exact < r.mean_single
     assert r.mean_single - f.mean_single < 0.1
 
@@ -395,12 +395,12 @@ def test_hyper_sandwich_agrees_with_quadrature_over_the_log_variances(key):
     exact = _hyper_log_marginal_by_quadrature(model, data, step=0.08)
     # The quadrature has converged: a grid twice as coarse gives the same number.
     assert _hyper_log_marginal_by_quadrature(model, data, step=0.16) == pytest.approx(exact, abs=1e-6)
-    fwd5 = bdmc.forward_ais(key, model, data, num_steps=5, num_chains=64, progress=False)
-    rev5 = bdmc.reverse_ais(key, model, data, latent, num_steps=5, num_chains=64, progress=False)
+    fwd5 = bdmc.forward_ais(key, model, data, num_steps=5, num_runs=64, progress=False)
+    rev5 = bdmc.reverse_ais(key, model, data, exact_latent=latent, num_steps=5, num_runs=64, progress=False)
     assert fwd5.mean_single < exact - fwd5.stderr_single
     assert rev5.mean_single > exact + rev5.stderr_single
-    fwd = bdmc.forward_ais(key, model, data, num_steps=2000, num_chains=64, progress=False)
-    rev = bdmc.reverse_ais(key, model, data, latent, num_steps=2000, num_chains=64, progress=False)
+    fwd = bdmc.forward_ais(key, model, data, num_steps=2000, num_runs=64, progress=False)
+    rev = bdmc.reverse_ais(key, model, data, exact_latent=latent, num_steps=2000, num_runs=64, progress=False)
     assert rev.mean_single - fwd.mean_single < 0.1
     assert abs(fwd.value - exact) < 0.1 and abs(rev.value - exact) < 0.1
 
@@ -413,8 +413,8 @@ def test_paper_size_forward_and_reverse_ais_agree(key):
     model = Clustering()
     data, latent = bdmc.simulate(jax.random.key(0), model)
     T = 3000
-    f = bdmc.forward_ais(jax.random.key(1), model, data, num_steps=T, num_chains=32, progress=False)
-    r = bdmc.reverse_ais(jax.random.key(2), model, data, latent, num_steps=T, num_chains=32, progress=False)
+    f = bdmc.forward_ais(jax.random.key(1), model, data, num_steps=T, num_runs=32, progress=False)
+    r = bdmc.reverse_ais(jax.random.key(2), model, data, exact_latent=latent, num_steps=T, num_runs=32, progress=False)
     print(f"\nclustering paper size T={T}: forward {f.value:.2f} +- {f.stderr:.2f}, reverse {r.value:.2f} +- "
           f"{r.stderr:.2f}, gap {r.value - f.value:.2f} (single-run means {r.mean_single - f.mean_single:.2f}), "
           f"ground truth {(f.value + r.value) / 2:.2f}, "

@@ -144,5 +144,5 @@ def test_registry_and_validation():
     with pytest.raises(bdmc.BDMCError, match="condition"):
         CorrelatedGaussianMean(condition=0.5)
     with pytest.raises(bdmc.DataError, match=r"shape \(10, 4\)"):
-        bdmc.forward_ais(jax.random.key(0), CorrelatedGaussianMean(), np.zeros((10, 3)), num_steps=2, num_chains=2,
+        bdmc.forward_ais(jax.random.key(0), CorrelatedGaussianMean(), np.zeros((10, 3)), num_steps=2, num_runs=2,
                          progress=False)

@@ -182,8 +182,8 @@ def test_paper_size_forward_and_reverse_ais_agree():
     data, latent = bdmc.simulate(jax.random.key(2015), model)
     T = 16000
     k_fwd, k_rev = jax.random.split(jax.random.fold_in(jax.random.key(1), T))
-    fwd = bdmc.forward_ais(k_fwd, model, data, num_steps=T, num_chains=16, progress=False)
-    rev = bdmc.reverse_ais(k_rev, model, data, latent, num_steps=T, num_chains=16, progress=False)
+    fwd = bdmc.forward_ais(k_fwd, model, data, num_steps=T, num_runs=16, progress=False)
+    rev = bdmc.reverse_ais(k_rev, model, data, exact_latent=latent, num_steps=T, num_runs=16, progress=False)
     assert abs(rev.value - fwd.value) < 1.0
     assert rev.mean_single - fwd.mean_single < 1.0
     assert fwd.mean_single < rev.mean_single + 4 * math.hypot(fwd.stderr_single, rev.stderr_single)

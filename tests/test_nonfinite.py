@@ -68,7 +68,7 @@ def test_nan_reached_only_at_rejected_hmc_proposals_is_caught(key):
     # log-likelihood is NaN, and HMC rejects them, so no state and no weight ever sees the NaN.
     model = Toy(bug="nan_far")
     with pytest.raises(NonFiniteLogDensityError) as err:
-        bdmc.forward_ais(key, model, NEAR_ZERO, num_steps=30, num_chains=4,
+        bdmc.forward_ais(key, model, NEAR_ZERO, num_steps=30, num_runs=4,
                          kernel=HMC(model, step_size=1.5, num_integration_steps=3), progress=False)
     e = err.value
     assert e.term == "log_likelihood" and e.case == 0 and np.isnan(e.value)
@@ -82,7 +82,7 @@ def test_nan_reached_only_at_rejected_hmc_proposals_is_caught(key):
 def test_plus_inf_log_likelihood_stops_reverse_ais(key):
     model = Toy(bug="plus_inf_left")
     with pytest.raises(NonFiniteLogDensityError) as err:
-        bdmc.reverse_ais(key, model, NEAR_ZERO, {"x": jnp.asarray(0.3)}, num_steps=30, num_chains=8,
+        bdmc.reverse_ais(key, model, NEAR_ZERO, exact_latent={"x": jnp.asarray(0.3)}, num_steps=30, num_runs=8,
                          kernel=HMC(model, step_size=1.0, num_integration_steps=3), progress=False)
     assert err.value.term == "log_likelihood" and err.value.value == np.inf
     assert "is +inf at step" in str(err.value) and "reverse AIS" in str(err.value)
@@ -96,7 +96,7 @@ def test_smc_and_shme_name_a_nan_predictive(key):
     # Case 2 is switched on at step 3 of the data path.
     assert (err.value.term, err.value.case, err.value.step, err.value.evaluated_by) == ("log_predictive", 2, 3, "weight")
     with pytest.raises(NonFiniteLogDensityError) as err:
-        bdmc.shme(key, model, NEAR_ZERO, {"x": jnp.asarray(0.0)}, num_particles=4, num_runs=2, kernel=kernel,
+        bdmc.shme(key, model, NEAR_ZERO, exact_latent={"x": jnp.asarray(0.0)}, num_particles=4, num_runs=2, kernel=kernel,
                   progress=False)
     # SHME deletes case 3, then case 2.
     assert (err.value.term, err.value.case, err.value.step) == ("log_predictive", 2, 2)
@@ -105,9 +105,9 @@ def test_smc_and_shme_name_a_nan_predictive(key):
 
 def test_exact_latent_of_zero_or_nonfinite_density_is_refused(key):
     with pytest.raises(BDMCError, match=r"exact latent has zero density.*log_likelihood case 0 is -inf"):
-        bdmc.reverse_ais(key, Toy(bug="constraint"), NEAR_ZERO, {"x": jnp.asarray(-0.5)}, num_steps=5)
+        bdmc.reverse_ais(key, Toy(bug="constraint"), NEAR_ZERO, exact_latent={"x": jnp.asarray(-0.5)}, num_steps=5)
     with pytest.raises(NonFiniteLogDensityError, match=r"log_likelihood case 0 is NaN.*at the exact latent"):
-        bdmc.shme(key, Toy(bug="nan_far"), NEAR_ZERO, {"x": jnp.asarray(4.0)})
+        bdmc.shme(key, Toy(bug="nan_far"), NEAR_ZERO, exact_latent={"x": jnp.asarray(4.0)})
 
 
 def _truncated_truth(y):
@@ -125,7 +125,7 @@ def test_hard_constraint_in_the_likelihood_gives_zero_weights_and_the_right_answ
     # Prior draws below zero get weight zero at the first step: legal, and counted as zeros in the mean.
     model = Toy(bug="constraint")
     truth, _, _ = _truncated_truth(Y)
-    lower = bdmc.forward_ais(key, model, Y, num_steps=200, num_chains=32,
+    lower = bdmc.forward_ais(key, model, Y, num_steps=200, num_runs=32,
                              kernel=HMC(model, step_size=0.3, num_integration_steps=5), progress=False)
     assert np.any(lower.runs == -np.inf) and np.all(lower.runs < np.inf)
     assert abs(lower.value - truth) < 4 * lower.stderr
@@ -138,8 +138,8 @@ def test_hard_constraint_in_the_prior_is_sandwiched(key):
     truth += math.log(2)  # the half-normal prior is normalized on x >= 0
     exact = {"x": jnp.asarray(stats.truncnorm.rvs(-mean / sd, np.inf, loc=mean, scale=sd, random_state=0))}
     kernel = HMC(model, step_size=0.3, num_integration_steps=5)
-    lower = bdmc.forward_ais(key, model, Y, num_steps=1000, num_chains=32, kernel=kernel, progress=False)
-    upper = bdmc.reverse_ais(key, model, Y, exact, num_steps=1000, num_chains=32, kernel=kernel, progress=False)
+    lower = bdmc.forward_ais(key, model, Y, num_steps=1000, num_runs=32, kernel=kernel, progress=False)
+    upper = bdmc.reverse_ais(key, model, Y, exact_latent=exact, num_steps=1000, num_runs=32, kernel=kernel, progress=False)
     assert abs(lower.value - truth) < 4 * lower.stderr
     assert upper.value > truth - 4 * upper.stderr
     assert upper.value - lower.value < 0.05
@@ -158,10 +158,10 @@ def test_numpyro_factor_of_plus_inf_names_the_site(key):
     data = {"y": NEAR_ZERO}
     partial = bdmc.ppl.from_numpyro(program, factor=lambda mu: jnp.where(mu > 1.0, jnp.inf, 0.0), observed="y")
     with pytest.raises(NonFiniteLogDensityError, match=r"log_prior \(NumPyro site 'f'\) is \+inf at step"):
-        bdmc.forward_ais(key, partial, data, num_steps=20, num_chains=8, progress=False)
+        bdmc.forward_ais(key, partial, data, num_steps=20, num_runs=8, progress=False)
     everywhere = bdmc.ppl.from_numpyro(program, factor=lambda mu: jnp.inf, observed="y")
     with pytest.raises(NonFiniteLogDensityError, match=r"log_prior \(NumPyro site 'f'\) is \+inf"):
-        bdmc.reverse_ais(key, everywhere, data, {"mu": jnp.asarray(0.0)}, num_steps=20)
+        bdmc.reverse_ais(key, everywhere, data, exact_latent={"mu": jnp.asarray(0.0)}, num_steps=20)
 
 
 def test_estimators_outside_the_engine_never_return_nonfinite_values(key):
@@ -184,12 +184,12 @@ def test_correct_models_give_the_same_numbers_as_before_the_checks():
     # Computed with the engine as it was before the non-finite checks (same model, keys and settings), on
     # this project's CPU float64 configuration: the checks must not change a single bit of a correct run.
     model = Toy()
-    nuts = bdmc.forward_ais(jax.random.key(7), model, NEAR_ZERO, num_steps=10, num_chains=3,
+    nuts = bdmc.forward_ais(jax.random.key(7), model, NEAR_ZERO, num_steps=10, num_runs=3,
                             kernel=NUTS(model, step_size=0.5, max_tree_depth=3), progress=False)
     np.testing.assert_array_equal(nuts.runs, [-4.6110047060409665, -12.145199926802162, -3.9410009901886944])
     kernel = HMC(model, step_size=0.3, num_integration_steps=2)
     smc = bdmc.smc(jax.random.key(7), model, NEAR_ZERO, num_particles=4, num_runs=2, kernel=kernel, progress=False)
     np.testing.assert_array_equal(smc.runs, [-4.571817021367771, -5.292879402898493])
-    shme = bdmc.shme(jax.random.key(7), model, NEAR_ZERO, {"x": jnp.asarray(0.1)}, num_particles=4, num_runs=2,
+    shme = bdmc.shme(jax.random.key(7), model, NEAR_ZERO, exact_latent={"x": jnp.asarray(0.1)}, num_particles=4, num_runs=2,
                      kernel=kernel, progress=False)
     np.testing.assert_array_equal(shme.runs, [-4.028085626949028, -4.4218594560588835])

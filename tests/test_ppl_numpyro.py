@@ -115,13 +115,13 @@ def test_bad_observed_site_and_data_are_named():
     with pytest.raises(bdmc.BDMCError, match=r"observed site\(s\) \['obs'\].*\['s2', 'beta', 'y'\]"):
         from_numpyro(regression, X, observed="obs")
     with pytest.raises(bdmc.DataError, match=r"'y' must have shape \(20,\), got \(19,\)"):
-        bdmc.forward_ais(jax.random.key(0), MODEL, {"y": np.zeros(19)}, num_steps=2, num_chains=2, progress=False)
+        bdmc.forward_ais(jax.random.key(0), MODEL, {"y": np.zeros(19)}, num_steps=2, num_runs=2, progress=False)
     with pytest.raises(bdmc.DataError, match=r"observed site\(s\) \['y'\]"):
-        bdmc.forward_ais(jax.random.key(0), MODEL, {"x": np.zeros(20)}, num_steps=2, num_chains=2, progress=False)
+        bdmc.forward_ais(jax.random.key(0), MODEL, {"x": np.zeros(20)}, num_steps=2, num_runs=2, progress=False)
 
 
 def test_missing_numpyro_names_the_extra(monkeypatch):
-    import bdmc._errors as errors
+    import bdmc.errors as errors
 
     real = errors.importlib.import_module
 

@@ -159,14 +159,14 @@ def test_observed_names_are_checked(program, model):
 
 
 def test_missing_extra_names_pymc(monkeypatch, program):
-    real = bdmc._errors.importlib.import_module
+    real = bdmc.errors.importlib.import_module
 
     def without_pymc(name, *args, **kwargs):
         if name == "pymc":
             raise ImportError("No module named 'pymc'")
         return real(name, *args, **kwargs)
 
-    monkeypatch.setattr(bdmc._errors.importlib, "import_module", without_pymc)
+    monkeypatch.setattr(bdmc.errors.importlib, "import_module", without_pymc)
     with pytest.raises(bdmc.MissingExtraError, match=r"pip install 'bdmc\[pymc\]'"):
         bdmc.ppl.from_pymc(program)
 
@@ -192,7 +192,7 @@ def test_speed_against_numpyro_and_builtin(model):
         runs = []
         for rep in range(4):  # the first run compiles; keep the fastest of the rest (a shared machine)
             start = time.perf_counter()
-            est = bdmc.forward_ais(jax.random.key(rep), m, d, num_steps=num_steps, num_chains=num_chains,
+            est = bdmc.forward_ais(jax.random.key(rep), m, d, num_steps=num_steps, num_runs=num_chains,
                                    kernel=kernel, progress=False)
             runs.append((est.seconds, est.compile_seconds, time.perf_counter() - start))
         best = min(r[0] for r in runs[1:])

@@ -342,7 +342,7 @@ def test_cost_per_chain_step_against_numpyro_and_the_builtin_model(model):
         run = bdmc.anneal(jax.random.key(2), m, d, HMC(m, **KERNEL_SETTINGS), schedules.linear(T), init,
                           progress=False)
         one = jax.jit(jax.value_and_grad(lambda x, m=m, d=d: m.log_density(x, d, 0.5) if hasattr(m, "log_density")
-                                         else bdmc.models.log_density(m, x, d, 0.5)))
+                                         else bdmc.contracts.log_density(m, x, d, 0.5)))
         x0 = jax.tree.map(lambda a: a[0], init)
         jax.block_until_ready(one(x0))
         start = time.perf_counter()

@@ -51,7 +51,7 @@ def test_smc_below_and_shme_above_the_enumerated_log_ml(proposal, key):
     model, data, latent, exact = _problem("finite-mixture")
     kw = dict(num_particles=8, num_runs=RUNS[8], proposal=proposal)  # the shapes of the unbiasedness test
     lower = bdmc.smc(key, model, data, **kw)
-    upper = bdmc.shme(key, model, data, latent, **kw)
+    upper = bdmc.shme(key, model, data, exact_latent=latent, **kw)
     assert lower.mean_single < exact - 2 * lower.stderr_single
     assert upper.mean_single > exact + 2 * upper.stderr_single
     assert upper.bound == "upper" and upper.settings["method"] == "shme"
@@ -76,7 +76,7 @@ def test_both_converge_with_more_moves_per_case(key):
     for moves in (1, 10, 100):
         kw = dict(num_moves=moves, num_particles=8, num_runs=100, kernel=kernel)
         lower.append(bdmc.smc(key, model, data, **kw).mean_single - exact)
-        upper.append(bdmc.shme(key, model, data, latent, **kw).mean_single - exact)
+        upper.append(bdmc.shme(key, model, data, exact_latent=latent, **kw).mean_single - exact)
     assert lower[0] < lower[1] < lower[2] < 0
     assert upper[0] > upper[1] > upper[2] > 0
     assert upper[2] - lower[2] < (upper[0] - lower[0]) / 3
@@ -84,7 +84,7 @@ def test_both_converge_with_more_moves_per_case(key):
 
 def test_shme_is_unbiased_for_one_over_z(key):
     model, data, latent, exact = _problem("gaussian-mean")
-    est = bdmc.shme(key, model, data, latent, num_particles=8, num_runs=500)
+    est = bdmc.shme(key, model, data, exact_latent=latent, num_particles=8, num_runs=500)
     assert abs(est.value - exact) < 4 * est.stderr, (est.value - exact, est.stderr)
 
 
@@ -150,10 +150,10 @@ def test_shme_resampling_by_w_instead_of_one_over_w_is_caught(key, monkeypatch):
     # 0.9 nat above the truth, the broken one 0.3-0.5 nat below it (an upper bound violated).
     model, data, latent, exact = _problem("gaussian-mean")
     kw = dict(num_particles=64, num_runs=256, num_moves=2, kernel=RandomWalkMH(model, scale=0.3))
-    good = bdmc.shme(key, model, data, latent, **kw)
+    good = bdmc.shme(key, model, data, exact_latent=latent, **kw)
     assert good.mean_single > exact + 4 * good.stderr_single
     _with_resampler(monkeypatch, ResampleByW)
-    bad = bdmc.shme(key, model, data, latent, **kw)
+    bad = bdmc.shme(key, model, data, exact_latent=latent, **kw)
     assert bad.mean_single < exact - 4 * bad.stderr_single, (bad.mean_single - exact, bad.stderr_single)
 
 

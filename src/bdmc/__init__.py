@@ -1,34 +1,43 @@
 """bdmc: sandwich log marginal likelihoods with bidirectional Monte Carlo.
 
-Float64 is switched on at import (set ``BDMC_X64=0`` before importing to keep JAX's float32 default).
+Importing bdmc changes no global JAX state. The estimators follow JAX's active dtype; call
+:func:`enable_x64` (as the ``bdmc`` command does) for the float64 the paper's numbers were computed in.
 """
-
-import os as _os
 
 import jax as _jax
 
-if _os.environ.get("BDMC_X64", "1") != "0":
-    _jax.config.update("jax_enable_x64", True)
+from . import checks, contracts, estimators, exact, kernels, models, ppl
+from .bracketing import bracket
+from .caching import cache_info, clear_caches
+from .checks.alarm import BugAlarm, bug_alarm
+from .checks.bread import BreadResult, bread
+from .checks.sandwich import SandwichResult, sandwich
+from .contracts.capabilities import capabilities
+from .contracts.estimate import ESTIMATORS, Estimate, gap, log_harmonic_mean, log_mean_exp
+from .contracts.model import Simulated, simulate
+from .core import schedules
+from .core.ais import forward_ais, reverse_ais
+from .core.engine import AnnealResult, StepInfo, anneal
+from .core.smc import shme, smc
+from .errors import (BDMCError, DataError, MissingCapabilityError, MissingExtraError, NonFiniteLogDensityError,
+                     NonFiniteLogWeightError, ScheduleError)
+from .version import __version__
 
-from . import checks, estimators, exact, kernels, models, ppl, schedules  # noqa: E402
-from ._errors import BDMCError, DataError, MissingExtraError, NonFiniteLogWeightError, ScheduleError  # noqa: E402
-from ._errors import NonFiniteLogDensityError  # noqa: E402
-from .core.ais import forward_ais, reverse_ais  # noqa: E402
-from .checks.alarm import BugAlarm, bug_alarm  # noqa: E402
-from .checks.bread import BreadResult, bread  # noqa: E402
-from .core.engine import AnnealResult, StepInfo, anneal  # noqa: E402
-from .checks.sandwich import SandwichResult, sandwich  # noqa: E402
-from .core.smc import shme, smc  # noqa: E402
-from .core.estimate import Estimate, gap, log_harmonic_mean, log_mean_exp  # noqa: E402
-from .models import simulate  # noqa: E402
-from .bracketing import bracket  # noqa: E402
 
-__version__ = "0.1.0"
+def enable_x64(enabled: bool = True) -> None:
+    """Switch JAX to float64 (``enabled=True``) or back to its float32 default, for the whole process.
+
+    The paper's numbers and the closed-form checks are float64; float32 is what a GPU run wants. This is the
+    one place bdmc touches JAX's global configuration, and only when called.
+    """
+    _jax.config.update("jax_enable_x64", bool(enabled))
+
 
 __all__ = [
-    "AnnealResult", "BDMCError", "BreadResult", "BugAlarm", "bread", "bug_alarm", "checks", "DataError", "Estimate",
-    "bracket", "estimators",
-    "MissingExtraError", "NonFiniteLogDensityError", "NonFiniteLogWeightError", "ScheduleError", "StepInfo", "anneal", "exact", "forward_ais",
-    "gap", "kernels", "log_harmonic_mean", "log_mean_exp", "models", "ppl", "reverse_ais", "SandwichResult",
-    "sandwich", "schedules", "shme", "simulate", "smc",
+    "AnnealResult", "BDMCError", "BreadResult", "BugAlarm", "DataError", "ESTIMATORS", "Estimate",
+    "MissingCapabilityError", "MissingExtraError", "NonFiniteLogDensityError", "NonFiniteLogWeightError",
+    "SandwichResult", "ScheduleError", "Simulated", "StepInfo", "__version__", "anneal", "bracket", "bread",
+    "bug_alarm", "cache_info", "capabilities", "checks", "clear_caches", "contracts", "enable_x64", "estimators",
+    "exact", "forward_ais", "gap", "kernels", "log_harmonic_mean", "log_mean_exp", "models", "ppl",
+    "reverse_ais", "sandwich", "schedules", "shme", "simulate", "smc",
 ]

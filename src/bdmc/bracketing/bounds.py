@@ -30,8 +30,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._errors import BDMCError
-from ..core.estimate import Estimate
+from ..errors import BDMCError
+from ..contracts.estimate import Estimate, seed_of
 from .families import Categorical, Family, MeanField, fit_mean_field, pd_inverse, stats_of
 from .samples import as_sample_dict
 from .symmetry import LabelSymmetric, align_labels
@@ -188,17 +188,7 @@ def _estimate(values, *, bound, stderr, seconds, compile_seconds, settings, key,
         raise BDMCError(f"the {bound} bound has NaN or +inf terms: log_joint or the fitted q is broken")
     return Estimate(value=float(np.mean(values)), bound=bound, runs=values, stderr=float(stderr), seconds=seconds,
                     compile_seconds=compile_seconds, n_evals=int(values.size), settings=settings,
-                    seed=_seed(key), details=details)
-
-
-def _seed(key) -> tuple:
-    if key is None:
-        return ()
-    try:
-        data = jax.random.key_data(key)
-    except TypeError:
-        data = key
-    return tuple(int(x) for x in np.asarray(data).ravel())
+                    seed=seed_of(key) if key is not None else (), details=details)
 
 
 def _timed(fn, *args):
@@ -528,7 +518,7 @@ def bracket(samples, log_joint: Callable, *, family: Mapping, key, num_draws: in
             value=float(np.mean(fvals)), bound="lower", runs=np.asarray(fvals),
             stderr=float(np.std(np.asarray(fvals), ddof=1) / math.sqrt(num_draws)), seconds=secs_m + secs_f,
             compile_seconds=csecs_m + csecs_f, n_evals=int(num_draws + n_iter * opts.get("num_draws", 64)),
-            settings={**settings, **opts, "combine": "mean"}, seed=_seed(k_mcsa),
+            settings={**settings, **opts, "combine": "mean"}, seed=seed_of(k_mcsa),
             details={"trace_lower": np.asarray(info.lower), "step_norm": np.asarray(info.step_norm),
                      "accepted": np.asarray(info.accepted), "q_last": q_last, **diag})
     return BracketResult(upper=upper, lower=lower, mcsa=mcsa_est, q_upper=q_upper, q_mcsa=q_mcsa,

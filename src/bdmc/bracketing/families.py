@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import digamma, gammaln, multigammaln, polygamma
 
-from .._errors import BDMCError
+from ..errors import BDMCError
 
 LOG_2PI = float(np.log(2 * np.pi))
 

@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .._errors import BDMCError
+from ..errors import BDMCError
 
 
 def as_sample_dict(samples, *, var_names: Sequence[str] | None = None, chain_axis: bool = False) -> dict:

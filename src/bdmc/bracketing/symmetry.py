@@ -45,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
 
-from .._errors import BDMCError
+from ..errors import BDMCError
 from .families import Categorical, Family, MeanField
 
 MAX_K = 16  # 2^16 subsets x 16 columns per draw: beyond this the exact permanent is not affordable

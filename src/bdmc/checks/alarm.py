@@ -39,8 +39,8 @@ from typing import NamedTuple, Sequence
 import numpy as np
 from scipy import stats
 
-from .._errors import BDMCError
-from ..core.estimate import Estimate, log_harmonic_mean, log_mean_exp
+from ..errors import BDMCError
+from ..contracts.estimate import Estimate, log_harmonic_mean, log_mean_exp
 
 ALPHA = 0.01  # false-alarm level of the certified alarm (Markov's inequality)
 FALLING_ALPHA = 0.01  # nominal level of the uncertified falling-forward warning (Welch t approximation)

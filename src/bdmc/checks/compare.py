@@ -25,11 +25,12 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from .._errors import BDMCError
+from ..errors import BDMCError
 from ..core.ais import forward_ais, reverse_ais
-from ..core.estimate import Estimate
+from ..contracts.capabilities import CollapsedDensity, supports
+from ..contracts.estimate import Estimate
 from ..core.smc import shme, smc
-from ..models._contract import log_density, validate_data
+from ..contracts.model import log_density, validate_data
 from .alarm import ALPHA, BugAlarm, bug_alarm
 from .sandwich import exact_log_marginal_or_none, given_or_simulated
 
@@ -283,7 +284,7 @@ def compare_models(
         for i, (name, model, d, start, kernel) in enumerate((("A", model_a, data_a, exact_latent, kernel_a),
                                                              ("B", model_b, data_b, latent_b, kernel_b))):
             if method == "ais":
-                common = dict(num_steps=T, num_chains=num_chains, kernel=kernel, progress=progress)
+                common = dict(num_steps=T, num_runs=num_chains, kernel=kernel, progress=progress)
             else:
                 common = dict(num_moves=T, num_runs=num_chains, num_particles=num_particles, kernel=kernel,
                               progress=progress)
@@ -315,7 +316,7 @@ def compare_densities(model_a, model_b, data_a, data_b, latent, more_latents=Non
     points = jax.tree.map(lambda a: jnp.asarray(a)[None], latent)
     if more_latents is not None:
         points = jax.tree.map(lambda a, b: jnp.concatenate([a, jnp.asarray(b)]), points, more_latents)
-    split = not (hasattr(model_a, "log_density") or hasattr(model_b, "log_density"))
+    split = not (supports(model_a, CollapsedDensity) or supports(model_b, CollapsedDensity))
 
     def terms(model, x, d):
         if split:

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..models._contract import log_density
+from ..contracts.model import log_density
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats as st
 
-from .._errors import BDMCError
+from ..contracts.capabilities import TemperedSimulation, require, supports
 
 
 @dataclass(frozen=True)
@@ -168,11 +168,8 @@ def _simulate(keys_fwd, keys_sc, lam, *, model, kernel, statistics, sample_data,
 
 
 def _data_sampler(model, lam):
-    if hasattr(model, "sample_data_tempered"):
+    if supports(model, TemperedSimulation):
         return model.sample_data_tempered
     if np.all(np.asarray(lam) == 1.0):
         return lambda key, latent, _lam: model.sample_data(key, latent)
-    raise BDMCError(
-        f"{type(model).__name__} has no sample_data_tempered(key, latent, lam), so the Geweke test cannot "
-        "resample data from the tempered likelihood at lam != 1; pass sample_data=..."
-    )
+    require(model, TemperedSimulation, purpose="a Geweke test at lam != 1 (or pass sample_data=...)")

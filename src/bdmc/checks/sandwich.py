@@ -9,11 +9,12 @@ import jax
 import numpy as np
 import pandas as pd
 
-from .._errors import BDMCError
-from ..models._contract import simulate, validate_data
+from ..errors import BDMCError
+from ..contracts.model import simulate, validate_data
 from ..core.ais import forward_ais, reverse_ais
 from .alarm import BugAlarm, crossing_p_bound, alarm_from_table
-from ..core.estimate import Estimate, gap
+from ..contracts.capabilities import ExactEvidence, supports
+from ..contracts.estimate import Estimate, gap
 from ..core.smc import shme, smc
 
 COLUMNS = [
@@ -126,7 +127,7 @@ def sandwich(
         k_fwd, k_rev = jax.random.split(jax.random.fold_in(key_runs, T))
         pair = {}
         if method == "ais":
-            common = dict(num_steps=T, num_chains=num_chains, kernel=kernel, schedule=schedule, progress=progress)
+            common = dict(num_steps=T, num_runs=num_chains, kernel=kernel, schedule=schedule, progress=progress)
             lower, upper = forward_ais, reverse_ais
         else:
             common = dict(num_moves=T, num_runs=num_chains, num_particles=num_particles, kernel=kernel,
@@ -135,7 +136,7 @@ def sandwich(
         if (T, "forward") not in skip:
             pair["forward"] = lower(k_fwd, model, data, **common)
         if (T, "reverse") not in skip:
-            pair["reverse"] = upper(k_rev, model, data, exact_latent, **common)
+            pair["reverse"] = upper(k_rev, model, data, exact_latent=exact_latent, **common)
         pair_stats = _pair_stats(pair) if len(pair) == 2 else {}
         for direction, est in pair.items():
             row = {"method": method, **_row(T, direction, est, num_chains, exact), **pair_stats}
@@ -171,7 +172,7 @@ def given_or_simulated(key, model, data, exact_latent):
 
 def exact_log_marginal_or_none(model, data) -> float | None:
     """The model's exact log p(y) when it has one that is affordable for this data (else None)."""
-    if not hasattr(model, "exact_log_marginal"):
+    if not supports(model, ExactEvidence):
         return None
     try:
         return float(model.exact_log_marginal(data))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import typer
 
+from .. import enable_x64
+
 from ._common import STATE
 from .bench import bench_command
 from .bread import bread_command
@@ -25,9 +27,12 @@ app = typer.Typer(
 
 
 @app.callback()
-def _root(debug: bool = typer.Option(False, "--debug", help="Show the traceback of any error (for bug reports).")):
+def _root(debug: bool = typer.Option(False, "--debug", help="Show the traceback of any error (for bug reports)."),
+          x64: bool = typer.Option(True, "--x64/--float32",
+                                   help="Compute in float64 (the default, as the paper) or in JAX's float32.")):
     """Bidirectional Monte Carlo: sandwich log marginal likelihoods between forward and reverse AIS."""
     STATE.debug = debug
+    enable_x64(x64)
 
 
 app.command(name="sandwich")(sandwich_command)

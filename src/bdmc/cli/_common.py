@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from .._errors import BDMCError
+from ..errors import BDMCError
 from ..experiments.store import DamagedRowWarning, prepare_output_dir
 
 

@@ -7,11 +7,13 @@ from typing import Any
 import jax
 import numpy as np
 
-from .._errors import BDMCError, NonFiniteLogDensityError
-from ..models._contract import describe_nonfinite, log_density, n_cases, validate_data
+from ..contracts.capabilities import OwnKernel, supports
+from ..contracts.estimate import Estimate, register_estimator, seed_of
+from ..contracts.model import log_density, n_cases, validate_data
+from ..contracts.nonfinite import describe_nonfinite
+from ..errors import BDMCError, NonFiniteLogDensityError
 from . import schedules
 from .engine import anneal
-from .estimate import Estimate
 
 SCHEDULES = {"sigmoidal": schedules.sigmoidal, "linear": schedules.linear, "geometric": schedules.geometric}
 
@@ -32,20 +34,22 @@ def make_path(schedule, num_steps: int | None, *, num_cases: int | None = None) 
 
 def default_kernel(model):
     """The model's own kernel if it ships one, else HMC on its unconstrained latents."""
-    if hasattr(model, "default_kernel"):
+    if supports(model, OwnKernel):
         return model.default_kernel()
     from ..kernels import HMC
 
     return HMC(model)
 
 
+@register_estimator("ais", label="AIS", knob="num_steps", knobs=(10, 100, 1000), bound="lower")
 def forward_ais(
     key,
     model,
     data,
     *,
+    exact_latent=None,
     num_steps: int | None = 1000,
-    num_chains: int = 16,
+    num_runs: int = 16,
     kernel: Any = None,
     schedule="sigmoidal",
     record_increments: bool = False,
@@ -58,10 +62,12 @@ def forward_ais(
     key : PRNG key
     model, data
         A Model and its observed data.
+    exact_latent : optional
+        Not used (forward AIS starts from prior draws); accepted so every estimator has one call shape.
     num_steps : int
         Number of intermediate distributions T (the knob), ignored when ``schedule`` is an array.
-    num_chains : int
-        Independent chains, combined by log-mean-exp.
+    num_runs : int
+        Independent chains, one estimate each, combined by log-mean-exp.
     kernel : optional
         Transition operator; defaults to the model's own (or HMC).
     schedule : str or array
@@ -76,24 +82,26 @@ def forward_ais(
     path = make_path(schedule, num_steps if isinstance(schedule, str) else None, num_cases=n_cases(model, data))
     kernel = default_kernel(model) if kernel is None else kernel
     key_init, key_run = jax.random.split(key)
-    init = jax.vmap(model.sample_prior)(jax.random.split(key_init, num_chains))
+    init = jax.vmap(model.sample_prior)(jax.random.split(key_init, num_runs))
     result = anneal(key_run, model, data, kernel, path, init, record_increments=record_increments,
                     progress=progress, description=f"forward AIS T={path.shape[0]}")
     return Estimate.from_runs(
         result.log_weights, bound="lower", seconds=result.seconds, compile_seconds=result.compile_seconds,
-        n_evals=result.n_evals, settings=_settings("forward", path, num_chains, kernel), seed=_seed(key),
-        details=result,
+        n_evals=result.n_evals, settings=_settings("forward", path, num_runs, kernel), seed=seed_of(key),
+        details=result, compiled=result.compiled,
     )
 
 
+@register_estimator("rev-ais", label="rev AIS", knob="num_steps", knobs=(10, 100, 1000), bound="upper",
+                    needs_exact=True)
 def reverse_ais(
     key,
     model,
     data,
-    exact_latent,
     *,
+    exact_latent,
     num_steps: int | None = 1000,
-    num_chains: int = 16,
+    num_runs: int = 16,
     kernel: Any = None,
     schedule="sigmoidal",
     record_increments: bool = False,
@@ -106,23 +114,31 @@ def reverse_ais(
     single-run upper bound, and runs combine by log-harmonic-mean.
 
     Parameters are as for :func:`forward_ais`, plus ``exact_latent``: one exact posterior sample, or a batch
-    with a leading axis of length ``num_chains``.
+    with a leading axis of length ``num_runs``.
     """
+    require_exact_latent(exact_latent, "reverse AIS")
     data = validate_data(model, data)
     path = make_path(schedule, num_steps if isinstance(schedule, str) else None, num_cases=n_cases(model, data))
     kernel = default_kernel(model) if kernel is None else kernel
-    init = _broadcast_latent(model, exact_latent, num_chains)
+    init = broadcast_latent(model, exact_latent, num_runs)
     check_exact_latent(model, data, exact_latent, init, path[-1], description="reverse AIS")
     result = anneal(key, model, data, kernel, path[::-1], init, record_increments=record_increments,
                     progress=progress, description=f"reverse AIS T={path.shape[0]}")
     return Estimate.from_runs(
         -result.log_weights, bound="upper", seconds=result.seconds, compile_seconds=result.compile_seconds,
-        n_evals=result.n_evals, settings=_settings("reverse", path, num_chains, kernel), seed=_seed(key),
-        details=result,
+        n_evals=result.n_evals, settings=_settings("reverse", path, num_runs, kernel), seed=seed_of(key),
+        details=result, compiled=result.compiled,
     )
 
 
-def _broadcast_latent(model, latent, num_chains):
+def require_exact_latent(exact_latent, who: str) -> None:
+    """Refuse a missing exact posterior sample, naming the estimator that needs it."""
+    if exact_latent is None:
+        raise BDMCError(f"{who} starts from the exact posterior sample: pass exact_latent=... (the latent that "
+                        "generated the simulated data, as bdmc.simulate returns it)")
+
+
+def broadcast_latent(model, latent, num_chains):
     """Give one latent a leading chain axis, or check an already batched one."""
     single = jax.eval_shape(model.sample_prior, jax.random.key(0))
     leaves, ref = jax.tree.leaves(latent), jax.tree.leaves(single)
@@ -169,14 +185,6 @@ def check_exact_latent(model, data, exact_latent, init, lam, *, description: str
                                    direction=description)
 
 
-def _settings(direction, path, num_chains, kernel):
-    return {"direction": direction, "num_steps": int(path.shape[0]), "num_chains": int(num_chains),
+def _settings(direction, path, num_runs, kernel):
+    return {"direction": direction, "num_steps": int(path.shape[0]), "num_runs": int(num_runs),
             "per_case_path": path.ndim == 2, "kernel": type(kernel).__name__}
-
-
-def _seed(key) -> tuple:
-    try:
-        data = jax.random.key_data(key)
-    except TypeError:
-        data = key
-    return tuple(int(x) for x in np.asarray(data).ravel())

@@ -8,7 +8,7 @@ Steps run inside one compiled ``lax.scan`` per chunk of steps (``vmap`` over cha
 compiled once per (model, kernel, shapes) and reused for every chunk and every path length, so a run never
 traces per step and the host only sees the state between chunks (for progress).
 
-Every log density a weight or a kernel evaluates is checked (``models._contract.nonfinite_check``): each
+Every log density a weight or a kernel evaluates is checked (``contracts.model.nonfinite_check``): each
 chain's part of a step records, through mutable JAX references, whether a density was NaN or +inf and the
 state it was evaluated at (this reaches inside gradients and the while loops of NUTS); every chain's first
 failure is carried as data and the host reads it once per chunk, never per step. A NaN or +inf density, or a NaN or
@@ -26,8 +26,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._errors import NonFiniteLogDensityError, NonFiniteLogWeightError, ScheduleError
-from ..models._contract import describe_nonfinite, log_density_increment, recording
+from ..errors import NonFiniteLogDensityError, NonFiniteLogWeightError, ScheduleError
+from ..caching import CompiledCache
+from ..contracts.model import log_density_increment
+from ..contracts.nonfinite import describe_nonfinite, recording
 from .resampling import AdaptiveResampling, final_log_evidence, group_ess
 
 DEFAULT_CHUNK = 64
@@ -63,6 +65,7 @@ class AnnealResult(NamedTuple):
     seconds: float
     compile_seconds: float
     n_evals: int
+    compiled: bool = True
 
 
 def anneal(
@@ -151,7 +154,7 @@ def anneal(
     carry = (init_latents, jnp.zeros(chains, dtype), jnp.zeros(runs, dtype), failures)
     args0 = (key, data, carry, lam_from[:chunk_size], lam_to[:chunk_size], active[:chunk_size], index[:chunk_size])
     statics = (model, kernel, rule, resampler, num_particles, bool(record_increments))
-    compiled, compile_seconds = _compile(statics, args0)
+    compiled, compile_seconds, built = _compile(statics, args0)
 
     report = _progress(progress, num_steps * chains, description, num_steps)
     outs = []
@@ -188,6 +191,7 @@ def anneal(
         increments=stacked[4] if record_increments else None,
         seconds=seconds,
         compile_seconds=compile_seconds,
+        compiled=built,
         n_evals=evals,
     )
 
@@ -274,24 +278,27 @@ def _ess(logw):
     return jnp.where(jnp.isfinite(ess), ess, 0.0)
 
 
-_CACHE: dict = {}
+_COMPILED = CompiledCache("engine")
 
 
 def _compile(statics, args):
-    """Compile the chunk function once per (model, kernel, rule, resampler, particles, record, shapes)."""
+    """Compile the chunk function once per (model, kernel, rule, resampler, particles, record, shapes).
+
+    Returns ``(compiled, seconds, built)``; ``seconds`` is 0.0 and ``built`` False when the program came
+    from the cache.
+    """
     leaves, treedef = jax.tree.flatten(args)
     signature = (treedef, tuple((jnp.shape(x), jnp.result_type(x), getattr(x, "dtype", None)) for x in leaves))
-    cache_key = (statics, signature)
-    if cache_key in _CACHE:
-        return _CACHE[cache_key], 0.0
     model, kernel, rule, resampler, num_particles, record = statics
-    start = time.perf_counter()
-    fn = jax.jit(lambda *a: _chunk(*a, model=model, kernel=kernel, rule=rule, resampler=resampler,
-                                   num_particles=num_particles, record=record))
-    compiled = fn.lower(*args).compile()
-    seconds = time.perf_counter() - start
-    _CACHE[cache_key] = compiled
-    return compiled, seconds
+
+    def build():
+        start = time.perf_counter()
+        fn = jax.jit(lambda *a: _chunk(*a, model=model, kernel=kernel, rule=rule, resampler=resampler,
+                                       num_particles=num_particles, record=record))
+        return fn.lower(*args).compile(), time.perf_counter() - start
+
+    (compiled, seconds), built = _COMPILED.get_or_build((statics, signature), build)
+    return compiled, (seconds if built else 0.0), built
 
 
 PHASES = ("weight", "refresh", "kernel")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._errors import ScheduleError
+from ..errors import ScheduleError
 
 
 def linear(num_steps: int) -> np.ndarray:

@@ -23,13 +23,14 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from .._errors import BDMCError
+from ..contracts.capabilities import CaseProposal, require, supports
+from ..contracts.estimate import Estimate, register_estimator, seed_of
+from ..contracts.model import log_predictive, n_cases, validate_data
+from ..errors import BDMCError
 from ..kernels import repeat
-from ..models._contract import log_predictive, n_cases, validate_data
 from . import schedules
-from .ais import _broadcast_latent, _seed, check_exact_latent, default_kernel
+from .ais import broadcast_latent, check_exact_latent, default_kernel, require_exact_latent
 from .engine import AISRule, anneal
-from .estimate import Estimate
 from .resampling import AdaptiveResampling
 
 PROPOSALS = ("auto", "prior", "posterior")
@@ -68,11 +69,13 @@ class PosteriorProposal:
         return None if value < float("inf") else ("log_predictive", int(i), value)
 
 
+@register_estimator("smc", label="SMC", knob="num_moves", knobs=(1, 3, 10), bound="lower")
 def smc(
     key,
     model,
     data,
     *,
+    exact_latent=None,
     num_moves: int = 1,
     num_particles: int = 1,
     num_runs: int = 16,
@@ -90,6 +93,8 @@ def smc(
     key : PRNG key
     model, data
         A Model and its observed data; ``model.log_likelihood`` has one term per data case.
+    exact_latent : optional
+        Not used (SMC starts from prior draws); accepted so every estimator has one call shape.
     num_moves : int
         MCMC transitions (applications of ``kernel``) after each data case is added: the knob.
     num_particles : int
@@ -100,7 +105,8 @@ def smc(
         Transition operator leaving every intermediate distribution invariant; the model's by default.
     proposal : {"auto", "prior", "posterior"}
         How a new case's local latents are proposed (module docstring); "auto" is "posterior" when the model
-        provides ``log_predictive`` and ``sample_case`` (as the paper's models do), else "prior".
+        supports :class:`~bdmc.contracts.CaseProposal` (as the paper's models do), else "prior"; the choice
+        is recorded in ``settings["proposal"]``.
     resampling : {"systematic", "stratified", "multinomial"}
     ess_threshold : float
         In [0, 1]; 1 resamples after every case, 0 never.
@@ -117,12 +123,13 @@ def smc(
                 ess_threshold=ess_threshold, order=order, progress=progress)
 
 
+@register_estimator("shme", label="SHME", knob="num_moves", knobs=(1, 3, 10), bound="upper", needs_exact=True)
 def shme(
     key,
     model,
     data,
-    exact_latent,
     *,
+    exact_latent,
     num_moves: int = 1,
     num_particles: int = 1,
     num_runs: int = 16,
@@ -145,6 +152,7 @@ def shme(
     the combined estimate can sit below ``log p(y)`` by about the spread of that first log-predictive
     (measured: 0.3 nat on a 6 x 2 low-rank problem). On realistic data the later deletions dominate.
     """
+    require_exact_latent(exact_latent, "SHME")
     return _run(key, model, data, exact_latent, direction="reverse", num_moves=num_moves,
                 num_particles=num_particles, num_runs=num_runs, kernel=kernel, proposal=proposal,
                 resampling=resampling, ess_threshold=ess_threshold, order=order, progress=progress)
@@ -155,12 +163,9 @@ def _run(key, model, data, exact_latent, *, direction, num_moves, num_particles,
     if proposal not in PROPOSALS:
         raise BDMCError(f"unknown proposal {proposal!r}; choose one of {PROPOSALS}")
     if proposal == "auto":
-        proposal = "posterior" if all(hasattr(model, m) for m in ("log_predictive", "sample_case")) else "prior"
+        proposal = "posterior" if supports(model, CaseProposal) else "prior"
     if proposal == "posterior":
-        missing = [m for m in ("log_predictive", "sample_case") if not hasattr(model, m)]
-        if missing:
-            raise BDMCError(f"proposal='posterior' needs {type(model).__name__}.{' and .'.join(missing)}; "
-                            "use proposal='prior'")
+        require(model, CaseProposal, purpose="SMC with proposal='posterior' (else use proposal='prior')")
     for name, value in (("num_moves", num_moves), ("num_particles", num_particles), ("num_runs", num_runs)):
         if int(value) != value or value < 1:
             raise BDMCError(f"{name} must be a positive integer, got {value}")
@@ -171,15 +176,16 @@ def _run(key, model, data, exact_latent, *, direction, num_moves, num_particles,
     chains = num_runs * num_particles
     rule = PosteriorProposal() if proposal == "posterior" else AISRule()
     resampler = AdaptiveResampling(scheme=resampling, ess_threshold=ess_threshold)
+    key_run = key
     if direction == "forward":
-        key_init, key = jax.random.split(key)
+        key_init, key_run = jax.random.split(key)
         init = jax.vmap(model.sample_prior)(jax.random.split(key_init, chains))
     else:
-        init = _broadcast_latent(model, exact_latent, chains)
+        init = broadcast_latent(model, exact_latent, chains)
         check_exact_latent(model, data, exact_latent, init, path[-1], description="SHME")
         path = path[::-1]
     name = "SMC" if direction == "forward" else "SHME"
-    result = anneal(key, model, data, kernel, path, init, num_particles=num_particles, resampler=resampler,
+    result = anneal(key_run, model, data, kernel, path, init, num_particles=num_particles, resampler=resampler,
                     rule=rule, progress=progress, description=f"{name} ({num_moves} moves/case)")
     runs = result.log_evidence if direction == "forward" else -result.log_evidence
     settings = {"method": name.lower(), "direction": direction, "num_moves": int(num_moves),
@@ -187,6 +193,6 @@ def _run(key, model, data, exact_latent, *, direction, num_moves, num_particles,
                 "resampling": resampling, "ess_threshold": float(ess_threshold), "kernel": type(kernel).__name__}
     return Estimate.from_runs(
         runs, bound="lower" if direction == "forward" else "upper", seconds=result.seconds,
-        compile_seconds=result.compile_seconds, n_evals=result.n_evals, settings=settings, seed=_seed(key),
-        details=result,
+        compile_seconds=result.compile_seconds, n_evals=result.n_evals, settings=settings, seed=seed_of(key),
+        details=result, compiled=result.compiled,
     )

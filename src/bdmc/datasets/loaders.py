@@ -18,7 +18,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .._errors import DataError, MissingExtraError
+from ..errors import DataError, MissingExtraError
 
 _find_spec = importlib.util.find_spec  # module attribute, so tests can hide a package
 PIMA_CSV = "pima_indians_diabetes.csv"  # shipped with bdmc.datasets; source and licence in README.md beside it

@@ -1,4 +1,5 @@
-"""Log marginal likelihood estimators, one function each, all ``estimator(key, model, data, *, knob, ...) -> Estimate``.
+"""Log marginal likelihood estimators, one function each: ``estimator(key, model, data, *, exact_latent=None,
+num_runs=..., <knob>=..., ...) -> Estimate``, each registered in :data:`bdmc.ESTIMATORS` beside its definition.
 
 AIS, reverse AIS, SMC and SHME live in :mod:`bdmc.core` (they are the annealing engine) and are re-exported
 here so every estimator is in one place.
@@ -10,11 +11,10 @@ from ..core.smc import shme, smc
 from .bic import bic
 from .cms import chib_murray_salakhutdinov, cms
 from .importance import harmonic_mean, likelihood_weighting
-from .nested import (ConstrainedCoordinateGibbs, ConstrainedEllipticalSlice, ConstrainedGibbs,
-                     ConstrainedRandomWalk, nested_sampling)
+from .nested import ConstrainedEllipticalSlice, ConstrainedGibbs, ConstrainedRandomWalk, nested_sampling
 from .vb import variational_bayes
 
-__all__ = ["ConstrainedCoordinateGibbs", "ConstrainedEllipticalSlice", "ConstrainedGibbs", "ConstrainedRandomWalk",
+__all__ = ["ConstrainedEllipticalSlice", "ConstrainedGibbs", "ConstrainedRandomWalk",
            "ais", "bic", "chib_murray_salakhutdinov", "cms",
            "harmonic_mean", "likelihood_weighting", "nested_sampling", "reverse_ais", "shme", "smc",
            "variational_bayes"]

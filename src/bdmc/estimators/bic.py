@@ -17,21 +17,25 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 from jax.scipy.optimize import minimize
 
-from .._errors import BDMCError
-from ..core.ais import _seed
-from ..core.estimate import Estimate
-from ..models._contract import n_cases, validate_data
-from ._timing import timed_call
+from ..contracts.capabilities import BICFit, require
+from ..contracts.estimate import Estimate, register_estimator, seed_of
+from ..contracts.model import n_cases, validate_data
+from ._timing import check_positive, timed_call
 
 
-def bic(key, model, data, *, num_restarts: int = 10, num_runs: int = 1, max_iterations: int = 500) -> Estimate:
+@register_estimator("bic", label="BIC", knob="num_restarts", knobs=(1, 10), bound=None, requires=(BICFit,))
+def bic(key, model, data, *, exact_latent=None, num_restarts: int = 10, num_runs: int = 1,
+        max_iterations: int = 500) -> Estimate:
     """BIC estimate of ``log p(y)``: the best of ``num_restarts`` maximum-likelihood fits, penalized.
 
     Parameters
     ----------
     key : PRNG key
     model, data
-        The model must provide ``bic_sample_params(key)`` and ``bic_log_likelihood(params, data)``.
+        The model supports :class:`~bdmc.contracts.BICFit`: ``bic_sample_params(key)`` and
+        ``bic_log_likelihood(params, data)``.
+    exact_latent : optional
+        Not used; accepted so every estimator has one call shape.
     num_restarts : int
         Random restarts of the optimizer per run: the knob.
     num_runs : int
@@ -44,12 +48,8 @@ def bic(key, model, data, *, num_restarts: int = 10, num_runs: int = 1, max_iter
     Estimate
         ``bound=None``; ``settings["num_params"]`` is the penalized parameter count.
     """
-    missing = [m for m in ("bic_sample_params", "bic_log_likelihood") if not hasattr(model, m)]
-    if missing:
-        raise BDMCError(f"BIC needs {type(model).__name__}.{' and .'.join(missing)}")
-    for name, value in (("num_restarts", num_restarts), ("num_runs", num_runs)):
-        if int(value) != value or value < 1:
-            raise BDMCError(f"{name} must be a positive integer, got {value}")
+    require(model, BICFit, purpose="BIC")
+    check_positive(num_restarts=num_restarts, num_runs=num_runs)
     data = validate_data(model, data)
     flat0, unravel = ravel_pytree(model.bic_sample_params(jax.random.key(0)))
     num_params = int(flat0.size)
@@ -74,5 +74,5 @@ def bic(key, model, data, *, num_restarts: int = 10, num_runs: int = 1, max_iter
         n_evals=int(np.sum(iterations)),  # one likelihood-and-gradient evaluation per BFGS iteration, at least
         settings={"method": "bic", "num_restarts": int(num_restarts), "num_runs": int(num_runs),
                   "num_params": num_params},
-        seed=_seed(key),
+        seed=seed_of(key),
     )

@@ -24,17 +24,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._errors import BDMCError
-from ..core.ais import _broadcast_latent, _seed, default_kernel
-from ..core.estimate import Estimate
-from ..models._contract import validate_data
-from ._timing import timed_call
-from .importance import _positive
-
-HOOKS = ("log_transition", "reversed")
+from ..contracts.capabilities import require
+from ..contracts.estimate import Estimate, register_estimator, seed_of
+from ..contracts.kernel import ReversibleTransition
+from ..contracts.model import validate_data
+from ..core.ais import broadcast_latent, default_kernel, require_exact_latent
+from ._timing import check_positive, timed_call
 
 
-def chib_murray_salakhutdinov(key, model, data, exact_latent, *, num_steps: int = 100, num_runs: int = 16,
+@register_estimator("cms", label="CMS", knob="num_steps", knobs=(10, 100, 1000), bound="lower", needs_exact=True,
+                    kernel_requires=(ReversibleTransition,))
+def chib_murray_salakhutdinov(key, model, data, *, exact_latent, num_steps: int = 100, num_runs: int = 16,
                               kernel=None) -> Estimate:
     """Chib-style estimate of ``log p(y)`` made unbiased in ``p(y)`` by a reverse-operator start.
 
@@ -66,14 +66,17 @@ def chib_murray_salakhutdinov(key, model, data, exact_latent, *, num_steps: int 
 
     Raises
     ------
+    MissingCapabilityError
+        If the kernel (or its reverse) lacks :class:`~bdmc.contracts.ReversibleTransition`.
     BDMCError
-        If the kernel (or its reverse) lacks the hooks, or an option is not a positive integer.
+        If an option is not a positive integer, or exact_latent is missing.
     """
-    _positive(num_steps=num_steps, num_runs=num_runs)
+    require_exact_latent(exact_latent, "chib_murray_salakhutdinov")
+    check_positive(num_steps=num_steps, num_runs=num_runs)
     data = validate_data(model, data)
     kernel = default_kernel(model) if kernel is None else kernel
     backward = _reverse_of(kernel)
-    init = _broadcast_latent(model, exact_latent, num_runs)
+    init = broadcast_latent(model, exact_latent, num_runs)
     one_run = _run_fn(model, data, kernel, backward, int(num_steps))
 
     out, seconds, compile_seconds = timed_call(jax.jit(jax.vmap(one_run)), jax.random.split(key, num_runs), init)
@@ -84,7 +87,7 @@ def chib_murray_salakhutdinov(key, model, data, exact_latent, *, num_steps: int 
         n_evals=int(num_runs * (2 * num_steps * evals + 1)),
         settings={"method": "chib_murray_salakhutdinov", "num_steps": int(num_steps), "num_runs": int(num_runs),
                   "kernel": type(kernel).__name__},
-        seed=_seed(key),
+        seed=seed_of(key),
         details={"log_joint": log_joint, "log_p_hat": log_p_hat, "start": start + 1},
     )
 
@@ -94,20 +97,10 @@ cms = chib_murray_salakhutdinov
 
 def _reverse_of(kernel):
     """The reverse operator of ``kernel``, after checking both carry the hooks CMS needs."""
-    _require_hooks(kernel, "kernel")
+    require(kernel, ReversibleTransition, purpose="chib_murray_salakhutdinov (its kernel)")
     backward = kernel.reversed()
-    _require_hooks(backward, f"reverse of {type(kernel).__name__}")
+    require(backward, ReversibleTransition, purpose=f"chib_murray_salakhutdinov (the reverse of {type(kernel).__name__})")
     return backward
-
-
-def _require_hooks(kernel, role):
-    missing = [h for h in HOOKS if not callable(getattr(kernel, h, None))]
-    if missing:
-        raise BDMCError(
-            f"chib_murray_salakhutdinov needs a kernel with a transition density and a reverse operator; the "
-            f"{role} ({type(kernel).__name__}) lacks {missing}. Required hooks: "
-            "`log_transition(latent_from, latent_to, data, lam) -> scalar` and `reversed() -> kernel`"
-        )
 
 
 def _run_fn(model, data, forward, backward, num_steps, *, position=None):

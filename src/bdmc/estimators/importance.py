@@ -12,17 +12,16 @@ import math
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.scipy.special import logsumexp
 
-from .._errors import BDMCError
-from ..core.ais import _broadcast_latent, _seed, default_kernel
-from ..core.estimate import Estimate
-from ..models._contract import validate_data
-from ._timing import timed_call
+from ..contracts.estimate import Estimate, register_estimator, seed_of
+from ..contracts.model import validate_data
+from ..core.ais import broadcast_latent, default_kernel, require_exact_latent
+from ._timing import check_positive, timed_runs
 
 
-def likelihood_weighting(key, model, data, *, num_proposals: int = 1000, num_runs: int = 16,
+@register_estimator("lw", label="LW", knob="num_proposals", knobs=(10, 100, 1000, 10000), bound="lower")
+def likelihood_weighting(key, model, data, *, exact_latent=None, num_proposals: int = 1000, num_runs: int = 16,
                          batch_size: int = 4096) -> Estimate:
     """Importance sampling from the prior: ``log mean_m p(y | x_m)``, ``x_m ~ p(x)``.
 
@@ -31,6 +30,8 @@ def likelihood_weighting(key, model, data, *, num_proposals: int = 1000, num_run
     key : PRNG key
     model, data
         A Model and its data (``log_likelihood`` summed over cases; for collapsed models the chain-rule terms).
+    exact_latent : optional
+        Not used; accepted so every estimator has one call shape.
     num_proposals : int
         Prior draws per run: the knob.
     num_runs : int
@@ -44,7 +45,7 @@ def likelihood_weighting(key, model, data, *, num_proposals: int = 1000, num_run
     Estimate
         ``bound="lower"``.
     """
-    _positive(num_proposals=num_proposals, num_runs=num_runs, batch_size=batch_size)
+    check_positive(num_proposals=num_proposals, num_runs=num_runs, batch_size=batch_size)
     data = validate_data(model, data)
     batch = max(1, min(int(batch_size) // int(num_runs), int(num_proposals)))
     num_batches = math.ceil(num_proposals / batch)
@@ -61,16 +62,18 @@ def likelihood_weighting(key, model, data, *, num_proposals: int = 1000, num_run
         total, _ = jax.lax.scan(body, -jnp.inf, (jnp.arange(num_batches), keys))
         return total - jnp.log(num_proposals)
 
-    runs, seconds, compile_seconds = _timed(jax.jit(jax.vmap(one_run)), jax.random.split(key, num_runs))
+    runs, seconds, compile_seconds = timed_runs(jax.jit(jax.vmap(one_run)), jax.random.split(key, num_runs))
     return Estimate.from_runs(
         runs, bound="lower", seconds=seconds, compile_seconds=compile_seconds,
         n_evals=int(num_runs * num_proposals),
         settings={"method": "likelihood_weighting", "num_proposals": int(num_proposals), "num_runs": int(num_runs)},
-        seed=_seed(key),
+        seed=seed_of(key),
     )
 
 
-def harmonic_mean(key, model, data, exact_latent, *, num_samples: int = 1000, num_runs: int = 16,
+@register_estimator("hme", label="HME", knob="num_samples", knobs=(10, 100, 1000, 10000), bound="upper",
+                    needs_exact=True)
+def harmonic_mean(key, model, data, *, exact_latent, num_samples: int = 1000, num_runs: int = 16,
                   kernel=None) -> Estimate:
     """Harmonic mean of the likelihood along a posterior chain started at the exact sample.
 
@@ -92,10 +95,11 @@ def harmonic_mean(key, model, data, exact_latent, *, num_samples: int = 1000, nu
     Estimate
         ``bound="upper"``.
     """
-    _positive(num_samples=num_samples, num_runs=num_runs)
+    require_exact_latent(exact_latent, "the harmonic mean estimator")
+    check_positive(num_samples=num_samples, num_runs=num_runs)
     data = validate_data(model, data)
     kernel = default_kernel(model) if kernel is None else kernel
-    init = _broadcast_latent(model, exact_latent, num_runs)
+    init = broadcast_latent(model, exact_latent, num_runs)
     one = jnp.ones((), jnp.result_type(float))
 
     def one_run(k, x0):
@@ -107,23 +111,11 @@ def harmonic_mean(key, model, data, exact_latent, *, num_samples: int = 1000, nu
         (_, acc), _ = jax.lax.scan(body, (x0, -jnp.inf), jax.random.split(k, num_samples))
         return -(acc - jnp.log(num_samples))
 
-    runs, seconds, compile_seconds = _timed(jax.jit(jax.vmap(one_run)), jax.random.split(key, num_runs), init)
+    runs, seconds, compile_seconds = timed_runs(jax.jit(jax.vmap(one_run)), jax.random.split(key, num_runs), init)
     return Estimate.from_runs(
         runs, bound="upper", seconds=seconds, compile_seconds=compile_seconds,
         n_evals=int(num_runs * num_samples * (1 + getattr(kernel, "evals_per_step", 1))),
         settings={"method": "harmonic_mean", "num_samples": int(num_samples), "num_runs": int(num_runs),
                   "kernel": type(kernel).__name__},
-        seed=_seed(key),
+        seed=seed_of(key),
     )
-
-
-def _timed(fn, *args):
-    """Run a batched estimator: (per-run results as float64 NumPy, run seconds, compile seconds)."""
-    out, seconds, compile_seconds = timed_call(fn, *args)
-    return np.asarray(out, dtype=np.float64), seconds, compile_seconds
-
-
-def _positive(**values):
-    for name, value in values.items():
-        if int(value) != value or value < 1:
-            raise BDMCError(f"{name} must be a positive integer, got {value}")

@@ -9,43 +9,48 @@ the log number of equivalent modes is added, since a unimodal q covers one of th
 
 The mean-field family is model-specific: a model provides ``vb_init(key, data)``, ``vb_update(params,
 data)`` (one sweep of coordinate updates) and ``vb_bound(params, data)``; for the symmetry correction either
-``vb_log_symmetries`` (the log number of equivalent modes, e.g. ``log(2^K K!)`` for the signed permutations
-of a low-rank factorization) or ``vb_num_labels`` (then ``log K!`` is used).
+``vb_log_symmetries`` (the log number of equivalent modes: ``log K!`` for K exchangeable labels,
+``log(2^K K!)`` for the signed permutations of a low-rank factorization). These are the capabilities
+:class:`~bdmc.contracts.VariationalFamily` and :class:`~bdmc.contracts.LabelSymmetry`.
 """
 
 from __future__ import annotations
 
-import functools
-import math
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._errors import BDMCError
-from ..core.ais import _seed
-from ..core.estimate import Estimate
-from ..models._contract import validate_data
+from ..caching import CompiledCache
+from ..contracts.capabilities import LabelSymmetry, VariationalFamily, require
+from ..contracts.estimate import Estimate, register_estimator, seed_of
+from ..contracts.model import validate_data
+from ._timing import check_positive
 
 
-def variational_bayes(key, model, data, *, num_restarts: int = 10, num_runs: int = 1, symmetric: bool = False,
-                      tol: float = 0.01, patience: int = 50, max_iterations: int = 5000) -> Estimate:
+@register_estimator("vb+sym", label="VB+sym", knob="num_restarts", knobs=(1, 10, 100), bound="lower",
+                    combine="max", requires=(VariationalFamily, LabelSymmetry), options={"symmetric": True})
+@register_estimator("vb", label="VB", knob="num_restarts", knobs=(1, 10, 100), bound="lower", combine="max",
+                    requires=(VariationalFamily,))
+def variational_bayes(key, model, data, *, exact_latent=None, num_restarts: int = 10, num_runs: int = 1,
+                      symmetric: bool = False, tol: float = 0.01, patience: int = 50, max_iterations: int = 5000) -> Estimate:
     """Best mean-field VB lower bound on ``log p(y)`` over ``num_restarts`` random restarts.
 
     Parameters
     ----------
     key : PRNG key
     model, data
-        The model provides ``vb_init``, ``vb_update``, ``vb_bound`` (and ``vb_log_symmetries`` or
-        ``vb_num_labels`` for ``symmetric``).
+        The model supports :class:`~bdmc.contracts.VariationalFamily` (and
+        :class:`~bdmc.contracts.LabelSymmetry` for ``symmetric``).
+    exact_latent : optional
+        Not used; accepted so every estimator has one call shape.
     num_restarts : int
         Random restarts per run: the knob (paper Sec. 6.2).
     num_runs : int
         Independent runs; combined by the max (footnote 5).
     symmetric : bool
-        Add :func:`symmetry_correction`: ``model.vb_log_symmetries`` when the model defines it, else ``log K!``
-        for the K! relabelings of the latent components (``K = model.vb_num_labels``).
+        Add :func:`symmetry_correction`, ``model.vb_log_symmetries``.
     tol, patience : float, int
         Stop a restart when its bound improved by less than ``tol`` nats over the last ``patience`` iterations.
     max_iterations : int
@@ -63,12 +68,8 @@ def variational_bayes(key, model, data, *, num_restarts: int = 10, num_runs: int
     the model is hashable (frozen dataclasses are), so further calls with new keys, new data of the same
     shape or ``symmetric`` toggled do not compile again (their ``compile_seconds`` is then about 0).
     """
-    missing = [m for m in ("vb_init", "vb_update", "vb_bound") if not hasattr(model, m)]
-    if missing:
-        raise BDMCError(f"variational Bayes needs {type(model).__name__}.{', .'.join(missing)}")
-    for name, value in (("num_restarts", num_restarts), ("num_runs", num_runs), ("patience", patience)):
-        if int(value) != value or value < 1:
-            raise BDMCError(f"{name} must be a positive integer, got {value}")
+    require(model, VariationalFamily, purpose="variational Bayes")
+    check_positive(num_restarts=num_restarts, num_runs=num_runs, patience=patience)
     data = validate_data(model, data)
     correction = symmetry_correction(model) if symmetric else 0.0
 
@@ -81,45 +82,40 @@ def variational_bayes(key, model, data, *, num_restarts: int = 10, num_runs: int
     try:
         hash(model)
     except TypeError:  # a model with unhashable fields: compile for this call only
-        compiled = _compile_runs.__wrapped__(model, settings, shapes)
+        compiled, built = _compile_runs(model, settings, shapes), True
     else:
-        compiled = _compile_runs(model, settings, shapes)
-    compile_seconds = time.perf_counter() - start
+        compiled, built = _COMPILED.get_or_build((model, settings, shapes),
+                                                 lambda: _compile_runs(model, settings, shapes))
+    compile_seconds = time.perf_counter() - start if built else 0.0
     start = time.perf_counter()
     runs, iterations = jax.block_until_ready(compiled(keys, data))
     seconds = time.perf_counter() - start
     # Added on the host so that plain and corrected runs share one compiled function.
     runs = np.asarray(runs, np.float64) + correction
-    est = Estimate.from_runs(
-        runs, bound="lower", seconds=seconds, compile_seconds=compile_seconds,
+    # VB bounds combine by the max, not by log-mean-exp (BDMC paper, footnote 5).
+    return Estimate.from_runs(
+        runs, bound="lower", combine="max", seconds=seconds, compile_seconds=compile_seconds, compiled=built,
         n_evals=int(round(float(np.sum(iterations)) * num_restarts)),  # one pass over the data per sweep
         settings={"method": "vb+sym" if symmetric else "vb", "num_restarts": int(num_restarts),
                   "num_runs": int(num_runs), "iterations": float(np.mean(iterations)),
                   "symmetry_correction": float(correction)},
-        seed=_seed(key),
+        seed=seed_of(key),
     )
-    # VB bounds combine by the max, not by log-mean-exp (BDMC paper, footnote 5).
-    return Estimate(value=float(np.max(runs)), bound="lower", runs=est.runs, stderr=float("nan"),
-                    seconds=est.seconds, compile_seconds=est.compile_seconds, n_evals=est.n_evals,
-                    settings=est.settings, seed=est.seed)
 
 
 def symmetry_correction(model) -> float:
     """The constant VB+sym adds: log of the number of equivalent posterior modes a unimodal q covers once.
 
-    ``model.vb_log_symmetries`` when the model defines it (e.g. ``log(2^K K!)`` for the signed permutations
-    of a low-rank factorization), otherwise ``log K!`` with ``K = model.vb_num_labels``.
+    ``model.vb_log_symmetries``: ``log K!`` for K exchangeable labels, ``log(2^K K!)`` for the signed
+    permutations of a low-rank factorization.
 
     Raises
     ------
-    BDMCError
-        If the model defines neither.
+    MissingCapabilityError
+        If the model does not support :class:`~bdmc.contracts.LabelSymmetry`.
     """
-    if hasattr(model, "vb_log_symmetries"):
-        return float(model.vb_log_symmetries)
-    if hasattr(model, "vb_num_labels"):
-        return math.lgamma(model.vb_num_labels + 1)
-    raise BDMCError(f"the VB symmetry correction needs {type(model).__name__}.vb_log_symmetries or .vb_num_labels")
+    require(model, LabelSymmetry, purpose="the VB symmetry correction")
+    return float(model.vb_log_symmetries)
 
 
 def coordinate_ascent(model, data, params, *, tol: float = 0.01, patience: int = 50, max_iterations: int = 5000):
@@ -160,7 +156,9 @@ def coordinate_ascent(model, data, params, *, tol: float = 0.01, patience: int =
     return params, history[it % patience], it
 
 
-@functools.lru_cache(maxsize=32)
+_COMPILED = CompiledCache("variational_bayes", maxsize=32)
+
+
 def _compile_runs(model, settings, shapes):
     """Compiled ``(keys, data) -> (best bound per run, mean sweeps per run)``, vmapped over runs and restarts."""
     num_restarts, tol, patience, max_iterations = settings

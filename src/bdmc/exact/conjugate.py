@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import jax.numpy as jnp
 from jax.scipy.special import gammaln
 
-LOG_2PI = jnp.log(2 * jnp.pi)
+LOG_2PI = math.log(2 * math.pi)  # a Python float: it takes the dtype of the arrays it meets
 
 
 def gaussian_mean_log_marginal(y, *, prior_mean, prior_std, noise_std, mask=None):

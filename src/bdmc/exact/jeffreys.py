@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import logsumexp
 
-from .._errors import ScheduleError
+from ..errors import ScheduleError
 
 CHUNK = 512  # kernels materialized at once: bounds memory to CHUNK * S * S floats for long schedules
 ROW_SUM_TOL = 1e-10

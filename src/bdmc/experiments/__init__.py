@@ -3,7 +3,6 @@
 from .bench import (
     ESTIMATORS,
     BenchSettingsError,
-    EstimatorSpec,
     GroundTruth,
     GroundTruthError,
     connect,
@@ -12,5 +11,5 @@ from .bench import (
     time_to_rmse,
 )
 
-__all__ = ["ESTIMATORS", "BenchSettingsError", "EstimatorSpec", "GroundTruth", "GroundTruthError", "connect",
+__all__ = ["ESTIMATORS", "BenchSettingsError", "GroundTruth", "GroundTruthError", "connect",
            "ground_truth", "run_bench", "time_to_rmse"]

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 import json
 import math
 import os
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -30,18 +31,14 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from .._errors import BDMCError, require
+from ..errors import BDMCError, require
 from ..checks.alarm import bug_alarm
 from ..checks.sandwich import exact_log_marginal_or_none
+from ..contracts.capabilities import missing_methods
+from ..contracts.estimate import ESTIMATORS, EstimatorInfo, combine_runs
+from ..contracts.model import simulate
 from ..core.ais import default_kernel, forward_ais, reverse_ais
-from ..core.estimate import log_harmonic_mean, log_mean_exp
-from ..core.smc import shme, smc
-from ..estimators.importance import harmonic_mean, likelihood_weighting
-from ..estimators.bic import bic
-from ..estimators.cms import chib_murray_salakhutdinov
-from ..estimators.nested import nested_sampling
-from ..estimators.vb import variational_bayes
-from ..models._contract import simulate
+from .. import estimators as _register_estimators  # noqa: F401  (registers every estimator)
 from .store import RunStore, StoreError
 
 CSV_NAME, JSON_NAME = "bench.csv", "bench.json"
@@ -61,100 +58,27 @@ class BenchSettingsError(BDMCError, ValueError):
     """An output directory holds a benchmark made with other settings, or the request is malformed."""
 
 
-@dataclass(frozen=True)
-class EstimatorSpec:
-    """How the harness calls one estimator.
-
-    Attributes
-    ----------
-    name, label : str
-        Registry name and the label used in figures (the paper's abbreviations).
-    fn : callable
-        ``fn(key, model, data[, exact_latent], *, <knob>=..., <runs_arg>=...) -> Estimate``.
-    knob : str
-        Keyword of the budget knob that the benchmark varies.
-    runs_arg : str
-        Keyword of the number of independent runs; the harness sets it to the number of trials.
-    needs_exact : bool
-        Whether ``fn`` takes the exact posterior sample as its fourth positional argument.
-    bound : {"lower", "upper", None}
-        Which side of log Z a trial bounds stochastically; it fixes how trials combine (footnote 5):
-        log-mean-exp (unbiased Z), log-harmonic-mean (unbiased 1/Z), or the mean of the logs.
-    rule : {"log-mean-exp", "log-harmonic-mean", "mean-log", "max"}, optional
-        Overrides the combination rule implied by ``bound``: variational bounds are deterministic lower bounds,
-        so their trials combine by the max (footnote 5).
-    defaults : mapping
-        Extra keywords always passed (e.g. no progress bars).
-    knobs : tuple of int
-        Default knob values of a sweep.
-    requires : callable
-        ``requires(model) -> list of str``: the hooks the model (or its default kernel) lacks for this estimator.
-    """
-
-    name: str
-    label: str
-    fn: Callable
-    knob: str
-    runs_arg: str
-    needs_exact: bool
-    bound: str | None
-    defaults: Mapping[str, Any] = field(default_factory=dict)
-    knobs: tuple[int, ...] = ()
-    rule: str | None = None
-    requires: Callable[[Any], list[str]] = lambda model: []
-
-    def missing(self, model) -> list[str]:
-        """What ``model`` lacks for this estimator (model hooks or kernel methods); empty when it can run."""
-        return self.requires(model)
-
-    @property
-    def combine(self) -> str:
-        """Name of the combination rule of this estimator's trials."""
-        return self.rule or _RULE_OF_BOUND[self.bound]
+# The paper's order of estimators (tables and figures); estimators registered later follow in their own order.
+PAPER_ORDER = ("lw", "hme", "ais", "rev-ais", "smc", "shme", "ns", "bic", "vb", "vb+sym", "cms")
 
 
-_RULE_OF_BOUND = {"lower": "log-mean-exp", "upper": "log-harmonic-mean", None: "mean-log"}
+def estimator_order() -> list[str]:
+    """Names in :data:`~bdmc.contracts.ESTIMATORS`, the paper's first."""
+    return sorted(ESTIMATORS, key=lambda n: (PAPER_ORDER.index(n) if n in PAPER_ORDER else len(PAPER_ORDER), n))
 
 
-def _model_hooks(*names):
-    return lambda model: [f"{type(model).__name__}.{n}" for n in names if not hasattr(model, n)]
-
-
-def _kernel_hooks(*names):
-    def missing(model):
+def missing(info: EstimatorInfo, model) -> list[str]:
+    """What ``model`` (or its default kernel) lacks for estimator ``info``; empty when it can run."""
+    out = [f"{type(model).__name__}.{m}" for p in info.requires for m in missing_methods(model, p)]
+    if info.kernel_requires:
         kernel = default_kernel(model)
-        return [f"{type(kernel).__name__}.{n}" for n in names if not hasattr(kernel, n)]
-    return missing
-
-
-_QUIET = {"progress": False}
-_VB_HOOKS = _model_hooks("vb_init", "vb_update", "vb_bound")
-ESTIMATORS: dict[str, EstimatorSpec] = {
-    "lw": EstimatorSpec("lw", "LW", likelihood_weighting, "num_proposals", "num_runs", False, "lower",
-                        knobs=(10, 100, 1000, 10000)),
-    "hme": EstimatorSpec("hme", "HME", harmonic_mean, "num_samples", "num_runs", True, "upper",
-                         knobs=(10, 100, 1000, 10000)),
-    "ais": EstimatorSpec("ais", "AIS", forward_ais, "num_steps", "num_chains", False, "lower", _QUIET,
-                         knobs=(10, 100, 1000)),
-    "rev-ais": EstimatorSpec("rev-ais", "rev AIS", reverse_ais, "num_steps", "num_chains", True, "upper", _QUIET,
-                             knobs=(10, 100, 1000)),
-    "smc": EstimatorSpec("smc", "SMC", smc, "num_moves", "num_runs", False, "lower", _QUIET, knobs=(1, 3, 10)),
-    "shme": EstimatorSpec("shme", "SHME", shme, "num_moves", "num_runs", True, "upper", _QUIET, knobs=(1, 3, 10)),
-    "ns": EstimatorSpec("ns", "NS", nested_sampling, "num_moves", "num_runs", False, None, knobs=(1, 3, 10)),
-    "bic": EstimatorSpec("bic", "BIC", bic, "num_restarts", "num_runs", False, None, knobs=(1, 10),
-                         requires=_model_hooks("bic_sample_params", "bic_log_likelihood")),
-    "vb": EstimatorSpec("vb", "VB", variational_bayes, "num_restarts", "num_runs", False, "lower", rule="max",
-                        knobs=(1, 10, 100), requires=_VB_HOOKS),
-    "vb+sym": EstimatorSpec("vb+sym", "VB+sym", variational_bayes, "num_restarts", "num_runs", False, "lower",
-                            {"symmetric": True}, knobs=(1, 10, 100), rule="max", requires=_VB_HOOKS),
-    "cms": EstimatorSpec("cms", "CMS", chib_murray_salakhutdinov, "num_steps", "num_runs", True, "lower",
-                         knobs=(10, 100, 1000), requires=_kernel_hooks("log_transition", "reversed")),
-}
+        out += [f"{type(kernel).__name__}.{m}" for p in info.kernel_requires for m in missing_methods(kernel, p)]
+    return out
 
 
 def available(model) -> list[str]:
-    """Names of the estimators in :data:`ESTIMATORS` that can run on ``model`` (the default of a sweep)."""
-    return [name for name, spec in ESTIMATORS.items() if not spec.missing(model)]
+    """Names of the registered estimators that can run on ``model`` (the default of a sweep)."""
+    return [name for name in estimator_order() if not missing(ESTIMATORS[name], model)]
 
 # Column -> dtype: fresh rows and rows read back from the CSV are coerced alike, so a resumed table equals
 # the table of an uninterrupted run.
@@ -263,8 +187,8 @@ def ground_truth(key, model, data, exact_latent, *, num_steps: int = TRUTH_STEPS
     """
     check_truth_settings(num_steps=num_steps, num_chains=num_chains, tol=tol)
     k_fwd, k_rev = jax.random.split(key)
-    lower = forward_ais(k_fwd, model, data, num_steps=num_steps, num_chains=num_chains, progress=False)
-    upper = reverse_ais(k_rev, model, data, exact_latent, num_steps=num_steps, num_chains=num_chains,
+    lower = forward_ais(k_fwd, model, data, num_steps=num_steps, num_runs=num_chains, progress=False)
+    upper = reverse_ais(k_rev, model, data, exact_latent=exact_latent, num_steps=num_steps, num_runs=num_chains,
                         progress=False)
     verdict = bug_alarm(lower, upper)
     if verdict.fired:
@@ -301,19 +225,6 @@ def check_truth_settings(*, num_steps, num_chains, tol) -> None:
 # ----------------------------------------------------------------------------------------- scoring
 
 
-def combine(trials, rule: str) -> float:
-    """Combine per-trial log estimates by one of BDMC paper footnote 5's rules.
-
-    ``"log-mean-exp"`` for unbiased estimators of Z, ``"log-harmonic-mean"`` for unbiased estimators of 1/Z,
-    ``"max"`` for variational lower bounds and ``"mean-log"`` for the rest (nested sampling, BIC).
-    """
-    rules = {"log-mean-exp": log_mean_exp, "log-harmonic-mean": log_harmonic_mean,
-             "max": lambda x: float(np.max(x)), "mean-log": lambda x: float(np.mean(x))}
-    if rule not in rules:
-        raise BDMCError(f"unknown combination rule {rule!r}; choose from {list(rules)}")
-    return rules[rule](np.asarray(trials, dtype=np.float64))
-
-
 def score(trials, truth: float, rule: str) -> dict[str, float]:
     """Mean with its 95% confidence interval, single-trial RMSE and combined error of per-trial estimates.
 
@@ -323,7 +234,7 @@ def score(trials, truth: float, rule: str) -> dict[str, float]:
     mean = float(np.mean(x))
     stderr = float(np.std(x, ddof=1) / math.sqrt(x.size)) if x.size > 1 else math.nan
     half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, x.size - 1)) * stderr if x.size > 1 else math.nan
-    combined = combine(x, rule)
+    combined = combine_runs(x, rule)
     return {"mean": mean, "stderr": stderr, "ci_low": mean - half, "ci_high": mean + half, "combined": combined,
             "truth": float(truth), "bias": mean - truth, "rmse": float(np.sqrt(np.mean((x - truth) ** 2))),
             "combined_error": combined - truth}
@@ -343,9 +254,9 @@ def run_one(name: str, knob: int, key_data, model, data, exact_latent, *, trials
     """
     spec = ESTIMATORS[name]
     key = jax.random.wrap_key_data(np.asarray(key_data))
-    args = (key, model, data) + ((exact_latent,) if spec.needs_exact else ())
-    kwargs = {**spec.defaults, **options, spec.knob: int(knob), spec.runs_arg: int(trials)}
-    est = spec.fn(*args, **kwargs)
+    quiet = {"progress": False} if "progress" in inspect.signature(spec.fn).parameters else {}
+    est = spec(key, model, data, **quiet, **options, exact_latent=exact_latent if spec.needs_exact else None,
+               **{spec.knob: int(knob), "num_runs": int(trials)})
     runs = np.asarray(est.runs, dtype=np.float64)
     if runs.size != trials:
         raise BDMCError(f"estimator {name!r} returned {runs.size} runs for {trials} trials")
@@ -539,9 +450,9 @@ def _plan(model, estimators, knobs, trials) -> list[tuple[str, int]]:
     if unknown or not len(estimators):
         raise BenchSettingsError(f"unknown estimator(s) {unknown}; choose from {list(ESTIMATORS)}")
     for name in estimators:
-        if ESTIMATORS[name].missing(model):
+        if missing(ESTIMATORS[name], model):
             raise BenchSettingsError(f"estimator {name!r} cannot run on {type(model).__name__}: it needs "
-                                     f"{', '.join(ESTIMATORS[name].missing(model))}; supported here: "
+                                     f"{', '.join(missing(ESTIMATORS[name], model))}; supported here: "
                                      f"{available(model)}")
     extra = set(knobs or {}) - set(estimators)
     if extra:
@@ -588,7 +499,7 @@ def _settings(key, model, data_tag, *, trials, truth_steps, truth_chains, truth_
 
 def _context(settings: dict) -> dict:
     """Columns every row carries: the settings and the library versions."""
-    from .. import __version__
+    from ..version import __version__
 
     return {**{k: settings[k] for k in COLUMNS if k in settings and k != "trials"},
             "jax_version": jax.__version__, "numpy_version": np.__version__, "bdmc_version": __version__}
@@ -623,7 +534,7 @@ def load(out: str | os.PathLike) -> tuple[pd.DataFrame, GroundTruth | None]:
     body = json.loads((Path(out) / JSON_NAME).read_text())
     store = _open_store(Path(out), body["settings"], overwrite=False)
     table = _frame(store.rows)
-    order = {name: i for i, name in enumerate(ESTIMATORS)}
+    order = {name: i for i, name in enumerate(estimator_order())}
     table = table.sort_values(["estimator", "knob"], key=lambda c: c.map(order) if c.name == "estimator" else c,
                               kind="stable").reset_index(drop=True)
     saved = store.records.get("truth")

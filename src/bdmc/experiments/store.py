@@ -30,7 +30,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import pandas as pd
 
-from .._errors import BDMCError
+from ..errors import BDMCError
 
 SETTINGS_NAME = "settings.json"
 DISCARD_HINT = "pass --overwrite (overwrite=True) to discard it, or choose another output directory"

@@ -1,6 +1,6 @@
 """Transition operators ``kernel(key, latent, data, lam) -> (latent, KernelInfo)`` leaving f(.; lam) invariant."""
 
-from ._base import KernelInfo
+from ..contracts.kernel import KernelInfo
 from .conditional import Conditional, GibbsSweep
 from .combinators import Cycle, Gibbs, Repeat, cycle, repeat
 from .gradient import HMC, MALA, NUTS, RandomWalkMH

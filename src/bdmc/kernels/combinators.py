@@ -8,7 +8,7 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 
-from ._base import KernelInfo
+from ..contracts.kernel import KernelInfo
 
 
 @dataclass(frozen=True)

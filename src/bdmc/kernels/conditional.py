@@ -8,8 +8,8 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 
-from .._errors import BDMCError
-from ._base import KernelInfo
+from ..errors import BDMCError
+from ..contracts.kernel import KernelInfo
 
 
 @dataclass(frozen=True)

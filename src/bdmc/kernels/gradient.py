@@ -14,8 +14,8 @@ import blackjax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from ..models._contract import log_density
-from ._base import KernelInfo
+from ..contracts.model import log_density
+from ..contracts.kernel import KernelInfo
 
 
 def _target(model, data, lam):

@@ -1,6 +1,5 @@
 """The Model contract and built-in models."""
 
-from ._contract import Model, log_density, simulate, validate_data
 from .binary_attributes import BinaryAttributes, BinaryAttributesHyper
 from .clustering import Clustering, ClusteringHyper
 from .correlated_gaussian import CorrelatedGaussianMean
@@ -24,7 +23,7 @@ REGISTRY = {
 }
 
 
-def get_model(name: str, **options) -> Model:
+def get_model(name: str, **options):
     """Build a built-in model by its registry name."""
     try:
         cls = REGISTRY[name]
@@ -33,5 +32,5 @@ def get_model(name: str, **options) -> Model:
     return cls(**options)
 
 
-__all__ = ["BinaryAttributes", "BinaryAttributesHyper", "Clustering", "ClusteringHyper", "CorrelatedGaussianMean", "Model", "log_density", "simulate", "validate_data", "FiniteMixture", "GaussianMean",
+__all__ = ["BinaryAttributes", "BinaryAttributesHyper", "Clustering", "ClusteringHyper", "CorrelatedGaussianMean", "FiniteMixture", "GaussianMean",
            "LinearRegression", "LowRank", "LowRankHyper", "NIWMixture", "REGISTRY", "get_model"]

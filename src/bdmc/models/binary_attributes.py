@@ -29,7 +29,7 @@ import numpy as np
 from jax.scipy.special import betaln, gammaln, logsumexp
 
 from ..kernels import Conditional, KernelInfo
-from ._contract import check_array_shape
+from ..contracts.model import check_array_shape
 
 LOG_2PI = float(np.log(2 * np.pi))
 MAX_ENUMERATED_BITS = 20  # exact_log_marginal sums over 2**(N K) matrices

@@ -17,6 +17,8 @@ them out (Dirichlet and inverse-gamma priors, the paper's footnote 6). Both use 
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,13 +26,13 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln, logsumexp
 
-from .._errors import BDMCError
+from ..errors import BDMCError
 from ..exact import mixture_log_marginal_enumerate
 from ..exact.enumeration import MAX_ASSIGNMENTS
 from ..kernels import Conditional, KernelInfo
-from ._contract import check_array_shape
+from ..contracts.model import check_array_shape
 
-LOG_2PI = jnp.log(2 * jnp.pi)
+LOG_2PI = math.log(2 * math.pi)  # a Python float: it takes the dtype of the arrays it meets
 
 
 def collapsed_cluster_term(W, S, Q, *, sigma_theta, sigma_noise):
@@ -264,9 +266,9 @@ class Clustering:
     # ----- variational Bayes: q(z_i) categorical, q(theta_k) = N(m_k, v_k I) ---------------------------------
 
     @property
-    def vb_num_labels(self) -> int:
-        """Components whose relabelings leave the model unchanged (the VB symmetry correction adds log k!)."""
-        return self.k
+    def vb_log_symmetries(self) -> float:
+        """``log k!``: the k components' relabelings leave the model unchanged (the VB+sym correction)."""
+        return math.lgamma(self.k + 1)
 
     def vb_init(self, key, data):
         """Random responsibilities (a Dirichlet(1) draw per row), then the matching q(theta)."""

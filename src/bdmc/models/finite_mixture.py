@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 import jax
@@ -10,9 +12,9 @@ import jax.numpy as jnp
 from ..exact import mixture_log_marginal_enumerate
 from ..kernels import Conditional, GibbsSweep
 from ..kernels.conditional import CopyBlock
-from ._contract import check_array_shape
+from ..contracts.model import check_array_shape
 
-LOG_2PI = jnp.log(2 * jnp.pi)
+LOG_2PI = math.log(2 * math.pi)  # a Python float: it takes the dtype of the arrays it meets
 
 
 @dataclass(frozen=True)

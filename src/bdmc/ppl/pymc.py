@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._errors import BDMCError, DataError, require
+from ..errors import BDMCError, DataError, require
 
 
 class PyMCModel:

@@ -60,7 +60,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.custom_derivatives import SymbolicZero
 
-from .._errors import BDMCError, DataError, require
+from ..errors import BDMCError, DataError, require
 
 LAMBDA = "bdmc_lambda"
 _AFFINE_RTOL = 1e-9

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from .._errors import BDMCError
+from ..errors import BDMCError
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._errors import BDMCError, DataError, require
+from ..errors import BDMCError, DataError, require
 
 PPLS = ("numpyro", "pymc", "stan")
 REPRESENTATIONS = ("collapsed", "uncollapsed")

@@ -17,8 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from .._errors import BDMCError
-from ..models._contract import log_density
+from ..errors import BDMCError
+from ..contracts.model import log_density
 
 
 @dataclass(frozen=True)

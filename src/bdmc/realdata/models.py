@@ -10,7 +10,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from .._errors import DataError, require
+from ..errors import DataError, require
 
 
 def _numpyro():

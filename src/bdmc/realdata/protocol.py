@@ -27,7 +27,9 @@ import numpy as np
 import pandas as pd
 from jax.flatten_util import ravel_pytree
 
-from .._errors import BDMCError
+from ..errors import BDMCError
+from ..contracts.capabilities import ConditionalPrior, require
+from ..contracts.estimate import seed_of
 from ..core.ais import forward_ais, reverse_ais
 from ..experiments.store import RunStore, write_json_atomic
 from ..kernels import HMC, NUTS
@@ -143,9 +145,8 @@ def bread_real(
     """
     steps = _counts(steps, "steps", minimum=1)
     mcmc_steps = _counts(mcmc_steps, "mcmc_steps", minimum=0, allow_empty=True)
-    if not hasattr(model, "sample_prior_given"):
-        raise BDMCError(f"{model!r} cannot draw parameters given fitted hyperparameters (no sample_prior_given); "
-                        "build it with bdmc.ppl.from_numpyro, from_pymc or from_stan")
+    require(model, ConditionalPrior, purpose="BREAD's real-data protocol (drawing parameters given fitted "
+            "hyperparameters; the adapters bdmc.ppl.from_numpyro, from_pymc and from_stan provide it)")
     if kernel not in ("nuts", "hmc"):
         raise BDMCError(f"kernel must be 'nuts' or 'hmc', got {kernel!r}")
     if int(num_chains) != num_chains or num_chains < 1:
@@ -197,7 +198,7 @@ def bread_real(
             run_key = jax.random.fold_in(jax.random.fold_in(key, 10 + c), T)
             if condition.startswith("forward"):
                 say(f"{condition}: forward AIS, T = {T}, {num_chains} chains")
-                est = forward_ais(run_key, model, data, num_steps=T, num_chains=num_chains, kernel=transition,
+                est = forward_ais(run_key, model, data, num_steps=T, num_runs=num_chains, kernel=transition,
                                   progress=progress)
             else:
                 if starts is None:
@@ -207,7 +208,7 @@ def bread_real(
                                                    inverse_mass=fit.inverse_mass)
                 S = int(condition.removeprefix("reverse-S"))
                 say(f"{condition}: reverse AIS, T = {T}, {num_chains} chains from the sample after {S} NUTS steps")
-                est = reverse_ais(run_key, model, data, starts[S], num_steps=T, num_chains=num_chains,
+                est = reverse_ais(run_key, model, data, exact_latent=starts[S], num_steps=T, num_runs=num_chains,
                                   kernel=transition, progress=progress)
             record(condition, T, est)
 
@@ -253,17 +254,10 @@ def _counts(values, name, *, minimum, allow_empty=False):
     return values
 
 
-def _seed(key) -> list:
-    try:
-        return np.asarray(jax.random.key_data(key)).ravel().tolist()
-    except TypeError:
-        return np.asarray(key).ravel().tolist()
-
-
 def run_config(key, *, hyperparameters, num_chains, num_warmup=500, num_samples=500, kernel="nuts",
                max_tree_depth=10, num_integration_steps=10) -> dict:
     """The settings on which every run of the protocol depends (what :func:`bread_real` records and compares)."""
-    return {"hyperparameters": list(hyperparameters), "num_chains": int(num_chains), "seed": _seed(key),
+    return {"hyperparameters": list(hyperparameters), "num_chains": int(num_chains), "seed": list(seed_of(key)),
             "num_warmup": int(num_warmup), "num_samples": int(num_samples), "kernel": kernel,
             "max_tree_depth": int(max_tree_depth), "num_integration_steps": int(num_integration_steps)}
 
@@ -291,7 +285,7 @@ def open_run_store(out, config: Mapping[str, Any], *, context: Mapping[str, Any]
     bdmc.experiments.store.StoreError
         When ``out`` is not a writable directory or holds a run with other settings.
     """
-    from .. import __version__
+    from ..version import __version__
 
     settings = {**dict(context or {}), **config}
     out = Path(out)

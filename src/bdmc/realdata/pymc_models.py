@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._errors import require
+from ..errors import require
 from .models import _matrix
 
 

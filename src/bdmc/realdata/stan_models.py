@@ -22,7 +22,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from .._errors import BDMCError
+from ..errors import BDMCError
 from .models import _matrix
 
 LINEAR_REGRESSION_PROGRAM = """

@@ -8,21 +8,22 @@ A model is a hashable (frozen dataclass) object with pure functions
 - ``log_likelihood(latent, data) -> array[N]``: one term per data case.
 
 A model whose latent state is collapsed may define ``log_density(latent, data, lam)`` itself (normalized at
-lam = 0). ``check_data(data)`` may validate shapes. Models are static arguments of compiled functions, so
+lam = 0). What a model can do beyond these (Gibbs conditionals, an exact evidence, ...) is a capability
+protocol of :mod:`bdmc.contracts.capabilities`. Models are static arguments of compiled functions, so
 they must be hashable and compare by value.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._errors import DataError
+from ..errors import DataError
+from .capabilities import ChecksData, CollapsedDensity, supports
+from .nonfinite import nonfinite_check
 
 PyTree = Any
 
@@ -47,7 +48,7 @@ def log_density(model: Model, latent: PyTree, data: PyTree, lam) -> jax.Array:
     annealing) or one weight per data case (the data path). Terms with zero weight contribute exactly zero,
     even when their log-likelihood is -inf. The value is checked by :func:`nonfinite_check`.
     """
-    if hasattr(model, "log_density"):
+    if supports(model, CollapsedDensity):
         value = model.log_density(latent, data, lam)
     else:
         value = model.log_prior(latent) + weighted_sum(lam, model.log_likelihood(latent, data))
@@ -67,7 +68,7 @@ def log_density_increment(model: Model, latent: PyTree, data: PyTree, lam_from, 
     It is -inf wherever ``f(x; lam_to)`` is zero, whatever ``f(x; lam_from)`` is. Checked like
     :func:`log_density`: a NaN or +inf term whose weight changes fails the check.
     """
-    if hasattr(model, "log_density"):
+    if supports(model, CollapsedDensity):
         to, frm = model.log_density(latent, data, lam_to), model.log_density(latent, data, lam_from)
         nonfinite_check((to < jnp.inf) & (frm < jnp.inf), latent)
         return jnp.where(to == -jnp.inf, -jnp.inf, to - frm)
@@ -82,78 +83,6 @@ def log_predictive(model: Model, latent: PyTree, data: PyTree, lam, i) -> jax.Ar
     value = model.log_predictive(latent, data, lam, i)
     nonfinite_check(value < jnp.inf, latent)
     return value
-
-
-# ------------------------------------------------------------------------------------ non-finite checks
-#
-# A NaN or +inf log density is a bug, and an MCMC kernel would hide it (a NaN proposal is just rejected).
-# Every density evaluated through this module calls ``nonfinite_check``. Outside a recording block it does
-# nothing (no operation is traced). The annealing engine opens one per chain and step (``recording``) with a
-# sink that writes, through mutable JAX references, whether a check failed and the state it failed at:
-# that works inside gradients, scans and the while loops of NUTS, under ``vmap``, with no host round trip.
-# Only when a run fails does the host re-evaluate the terms at that state (``describe_nonfinite``) to name
-# the culprit, so the hot path pays for one comparison and a few selects per density.
-
-_SINK: contextvars.ContextVar = contextvars.ContextVar("bdmc_nonfinite_sink", default=None)
-
-
-@contextlib.contextmanager
-def recording(sink: Callable[[Any, PyTree], None]):
-    """Route the non-finite checks traced inside this block to ``sink(ok, latent)``."""
-    token = _SINK.set(sink)
-    try:
-        yield
-    finally:
-        _SINK.reset(token)
-
-
-def nonfinite_check(ok, latent: PyTree) -> None:
-    """Report to the active recording whether a log density evaluated at ``latent`` is legal.
-
-    ``ok`` is ``value < inf``: False for NaN and +inf, True for -inf (zero density). A state with a NaN or
-    infinite coordinate is outside the space: a diverging integrator (an HMC trajectory that overflowed)
-    reaches it, any density there is NaN, and the kernel rejects it, so it is not the model's failure. A
-    no-op outside :func:`recording`, so code that evaluates densities elsewhere (estimators) is unchanged.
-    """
-    sink = _SINK.get()
-    if sink is not None:
-        floats = [x for x in jax.tree.leaves(latent) if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
-        outside = jnp.any(jnp.stack([~jnp.all(jnp.isfinite(x)) for x in floats])) if floats else False
-        sink(ok | outside, latent)
-
-
-def describe_nonfinite(model: Model, latent: PyTree, data: PyTree, lam, *,
-                       zero: bool = False) -> tuple[str, int | None, float] | None:
-    """Name the first NaN or +inf term of ``log f(latent; lam)``: ``(term, case, value)``, or None if all are fine.
-
-    Runs on the host after a failed check. ``term`` is ``"log_density"`` for a model that defines its own,
-    else ``"log_prior"`` or ``"log_likelihood"`` (with ``case`` the data case: NaN anywhere, +inf where its
-    weight is nonzero). With ``zero=True`` a -inf term (zero density) counts too. A model may refine the
-    name with ``describe_nonfinite_term(latent, data, term, case) -> str`` (the NumPyro adapter names the site).
-    """
-    def illegal(v):
-        return np.isnan(v) | (v == np.inf) | (zero & (v == -np.inf))
-
-    # Compiled, like the run that failed (eager evaluation can differ: e.g. NumPyro validates arguments).
-    found = None
-    if hasattr(model, "log_density"):
-        value = float(jax.jit(model.log_density)(latent, data, lam))
-        if illegal(value):
-            found = ("log_density", None, value)
-    else:
-        prior, terms = jax.jit(lambda x, d: (model.log_prior(x), model.log_likelihood(x, d)))(latent, data)
-        prior = float(prior)
-        terms = np.atleast_1d(np.asarray(terms, dtype=np.float64))
-        weights = np.broadcast_to(np.asarray(lam, dtype=np.float64), terms.shape)
-        bad = np.isnan(terms) | (illegal(terms) & (weights != 0))
-        if illegal(prior):
-            found = ("log_prior", None, prior)
-        elif np.any(bad):
-            case = int(np.argmax(bad))
-            found = ("log_likelihood", case, float(terms[case]))
-    if found is not None and hasattr(model, "describe_nonfinite_term"):
-        found = (model.describe_nonfinite_term(latent, data, found[0], found[1]),) + found[1:]
-    return found
 
 
 def n_cases(model: Model, data: PyTree) -> int:
@@ -181,7 +110,7 @@ def validate_data(model: Model, data: PyTree) -> PyTree:
             )
         out.append(jnp.asarray(arr))
     data = jax.tree.unflatten(treedef, out)
-    if hasattr(model, "check_data"):
+    if supports(model, ChecksData):
         model.check_data(data)
     return data
 
@@ -194,8 +123,15 @@ def check_array_shape(name: str, array, shape: tuple) -> None:
         raise DataError(f"{name} must have shape {want}, got {got}")
 
 
-def simulate(key, model: Model) -> tuple[PyTree, PyTree]:
-    """Simulate a data set and return ``(data, exact_latent)``.
+class Simulated(NamedTuple):
+    """A simulated data set and the latent variables that generated it (an exact posterior sample)."""
+
+    data: PyTree
+    exact_latent: PyTree
+
+
+def simulate(key, model: Model) -> Simulated:
+    """Simulate a data set: ``Simulated(data, exact_latent)``, which unpacks as a pair.
 
     The latent variables drawn to generate the data are an exact sample from the posterior given that data
     (BDMC paper, Sec. 4.2): they are what reverse AIS starts from.
@@ -203,4 +139,4 @@ def simulate(key, model: Model) -> tuple[PyTree, PyTree]:
     key_latent, key_data = jax.random.split(key)
     latent = model.sample_prior(key_latent)
     data = model.sample_data(key_data, latent)
-    return data, latent
+    return Simulated(data, latent)

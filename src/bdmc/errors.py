@@ -79,6 +79,14 @@ def _show(value) -> str:
     return {"nan": "NaN", "inf": "+inf", "-inf": "-inf"}.get(str(value), str(value))
 
 
+class MissingCapabilityError(BDMCError, TypeError):
+    """A model (or kernel) lacks methods a computation needs; ``missing`` names them."""
+
+    def __init__(self, message: str, *, missing: tuple[str, ...] = ()):
+        super().__init__(message)
+        self.missing = missing
+
+
 class MissingExtraError(BDMCError, ImportError):
     """An optional dependency is not installed."""
 

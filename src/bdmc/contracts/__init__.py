@@ -1,0 +1,28 @@
+"""The contracts every other part of bdmc builds on; this package imports nothing else from bdmc but errors.
+
+- :mod:`~bdmc.contracts.model`: the Model protocol, the intermediate densities ``f(x; lam)``, simulation;
+- :mod:`~bdmc.contracts.capabilities`: what a model can do beyond the four core methods, as protocols;
+- :mod:`~bdmc.contracts.kernel`: the Kernel protocol and its per-step info;
+- :mod:`~bdmc.contracts.estimate`: the Estimate record, its combination rules, and the estimator protocol
+  and registry;
+- :mod:`~bdmc.contracts.nonfinite`: where NaN and +inf log densities are caught and explained.
+"""
+
+from .capabilities import (CAPABILITIES, BICFit, CaseProposal, ChecksData, CollapsedDensity, ConditionalPrior,
+                           ConstrainedMoves, ExactEvidence, GaussianPriorBlocks, GibbsConditionals, LabelSymmetry,
+                           NamesTerms, OwnKernel, TemperedSimulation, VariationalFamily, capabilities,
+                           capability_table, missing_methods, require, supports)
+from .estimate import (COMBINE_RULES, ESTIMATORS, Estimate, EstimatorInfo, combine_runs, gap, log_harmonic_mean,
+                       log_mean_exp, log_mean_exp_stderr, register_estimator, seed_of)
+from .kernel import Kernel, KernelInfo, ReversibleTransition
+from .model import (Model, Simulated, check_array_shape, log_density, log_density_increment, log_predictive, n_cases,
+                    simulate, validate_data, weighted_sum)
+
+__all__ = [
+    "BICFit", "CAPABILITIES", "CaseProposal", "ChecksData", "CollapsedDensity", "ConditionalPrior", "ConstrainedMoves",
+    "COMBINE_RULES", "ESTIMATORS", "Estimate", "EstimatorInfo", "ExactEvidence", "combine_runs", "register_estimator", "seed_of", "GaussianPriorBlocks", "GibbsConditionals", "Kernel", "KernelInfo", "LabelSymmetry",
+    "Model", "NamesTerms", "OwnKernel", "ReversibleTransition", "Simulated", "TemperedSimulation", "VariationalFamily",
+    "capabilities", "capability_table", "check_array_shape", "gap", "log_density", "log_density_increment",
+    "log_harmonic_mean", "log_mean_exp", "log_mean_exp_stderr", "log_predictive", "missing_methods", "n_cases",
+    "require", "simulate", "supports", "validate_data", "weighted_sum",
+]

@@ -1,0 +1,196 @@
+"""What a model can do beyond the four core methods, as named protocols.
+
+Each capability is a structural protocol: a model has it when it defines the listed methods, with no base
+class to inherit. Code that needs one calls :func:`require`, which raises a :class:`MissingCapabilityError`
+naming the missing methods and what they enable, so no behaviour changes silently because a method is
+absent. Where a documented default exists (SMC's ``proposal="auto"``, the default kernel, the nested-sampling
+kernel) the choice is made with :func:`supports` and recorded in the result's settings.
+
+``bdmc models`` prints :func:`capability_table` for the built-in models.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Protocol, runtime_checkable
+
+from ..errors import MissingCapabilityError
+
+PyTree = Any
+
+
+@runtime_checkable
+class CollapsedDensity(Protocol):
+    """Evaluates ``log f(x; lam)`` itself (a collapsed latent state), normalized at ``lam = 0``."""
+
+    def log_density(self, latent: PyTree, data: PyTree, lam) -> Any: ...
+
+
+@runtime_checkable
+class ChecksData(Protocol):
+    """Validates the shapes of a data set, raising :class:`~bdmc.errors.DataError` with the culprit."""
+
+    def check_data(self, data: PyTree) -> None: ...
+
+
+@runtime_checkable
+class NamesTerms(Protocol):
+    """Names the site or term of a NaN/+inf log density (PPL adapters: the sample statement)."""
+
+    def describe_nonfinite_term(self, latent: PyTree, data: PyTree, term: str, case: int | None) -> str: ...
+
+
+@runtime_checkable
+class ExactEvidence(Protocol):
+    """Computes the exact ``log p(y)``: ground truth for the sandwich, the benchmark and the tests."""
+
+    def exact_log_marginal(self, data: PyTree) -> float: ...
+
+
+@runtime_checkable
+class TemperedSimulation(Protocol):
+    """Draws data from the tempered likelihood ``p(y | x)^lam`` (normalized): Geweke tests at ``lam < 1``."""
+
+    def sample_data_tempered(self, key, latent: PyTree, lam) -> PyTree: ...
+
+
+@runtime_checkable
+class GibbsConditionals(Protocol):
+    """Lists its exact conditional distributions: the conditional-vs-joint check and Gibbs moves."""
+
+    def conditionals(self) -> list: ...
+
+
+@runtime_checkable
+class OwnKernel(Protocol):
+    """Ships the transition operator AIS and SMC use when no kernel is given (else HMC on the latents)."""
+
+    def default_kernel(self) -> Any: ...
+
+
+@runtime_checkable
+class CaseProposal(Protocol):
+    """Proposes and scores one data case's latents: SMC's posterior proposal on the data path."""
+
+    def log_predictive(self, latent: PyTree, data: PyTree, lam, i) -> Any: ...
+
+    def sample_case(self, key, latent: PyTree, data: PyTree, lam, i) -> PyTree: ...
+
+
+@runtime_checkable
+class VariationalFamily(Protocol):
+    """A mean-field family with coordinate-ascent updates: the variational Bayes estimator."""
+
+    def vb_init(self, key, data: PyTree) -> PyTree: ...
+
+    def vb_update(self, params: PyTree, data: PyTree) -> PyTree: ...
+
+    def vb_bound(self, params: PyTree, data: PyTree) -> Any: ...
+
+
+@runtime_checkable
+class LabelSymmetry(Protocol):
+    """The log number of equivalent relabelings of its latent state: the symmetry correction of ``vb+sym``."""
+
+    @property
+    def vb_log_symmetries(self) -> float: ...
+
+
+@runtime_checkable
+class BICFit(Protocol):
+    """Maximum-likelihood fitting over its parameters: the BIC estimator."""
+
+    def bic_sample_params(self, key) -> PyTree: ...
+
+    def bic_log_likelihood(self, params: PyTree, data: PyTree) -> Any: ...
+
+
+@runtime_checkable
+class GaussianPriorBlocks(Protocol):
+    """Lists latent blocks with zero-mean Gaussian priors: elliptical-slice moves for nested sampling."""
+
+    def gaussian_prior_blocks(self) -> Any: ...
+
+
+@runtime_checkable
+class ConstrainedMoves(Protocol):
+    """Ships its own move on the prior restricted to ``L > C``: the nested-sampling kernel for this model.
+
+    ``constrained_kernel()`` returns ``kernel(key, latent, data, log_c) -> latent`` with ``evals_per_move``.
+    """
+
+    def constrained_kernel(self) -> Any: ...
+
+
+@runtime_checkable
+class ConditionalPrior(Protocol):
+    """Draws latents from the prior with some of them held fixed: BREAD's real-data protocol."""
+
+    def sample_prior_given(self, key, fixed: dict) -> PyTree: ...
+
+
+class Capability(NamedTuple):
+    """A row of the capability table: the protocol, its short name and what it enables."""
+
+    protocol: type
+    name: str
+    enables: str
+
+
+CAPABILITIES: tuple[Capability, ...] = (
+    Capability(CollapsedDensity, "collapsed density", "its own f(x; lam) over a collapsed state"),
+    Capability(ExactEvidence, "exact evidence", "exact log p(y): truth for sandwich, bench and tests"),
+    Capability(GibbsConditionals, "Gibbs conditionals", "conditional-vs-joint check, Gibbs moves"),
+    Capability(OwnKernel, "own kernel", "a model-specific default kernel (else HMC)"),
+    Capability(TemperedSimulation, "tempered data", "Geweke tests at lam < 1"),
+    Capability(CaseProposal, "case proposal", "SMC's posterior proposal (smc/shme default)"),
+    Capability(VariationalFamily, "VB family", "the vb estimator"),
+    Capability(LabelSymmetry, "label symmetry", "the vb+sym estimator"),
+    Capability(BICFit, "BIC", "the bic estimator"),
+    Capability(GaussianPriorBlocks, "Gaussian prior blocks", "elliptical-slice moves in nested sampling"),
+    Capability(ConstrainedMoves, "constrained moves", "its own nested-sampling move"),
+    Capability(ConditionalPrior, "conditional prior", "BREAD's real-data protocol"),
+    Capability(ChecksData, "data check", "shape errors that name the culprit"),
+    Capability(NamesTerms, "term names", "non-finite errors that name the site"),
+)
+_BY_PROTOCOL = {c.protocol: c for c in CAPABILITIES}
+
+
+def protocol_methods(protocol: type) -> tuple[str, ...]:
+    """The method (and property) names a capability protocol asks for."""
+    return tuple(sorted(n for n, v in protocol.__dict__.items()
+                        if not n.startswith("_") and (callable(v) or isinstance(v, property))))
+
+
+def supports(obj, protocol: type) -> bool:
+    """Whether ``obj`` defines every method of ``protocol``."""
+    return isinstance(obj, protocol)
+
+
+def missing_methods(obj, protocol: type) -> list[str]:
+    """The methods of ``protocol`` that ``obj`` lacks (empty when it supports it)."""
+    return [m for m in protocol_methods(protocol) if not hasattr(obj, m)]
+
+
+def require(obj, protocol: type, *, purpose: str) -> None:
+    """Raise :class:`MissingCapabilityError` unless ``obj`` supports ``protocol``.
+
+    The message names the object's type, the missing methods, what the capability enables and ``purpose``
+    (what the caller was about to do).
+    """
+    missing = missing_methods(obj, protocol)
+    if missing:
+        cap = _BY_PROTOCOL.get(protocol)
+        enables = f" ({cap.name}: {cap.enables})" if cap else ""
+        methods = ", ".join(missing)
+        raise MissingCapabilityError(
+            f"{purpose} needs {type(obj).__name__} to define {methods}{enables}", missing=tuple(missing))
+
+
+def capabilities(obj) -> dict[str, bool]:
+    """``{capability name: supported}`` for every capability in :data:`CAPABILITIES`."""
+    return {c.name: supports(obj, c.protocol) for c in CAPABILITIES}
+
+
+def capability_table(models: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per named model: ``{"model": name, <capability name>: bool, ...}``."""
+    return [{"model": name, **capabilities(model)} for name, model in models.items()]

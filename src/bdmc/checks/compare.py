@@ -289,7 +289,7 @@ def compare_models(
                 common = dict(num_moves=T, num_runs=num_chains, num_particles=num_particles, kernel=kernel,
                               progress=progress)
             lo = lower(keys[2 * i], model, d, **common)
-            up = upper(keys[2 * i + 1], model, d, start, **common)
+            up = upper(keys[2 * i + 1], model, d, exact_latent=start, **common)
             estimates[(name, "lower")].append(lo)
             estimates[(name, "upper")].append(up)
             rows += [_row(name, method, T, "forward", lo), _row(name, method, T, "reverse", up)]

@@ -246,7 +246,7 @@ def nested_sampling(key, model, data, *, exact_latent=None, num_moves: int = 5, 
         randomness of the true volumes only partly offsets. Simulated in volume space on ``GaussianMean``
         (whose likelihood is a known function of the prior volume; data from ``simulate`` with key 1), it is
         +0.19 nat for ``n = 20, dim = 5`` and +0.11 nat for ``n = 5, dim = 2`` at K = 2, and +0.03 nat for the
-        latter at K = 8 (tests/test_nested_kernels.py); a few hundred runs resolve it.
+        latter at K = 8 (tests/estimators/test_nested_kernels.py); a few hundred runs resolve it.
     stop_ratio : float
         Stop when a step would multiply the evidence by less than ``1 + stop_ratio``.
     max_steps : int

@@ -11,7 +11,7 @@ from bdmc import schedules, simulate
 from bdmc.kernels import HMC, RandomWalkMH
 from bdmc.models import FiniteMixture, GaussianMean, LinearRegression
 
-from _helpers import BrokenMH
+from helpers import BrokenMH
 
 EXACT_MODELS = {
     "gaussian-mean": GaussianMean(n=20, dim=5),

@@ -8,7 +8,7 @@ from bdmc import simulate
 from bdmc.kernels import HMC, MALA, NUTS, Cycle, Gibbs, RandomWalkMH, repeat
 from bdmc.models import GaussianMean
 
-from _helpers import BrokenMH, invariance_z_scores
+from helpers import BrokenMH, invariance_z_scores
 
 MODEL = GaussianMean(n=20, dim=3, prior_mean=0.5, prior_std=1.5, noise_std=1.0)
 THRESHOLD = 4.5  # ~4 standard errors, with 6 statistics per test

@@ -14,7 +14,7 @@ import bdmc
 from bdmc.checks import conditional_consistency, geweke
 from bdmc.models import CorrelatedGaussianMean, get_model
 
-from _helpers import gaussian_target
+from helpers import gaussian_target
 
 MODELS = [CorrelatedGaussianMean(), CorrelatedGaussianMean(n=3, dim=3, prior_mean=0.7, prior_std=2.0, condition=50.0,
                                                            noise_std=0.5, rotation_angle=math.pi / 4),

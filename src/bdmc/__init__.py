@@ -4,11 +4,10 @@ Importing bdmc changes no global JAX state. The estimators follow JAX's active d
 :func:`enable_x64` (as the ``bdmc`` command does) for the float64 the paper's numbers were computed in.
 """
 
-import jax as _jax
-
 from . import checks, contracts, estimators, exact, kernels, models, ppl
 from .bracketing import bracket
 from .caching import cache_info, clear_caches
+from .config import enable_x64
 from .checks.alarm import BugAlarm, bug_alarm
 from .checks.bread import BreadResult, bread
 from .checks.sandwich import SandwichResult, sandwich
@@ -22,15 +21,6 @@ from .core.smc import shme, smc
 from .errors import (BDMCError, DataError, MissingCapabilityError, MissingExtraError, NonFiniteLogDensityError,
                      NonFiniteLogWeightError, ScheduleError)
 from .version import __version__
-
-
-def enable_x64(enabled: bool = True) -> None:
-    """Switch JAX to float64 (``enabled=True``) or back to its float32 default, for the whole process.
-
-    The paper's numbers and the closed-form checks are float64; float32 is what a GPU run wants. This is the
-    one place bdmc touches JAX's global configuration, and only when called.
-    """
-    _jax.config.update("jax_enable_x64", bool(enabled))
 
 
 __all__ = [

@@ -79,7 +79,7 @@ def test_pima_needs_no_package_and_ships_as_package_data(monkeypatch):
     assert load_pima()["x"].shape == (768, 8)
     # The file sits in the package and pyproject.toml declares it, so wheels and sdists carry it.
     assert (Path(loaders.__file__).parent / loaders.PIMA_CSV).is_file()
-    pyproject = Path(__file__).parents[1] / "pyproject.toml"
+    pyproject = Path(__file__).parents[2] / "pyproject.toml"
     if pyproject.is_file():
         patterns = tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["package-data"]["bdmc.datasets"]
         assert any(Path(loaders.PIMA_CSV).match(p) for p in patterns), patterns

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from .. import enable_x64
+from ..config import enable_x64
 
 from ._common import STATE
 from .bench import bench_command

@@ -1,0 +1,104 @@
+"""The layers of docs/architecture.md, enforced by parsing every import of src/bdmc."""
+
+import ast
+import pathlib
+
+import pytest
+
+SRC = pathlib.Path(__file__).parents[1] / "src" / "bdmc"
+
+# Lowest first. A module may import from its own layer and the layers below it, never from above.
+LAYERS = (
+    ("errors", "caching", "config", "version", "contracts"),
+    ("exact",),
+    ("kernels",),
+    ("models", "ppl", "datasets"),
+    ("core",),
+    ("checks",),
+    ("estimators", "bracketing"),
+    ("plotting",),
+    ("experiments", "realdata"),
+    ("cli",),
+    ("__init__",),
+)
+LEVEL = {name: i for i, names in enumerate(LAYERS) for name in names}
+
+
+def _modules():
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC)
+        yield rel, (rel.parts[0] if len(rel.parts) > 1 else rel.stem)
+
+
+def _imports(rel):
+    """``(lineno, top-level bdmc package, imported names, module path)`` for every bdmc import in a module."""
+    tree = ast.parse((SRC / rel).read_text())
+    package = list(rel.parts[:-1])
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                target = base + (node.module.split(".") if node.module else [])
+            elif node.module and node.module.split(".")[0] == "bdmc":
+                target = node.module.split(".")[1:]
+            else:
+                continue
+            names = [a.name for a in node.names]
+            if not target:  # `from .. import x`: x is a top-level package or module, else a name of bdmc/__init__
+                for name in names:
+                    yield node.lineno, name if name in LEVEL else "__init__", [], [name]
+            else:
+                yield node.lineno, target[0], names, target
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == "bdmc" and len(parts) > 1:
+                    yield node.lineno, parts[1], [], parts[1:]
+
+
+def test_every_package_has_a_layer():
+    assert {pkg for _, pkg in _modules()} <= set(LEVEL)
+
+
+def test_nothing_imports_from_a_layer_above_it():
+    bad = []
+    for rel, pkg in _modules():
+        for lineno, target, _, _ in _imports(rel):
+            if target != pkg and LEVEL[target] > LEVEL[pkg]:
+                bad.append(f"{rel}:{lineno} ({pkg}) imports {target}")
+    assert not bad, "imports from a higher layer:\n" + "\n".join(bad)
+
+
+def test_contracts_import_nothing_but_errors():
+    bad = [f"{rel}:{lineno} imports {target}" for rel, pkg in _modules() if pkg == "contracts"
+           for lineno, target, _, _ in _imports(rel) if target not in ("contracts", "errors")]
+    assert not bad, bad
+
+
+def test_no_private_name_is_imported_across_packages():
+    bad = []
+    for rel, pkg in _modules():
+        for lineno, target, names, path in _imports(rel):
+            if target == pkg or pkg == "__init__":
+                continue
+            private = [p for p in path + names if p.startswith("_") and not p.endswith("__")]
+            if private:
+                bad.append(f"{rel}:{lineno} imports {'.'.join(path)} {private}")
+    assert not bad, "private names used across packages:\n" + "\n".join(bad)
+
+
+def test_no_capability_is_discovered_by_hasattr_on_a_model():
+    """Consumers ask for a capability protocol (bdmc.contracts.capabilities), never ``hasattr(model, ...)``."""
+    bad = []
+    for rel, _ in _modules():
+        for node in ast.walk(ast.parse((SRC / rel).read_text())):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "hasattr" and len(node.args) == 2
+                    and "model" in ast.unparse(node.args[0]) and not ast.unparse(node.args[1]).strip("'\"").startswith("__")):
+                bad.append(f"{rel}:{node.lineno} {ast.unparse(node)}")
+    assert not bad, bad
+
+
+@pytest.mark.parametrize("rel", [rel for rel, _ in _modules()], ids=str)
+def test_no_module_is_over_500_lines(rel):
+    lines = len((SRC / rel).read_text().splitlines())
+    assert lines <= 500, f"{rel} has {lines} lines: split it by concern"

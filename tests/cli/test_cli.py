@@ -250,3 +250,13 @@ def test_models_command_lists_registry():
     text = flat(result.output)
     assert all(name in text for name in REGISTRY)
     assert "noise_std=1.0" in text
+
+
+def test_models_command_shows_each_models_capabilities():
+    result = runner.invoke(app, ["models", "--capabilities"])
+    assert result.exit_code == 0, result.output
+    lines = {line.split()[0]: line for line in result.output.splitlines()
+             if line.split() and line.split()[0] in REGISTRY}
+    assert set(lines) == set(REGISTRY)
+    # gaussian-mean has an exact evidence and no VB family; clustering has both (columns in CAPABILITIES order).
+    assert "exact evidence" in flat(result.output) and "VB family" in flat(result.output)

@@ -14,7 +14,6 @@ from bdmc.models import Clustering, GaussianMean
 
 # Tiny problems: the first one an estimator can run on is used.
 MODELS = (GaussianMean(n=6, dim=2), Clustering(n=6, k=2, dim=2))
-SMALL = {"num_steps": 5, "num_moves": 1, "num_proposals": 8, "num_samples": 8, "num_restarts": 2}
 NUM_RUNS = 3
 
 
@@ -33,7 +32,7 @@ def _setup(name, problems):
 def _call(info, key, model, data, latent):
     quiet = {"progress": False} if "progress" in inspect.signature(info.fn).parameters else {}
     return info(key, model, data, exact_latent=latent if info.needs_exact else None, num_runs=NUM_RUNS,
-                **{info.knob: SMALL[info.knob]}, **quiet)
+                **{info.knob: min(info.knobs)}, **quiet)
 
 
 def test_the_registry_holds_every_estimator_of_the_paper():
@@ -50,7 +49,7 @@ def test_call_shape(name):
     assert {"exact_latent", "num_runs", info.knob} <= set(keyword)
     # Only the estimators that need the exact sample require it; the others default it to None.
     assert (keyword["exact_latent"].default is inspect.Parameter.empty) == info.needs_exact
-    assert info.knob in SMALL and info.combine in bdmc.contracts.COMBINE_RULES
+    assert info.knobs and info.combine in bdmc.contracts.COMBINE_RULES
 
 
 @pytest.mark.parametrize("name", sorted(ESTIMATORS))
@@ -75,7 +74,7 @@ def test_an_estimator_that_needs_the_exact_sample_says_so(name, problems):
     info = ESTIMATORS[name]
     model, data, _ = _setup(name, problems)
     with pytest.raises(bdmc.BDMCError, match="exact_latent"):
-        info(jax.random.key(0), model, data, num_runs=NUM_RUNS, **{info.knob: SMALL[info.knob]})
+        info(jax.random.key(0), model, data, num_runs=NUM_RUNS, **{info.knob: min(info.knobs)})
 
 
 def test_registration_refuses_a_call_shape_that_breaks_the_protocol():

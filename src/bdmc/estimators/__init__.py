@@ -2,8 +2,12 @@
 num_runs=..., <knob>=..., ...) -> Estimate``, each registered in :data:`bdmc.ESTIMATORS` beside its definition.
 
 AIS, reverse AIS, SMC and SHME live in :mod:`bdmc.core` (they are the annealing engine) and are re-exported
-here so every estimator is in one place.
+here so every estimator is in one place. Every module of this package is imported here, so an estimator in a
+new module registers itself without further edits (docs/contributing.md).
 """
+
+import importlib as _importlib
+import pkgutil as _pkgutil
 
 from ..core.ais import forward_ais as ais
 from ..core.ais import reverse_ais
@@ -18,3 +22,6 @@ __all__ = ["ConstrainedEllipticalSlice", "ConstrainedGibbs", "ConstrainedRandomW
            "ais", "bic", "chib_murray_salakhutdinov", "cms",
            "harmonic_mean", "likelihood_weighting", "nested_sampling", "reverse_ais", "shme", "smc",
            "variational_bayes"]
+
+for _module in _pkgutil.iter_modules(__path__):
+    _importlib.import_module(f"{__name__}.{_module.name}")

@@ -30,7 +30,7 @@ from scipy import stats
 import bdmc
 from bdmc.models import FiniteMixture, GaussianMean, LinearRegression
 
-jax.config.update("jax_enable_x64", True)
+bdmc.enable_x64()
 
 MODELS = {
     "gaussian-mean weak (n=3, dim=1, noise 5)": GaussianMean(n=3, dim=1, noise_std=5.0),

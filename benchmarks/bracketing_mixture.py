@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import digamma, gammaln, multigammaln
 
-import bdmc  # noqa: F401  (float64)
+import bdmc
 
 # Synchronous dispatch: with asynchronous CPU dispatch this script intermittently stalled in XLA (all
 # threads waiting) on the 2-core machine it was run on.

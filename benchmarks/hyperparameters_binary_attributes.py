@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import entr
 
-import bdmc  # noqa: F401  (float64)
+import bdmc
 from bdmc.models.binary_attributes import BinaryAttributes
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms

@@ -6,36 +6,14 @@ the MCSA-optimized lower bound (Eqs. 9-11). For mixtures with exchangeable compo
 ``bracket(..., labels="z", components=(...))`` uses the label-symmetrized density (:mod:`.symmetry`).
 """
 
-from .bounds import (
-    BracketResult,
-    MCSAInfo,
-    batch_means_stderr,
-    bracket,
-    coordinate_ascent,
-    draw,
-    fit_symmetric,
-    log_ratios,
-    lower_bound_values,
-    mcsa_diagnostic,
-    mcsa_run,
-    step_sizes,
-    upper_bound_values,
-)
-from .families import (
-    Categorical,
-    Dirichlet,
-    Family,
-    InverseGamma,
-    InverseWishart,
-    MeanField,
-    MultivariateNormal,
-    fit_mean_field,
-    pd_cholesky,
-    pd_inverse,
-    pd_logdet,
-)
+from .bounds import BracketResult, batch_means_stderr, bracket, fit_symmetric, upper_bound_values
+from .families import Categorical, Dirichlet, Family, InverseGamma, InverseWishart, MultivariateNormal
+from .mean_field import MeanField, fit_mean_field
+from .numerics import pd_cholesky, pd_inverse, pd_logdet
+from .optimize import MCSAInfo, coordinate_ascent, mcsa_diagnostic, mcsa_run, step_sizes
 from .samples import as_sample_dict
 from .symmetry import LabelSymmetric, align_labels, log_permanent, log_permanent_bruteforce, relabel
+from .terms import draw, log_ratios, lower_bound_values
 
 __all__ = [
     "BracketResult", "Categorical", "Dirichlet", "Family", "InverseGamma", "InverseWishart", "MCSAInfo",

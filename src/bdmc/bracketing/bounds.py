@@ -16,15 +16,17 @@ that Eq. (6) averages over, the average is biased low; if the family contains th
 ``log p(D)`` for every sample. ``fit="crossfit"`` (the default) fits on one half of the draws and evaluates
 on the other, both ways round, so each term is an honest upper bound in expectation; ``fit="same"`` is the
 paper's literal in-sample estimate.
+
+MCSA and coordinate ascent are in :mod:`bdmc.bracketing.optimize`; the compiled per-draw terms in
+:mod:`bdmc.bracketing.terms`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import time
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from typing import Callable, Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -32,30 +34,15 @@ import numpy as np
 
 from ..errors import BDMCError
 from ..contracts.estimate import Estimate, seed_of
-from .families import Categorical, Family, MeanField, fit_mean_field, pd_inverse, stats_of
+from .families import Categorical, Family
+from .mean_field import MeanField, fit_mean_field
+from .optimize import mcsa_diagnostic, mcsa_run
 from .samples import as_sample_dict
 from .symmetry import LabelSymmetric, align_labels
+from .terms import log_ratios, lower_bound_values
 
 
 # ----------------------------------------------------------------------------------------------- U and L
-
-
-@functools.partial(jax.jit, static_argnums=0)
-def log_ratios(log_joint: Callable, q: MeanField, thetas: Mapping):
-    """``log p(theta_i, D) - log q(theta_i)`` for a batch of draws (leading axis), vmapped and compiled."""
-    return jax.vmap(lambda th: log_joint(th) - q.log_prob(th))(thetas)
-
-
-@functools.partial(jax.jit, static_argnums=2)
-def draw(key, q: MeanField, num_draws: int):
-    """``num_draws`` independent draws of ``q`` as a dict of ``(num_draws, ...)`` arrays."""
-    return jax.vmap(q.sample)(jax.random.split(key, num_draws))
-
-
-@functools.partial(jax.jit, static_argnames=("log_joint", "num_draws"))
-def lower_bound_values(key, q: MeanField, log_joint: Callable, *, num_draws: int):
-    """Per-draw terms of Eqs. (8)/(11): ``log p(theta, D) - log q(theta)`` with ``theta ~ q``; their mean is L."""
-    return log_ratios(log_joint, q, draw(key, q, num_draws))
 
 
 def upper_bound_values(samples: Mapping, log_joint: Callable, family: Mapping, *, fit: str = "crossfit",
@@ -69,7 +56,7 @@ def upper_bound_values(samples: Mapping, log_joint: Callable, family: Mapping, *
     log_joint : callable
         ``log p(theta, D)`` of one draw (a dict).
     family : mapping
-        See :func:`bdmc.bracketing.families.fit_mean_field`.
+        See :func:`bdmc.bracketing.mean_field.fit_mean_field`.
     fit : {"crossfit", "same"}
         ``"crossfit"``: fit ``q`` on each half of the draws and evaluate Eq. (6) on the other half (each term
         is then an unbiased estimate of ``U(gamma)`` for a ``gamma`` independent of it). ``"same"``: fit and
@@ -99,12 +86,7 @@ def upper_bound_values(samples: Mapping, log_joint: Callable, family: Mapping, *
     q_all = fit_mean_field(samples, family, pseudo_count=pseudo_count)
     if fit == "same":
         return log_ratios(log_joint, q_all, samples), q_all
-    if fit != "crossfit":
-        raise BDMCError(f"fit must be 'crossfit' or 'same', got {fit!r}")
-    n = next(iter(samples.values())).shape[0]
-    if n < 4:
-        raise BDMCError(f"need at least 4 posterior samples to cross-fit, got {n}")
-    h = n // 2
+    h = _crossfit_half(samples, fit)
     # Categorical sizes must agree across halves: pin them to what the full sample shows.
     pinned = {name: (spec, q_all[name].probs.shape[-1]) if isinstance(q_all[name], Categorical)
               and not isinstance(spec, Family) and not isinstance(spec, tuple) else spec
@@ -115,6 +97,17 @@ def upper_bound_values(samples: Mapping, log_joint: Callable, family: Mapping, *
     q_b = fit_mean_field(second, pinned, pseudo_count=pseudo_count)
     values = jnp.concatenate([log_ratios(log_joint, q_a, second), log_ratios(log_joint, q_b, first)])
     return values, q_all
+
+
+def _crossfit_half(samples, fit) -> int:
+    """Half the number of draws, refusing a ``fit`` other than ``"crossfit"`` (``"same"`` is handled before)
+    and fewer than 4 draws."""
+    if fit != "crossfit":
+        raise BDMCError(f"fit must be 'crossfit' or 'same', got {fit!r}")
+    n = next(iter(samples.values())).shape[0]
+    if n < 4:
+        raise BDMCError(f"need at least 4 posterior samples to cross-fit, got {n}")
+    return n // 2
 
 
 def fit_symmetric(samples: Mapping, family: Mapping, *, labels: str, components: Sequence[str] = (),
@@ -148,12 +141,7 @@ def _upper_symmetric(samples, log_joint, family, *, fit, pseudo_count, labels, c
     q_all = fit_symmetric(samples, pinned, labels=labels, components=components, pseudo_count=pseudo_count)
     if fit == "same":
         return log_ratios(log_joint, q_all, {n: jnp.asarray(v) for n, v in samples.items()}), q_all
-    if fit != "crossfit":
-        raise BDMCError(f"fit must be 'crossfit' or 'same', got {fit!r}")
-    n = next(iter(samples.values())).shape[0]
-    if n < 4:
-        raise BDMCError(f"need at least 4 posterior samples to cross-fit, got {n}")
-    h = n // 2
+    h = _crossfit_half(samples, fit)
     first = {k: np.asarray(v)[:h] for k, v in samples.items()}
     second = {k: np.asarray(v)[h:2 * h] for k, v in samples.items()}
     q_a = fit_symmetric(first, pinned, labels=labels, components=components, pseudo_count=pseudo_count)
@@ -199,157 +187,6 @@ def _timed(fn, *args):
     out = jax.block_until_ready(compiled(*args))
     return out, time.perf_counter() - t1, t1 - t0
 
-
-# ------------------------------------------------------------------------------------------------- MCSA
-
-
-class MCSAState(NamedTuple):
-    eta: Any  # natural parameters, dict name -> (*batch, dim)
-    eta_avg: Any  # Polyak average over the averaging window
-    num_avg: jax.Array
-
-
-class MCSAInfo(NamedTuple):
-    lower: jax.Array  # MC estimate of L at the current iterate (Eq. 10's draws)
-    step_norm: jax.Array  # norm of the natural-gradient direction
-    accepted: jax.Array  # False when the step left the parameter space and was rejected
-    step_size: jax.Array
-
-
-def step_sizes(num_iterations: int, *, step_size: float = 0.5, decay: float = 0.7, offset: float = 1.0):
-    """Robbins-Monro gains ``s_t = step_size * (t + offset)^-decay``, ``t = 1..T``.
-
-    With ``0.5 < decay <= 1``, ``sum s_t = inf`` and ``sum s_t^2 < inf`` (the conditions under Eq. 10).
-    """
-    if not 0.5 < decay <= 1.0:
-        raise BDMCError(f"MCSA decay must lie in (0.5, 1] so that sum s = inf and sum s^2 < inf, got {decay}")
-    if step_size <= 0 or offset <= -1:
-        raise BDMCError(f"MCSA step_size must be positive and offset > -1, got {step_size}, {offset}")
-    t = jnp.arange(1, num_iterations + 1, dtype=jnp.float64)
-    return step_size * (t + offset) ** (-decay)
-
-
-def _natural_direction(f: Family, eta_f, draws_f, c):
-    """``F(eta)^-1 g`` with ``g = mean_i c_i T(theta_i)``: the natural gradient of L for one factor.
-
-    ``g`` estimates ``dL/deta = Cov_q(T, log p - log q)`` (Eq. 9 with ``d log q / d eta = T - E_q T``); the
-    "1 +" term of Eq. (9) has zero expectation and, with the baseline ``c = f - mean f``, is dropped. The
-    Fisher matrix ``F`` is the exact Hessian of the log partition; a ridge of 1e-10 of its mean eigenvalue handles
-    redundant coordinates (the symmetric halves of a matrix parameter, the softmax shift of categorical logits).
-    """
-    nb = len(f.batch_shape)
-    T = jax.vmap(lambda x: stats_of(f, x))(draws_f)  # (N, *batch, dim)
-    g = jnp.tensordot(c, T, axes=(0, 0)) / c.shape[0]
-    hess = jax.hessian(type(f).log_partition)
-    for _ in range(nb):
-        hess = jax.vmap(hess)
-    F = hess(eta_f)
-    def solve(F_, g_):
-        # A tiny ridge stands in for the pseudo-inverse: g has no component along F's null directions.
-        dim = F_.shape[-1]
-        return pd_inverse(F_ + (1e-10 * jnp.trace(F_) / dim) * jnp.eye(dim)) @ g_
-
-    for _ in range(nb):
-        solve = jax.vmap(solve)
-    return solve(F, g)
-
-
-def mcsa_run(key, q0: MeanField, log_joint: Callable, *, num_iterations: int = 1000, num_draws: int = 64,
-             step_size: float = 0.5, decay: float = 0.7, offset: float = 1.0, average_from: float = 0.5):
-    """The MCSA recursion of Sec. 3.3 as one ``lax.scan`` (pure: jit and vmap it).
-
-    ``gamma^(t+1) = gamma^(t) + s_(t+1) lambda(gamma^(t))`` on the natural parameters, with the gain matrix
-    ``F^-1`` (inverse Fisher) in front of the Monte Carlo gradient (10): a Robbins-Monro scheme with a
-    positive definite gain, which keeps one step size sensible for every factor. A step that leaves the
-    parameter space is rejected. Iterates after ``average_from * num_iterations`` are Polyak-averaged.
-
-    Returns
-    -------
-    q_avg, q_last : MeanField
-        The averaged and the last iterate.
-    info : MCSAInfo
-        Per-iteration traces.
-    """
-    gains = step_sizes(num_iterations, step_size=step_size, decay=decay, offset=offset)
-    start_avg = int(average_from * num_iterations)
-    eta0 = q0.natural()
-
-    def body(state: MCSAState, inp):
-        t, k, s = inp
-        q = q0.from_natural(state.eta)
-        thetas = draw(k, q, num_draws)
-        f = log_ratios(log_joint, q, thetas)
-        c = f - jnp.mean(f)
-        direction = {n: _natural_direction(q[n], state.eta[n], thetas[n], c) for n in q.factors}
-        new_eta = jax.tree.map(lambda e, d: e + s * d, state.eta, direction)
-        q_new = q0.from_natural(new_eta)
-        finite = jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(new_eta)]))
-        ok = finite & q_new.valid() & jnp.all(jnp.isfinite(f))
-        eta = jax.tree.map(lambda a, b: jnp.where(ok, a, b), new_eta, state.eta)
-        in_window = t >= start_avg
-        num = state.num_avg + in_window
-        w = jnp.where(in_window, 1.0 / jnp.maximum(num, 1), 0.0)
-        eta_avg = jax.tree.map(lambda avg, e: avg + w * (e - avg), state.eta_avg, eta)
-        norm = jnp.sqrt(sum(jnp.sum(d**2) for d in jax.tree.leaves(direction)))
-        return MCSAState(eta, eta_avg, num), MCSAInfo(jnp.mean(f), norm, ok, s)
-
-    keys = jax.random.split(key, num_iterations)
-    init = MCSAState(eta0, eta0, jnp.zeros((), jnp.int32))
-    state, info = jax.lax.scan(body, init, (jnp.arange(num_iterations), keys, gains))
-    return q0.from_natural(state.eta_avg), q0.from_natural(state.eta), info
-
-
-def mcsa_diagnostic(trace_lower, *, window: float = 0.1) -> dict:
-    """Convergence check on the per-iteration lower-bound estimates.
-
-    Compares the mean of the last ``window`` fraction of iterations with the window before it: a drift of
-    more than 3 standard errors means the iterates are still climbing (``converged`` is False).
-    """
-    v = np.asarray(trace_lower, dtype=np.float64)
-    w = max(int(window * v.size), 2)
-    last, prev = v[-w:], v[-2 * w:-w]
-    se = math.sqrt(np.var(last, ddof=1) / last.size + np.var(prev, ddof=1) / prev.size)
-    drift = float(np.mean(last) - np.mean(prev))
-    z = drift / se if se > 0 else 0.0
-    return {"drift": drift, "drift_z": float(z), "converged": bool(abs(z) < 3.0), "window": w}
-
-
-# --------------------------------------------------------------------------------- coordinate ascent VB
-
-
-def coordinate_ascent(q0: MeanField, updates: Mapping[str, Callable[[MeanField], Family]], *,
-                      num_iterations: int = 200):
-    """Standard mean-field VB by coordinate ascent (Sec. 3.1, Eq. 7) as one ``lax.scan``.
-
-    Parameters
-    ----------
-    q0 : MeanField
-        The starting point.
-    updates : mapping of str to callable
-        ``updates[name](q)`` returns the new factor for ``name`` given the current ``q``: for a conditionally
-        conjugate model, the complete conditional's natural parameter averaged over the other factors (Eq. 7).
-        They are applied in order, each seeing the factors already updated in this sweep.
-    num_iterations : int
-        Sweeps.
-
-    Returns
-    -------
-    q : MeanField
-    changes : array (num_iterations,)
-        Largest absolute change of any parameter in each sweep (0 at a fixed point).
-    """
-    unknown = set(updates) - set(q0.factors)
-    if unknown:
-        raise BDMCError(f"coordinate_ascent updates name {sorted(unknown)}, which are not factors of q0")
-
-    def sweep(q, _):
-        new = q
-        for name, fn in updates.items():
-            new = new.replace(**{name: fn(new)})
-        change = jnp.max(jnp.stack([jnp.max(jnp.abs(a - b)) for a, b in zip(jax.tree.leaves(new), jax.tree.leaves(q))]))
-        return new, change
-
-    return jax.lax.scan(sweep, q0, None, length=num_iterations)
 
 
 # ----------------------------------------------------------------------------------------------- bracket

@@ -16,21 +16,24 @@ Every family provides
   ``from_natural(eta)``, ``log_partition(eta_event)``, ``stats(x_event)``, ``log_base(x_event)``, with
   ``log q(x) = eta . T(x) - A(eta) + log h(x)``; ``valid()`` tells whether parameters lie in the domain.
 
-``MeanField`` is a product of families keyed by parameter name.
+Products of families keyed by parameter name (``MeanField``, ``fit_mean_field``) are in
+:mod:`bdmc.bracketing.mean_field`; the compiled fits and the small linear algebra in :mod:`.moment_fits` and
+:mod:`.numerics`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
-from typing import ClassVar, Mapping
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import digamma, gammaln, multigammaln, polygamma
+from jax.scipy.special import digamma, gammaln, multigammaln
 
 from ..errors import BDMCError
+from .moment_fits import fit_dirichlet, fit_inverse_gamma, fit_inverse_wishart
+from .numerics import lower_inverse, pd_cholesky, pd_inverse, pd_logdet, symmetrize, vmap_n
 
 LOG_2PI = float(np.log(2 * np.pi))
 
@@ -40,85 +43,6 @@ def _pytree(cls):
     cls = dataclasses.dataclass(frozen=True)(cls)
     names = [f.name for f in dataclasses.fields(cls)]
     return jax.tree_util.register_dataclass(cls, data_fields=names, meta_fields=[])
-
-
-def _vmap_n(fn, n):
-    for _ in range(n):
-        fn = jax.vmap(fn)
-    return fn
-
-
-def _bisect_decreasing(f, target, lo, hi, iters=200):
-    """Solve the decreasing scalar equation ``f(u) = target`` for ``u`` in ``[lo, hi]`` by bisection.
-
-    Fixed iteration count, so it is jit/vmap friendly and cannot diverge.
-    """
-
-    def body(_, bounds):
-        a, b = bounds
-        mid = 0.5 * (a + b)
-        above = f(mid) > target  # still left of the root
-        return jnp.where(above, mid, a), jnp.where(above, b, mid)
-
-    a, b = jax.lax.fori_loop(0, iters, body, (jnp.asarray(lo, jnp.float64), jnp.asarray(hi, jnp.float64)))
-    return 0.5 * (a + b)
-
-
-def _sym(m):
-    return 0.5 * (m + jnp.swapaxes(m, -1, -2))
-
-
-def _logdet_pd(m):
-    return pd_logdet(m)
-
-
-# Small dense linear algebra as plain XLA ops. Under vmap, jnp.linalg.cholesky / inv / solve / slogdet / eigh
-# lower to batched LAPACK custom calls, which stalled jaxlib 0.10's CPU thread pool (every thread waiting) on
-# a 2-core machine. Event matrices here are small, so the factorizations are unrolled; above SMALL the
-# LAPACK versions are used.
-SMALL = 24
-
-
-def pd_cholesky(m):
-    """Lower Cholesky factor of a (batch of) symmetric positive definite matrices (NaN when not PD)."""
-    d = m.shape[-1]
-    if d > SMALL:
-        return jnp.linalg.cholesky(m)
-    L = [[None] * d for _ in range(d)]
-    for j in range(d):
-        diag = m[..., j, j] - sum((L[j][k] ** 2 for k in range(j)), jnp.zeros_like(m[..., 0, 0]))
-        L[j][j] = jnp.sqrt(jnp.where(diag > 0, diag, jnp.nan))
-        for i in range(j + 1, d):
-            off = m[..., i, j] - sum((L[i][k] * L[j][k] for k in range(j)), jnp.zeros_like(m[..., 0, 0]))
-            L[i][j] = off / L[j][j]
-    zero = jnp.zeros_like(m[..., 0, 0])
-    return jnp.stack([jnp.stack([L[i][j] if j <= i else zero for j in range(d)], -1) for i in range(d)], -2)
-
-
-def _lower_inverse(L):
-    """Inverse of a lower-triangular matrix by forward substitution."""
-    d = L.shape[-1]
-    if d > SMALL:
-        eye = jnp.broadcast_to(jnp.eye(d, dtype=L.dtype), L.shape)
-        return jax.scipy.linalg.solve_triangular(L, eye, lower=True)
-    rows = []
-    for i in range(d):
-        row = jnp.zeros(L.shape[:-2] + (d,), L.dtype).at[..., i].set(1.0)
-        for j in range(i):
-            row = row - L[..., i, j][..., None] * rows[j]
-        rows.append(row / L[..., i, i][..., None])
-    return jnp.stack(rows, axis=-2)
-
-
-def pd_inverse(m):
-    """Inverse of a (batch of) symmetric positive definite matrices via :func:`pd_cholesky`."""
-    Linv = _lower_inverse(pd_cholesky(m))
-    return _sym(jnp.swapaxes(Linv, -1, -2) @ Linv)
-
-
-def pd_logdet(m):
-    """``log|m|`` of a (batch of) symmetric positive definite matrices."""
-    return 2.0 * jnp.sum(jnp.log(jnp.diagonal(pd_cholesky(m), axis1=-2, axis2=-1)), axis=-1)
 
 
 class Family:
@@ -139,7 +63,7 @@ class Family:
     def log_prob(self, x):
         """Log density of one draw ``x`` (shape ``batch_shape + event_shape``), summed over the batch."""
         nb = len(self.batch_shape)
-        return jnp.sum(_vmap_n(type(self)._log_prob_event, nb)(x, *self._params()))
+        return jnp.sum(vmap_n(type(self)._log_prob_event, nb)(x, *self._params()))
 
     def sample(self, key):
         """One draw, shape ``batch_shape + event_shape``."""
@@ -149,20 +73,20 @@ class Family:
         if nb:
             keys = jax.random.split(key, size)
             keys = keys.reshape(self.batch_shape + keys.shape[1:])
-        return _vmap_n(type(self)._sample_event, nb)(keys, *self._params())
+        return vmap_n(type(self)._sample_event, nb)(keys, *self._params())
 
     def natural(self):
         """Flat natural parameters, shape ``(*batch, dim)``."""
-        return _vmap_n(type(self)._natural_event, len(self.batch_shape))(*self._params())
+        return vmap_n(type(self)._natural_event, len(self.batch_shape))(*self._params())
 
     @classmethod
     def from_natural(cls, eta):
         """The family member with natural parameters ``eta`` (shape ``(*batch, dim)``)."""
-        return cls(*_vmap_n(cls._from_natural_event, eta.ndim - 1)(eta))
+        return cls(*vmap_n(cls._from_natural_event, eta.ndim - 1)(eta))
 
     def valid(self):
         """True when every factor's parameters lie in the family's parameter space."""
-        return jnp.all(_vmap_n(type(self)._valid_event, len(self.batch_shape))(*self._params()))
+        return jnp.all(vmap_n(type(self)._valid_event, len(self.batch_shape))(*self._params()))
 
     @classmethod
     def _log_prob_via_natural(cls, x, *params):
@@ -191,12 +115,12 @@ class MultivariateNormal(Family):
         mean = jnp.mean(x, axis=0)
         r = x - mean
         cov = jnp.einsum("n...i,n...j->...ij", r, r) / x.shape[0]
-        return cls(mean, _sym(cov))
+        return cls(mean, symmetrize(cov))
 
     @staticmethod
     def _log_prob_event(x, mean, cov):
         chol = pd_cholesky(cov)
-        w = _lower_inverse(chol) @ (x - mean)
+        w = lower_inverse(chol) @ (x - mean)
         return -0.5 * w @ w - jnp.sum(jnp.log(jnp.diag(chol))) - 0.5 * mean.shape[0] * LOG_2PI
 
     @staticmethod
@@ -215,15 +139,15 @@ class MultivariateNormal(Family):
     @classmethod
     def _from_natural_event(cls, eta):
         d = cls._dim(eta.shape[0])
-        prec = _sym(-2.0 * eta[d:].reshape(d, d))
+        prec = symmetrize(-2.0 * eta[d:].reshape(d, d))
         cov = pd_inverse(prec)
         return cov @ eta[:d], cov
 
     @classmethod
     def log_partition(cls, eta):
         d = cls._dim(eta.shape[0])
-        prec = _sym(-2.0 * eta[d:].reshape(d, d))
-        return 0.5 * eta[:d] @ pd_inverse(prec) @ eta[:d] - 0.5 * _logdet_pd(prec)
+        prec = symmetrize(-2.0 * eta[d:].reshape(d, d))
+        return 0.5 * eta[:d] @ pd_inverse(prec) @ eta[:d] - 0.5 * pd_logdet(prec)
 
     @staticmethod
     def stats(x):
@@ -259,7 +183,7 @@ class InverseGamma(Family):
         x = jnp.asarray(x)
         if jnp.ndim(x) < 1:
             raise BDMCError("InverseGamma.fit needs samples of shape (num_samples, ...)")
-        return cls(*_fit_inverse_gamma(x))
+        return cls(*fit_inverse_gamma(x))
 
     @staticmethod
     def _log_prob_event(x, a, b):
@@ -324,14 +248,14 @@ class InverseWishart(Family):
         x = jnp.asarray(x)
         if x.ndim < 3 or x.shape[-1] != x.shape[-2]:
             raise BDMCError(f"InverseWishart.fit needs samples of shape (num_samples, ..., p, p), got {x.shape}")
-        return cls(*_fit_inverse_wishart(x))
+        return cls(*fit_inverse_wishart(x))
 
     @classmethod
     def _log_prob_event(cls, x, df, scale):
         p = x.shape[-1]
         return (
-            0.5 * df * _logdet_pd(scale) - 0.5 * df * p * jnp.log(2.0) - multigammaln(0.5 * df, p)
-            - 0.5 * (df + p + 1) * _logdet_pd(x) - 0.5 * jnp.trace(pd_inverse(x) @ scale)
+            0.5 * df * pd_logdet(scale) - 0.5 * df * p * jnp.log(2.0) - multigammaln(0.5 * df, p)
+            - 0.5 * (df + p + 1) * pd_logdet(x) - 0.5 * jnp.trace(pd_inverse(x) @ scale)
         )
 
     @staticmethod
@@ -357,17 +281,17 @@ class InverseWishart(Family):
     @classmethod
     def _from_natural_event(cls, eta):
         p = cls._p(eta.shape[0])
-        return -2.0 * eta[-1] - p - 1, _sym(-2.0 * eta[:-1].reshape(p, p))
+        return -2.0 * eta[-1] - p - 1, symmetrize(-2.0 * eta[:-1].reshape(p, p))
 
     @classmethod
     def log_partition(cls, eta):
         p = cls._p(eta.shape[0])
         df, scale = cls._from_natural_event(eta)
-        return multigammaln(0.5 * df, p) + 0.5 * df * p * jnp.log(2.0) - 0.5 * df * _logdet_pd(scale)
+        return multigammaln(0.5 * df, p) + 0.5 * df * p * jnp.log(2.0) - 0.5 * df * pd_logdet(scale)
 
     @staticmethod
     def stats(x):
-        return jnp.concatenate([pd_inverse(x).ravel(), jnp.stack([_logdet_pd(x)])])
+        return jnp.concatenate([pd_inverse(x).ravel(), jnp.stack([pd_logdet(x)])])
 
     @staticmethod
     def log_base(x):
@@ -385,8 +309,8 @@ class InverseWishart(Family):
     def expected_logdet(self):
         """``E[log|S|]``."""
         p = self.scale.shape[-1]
-        const = _vmap_n(lambda d: self._expected_logdet_const(d, p), self.df.ndim)(self.df)
-        return _logdet_pd(self.scale) + const
+        const = vmap_n(lambda d: self._expected_logdet_const(d, p), self.df.ndim)(self.df)
+        return pd_logdet(self.scale) + const
 
 
 @_pytree
@@ -405,7 +329,7 @@ class Dirichlet(Family):
         x = jnp.asarray(x)
         if x.ndim < 2:
             raise BDMCError(f"Dirichlet.fit needs samples of shape (num_samples, ..., k), got {x.shape}")
-        return cls(_fit_dirichlet(x, iterations))
+        return cls(fit_dirichlet(x, iterations))
 
     @staticmethod
     def _log_prob_event(x, alpha):
@@ -438,14 +362,6 @@ class Dirichlet(Family):
     @staticmethod
     def _valid_event(alpha):
         return jnp.all(alpha > 0)
-
-
-def _inv_digamma(y, newton: int = 8):
-    """Inverse of the digamma function (Minka's initialization and Newton steps)."""
-    x = jnp.where(y >= -2.22, jnp.exp(y) + 0.5, -1.0 / (y - digamma(1.0)))
-    for _ in range(newton):
-        x = x - (digamma(x) - y) / polygamma(1, x)
-    return x
 
 
 @_pytree
@@ -535,7 +451,7 @@ def stats_of(q: Family, x):
     """Sufficient statistics of one draw ``x`` of ``q``, shape ``(*batch, dim)``."""
     if isinstance(q, Categorical):
         return q.stats_of(x)
-    return _vmap_n(type(q).stats, len(q.batch_shape))(x)
+    return vmap_n(type(q).stats, len(q.batch_shape))(x)
 
 
 def resolve(spec) -> type[Family]:
@@ -548,135 +464,3 @@ def resolve(spec) -> type[Family]:
     if isinstance(spec, type) and issubclass(spec, Family):
         return spec
     raise BDMCError(f"a variational family must be a name, a Family class or a fitted Family, got {spec!r}")
-
-
-@jax.tree_util.register_pytree_node_class
-class MeanField:
-    """A product ``q(theta) = prod_name q_name(theta[name])`` of families keyed by parameter name."""
-
-    def __init__(self, factors: Mapping[str, Family]):
-        if not factors:
-            raise BDMCError("a MeanField needs at least one factor")
-        for name, f in factors.items():
-            if not isinstance(f, Family):
-                raise BDMCError(f"MeanField factor {name!r} is not a fitted Family: {f!r}")
-        self.factors = dict(factors)
-
-    def tree_flatten(self):
-        names = tuple(self.factors)
-        return tuple(self.factors[n] for n in names), names
-
-    @classmethod
-    def tree_unflatten(cls, names, children):
-        obj = object.__new__(cls)
-        obj.factors = dict(zip(names, children))
-        return obj
-
-    def __getitem__(self, name):
-        return self.factors[name]
-
-    def __repr__(self):
-        inner = ", ".join(f"{n}: {type(f).__name__}{f.batch_shape}" for n, f in self.factors.items())
-        return f"MeanField({inner})"
-
-    def log_prob(self, theta: Mapping):
-        """``log q(theta)`` for one draw (a dict with one entry per factor)."""
-        return sum(f.log_prob(theta[n]) for n, f in self.factors.items())
-
-    def sample(self, key):
-        """One draw: a dict with one entry per factor."""
-        keys = jax.random.split(key, len(self.factors))
-        return {n: f.sample(k) for (n, f), k in zip(self.factors.items(), keys)}
-
-    def natural(self):
-        return {n: f.natural() for n, f in self.factors.items()}
-
-    def from_natural(self, eta: Mapping):
-        """A MeanField of the same families with natural parameters ``eta``."""
-        return MeanField({n: type(f).from_natural(eta[n]) for n, f in self.factors.items()})
-
-    def valid(self):
-        return jnp.all(jnp.stack([f.valid() for f in self.factors.values()]))
-
-    def replace(self, **factors):
-        return MeanField({**self.factors, **factors})
-
-
-def fit_mean_field(samples: Mapping, family: Mapping, *, pseudo_count: float = 0.0) -> MeanField:
-    """Moment-match one family per named parameter (Eq. 5).
-
-    Parameters
-    ----------
-    samples : mapping of str to array
-        Posterior draws, each ``(num_samples, ...)``.
-    family : mapping of str to family
-        A name (``"normal"``, ``"inverse_gamma"``, ``"inverse_wishart"``, ``"dirichlet"``, ``"categorical"``),
-        a :class:`Family` subclass, or an already fitted :class:`Family` (used as it is). For a categorical
-        the number of classes is read from ``num_classes[name]`` when the spec is ``("categorical", k)``,
-        else taken as one more than the largest label seen.
-    pseudo_count : float
-        Added to every categorical count (see :meth:`Categorical.fit`).
-
-    Returns
-    -------
-    MeanField
-    """
-    factors = {}
-    for name, spec in family.items():
-        if isinstance(spec, Family):
-            factors[name] = spec
-            continue
-        if name not in samples:
-            raise BDMCError(f"family names parameter {name!r}, but the samples only have {sorted(samples)}")
-        num_classes = None
-        if isinstance(spec, tuple):
-            spec, num_classes = spec
-        cls = resolve(spec)
-        x = samples[name]
-        if cls is Categorical:
-            k = int(num_classes) if num_classes is not None else int(np.max(np.asarray(x))) + 1
-            factors[name] = Categorical.fit(x, num_classes=k, pseudo_count=pseudo_count)
-        else:
-            factors[name] = cls.fit(x)
-    return MeanField(factors)
-
-
-# Module-level compiled fits: compiled once per input shape, not once per call.
-
-
-@jax.jit
-def _fit_inverse_gamma(x):
-    m_inv, m_log = jnp.mean(1.0 / x, axis=0), jnp.mean(jnp.log(x), axis=0)
-    c = m_log + jnp.log(m_inv)
-    solve = lambda cc: jnp.exp(_bisect_decreasing(lambda u: u - digamma(jnp.exp(u)), cc, -30.0, 40.0))  # noqa: E731
-    shape = _vmap_n(solve, c.ndim)(c)
-    return shape, shape / m_inv
-
-
-@jax.jit
-def _fit_inverse_wishart(x):
-    p = x.shape[-1]
-    M = _sym(jnp.mean(pd_inverse(x), axis=0))
-    target = jnp.mean(_logdet_pd(x), axis=0) + _logdet_pd(M)
-
-    def lhs(u):
-        df = p - 1 + jnp.exp(u)
-        return p * jnp.log(df / 2.0) - jnp.sum(digamma((df - jnp.arange(1, p + 1) + 1) / 2.0))
-
-    solve = lambda t: p - 1 + jnp.exp(_bisect_decreasing(lhs, t, -30.0, 40.0))  # noqa: E731
-    df = _vmap_n(solve, target.ndim)(target)
-    return df, _sym(df[..., None, None] * pd_inverse(M))
-
-
-@functools.partial(jax.jit, static_argnums=1)
-def _fit_dirichlet(x, iterations):
-    s = jnp.mean(jnp.log(x), axis=0)
-    m, m2 = jnp.mean(x, axis=0), jnp.mean(x**2, axis=0)
-    # Method-of-moments start: alpha_0 = (m - m2) / (m2 - m^2), averaged over coordinates.
-    a0 = jnp.mean((m - m2) / jnp.maximum(m2 - m**2, 1e-300), axis=-1, keepdims=True)
-    alpha = jnp.maximum(m * a0, 1e-3)
-
-    def step(_, a):
-        return _inv_digamma(digamma(jnp.sum(a, axis=-1, keepdims=True)) + s)
-
-    return jax.lax.fori_loop(0, iterations, step, alpha)

@@ -46,7 +46,8 @@ import numpy as np
 from jax.scipy.special import logsumexp
 
 from ..errors import BDMCError
-from .families import Categorical, Family, MeanField
+from .families import Categorical, Family
+from .mean_field import MeanField
 
 MAX_K = 16  # 2^16 subsets x 16 columns per draw: beyond this the exact permanent is not affordable
 
@@ -127,7 +128,7 @@ class LabelSymmetric:
     """The label-symmetrized density ``q_sym(x) = (1/k!) sum_sigma q(sigma x)`` of a mean-field ``q``.
 
     See the module docstring for why both bounds need it on mixture posteriors. It has ``log_prob`` and
-    ``sample`` like :class:`~bdmc.bracketing.families.MeanField`, so it can be passed wherever a fitted
+    ``sample`` like :class:`~bdmc.bracketing.mean_field.MeanField`, so it can be passed wherever a fitted
     ``q`` is (:func:`~bdmc.bracketing.log_ratios`, :func:`~bdmc.bracketing.lower_bound_values`).
 
     Parameters

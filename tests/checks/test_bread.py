@@ -7,6 +7,7 @@ from matplotlib.figure import Figure
 import bdmc
 from bdmc.kernels import RandomWalkMH
 from bdmc.models import GaussianMean
+from bdmc.plotting import plot_bread
 
 
 def test_b_hat_is_the_sum_of_the_one_sided_bounds_and_shrinks(key):
@@ -23,7 +24,7 @@ def test_b_hat_is_the_sum_of_the_one_sided_bounds_and_shrinks(key):
     assert (t["kl_q_p_bound"] > -4 * se).all() and (t["kl_p_q_bound"] > -4 * se).all()
     assert t["b_hat"].is_monotonic_decreasing and t["b_hat"].iloc[0] > 10 * t["b_hat"].iloc[-1]
     assert not t["alarm"].any()
-    assert isinstance(res.plot(), Figure)
+    assert isinstance(plot_bread(res), Figure)
 
 
 def test_without_external_bounds_the_one_sided_columns_are_empty(key):

@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 from bdmc import BDMCError, simulate
 from bdmc.checks import conditional_consistency, geweke
 from bdmc.models import FiniteMixture, GaussianMean, LinearRegression
+from bdmc.plotting import plot_geweke
 
 MODELS = {
     "gaussian-mean": (GaussianMean(n=8, dim=3), "noise_std"),
@@ -93,7 +94,7 @@ def test_geweke_refuses_tempered_data_it_cannot_simulate(key):
 def test_geweke_pp_plot_draws_one_panel_per_statistic(key):
     model = GEWEKE_MODELS["gaussian-mean"]
     res = geweke(key, model, model.default_kernel(), lam=1.0, num_samples=500, num_steps=5)
-    fig = res.plot()
+    fig = plot_geweke(res)
     assert isinstance(fig, Figure)
     assert sum(ax.has_data() for ax in fig.axes) == len(res.names)
     f, s = res.pp_points(0)

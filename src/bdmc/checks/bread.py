@@ -28,7 +28,8 @@ class BreadResult:
 
     ``table`` has one row per chain length: ``b_hat`` (mean single-run gap, an upper bound in expectation on
     the Jeffreys divergence) and its standard error, the one-sided KL bounds when an external bound was
-    given (else NaN), the bug alarm, seconds for both directions and likelihood evaluations.
+    given (else NaN), the bug alarm, seconds for both directions and likelihood evaluations. Draw it with
+    :func:`bdmc.plotting.plot_bread`.
     """
 
     table: pd.DataFrame
@@ -38,12 +39,6 @@ class BreadResult:
     def verdict(self):
         """The run-level bug alarm of the sandwich (every forward against every reverse run)."""
         return self.sandwich.verdict
-
-    def plot(self, *, ax=None, title: str | None = None):
-        """B-hat against chain length (log-log where positive); see :func:`bdmc.plotting.plot_bread`."""
-        from ..plotting.bread import plot_bread
-
-        return plot_bread(self.table, ax=ax, title=title)
 
 
 def bread(

@@ -21,6 +21,7 @@ class GewekeResult:
     ``z[j]`` is the two-sample z-score of statistic ``names[j]`` (difference of means over its standard
     error); ``p_values`` are two-sided; ``passed`` when every |z| is below ``threshold`` (Bonferroni at
     level ``alpha`` over the statistics). ``forward`` and ``successive`` are (num_samples, num_stats).
+    :func:`bdmc.plotting.plot_geweke` draws their P-P plots.
     """
 
     names: tuple
@@ -46,12 +47,6 @@ class GewekeResult:
         f = np.searchsorted(np.sort(self.forward[:, j]), grid, side="right") / self.forward.shape[0]
         s = np.searchsorted(np.sort(self.successive[:, j]), grid, side="right") / self.successive.shape[0]
         return f, s
-
-    def plot(self, **kwargs):
-        """P-P plots of every statistic (see ``bdmc.plotting.plot_geweke``)."""
-        from ..plotting.geweke import plot_geweke
-
-        return plot_geweke(self, **kwargs)
 
 
 @dataclass(frozen=True)

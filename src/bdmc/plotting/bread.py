@@ -8,13 +8,26 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 
-def plot_bread(table: pd.DataFrame, *, ax=None, title: str | None = None) -> Figure:
-    """Draw B-hat (with 2-stderr bars) against the number of intermediate distributions; returns the Figure.
+def plot_bread(result, *, ax=None, title: str | None = None) -> Figure:
+    """Draw B-hat (with 2-stderr bars) against the number of intermediate distributions.
 
-    ``table`` is :attr:`bdmc.BreadResult.table` (columns ``num_steps``, ``b_hat``, ``b_hat_stderr`` and, when
-    present, ``kl_q_p_bound``, ``kl_p_q_bound``, ``alarm``). Chain lengths where the bug alarm fired are
-    circled in red.
+    Parameters
+    ----------
+    result : bdmc.checks.BreadResult or pandas.DataFrame
+        What :func:`bdmc.bread` returns, or its ``table`` (columns ``num_steps``, ``b_hat``, ``b_hat_stderr``
+        and, when present, ``kl_q_p_bound``, ``kl_p_q_bound``, ``alarm``).
+    ax : matplotlib.axes.Axes, optional
+        Draw into these axes instead of a new figure.
+    title : str, optional
+        The axes title.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Chain lengths where the bug alarm fired are circled in red; the y axis is logarithmic when every B-hat
+        is positive and they span more than two decades.
     """
+    table = result if isinstance(result, pd.DataFrame) else result.table
     missing = {"num_steps", "b_hat", "b_hat_stderr"} - set(table.columns)
     if missing:
         raise ValueError(f"BREAD table lacks column(s) {sorted(missing)}")

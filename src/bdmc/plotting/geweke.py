@@ -7,10 +7,23 @@ import math
 from matplotlib.figure import Figure
 
 
-def plot_geweke(result, *, max_panels: int = 12, title: str | None = None):
-    """One P-P panel per statistic (forward CDF against successive-conditional CDF); returns the Figure.
+def plot_geweke(result, *, max_panels: int = 12, title: str | None = None) -> Figure:
+    """One P-P panel per statistic: forward CDF against successive-conditional CDF.
 
-    Points on the diagonal mean the two simulations agree; the panel title gives the z-score.
+    Parameters
+    ----------
+    result : bdmc.checks.GewekeResult
+        What :func:`bdmc.checks.geweke` returns.
+    max_panels : int
+        Draw at most this many statistics (the first ones).
+    title : str, optional
+        The figure title; by default the verdict.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Points on the diagonal mean the two simulations agree; a panel's title gives its z-score, and
+        statistics past the threshold are drawn in red.
     """
     names = result.names[:max_panels]
     cols = min(4, len(names))

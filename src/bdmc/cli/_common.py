@@ -11,6 +11,7 @@ import math
 import os
 import warnings
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -98,6 +99,21 @@ def _one_line(text: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------- options
+
+
+def model_option_option(help: str = "Model option KEY=VALUE (repeatable).") -> Any:
+    """The repeatable ``--option KEY=VALUE`` declaration of a command that builds a built-in model."""
+    return typer.Option(None, "--option", help=help, metavar="KEY=VALUE")
+
+
+def out_option(show_default: str, help: str = "Output directory.") -> Any:
+    """The ``--out`` / ``-o`` declaration; ``show_default`` names the directory used when it is not given."""
+    return typer.Option(None, "--out", "-o", help=help, show_default=show_default)
+
+
+def overwrite_option() -> Any:
+    """The ``--overwrite`` declaration of a command that writes through a run store."""
+    return typer.Option(False, "--overwrite", help="Discard results in --out made with other settings.")
 
 
 def output_dir(out: Path | None, default: str) -> Path:

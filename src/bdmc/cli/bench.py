@@ -11,8 +11,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..experiments import bench as harness
-from ._common import (CLIError, at_least, command, console, output_dir, positive_number, print_verdict, write_table,
-                      wrote)
+from ._common import (CLIError, at_least, command, console, model_option_option, out_option, output_dir,
+                      overwrite_option, positive_number, print_verdict, write_table, wrote)
 from ._models import builtin_model
 
 CSV_SUMMARY, PNG_NAME = "summary.csv", "bench.png"
@@ -41,11 +41,9 @@ def bench_command(
     scheduler: Optional[str] = typer.Option(None, "--scheduler",
                                             help="Run on Dask: 'local' or a scheduler ADDRESS."),
     seed: int = typer.Option(0, "--seed", help="Seed of jax.random.key: simulates the data and drives every run."),
-    option: Optional[list[str]] = typer.Option(None, "--option", help="Model option KEY=VALUE (repeatable).",
-                                               metavar="KEY=VALUE"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory.",
-                                       show_default="out/bench-MODEL"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Discard results in --out made with other settings."),
+    option: Optional[list[str]] = model_option_option(),
+    out: Optional[Path] = out_option("out/bench-MODEL"),
+    overwrite: bool = overwrite_option(),
     zoom: float = typer.Option(10.0, "--zoom", help="Half-height in nats of the zoomed panel around the truth."),
 ) -> None:
     """Benchmark log-ML estimators against ground truth on simulated data (BDMC paper Sec. 6).

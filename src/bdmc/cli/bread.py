@@ -16,8 +16,8 @@ import bdmc
 from ..checks.bread import bread_table
 from ..experiments import sandwich_runs
 from ..experiments.store import RunStore
-from ._common import (CLIError, at_least, command, console, output_dir, parse_steps, print_verdict, refuse_together,
-                      write_table, wrote)
+from ._common import (CLIError, at_least, command, console, model_option_option, out_option, output_dir,
+                      overwrite_option, parse_steps, print_verdict, refuse_together, write_table, wrote)
 from ._models import builtin_model, model_settings
 
 TOYS = ("barrier", "easy", "hard")
@@ -36,11 +36,9 @@ def bread_command(
     chains: Optional[int] = typer.Option(None, "--chains", "-c", show_default=str(DEFAULT_CHAINS),
                                          help="Chain pairs per T (--model only)."),
     seed: int = typer.Option(0, "--seed", help="Simulates the data (--model) or draws the random toy."),
-    option: Optional[list[str]] = typer.Option(None, "--option", help="Model option KEY=VALUE (repeatable).",
-                                               metavar="KEY=VALUE"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory.",
-                                       show_default="out/bread-NAME"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Discard results in --out made with other settings."),
+    option: Optional[list[str]] = model_option_option(),
+    out: Optional[Path] = out_option("out/bread-NAME"),
+    overwrite: bool = overwrite_option(),
 ) -> None:
     """Bound the Jeffreys divergence between AIS samples and the posterior (BREAD).
 

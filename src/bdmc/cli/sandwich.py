@@ -17,8 +17,9 @@ from ..checks.sandwich import exact_log_marginal_or_none
 from ..core.ais import SCHEDULES
 from ..experiments import sandwich_runs
 from ..plotting import plot_sandwich
-from ._common import (CLIError, at_least, command, console, count, fmt_options, num, output_dir, parse_steps,
-                      positive_number, print_verdict, refuse_together, seconds, wrote)
+from ._common import (CLIError, at_least, command, console, count, fmt_options, model_option_option, num,
+                      out_option, output_dir, overwrite_option, parse_steps, positive_number, print_verdict,
+                      refuse_together, seconds, wrote)
 from ._models import builtin_model, load_ppl_model, model_settings, ppl_given, ppl_label
 
 PNG_NAME = "sandwich.png"
@@ -45,8 +46,7 @@ def sandwich_command(
     steps: str = typer.Option("10,100,1000", "--steps", "-s",
                               help="Comma-separated numbers of intermediate distributions T (each >= 2)."),
     seed: int = typer.Option(0, "--seed", help="Seed of jax.random.key; simulates the data and drives every run."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output directory.",
-                                       show_default="out/sandwich-MODEL"),
+    out: Optional[Path] = out_option("out/sandwich-MODEL"),
     schedule: str = typer.Option("sigmoidal", "--schedule", help="Annealing schedule name."),
     method: str = typer.Option("ais", "--method",
                                help="ais: forward/reverse AIS, --steps = T. smc: SMC/SHME, --steps = moves per case."),
@@ -57,10 +57,9 @@ def sandwich_command(
         metavar="TOL"),
     max_steps: Optional[int] = typer.Option(None, "--max-steps", show_default="100000",
                                             help="Largest T tried with --until-gap.", metavar="N"),
-    option: Optional[list[str]] = typer.Option(
-        None, "--option", help="Model constructor option KEY=VALUE (repeatable), e.g. --option n=50.",
-        metavar="KEY=VALUE"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="Discard results in --out made with other settings."),
+    option: Optional[list[str]] = model_option_option(
+        "Model constructor option KEY=VALUE (repeatable), e.g. --option n=50."),
+    overwrite: bool = overwrite_option(),
     no_progress: bool = typer.Option(False, "--no-progress",
                                      help="Do not show progress bars (never shown when output is not a terminal)."),
 ) -> None:

@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from .figures import require_columns
+
 # One colour and marker per estimator, so every panel of a figure (and every figure) reads alike.
 STYLES = {
     "lw": ("#8c564b", "v"), "hme": ("#e377c2", "^"), "ais": ("#1f77b4", "o"), "rev-ais": ("#d62728", "s"),
@@ -38,9 +40,7 @@ def plot_bench(table: pd.DataFrame, *, zoom: float = 10.0, title: str | None = N
     matplotlib.figure.Figure
         Three panels; nothing is shown (save it with ``fig.savefig(path)``).
     """
-    missing = NEEDED - set(table.columns)
-    if missing:
-        raise ValueError(f"plot_bench needs columns {sorted(missing)} in the table")
+    require_columns(table, NEEDED, "plot_bench")
     fig = Figure(figsize=(16.5, 4.8), layout="constrained")
     full, zoomed, rmse = fig.subplots(1, 3)
     truth = float(table["truth"].iloc[0]) if len(table) else math.nan

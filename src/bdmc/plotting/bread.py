@@ -7,6 +7,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
+from .figures import figure_and_axes, require_columns
+
 
 def plot_bread(result, *, ax=None, title: str | None = None) -> Figure:
     """Draw B-hat (with 2-stderr bars) against the number of intermediate distributions.
@@ -28,14 +30,8 @@ def plot_bread(result, *, ax=None, title: str | None = None) -> Figure:
         is positive and they span more than two decades.
     """
     table = result if isinstance(result, pd.DataFrame) else result.table
-    missing = {"num_steps", "b_hat", "b_hat_stderr"} - set(table.columns)
-    if missing:
-        raise ValueError(f"BREAD table lacks column(s) {sorted(missing)}")
-    if ax is None:
-        fig = Figure(figsize=(7, 4.5), layout="constrained")
-        ax = fig.add_subplot()
-    else:
-        fig = ax.figure
+    require_columns(table, ("num_steps", "b_hat", "b_hat_stderr"), "plot_bread")
+    fig, ax = figure_and_axes(ax, (7, 4.5))
     t = table.sort_values("num_steps")
     ax.errorbar(t["num_steps"], t["b_hat"], yerr=2 * t["b_hat_stderr"].fillna(0.0), marker="o", capsize=3,
                 color="#6a3d9a", label="B-hat: E[B-hat] >= Jeffreys divergence")

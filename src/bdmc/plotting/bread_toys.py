@@ -8,6 +8,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from .figures import figure_and_axes, require_columns
+
 TOY_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e")
 
 
@@ -29,14 +31,8 @@ def plot_bread_divergences(table: pd.DataFrame, *, ax=None, log_y: bool = True, 
     -------
     matplotlib.figure.Figure
     """
-    missing = {"toy", "num_distributions", "J", "B"} - set(table.columns)
-    if missing:
-        raise ValueError(f"plot_bread_divergences needs columns {sorted(missing)} in the table")
-    if ax is None:
-        fig = Figure(figsize=(6.4, 4.4), layout="constrained")
-        ax = fig.subplots()
-    else:
-        fig = ax.figure
+    require_columns(table, ("toy", "num_distributions", "J", "B"), "plot_bread_divergences")
+    fig, ax = figure_and_axes(ax, (6.4, 4.4))
     for i, (toy, rows) in enumerate(table.groupby("toy", sort=False)):
         rows = rows.sort_values("num_distributions")
         color = TOY_COLORS[i % len(TOY_COLORS)]

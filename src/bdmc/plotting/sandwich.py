@@ -9,6 +9,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator
 
+from .figures import figure_and_axes, require_columns
+
 LOWER_COLOR = "#1f77b4"
 UPPER_COLOR = "#d62728"
 BAND_COLOR = "#9467bd"
@@ -36,14 +38,8 @@ def plot_sandwich(table: pd.DataFrame, *, exact: float | None = None, ax=None, t
     matplotlib.figure.Figure
         The figure holding ``ax``. Nothing is shown; save it with ``fig.savefig(path)``.
     """
-    missing = {"num_steps", "direction", "value", "stderr"} - set(table.columns)
-    if missing:
-        raise ValueError(f"plot_sandwich needs columns {sorted(missing)} in the table")
-    if ax is None:
-        fig = Figure(figsize=(7.0, 4.6), layout="constrained")
-        ax = fig.subplots()
-    else:
-        fig = ax.figure
+    require_columns(table, ("num_steps", "direction", "value", "stderr"), "plot_sandwich")
+    fig, ax = figure_and_axes(ax, (7.0, 4.6))
     if exact is None and "exact" in table.columns:
         finite = pd.to_numeric(table["exact"], errors="coerce").dropna()
         finite = finite[np.isfinite(finite)]

@@ -32,7 +32,7 @@ from ..contracts.estimate import Estimate
 from ..core.smc import shme, smc
 from ..contracts.model import log_density, validate_data
 from .alarm import ALPHA, BugAlarm, bug_alarm
-from .sandwich import exact_log_marginal_or_none, given_or_simulated
+from .sandwich import checked_steps, exact_log_marginal_or_none, given_or_simulated
 
 
 @dataclass(frozen=True)
@@ -256,12 +256,7 @@ def compare_models(
     """
     if not 0 < alpha < 1:
         raise BDMCError(f"alpha must lie in (0, 1), got {alpha}")
-    if method not in ("ais", "smc"):
-        raise BDMCError(f"unknown method {method!r}; choose 'ais' or 'smc'")
-    steps = [int(s) for s in steps]
-    smallest = 2 if method == "ais" else 1
-    if not steps or min(steps) < smallest:
-        raise BDMCError(f"steps must be a non-empty list of integers >= {smallest}, got {steps}")
+    steps = checked_steps(method, steps)
     if num_chains < 1 or num_points < 1:
         raise BDMCError(f"num_chains and num_points must be at least 1, got {num_chains} and {num_points}")
     to_b = _identity if to_b is None else to_b

@@ -113,12 +113,7 @@ def sandwich(
     data, exact_latent = given_or_simulated(key_data, model, data, exact_latent)
     data = validate_data(model, data)
     exact = exact_log_marginal_or_none(model, data)
-    if method not in ("ais", "smc"):
-        raise BDMCError(f"unknown method {method!r}; choose 'ais' or 'smc'")
-    steps = [int(s) for s in steps]
-    smallest = 2 if method == "ais" else 1
-    if not steps or min(steps) < smallest:
-        raise BDMCError(f"steps must be a non-empty list of integers >= {smallest}, got {steps}")
+    steps = checked_steps(method, steps)
     skip = {(int(t), str(d)) for t, d in skip}
 
     rows: list[dict] = []
@@ -168,6 +163,33 @@ def given_or_simulated(key, model, data, exact_latent):
     if exact_latent is None:
         raise BDMCError("data was given without exact_latent; reverse runs need the latent that generated it")
     return data, exact_latent
+
+
+def checked_steps(method: str, steps: Iterable[int]) -> list[int]:
+    """The chain lengths as a list of integers, refusing an unknown ``method`` and lengths it cannot run.
+
+    Parameters
+    ----------
+    method : {"ais", "smc"}
+    steps : iterable of int
+        Numbers of intermediate distributions: at least 2 for AIS, 1 for SMC.
+
+    Returns
+    -------
+    list of int
+
+    Raises
+    ------
+    bdmc.BDMCError
+        On an unknown method, no lengths, or a length below the method's smallest.
+    """
+    if method not in ("ais", "smc"):
+        raise BDMCError(f"unknown method {method!r}; choose 'ais' or 'smc'")
+    steps = [int(s) for s in steps]
+    smallest = 2 if method == "ais" else 1
+    if not steps or min(steps) < smallest:
+        raise BDMCError(f"steps must be a non-empty list of integers >= {smallest}, got {steps}")
+    return steps
 
 
 def exact_log_marginal_or_none(model, data) -> float | None:

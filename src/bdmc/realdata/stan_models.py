@@ -100,6 +100,18 @@ def _draw_parameters(rng, params: Mapping[str, Any] | None, num_inputs: int, *, 
     return {n: out[n] for n in names}
 
 
+def _regression_simulator(x, *, noise: bool, observe: Callable) -> Callable:
+    """``simulate(rng, params=None)``: the parameters (:func:`_draw_parameters`), then
+    ``observe(rng, params, x @ beta + alpha)`` as ``y``."""
+    x = _matrix(x, "x", ndim=2)
+
+    def simulate(rng, params=None):
+        p = _draw_parameters(rng, params, x.shape[1], noise=noise)
+        return p, {"y": observe(rng, p, x @ p["beta"] + p["alpha"])}
+
+    return simulate
+
+
 def linear_regression_simulator(x) -> Callable:
     """``simulate(rng, params=None) -> (params, {"y": (N,)})`` for :data:`LINEAR_REGRESSION_PROGRAM`.
 
@@ -113,14 +125,10 @@ def linear_regression_simulator(x) -> Callable:
         The simulator: ``params`` (any subset of ``sigma_sq, scale_sq, alpha, beta``, natural space) are kept
         and the others drawn from the prior given them; ``y`` is drawn given all of them.
     """
-    x = _matrix(x, "x", ndim=2)
+    def observe(rng, p, mean):
+        return mean + np.sqrt(p["sigma_sq"]) * rng.normal(size=mean.shape[0])
 
-    def simulate(rng, params=None):
-        p = _draw_parameters(rng, params, x.shape[1], noise=True)
-        mean = x @ p["beta"] + p["alpha"]
-        return p, {"y": mean + np.sqrt(p["sigma_sq"]) * rng.normal(size=x.shape[0])}
-
-    return simulate
+    return _regression_simulator(x, noise=True, observe=observe)
 
 
 def logistic_regression_simulator(x) -> Callable:
@@ -136,15 +144,11 @@ def logistic_regression_simulator(x) -> Callable:
         The simulator: ``params`` (any subset of ``scale_sq, alpha, beta``) are kept and the others drawn from
         the prior given them; the 0/1 labels ``y`` (int64) are drawn given all of them.
     """
-    x = _matrix(x, "x", ndim=2)
-
-    def simulate(rng, params=None):
-        p = _draw_parameters(rng, params, x.shape[1], noise=False)
-        logits = x @ p["beta"] + p["alpha"]
+    def observe(rng, p, logits):
         probability = 0.5 * (1.0 + np.tanh(0.5 * logits))  # the logistic function, without overflow
-        return p, {"y": (rng.uniform(size=x.shape[0]) < probability).astype(np.int64)}
+        return (rng.uniform(size=logits.shape[0]) < probability).astype(np.int64)
 
-    return simulate
+    return _regression_simulator(x, noise=False, observe=observe)
 
 
 def _stan_model(program: str, simulator: Callable, x, y_placeholder):

@@ -326,7 +326,8 @@ def register_estimator(name: str, *, label: str, knob: str, knobs: tuple, bound:
     """Declare an estimator in :data:`ESTIMATORS`; used as a decorator beside its definition.
 
     The function must take ``(key, model, data)`` positionally and everything else by keyword, including
-    ``exact_latent``, ``num_runs`` and ``knob``. Returns the function unchanged.
+    ``exact_latent=None`` (an estimator with ``needs_exact=True`` raises a BDMCError when it is missing),
+    ``num_runs`` and ``knob``. Returns the function unchanged.
     """
     def decorate(fn):
         params = inspect.signature(fn).parameters
@@ -336,6 +337,8 @@ def register_estimator(name: str, *, label: str, knob: str, knobs: tuple, bound:
         if [p.name for p in positional] != ["key", "model", "data"]:
             problems.append(f"positional parameters {[p.name for p in positional]}, not ['key', 'model', 'data']")
         problems += [f"no keyword-only {k!r}" for k in ("exact_latent", "num_runs", knob) if k not in keyword]
+        if "exact_latent" in keyword and params["exact_latent"].default is not None:
+            problems.append("exact_latent must default to None")
         if problems:
             raise TypeError(f"estimator {name!r} ({fn.__qualname__}) breaks the estimator protocol: "
                             + "; ".join(problems))

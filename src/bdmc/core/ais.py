@@ -99,7 +99,7 @@ def reverse_ais(
     model,
     data,
     *,
-    exact_latent,
+    exact_latent=None,
     num_steps: int | None = 1000,
     num_runs: int = 16,
     kernel: Any = None,

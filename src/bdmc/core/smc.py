@@ -129,7 +129,7 @@ def shme(
     model,
     data,
     *,
-    exact_latent,
+    exact_latent=None,
     num_moves: int = 1,
     num_particles: int = 1,
     num_runs: int = 16,

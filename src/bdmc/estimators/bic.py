@@ -74,5 +74,5 @@ def bic(key, model, data, *, exact_latent=None, num_restarts: int = 10, num_runs
         n_evals=int(np.sum(iterations)),  # one likelihood-and-gradient evaluation per BFGS iteration, at least
         settings={"method": "bic", "num_restarts": int(num_restarts), "num_runs": int(num_runs),
                   "num_params": num_params},
-        seed=seed_of(key),
+        seed=seed_of(key), compiled=True,
     )

@@ -34,7 +34,7 @@ from ._timing import check_positive, timed_call
 
 @register_estimator("cms", label="CMS", knob="num_steps", knobs=(10, 100, 1000), bound="lower", needs_exact=True,
                     kernel_requires=(ReversibleTransition,))
-def chib_murray_salakhutdinov(key, model, data, *, exact_latent, num_steps: int = 100, num_runs: int = 16,
+def chib_murray_salakhutdinov(key, model, data, *, exact_latent=None, num_steps: int = 100, num_runs: int = 16,
                               kernel=None) -> Estimate:
     """Chib-style estimate of ``log p(y)`` made unbiased in ``p(y)`` by a reverse-operator start.
 
@@ -87,7 +87,7 @@ def chib_murray_salakhutdinov(key, model, data, *, exact_latent, num_steps: int 
         n_evals=int(num_runs * (2 * num_steps * evals + 1)),
         settings={"method": "chib_murray_salakhutdinov", "num_steps": int(num_steps), "num_runs": int(num_runs),
                   "kernel": type(kernel).__name__},
-        seed=seed_of(key),
+        seed=seed_of(key), compiled=True,
         details={"log_joint": log_joint, "log_p_hat": log_p_hat, "start": start + 1},
     )
 

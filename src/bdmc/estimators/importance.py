@@ -67,13 +67,13 @@ def likelihood_weighting(key, model, data, *, exact_latent=None, num_proposals: 
         runs, bound="lower", seconds=seconds, compile_seconds=compile_seconds,
         n_evals=int(num_runs * num_proposals),
         settings={"method": "likelihood_weighting", "num_proposals": int(num_proposals), "num_runs": int(num_runs)},
-        seed=seed_of(key),
+        seed=seed_of(key), compiled=True,
     )
 
 
 @register_estimator("hme", label="HME", knob="num_samples", knobs=(10, 100, 1000, 10000), bound="upper",
                     needs_exact=True)
-def harmonic_mean(key, model, data, *, exact_latent, num_samples: int = 1000, num_runs: int = 16,
+def harmonic_mean(key, model, data, *, exact_latent=None, num_samples: int = 1000, num_runs: int = 16,
                   kernel=None) -> Estimate:
     """Harmonic mean of the likelihood along a posterior chain started at the exact sample.
 
@@ -117,5 +117,5 @@ def harmonic_mean(key, model, data, *, exact_latent, num_samples: int = 1000, nu
         n_evals=int(num_runs * num_samples * (1 + getattr(kernel, "evals_per_step", 1))),
         settings={"method": "harmonic_mean", "num_samples": int(num_samples), "num_runs": int(num_runs),
                   "kernel": type(kernel).__name__},
-        seed=seed_of(key),
+        seed=seed_of(key), compiled=True,
     )

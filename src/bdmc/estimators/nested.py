@@ -323,7 +323,7 @@ def nested_sampling(key, model, data, *, exact_latent=None, num_moves: int = 5, 
         settings={"method": "nested_sampling", "num_moves": int(num_moves), "num_particles": K,
                   "num_runs": int(num_runs), "kernel": type(kernel).__name__, "volumes": volumes, "mean_steps": float(steps.mean()),
                   "capped_runs": int(np.sum(~np.asarray(done)))},
-        seed=seed_of(key),
+        seed=seed_of(key), compiled=True,
     )
 
 

@@ -69,3 +69,67 @@ class BrokenMH:
         accept = jnp.log(jax.random.uniform(k2)) < log_ratio
         new = jax.tree.map(lambda a, b: jnp.where(accept, a, b), prop, latent)
         return new, KernelInfo(jnp.minimum(1.0, jnp.exp(log_ratio)))
+
+
+def eps() -> float:
+    """Machine epsilon of JAX's active float dtype: 1.2e-7 in float32, 2.2e-16 in float64."""
+    return float(jnp.finfo(jnp.result_type(float)).eps)
+
+
+def magnitude(*values) -> float:
+    """The largest finite absolute value among ``values`` (arrays or pytrees of them), and at least 1.
+
+    The scale of the terms an identity adds up: their rounding errors are relative to it.
+    """
+    largest = 1.0
+    for leaf in jax.tree.leaves(values):
+        finite = np.abs(np.asarray(leaf, np.float64))
+        finite = finite[np.isfinite(finite)]
+        largest = max(largest, float(finite.max(initial=0.0)))
+    return largest
+
+
+def dtype_tol(scale: float = 1.0, *, floor: float = 1e-10, ops: int = 64) -> float:
+    """Tolerance of an exact identity between values of magnitude ``scale`` computed in JAX's active dtype.
+
+    ``ops * eps * scale``: the rounding error of about ``ops`` operations on terms of that size (the errors
+    seen in float32 are a few ``eps * scale``), never below ``floor``, the test's float64 tolerance. In
+    float64 ``ops * eps * scale`` stays below 1e-10 for any scale under 7,000, so float64 runs keep ``floor``
+    and are exactly as strict as before. Use it as ``atol`` (absolute, ``scale`` = the terms' magnitude) or
+    as ``rtol`` (``scale`` = 1 times a condition number).
+    """
+    return max(float(floor), ops * eps() * float(scale))
+
+
+def simulate_float64(key, model):
+    """``bdmc.simulate`` drawn in float64 and returned in JAX's active dtype: one data set for either dtype.
+
+    JAX's float32 and float64 draws from one key differ, so a float32 run of a statistical test would check
+    its claim on another data set than the one its float64 thresholds and negative controls were set on. In
+    float64 this is ``bdmc.simulate`` itself (same key, same numbers).
+    """
+    import bdmc
+
+    if jnp.result_type(float) == jnp.float64:
+        return bdmc.simulate(key, model)
+    with jax.enable_x64(True):
+        drawn = jax.tree.map(np.asarray, bdmc.simulate(key, model))
+    return jax.tree.map(jnp.asarray, drawn)
+
+
+def float32():
+    """A context in which JAX computes in float32 whatever the suite's dtype; the setting is restored after."""
+    return jax.enable_x64(False)
+
+
+def run_fresh_python(code: str, *, timeout: float = 600) -> str:
+    """Run ``code`` in a new interpreter (so that imports happen for the first time) and return its stdout.
+
+    The interpreter starts with JAX's default float32; an assertion error in ``code`` fails the calling test.
+    """
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout

@@ -162,6 +162,23 @@ def test_the_build_checks_how_bdmc_lambda_enters(weight, data_in_prior, error):
             m._check_lambda_enters_affinely(built, probe)
 
 
+def test_callbacks_follow_the_active_dtype():
+    """Under float32 every callback declares float32 results (Stan computes in float64, results are cast).
+
+    Abstract evaluation only: nothing is compiled or called. Importing the adapter leaves x64 as it was.
+    """
+    from helpers import float32, run_fresh_python
+
+    m = from_stan(PROGRAM, data=DATA, observed="y")
+    with float32():
+        (y,) = m._observations({"y": np.zeros(20)})
+        x, lam = jnp.zeros(5), jnp.asarray(0.5)
+        value = jax.eval_shape(m._log_density, x, lam, y)
+        grad = jax.eval_shape(jax.grad(lambda x, lam: m._log_density(x, lam, y), argnums=(0, 1)), x, lam)
+    assert y.dtype == value.dtype == grad[0].dtype == grad[1].dtype == jnp.float32
+    run_fresh_python("import jax\nimport bdmc.ppl.stan, stan, httpstan\nassert not jax.config.jax_enable_x64")
+
+
 # ------------------------------------------------------------------------------ slow: compiled program
 
 
@@ -391,3 +408,21 @@ def test_sandwich_command_takes_a_stan_file(tmp_path):
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "stan:reg" in result.output and "bug alarm: silent" in result.output
+
+
+@pytest.mark.slow
+def test_float32_scores_and_simulates_in_float32(model):
+    """The compiled program under float32: densities, gradients and draws come back float32, as in float64."""
+    from helpers import float32
+
+    data64, _ = bdmc.simulate(jax.random.key(3), model)
+    x64 = np.asarray(model.sample_prior(jax.random.key(4)))
+    value64, grad64 = jax.value_and_grad(model.log_density)(x64, data64, 0.3)
+    with float32():
+        data, latent = bdmc.simulate(jax.random.key(3), model)
+        assert data["y"].dtype == latent.dtype == jnp.float32
+        value, grad = jax.jit(jax.value_and_grad(model.log_density))(jnp.asarray(x64), data64, 0.3)
+        assert value.dtype == grad.dtype == jnp.float32
+        assert model.log_likelihood(latent, data).dtype == jnp.float32
+    np.testing.assert_allclose(value, value64, rtol=1e-5)
+    np.testing.assert_allclose(grad, grad64, rtol=1e-4, atol=1e-4)

@@ -10,8 +10,9 @@ The program marks its likelihood with a data variable ``bdmc_lambda`` that multi
 
 so Stan's log density with ``bdmc_lambda = lam`` is the intermediate density
 ``log f(x; lam) = log_prior(x) + lam * log p(y | x)``. The latent state is Stan's unconstrained parameter
-vector (a flat float64 array), the space Stan's own samplers move on; the log density includes the
-log-Jacobian of the constraining transforms. Because ``f`` is affine in ``lam``,
+vector (a flat array in JAX's active float dtype; Stan itself computes in float64 and results are cast),
+the space Stan's own samplers move on; the log density includes the log-Jacobian of the constraining
+transforms. Because ``f`` is affine in ``lam``,
 
 - ``log_prior(x)`` is Stan's ``log_prob`` at ``bdmc_lambda = 0``;
 - ``log_likelihood(x, y)`` is ``log_prob(lam = 1) - log_prob(lam = 0)``, a single term: Stan reports no
@@ -59,9 +60,9 @@ _AFFINE_RTOL = 1e-9
 class StanModel:
     """A Stan program with its likelihood weight ``bdmc_lambda`` (build one with :func:`from_stan`).
 
-    Latents are flat float64 arrays of Stan's unconstrained parameters; data are dicts
-    ``{observed name: array}``. Instances are hashed by identity: they are static arguments of compiled
-    functions and hold a compiled program and arrays.
+    Latents are flat arrays of Stan's unconstrained parameters, in JAX's active float dtype (Stan computes in
+    float64 and results are cast to it); data are dicts ``{observed name: array}``. Instances are hashed by
+    identity: they are static arguments of compiled functions and hold a compiled program and arrays.
 
     Attributes
     ----------
@@ -137,8 +138,9 @@ class StanModel:
         """An exact prior draw from the user's simulator, mapped to Stan's unconstrained space."""
         self._require_simulator("sample_prior")
         built = self._ensure_built()
-        out = jax.ShapeDtypeStruct((built.dim,), jnp.float64)
-        return jax.pure_callback(self._host_sample_prior, out, _key_words(key), vmap_method="broadcast_all")
+        out = jax.ShapeDtypeStruct((built.dim,), jnp.result_type(float))  # Stan computes in float64; cast
+        return jax.pure_callback(lambda w: self._host_sample_prior(w).astype(out.dtype), out, _key_words(key),
+                                 vmap_method="broadcast_all")
 
     def sample_prior_given(self, key, fixed: Mapping[str, Any]):
         """A prior draw of the parameters with those named in ``fixed`` held at the given values.
@@ -189,8 +191,12 @@ class StanModel:
         """The observations drawn by the user's simulator given the (constrained) latent parameters."""
         self._require_simulator("sample_data")
         self._ensure_built()
-        out = tuple(jax.ShapeDtypeStruct(self._obs_shape[n], self._obs_dtype[n]) for n in self.observed)
-        values = jax.pure_callback(self._host_sample_data, out, _key_words(key), jnp.asarray(latent, jnp.float64),
+        out = tuple(jax.ShapeDtypeStruct(self._obs_shape[n], _active(self._obs_dtype[n])) for n in self.observed)
+
+        def host(words, x):
+            return tuple(v.astype(o.dtype) for v, o in zip(self._host_sample_data(words, x), out))
+
+        values = jax.pure_callback(host, out, _key_words(key), jnp.asarray(latent, jnp.result_type(float)),
                                    vmap_method="broadcast_all")
         return dict(zip(self.observed, values))
 
@@ -212,8 +218,8 @@ class StanModel:
                 "per-case data paths (SMC, SHME) need one log-likelihood term per data case, which Stan does "
                 "not report; use annealed importance sampling (method='ais')")
         self._ensure_built()
-        return self._log_density(jnp.asarray(latent, jnp.float64), lam.astype(jnp.float64),
-                                 *self._observations(data))
+        dtype = jnp.result_type(float)  # JAX's active float; the host computes in float64 and casts back
+        return self._log_density(jnp.asarray(latent, dtype), lam.astype(dtype), *self._observations(data))
 
     def check_data(self, data):
         """Check that ``data`` holds every observed variable with the shape given to :func:`from_stan`."""
@@ -353,7 +359,7 @@ class StanModel:
     def _observations(self, data):
         if not isinstance(data, Mapping) or any(n not in data for n in self.observed):
             raise DataError(f"data must be a dict with the observed variable(s) {list(self.observed)}")
-        return tuple(jnp.asarray(data[n], self._obs_dtype[n]) for n in self.observed)
+        return tuple(jnp.asarray(data[n], _active(self._obs_dtype[n])) for n in self.observed)
 
     def _require_simulator(self, what):
         if self.simulate_fn is None:
@@ -395,6 +401,7 @@ class StanModel:
             batch + self._obs_shape[n]) for n in self.observed)
 
     def _host_log_density(self, x, lam, *obs, with_grad: bool):
+        dtype = np.asarray(x).dtype  # the caller's: results are cast back to it
         x = np.asarray(x, np.float64)
         batch = x.shape[:-1]
         xs, lams = x.reshape(-1, x.shape[-1]), np.asarray(lam).reshape(-1)
@@ -405,11 +412,16 @@ class StanModel:
             varying.append({n: np.asarray(o[i], self._obs_dtype[n]) for o, n in zip(obs, self.observed)})
             varying[-1][LAMBDA] = float(lam_i)
         values, grads = self._built.stan("log_prob_batch", varying, xs, with_grad)
-        values = values.reshape(batch)
-        return (values, grads.reshape(x.shape)) if with_grad else values
+        values = values.reshape(batch).astype(dtype)
+        return (values, grads.reshape(x.shape).astype(dtype)) if with_grad else values
 
     def __repr__(self) -> str:
         return f"StanModel(parameters={list(self.parameter_names)}, observed={list(self.observed)})"
+
+
+def _active(dtype) -> np.dtype:
+    """JAX's active dtype of ``dtype``'s kind: int64 / float64 stay so only when x64 is on."""
+    return jnp.result_type(int if np.issubdtype(dtype, np.integer) else float)
 
 
 def from_stan(program_code: str, *, data: Mapping[str, Any], observed: str | Sequence[str],

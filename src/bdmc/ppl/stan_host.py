@@ -161,7 +161,7 @@ def _make_log_density(model: StanModel):
     """``(x, lam, *observations) -> log f(x; lam)`` through host callbacks, differentiable in x and lam."""
 
     def value(x, lam, *obs):
-        out = jax.ShapeDtypeStruct(x.shape[:-1], jnp.float64)
+        out = jax.ShapeDtypeStruct(x.shape[:-1], x.dtype)  # the host computes in float64 and casts to x's dtype
         return jax.pure_callback(lambda *a: model._host_log_density(*a, with_grad=False), out, x, lam, *obs,
                                  vmap_method="broadcast_all")
 
@@ -175,9 +175,9 @@ def _make_log_density(model: StanModel):
         if any(not isinstance(t, SymbolicZero) for t in dobs):
             raise BDMCError("the Stan log density cannot be differentiated with respect to the observed data")
         if isinstance(dx, SymbolicZero):
-            lp, tangent = value(x, lam, *obs), jnp.zeros(x.shape[:-1], jnp.float64)
+            lp, tangent = value(x, lam, *obs), jnp.zeros(x.shape[:-1], x.dtype)
         else:
-            out = (jax.ShapeDtypeStruct(x.shape[:-1], jnp.float64), jax.ShapeDtypeStruct(x.shape, jnp.float64))
+            out = (jax.ShapeDtypeStruct(x.shape[:-1], x.dtype), jax.ShapeDtypeStruct(x.shape, x.dtype))
             lp, grad = jax.pure_callback(lambda *a: model._host_log_density(*a, with_grad=True), out, x, lam,
                                          *obs, vmap_method="broadcast_all")
             tangent = jnp.sum(grad * dx, axis=-1)

@@ -167,3 +167,26 @@ def test_sandwich_command_takes_a_numpyro_file(tmp_path):
     wrong = CliRunner().invoke(app, args[:2] + [f"{tmp_path / 'reg.py'}:nothing"] + args[3:])
     message = " ".join(wrong.output.replace("│", " ").split())
     assert wrong.exit_code != 0 and "defines no 'nothing'" in message
+
+
+def test_float32_program_scores_in_float32():
+    """Under float32 the program simulates and scores in float32 and agrees with the built-in model."""
+    from helpers import float32
+
+    with float32():
+        model = from_numpyro(regression, X, observed="y")
+        data, latent = bdmc.simulate(jax.random.key(0), model)
+        assert data["y"].dtype == jnp.float32 and all(v.dtype == jnp.float32 for v in latent.values())
+        prior, lik = model.log_prior(latent), model.log_likelihood(latent, data)
+        grad = jax.grad(lambda v: model.log_prior(v) + jnp.sum(model.log_likelihood(v, data)))(latent)
+        assert prior.dtype == lik.dtype == jnp.float32 and all(g.dtype == jnp.float32 for g in grad.values())
+        builtin = {"beta": latent["beta"], "log_s2": latent["s2"]}
+        np.testing.assert_allclose(prior, BUILTIN.log_prior(builtin), rtol=1e-5)
+        np.testing.assert_allclose(lik, BUILTIN.log_likelihood(builtin, data["y"]), rtol=1e-5, atol=1e-5)
+
+
+def test_importing_the_adapter_leaves_x64_as_it_was():
+    from helpers import run_fresh_python
+
+    run_fresh_python("import jax\nimport bdmc.ppl.numpyro, numpyro, numpyro.infer\n"
+                     "assert not jax.config.jax_enable_x64")

@@ -227,3 +227,55 @@ def test_sandwich_command_takes_a_pymc_file(tmp_path):
     assert result.exit_code == 0, result.output
     assert "pymc:reg" in result.output
     assert len(__import__("pandas").read_csv(tmp_path / "out" / "sandwich.csv")) == 2
+
+
+FLOAT32_CHECK = '''
+import warnings
+import jax, jax.numpy as jnp, numpy as np
+import bdmc
+import pymc as pm
+from bdmc.ppl.pymc import from_pymc
+
+REFERENCE = bdmc.models.LinearRegression()
+X = np.asarray(REFERENCE.design)
+
+
+def regression():
+    with pm.Model() as model:
+        s2 = pm.InverseGamma("s2", alpha=1.0, beta=1.0)
+        beta = pm.Normal("beta", 0.0, pm.math.sqrt(0.1 * s2), shape=X.shape[1])
+        pm.Normal("y", X @ beta, pm.math.sqrt(s2), observed=np.zeros(X.shape[0]))
+    return model
+
+
+assert not jax.config.jax_enable_x64
+with jax.enable_x64(True):  # PyTensor's JAX backend is first imported here, and turns x64 on for the process
+    wide = from_pymc(regression())
+assert not jax.config.jax_enable_x64, "the process-wide x64 setting was not restored"
+with warnings.catch_warnings():
+    warnings.simplefilter("error")  # no "float64 requested ... truncated" noise from PyTensor's graphs
+    model = from_pymc(regression())
+    assert not jax.config.jax_enable_x64
+    data, latent = bdmc.simulate(jax.random.key(0), model)
+    assert data["y"].dtype == jnp.float32 and all(v.dtype == jnp.float32 for v in latent.values())
+    prior, lik = model.log_prior(latent), model.log_likelihood(latent, data)
+    grad = jax.jit(jax.grad(lambda v: model.log_prior(v) + jnp.sum(model.log_likelihood(v, data))))(latent)
+    assert prior.dtype == lik.dtype == jnp.float32 and all(g.dtype == jnp.float32 for g in grad.values())
+    assert all(v.dtype == jnp.float32 for v in model.constrain(latent).values())
+builtin = {"beta": latent["beta"], "log_s2": latent["s2_log__"]}
+np.testing.assert_allclose(prior, REFERENCE.log_prior(builtin), rtol=1e-5)
+np.testing.assert_allclose(lik, REFERENCE.log_likelihood(builtin, data["y"]), rtol=1e-5, atol=1e-5)
+with jax.enable_x64(True):
+    assert wide.log_prior(wide.sample_prior(jax.random.key(0))).dtype == jnp.float64
+'''
+
+
+def test_float32_model_and_the_import_leave_x64_as_it_was():
+    """In a fresh process: PyTensor's JAX backend turns x64 on when imported, the adapter turns it back.
+
+    A model built under float32 simulates and scores in float32 (and agrees with the built-in model); one
+    built in a float64 context stays float64 in it.
+    """
+    from helpers import run_fresh_python
+
+    run_fresh_python(FLOAT32_CHECK)

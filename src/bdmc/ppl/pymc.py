@@ -22,6 +22,8 @@ Prior and data simulation compile PyMC's forward-sampling graph once and call it
 from __future__ import annotations
 
 import threading
+import warnings
+from contextlib import contextmanager
 from typing import Any, Mapping, Sequence
 
 import jax
@@ -50,8 +52,9 @@ class PyMCModel:
     def __init__(self, model, *, observed: Sequence[Any] | None = None):
         pm = require("pymc", extra="pymc")
         from pymc.logprob.utils import replace_rvs_by_values
-        from pymc.sampling.jax import get_jaxified_graph
         from pytensor.graph.replace import graph_replace
+
+        get_jaxified_graph = _import_jaxify()
 
         try:
             from pytensor.graph.traversal import ancestors
@@ -245,7 +248,9 @@ class PyMCModel:
         """Shapes of the free variables on their natural space (fixed by the model)."""
         if not hasattr(self, "_natural"):
             zeros = [jnp.zeros(s.shape, s.dtype) for s in self._latent_spec]
-            self._natural = {n: tuple(np.shape(v)) for n, v in zip(self._free_names, self._constrain_jax(*zeros))}
+            with _float64_graph():
+                natural = self._constrain_jax(*zeros)
+            self._natural = {n: tuple(np.shape(v)) for n, v in zip(self._free_names, natural)}
         return self._natural
 
     def sample_data(self, key, latent):
@@ -256,13 +261,15 @@ class PyMCModel:
 
     def log_prior(self, latent):
         """Log prior density of the transformed latent (log-Jacobians and potentials included)."""
-        (out,) = self._log_prior_jax(*self._latent_args(latent))
+        with _float64_graph():
+            (out,) = self._log_prior_jax(*self._latent_args(latent))
         return jnp.asarray(out)
 
     def log_likelihood(self, latent, data):
         """``log p(y_i | latent)`` for each data case ``i`` (leading axis of the observed variables)."""
         data_args = [jnp.asarray(data[n], s.dtype) for n, s in zip(self.observed, self._data_spec)]
-        terms = self._log_lik_jax(*self._latent_args(latent), *data_args)
+        with _float64_graph():
+            terms = self._log_lik_jax(*self._latent_args(latent), *data_args)
         return sum(terms[1:], terms[0])
 
     def check_data(self, data):
@@ -277,7 +284,8 @@ class PyMCModel:
 
     def constrain(self, latent) -> dict:
         """The free variables on their natural (constrained) space, keyed by variable name (``s2``)."""
-        return dict(zip(self._free_names, self._constrain_jax(*self._latent_args(latent))))
+        with _float64_graph():
+            return dict(zip(self._free_names, self._constrain_jax(*self._latent_args(latent))))
 
     # ---------------------------------------------------------------------------------------- internals
 
@@ -337,6 +345,35 @@ def _reseed(rngs, seed):
 def _seed(key):
     """128 bits from the key (typed or raw) as the NumPy seed of one forward simulation."""
     return jax.random.bits(key, (4,), jnp.uint32)
+
+
+def _import_jaxify():
+    """PyMC's ``get_jaxified_graph``, imported without changing JAX's dtype setting.
+
+    PyTensor's JAX backend switches ``jax_enable_x64`` to match its ``floatX`` when first imported (on by
+    default); the user's setting is put back, so the model computes in whatever dtype was active. It is the
+    process-wide setting that is saved and restored (a ``jax.enable_x64`` context only overrides it locally).
+    """
+    holder = getattr(jax.config, "_value_holders", {}).get("jax_enable_x64")
+    x64 = holder.get_global() if hasattr(holder, "get_global") else jax.config.jax_enable_x64
+    try:
+        from pymc.sampling.jax import get_jaxified_graph
+    finally:
+        jax.config.update("jax_enable_x64", x64)
+    return get_jaxified_graph
+
+
+@contextmanager
+def _float64_graph():
+    """Run a jaxified PyTensor graph quietly in JAX's active dtype.
+
+    PyTensor's graphs are float64 (its ``floatX``) and cast to it explicitly; with x64 off JAX truncates each
+    such cast to float32 and warns. Computing in the active dtype is what the user asked for, so those
+    warnings are dropped here.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Explicitly requested dtype float64", category=UserWarning)
+        yield
 
 
 def _jax_dtype(x):

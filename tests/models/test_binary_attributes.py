@@ -1,6 +1,10 @@
-"""The binary attributes model (BG + G) with A collapsed: conditionals, Geweke, collapsed density, exact log-ML."""
+"""The binary attributes model (BG + G) with A collapsed: the collapsed density, the sweep's statistics, the
+predictive, BDMC.
 
-import dataclasses
+Its conditionals against the joint, the Geweke tests of both kernels (and of the tilted forward simulation the
+hyper model needs at lam < 1) and the exact log-ML against enumeration and quadrature are in test_conformance.py,
+with every other built-in model."""
+
 import itertools
 import time
 
@@ -9,11 +13,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import stats as st
-from scipy.special import betaln, gammaln, logsumexp, roots_hermite
+from scipy.special import betaln, logsumexp, roots_hermite
 
 import bdmc
-from bdmc.checks import conditional_consistency, geweke
-from bdmc.models.binary_attributes import BinaryAttributes, BinaryAttributesHyper
+from bdmc.models import BinaryAttributes, BinaryAttributesHyper
 
 TINY = BinaryAttributes(n=4, dim=3, k=2, pi=0.4, sigma_a=1.0, sigma_n=0.5)
 PER_ROW_LAM = np.array([0.0, 0.7, 1.0, 0.0])  # some exact zeros, one 1, one fractional
@@ -51,7 +54,7 @@ def _random_z(key, model):
 
 
 # ------------------------------------------------------------------------------------------------------
-# 3. the collapsed density
+# 1. the collapsed density
 
 
 @pytest.mark.parametrize("lam", [0.3, 1.0, PER_ROW_LAM], ids=["0.3", "1", "per-row"])
@@ -160,93 +163,7 @@ def test_log_predictive_matches_brute_force_and_dense_gaussians():
 
 
 # ------------------------------------------------------------------------------------------------------
-# 1. conditionals against the joint
-
-
-# Each check compiles anew, so the instance is the smallest with more than one row and more than one bit.
-SMALL = BinaryAttributes(n=2, dim=3, k=2, pi=0.4, sigma_a=1.0, sigma_n=0.5)
-CONSISTENCY_LAMS = {"0.3": 0.3, "1": 1.0, "per-row": np.array([0.0, 0.6])}
-# Built once: the check compiles once per conditional object and lam shape (lam is traced), so the scalar-lam
-# cases share their programs instead of compiling the same conditionals again.
-SMALL_CONDITIONALS = SMALL.conditionals()
-
-
-@pytest.mark.parametrize("lam", list(CONSISTENCY_LAMS), ids=list(CONSISTENCY_LAMS))
-def test_every_bit_conditional_matches_the_joint(lam, key):
-    data, _ = _problem(SMALL)
-    lam = jnp.asarray(CONSISTENCY_LAMS[lam])
-    for cond in SMALL_CONDITIONALS:
-        res = conditional_consistency(key, SMALL, cond, data, lam=lam, num_triples=32)
-        assert res.passed, (cond.name, res.worst)
-    # Both values of a bit occur among the redraws, so the identity compares different states.
-    cond = SMALL.site_conditional(1, 1)
-    draws = jax.vmap(lambda k: cond.update(k, SMALL.sample_prior(k), data, lam)["Z"][1, 1])(
-        jax.random.split(key, 64))
-    assert 0 < int(jnp.sum(draws)) < 64
-
-
-@pytest.mark.parametrize("field", ["sigma_n", "sigma_a"])
-def test_conditional_with_a_variance_ten_percent_off_fails(field, key):
-    data, _ = _problem(SMALL)
-    wrong = dataclasses.replace(SMALL, **{field: getattr(SMALL, field) * np.sqrt(1.1)})
-    res = conditional_consistency(key, SMALL, wrong.site_conditional(1, 0), data, lam=1.0, num_triples=32)
-    assert not res.passed and res.worst > 1e-3
-
-
-# ------------------------------------------------------------------------------------------------------
-# 2. Geweke tests of the collapsed sweep
-
-# N = 4 close to K = 3 and D = 20: with N >> K the data have N - K noise-only directions per column that
-# pin the noise level whatever Z is, so a wrong noise variance barely moves Z; with N ~ K the whole
-# covariance sigma_a^2 Z Z^T + sigma_n^2 I is explained through Z and a 10% noise error shifts the bits.
-GEWEKE_MODEL = BinaryAttributes(n=4, dim=20, k=3, pi=0.5, sigma_a=1.0, sigma_n=1.0)
-GEWEKE_KW = dict(num_samples=3000, num_steps=40)
-
-
-def _geweke_stats(latent, y):
-    z = latent["Z"].astype(y.dtype)
-    return {
-        "mean Z": jnp.mean(z),
-        "co-active": jnp.mean(z[:, :-1] * z[:, 1:]),
-        "mean square data": jnp.mean(y**2),
-        "log-likelihood": jnp.sum(GEWEKE_MODEL.log_likelihood(latent, y)),
-    }
-
-
-GEWEKE_LAMS = {"0.3": 0.3, "1": 1.0, "per-row": np.array([1.0, 0.0, 0.5, 1.0])}
-
-
-@pytest.mark.parametrize("lam", list(GEWEKE_LAMS), ids=list(GEWEKE_LAMS))
-def test_geweke_collapsed_sweep(lam):
-    res = geweke(jax.random.key(11), GEWEKE_MODEL, GEWEKE_MODEL.default_kernel(), lam=GEWEKE_LAMS[lam],
-                 statistics=_geweke_stats, **GEWEKE_KW)
-    assert res.passed, (res.names, res.z)
-
-
-def test_geweke_fails_for_noise_variance_ten_percent_off():
-    # The sweep of a model whose sigma_n^2 is 1.1 times the truth leaves the wrong posterior invariant;
-    # data resampling amplifies the bias. Power, measured with keys 11, 12, 13 at these sizes: the mean-Z
-    # z-score is +6.3, +6.1, +5.0 and the log-likelihood's -6.5, -4.9, -5.9, against a threshold of 3.7
-    # (Bonferroni over 4 statistics at 1e-3), so the failure does not hinge on the key.
-    wrong = dataclasses.replace(GEWEKE_MODEL, sigma_n=GEWEKE_MODEL.sigma_n * np.sqrt(1.1))
-    res = geweke(jax.random.key(11), GEWEKE_MODEL, wrong.default_kernel(), lam=1.0, statistics=_geweke_stats,
-                 **GEWEKE_KW)
-    assert not res.passed, res.z
-
-
-# ------------------------------------------------------------------------------------------------------
-# 4. exact log-ML by enumeration, and the AIS sandwich
-
-
-def test_exact_log_marginal_matches_scipy_enumeration():
-    data, _ = _problem(TINY)
-    want = []
-    for bits in itertools.product((0, 1), repeat=TINY.n * TINY.k):
-        z = np.array(bits).reshape(TINY.n, TINY.k)
-        cov = TINY.sigma_a**2 * z @ z.T + TINY.sigma_n**2 * np.eye(TINY.n)
-        mvn = st.multivariate_normal(np.zeros(TINY.n), cov)
-        want.append(_log_prior_np(TINY, z) + sum(mvn.logpdf(data[:, j]) for j in range(TINY.dim)))
-    assert float(TINY.exact_log_marginal(data)) == pytest.approx(logsumexp(want), abs=1e-9)
+# 2. the AIS sandwich around the exact log-ML
 
 
 def test_exact_log_marginal_refuses_large_instances():
@@ -275,24 +192,14 @@ def test_ais_sandwiches_and_converges_to_the_enumerated_log_marginal(key):
 # BinaryAttributesHyper: pi ~ Beta (collapsed), variances ~ InvGamma (latent logs, moved by MH)
 
 HYPER_SMALL = BinaryAttributesHyper(n=3, dim=3, k=2)
-HYPER_TWO_ROWS = BinaryAttributesHyper(n=2, dim=3, k=2)  # for the conditional checks (one compile per site)
-HYPER_TWO_ROWS_CONDITIONALS = HYPER_TWO_ROWS.conditionals()  # built once: the scalar-lam cases share programs
 
 
-def _hyper_latent(key, model=HYPER_TWO_ROWS):
+def _hyper_latent(key, model=HYPER_SMALL):
     """Any latent will do for identities; this avoids compiling the Beta and InvGamma samplers each time."""
     k_z, k_v = jax.random.split(key)
     z = jax.random.bernoulli(k_z, 0.5, (model.n, model.k)).astype(jnp.int32)
     log_v = 1.5 * jax.random.normal(k_v, (2,))
     return {"Z": z, "log_sigma_a2": log_v[0], "log_sigma_n2": log_v[1]}
-
-
-@dataclasses.dataclass(frozen=True)
-class _WrongNoiseHyper(BinaryAttributesHyper):
-    """Test-only: every computation uses a noise variance 10% too large."""
-
-    def fixed(self, latent):
-        return super().fixed({**latent, "log_sigma_n2": latent["log_sigma_n2"] + np.log(1.1)})
 
 
 def _hyper_tempered_marginal_np(model, latent, y, lam):
@@ -323,6 +230,11 @@ def test_hyper_density_matches_dense_gaussian_route(lam):
             assert got == float(HYPER_SMALL.log_prior(latent))
 
 
+def test_hyper_exact_log_marginal_refuses_large_instances():
+    with pytest.raises(ValueError, match="limit"):
+        BinaryAttributesHyper().exact_log_marginal(np.zeros((50, 25)))
+
+
 def test_hyper_prior_is_normalized():
     # Sum over Z of the beta-binomial prior is 1, and each log-variance density integrates to 1.
     all_z = np.array(list(itertools.product((0, 1), repeat=6))).reshape(-1, 3, 2)
@@ -333,92 +245,8 @@ def test_hyper_prior_is_normalized():
     assert logsumexp(logp) - log_v0 == pytest.approx(0.0, abs=1e-12)
 
 
-@pytest.mark.parametrize("lam", list(CONSISTENCY_LAMS), ids=list(CONSISTENCY_LAMS))
-def test_hyper_every_bit_conditional_matches_the_joint(lam, key):
-    data, _ = _problem(HYPER_TWO_ROWS)
-    for cond in HYPER_TWO_ROWS_CONDITIONALS:
-        res = conditional_consistency(key, HYPER_TWO_ROWS, cond, data, lam=jnp.asarray(CONSISTENCY_LAMS[lam]),
-                                      num_triples=32, sample_latent=_hyper_latent)
-        assert res.passed, (cond.name, res.worst)
-
-
-def test_hyper_conditional_with_noise_variance_ten_percent_off_fails(key):
-    data, _ = _problem(HYPER_TWO_ROWS)
-    wrong = _WrongNoiseHyper(n=2, dim=3, k=2)
-    res = conditional_consistency(key, HYPER_TWO_ROWS, wrong.site_conditional(1, 0), data, lam=1.0, num_triples=32,
-                                  sample_latent=_hyper_latent)
-    assert not res.passed and res.worst > 1e-3
-
-
-# sigma_n is a latent here, and the tempered likelihood normalized in y has normalizer
-# Z_lam(x) = INT prod_i p(y_i | x)^lam_i dy  proportional to  (sigma_n^2)^q,  q = sum_{lam_i > 0} (1 - lam_i) D / 2.
-# The Geweke joint p(x) p_lam(y | x) then has conditional p(x) Z_lam(x)^-1 ... != f(x; lam) unless the forward
-# draws of x come from the tilted prior p(x) Z_lam(x): with InvGamma(shape_n, scale_n) on sigma_n^2 that is
-# InvGamma(shape_n - q, scale_n) (proper only for shape_n > q, hence the strong prior of this test instance;
-# q = 28 at lam = 0.3). Under it the joint's conditional of x given y is exactly f(x; lam).
-HYPER_GEWEKE = BinaryAttributesHyper(n=4, dim=20, k=3, shape_n=30.0, scale_n=30.0)
-
-
-@dataclasses.dataclass(frozen=True)
-class _TiltedForward:
-    """Forward simulation of (x, y) whose conditional of x is f(x; lam) when sigma_n is latent (see above)."""
-
-    model: BinaryAttributesHyper
-    lam: tuple
-
-    def sample_prior(self, key):
-        k_x, k_n = jax.random.split(key)
-        lam = np.asarray(self.lam, float)
-        q = 0.5 * self.model.dim * float(np.sum(np.where(lam > 0, 1.0 - lam, 0.0)))
-        latent = self.model.sample_prior(k_x)
-        gamma = jax.random.gamma(k_n, self.model.shape_n - q)
-        return {**latent, "log_sigma_n2": jnp.log(self.model.scale_n) - jnp.log(gamma)}
-
-    def sample_data_tempered(self, key, latent, lam):
-        return self.model.sample_data_tempered(key, latent, lam)
-
-    def log_likelihood(self, latent, data):
-        return self.model.log_likelihood(latent, data)
-
-
-def _hyper_geweke_stats(latent, y):
-    z = latent["Z"].astype(y.dtype)
-    return {
-        "mean Z": jnp.mean(z),
-        "log sigma_a^2": latent["log_sigma_a2"],
-        "log sigma_n^2": latent["log_sigma_n2"],
-        "log mean square data": jnp.log(jnp.mean(y**2)),
-    }
-
-
-@pytest.mark.slow  # simulation test of the hyper model: kept out of the ~90 s default budget
-@pytest.mark.parametrize("lam", list(GEWEKE_LAMS), ids=list(GEWEKE_LAMS))
-def test_hyper_geweke(lam):
-    lam = GEWEKE_LAMS[lam]
-    forward = _TiltedForward(HYPER_GEWEKE, tuple(np.broadcast_to(lam, (HYPER_GEWEKE.n,)).tolist()))
-    res = geweke(jax.random.key(11), forward, HYPER_GEWEKE.default_kernel(), lam=lam,
-                 statistics=_hyper_geweke_stats, **GEWEKE_KW)
-    assert res.passed, (res.names, res.z)
-
-
-@pytest.mark.slow  # simulation test of the hyper model: kept out of the ~90 s default budget
-def test_hyper_geweke_needs_the_tilted_forward_prior():
-    # Negative control for the construction above: with the plain prior the lam = 0.3 joint is the wrong one.
-    res = geweke(jax.random.key(11), HYPER_GEWEKE, HYPER_GEWEKE.default_kernel(), lam=0.3,
-                 statistics=_hyper_geweke_stats, **GEWEKE_KW)
-    assert not res.passed, res.z
-
-
-@pytest.mark.slow  # simulation test of the hyper model: kept out of the ~90 s default budget
-def test_hyper_geweke_fails_for_noise_variance_ten_percent_off():
-    wrong = _WrongNoiseHyper(n=4, dim=20, k=3, shape_n=30.0, scale_n=30.0)
-    res = geweke(jax.random.key(11), HYPER_GEWEKE, wrong.default_kernel(), lam=1.0,
-                 statistics=_hyper_geweke_stats, **GEWEKE_KW)
-    assert not res.passed, res.z
-
-
 # ======================================================================================================
-# 5. paper size (slow)
+# 3. paper size (slow)
 
 
 @pytest.mark.slow
@@ -443,46 +271,6 @@ def test_paper_size_forward_and_reverse_ais_agree(key):
     assert rev.mean_single - fwd.mean_single < 1.0
     # The single-run gap estimates a Jeffreys divergence: negative beyond noise would flag a bug.
     assert rev.mean_single > fwd.mean_single - 3 * np.hypot(rev.stderr_single, fwd.stderr_single)
-
-
-def _hyper_log_marginal_scipy(model, y):
-    """log p(y) by adaptive quadrature (scipy) over the log variances, Z enumerated, A via eigenvalues of Z Z^T."""
-    from scipy import integrate
-
-    all_z = np.array(list(itertools.product((0, 1), repeat=model.n * model.k))).reshape(-1, model.n, model.k)
-    m = all_z.sum(1)
-    log_pz = np.sum(betaln(m + model.a, model.n - m + model.b) - betaln(model.a, model.b), axis=1)
-    eig, vec = np.linalg.eigh(np.einsum("zik,zjk->zij", all_z, all_z).astype(float))
-    proj2 = np.einsum("zir,id->zrd", vec, y) ** 2  # (Z, n, D): squared coordinates of each column
-
-    def log_ig_of_log(u, shape, scale):  # log InvGamma(e^u) + u, written out; checked against scipy below
-        return shape * np.log(scale) - gammaln(shape) - shape * u - scale * np.exp(-u)
-
-    assert log_ig_of_log(0.3, 2.0, 1.5) == pytest.approx(st.invgamma(2.0, scale=1.5).logpdf(np.exp(0.3)) + 0.3)
-    const = -0.5 * model.n * model.dim * np.log(2 * np.pi)
-
-    def g(ua, un):
-        var = np.exp(ua) * eig + np.exp(un)  # (Z, n) eigenvalues of the column covariance
-        log_y = const - 0.5 * (model.dim * np.log(var).sum(1) + (proj2 / var[:, :, None]).sum((1, 2)))
-        log_v = log_ig_of_log(ua, model.shape_a, model.scale_a) + log_ig_of_log(un, model.shape_n, model.scale_n)
-        return log_v + logsumexp(log_pz + log_y)
-
-    grid = np.linspace(-12, 20, 65)
-    coarse = np.array([[g(a, b) for b in grid] for a in grid])
-    ia, ib = np.unravel_index(np.argmax(coarse), coarse.shape)
-    peak = coarse[ia, ib]
-    inner = lambda ua: integrate.quad(lambda un: np.exp(g(ua, un) - peak), -12, 20, points=[grid[ib]],  # noqa: E731
-                                      limit=200, epsabs=0, epsrel=1e-9)[0]
-    total = integrate.quad(inner, -12, 20, points=[grid[ia]], limit=200, epsabs=0, epsrel=1e-9)[0]
-    return peak + np.log(total)
-
-
-def test_hyper_exact_log_marginal_matches_scipy_quadrature():
-    data, _ = _problem(HYPER_SMALL)
-    got = float(HYPER_SMALL.exact_log_marginal(data))
-    assert got == pytest.approx(_hyper_log_marginal_scipy(HYPER_SMALL, data), abs=1e-5)
-    with pytest.raises(ValueError, match="limit"):
-        BinaryAttributesHyper().exact_log_marginal(np.zeros((50, 25)))
 
 
 @pytest.mark.slow  # simulation test of the hyper model: kept out of the ~90 s default budget

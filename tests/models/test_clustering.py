@@ -1,8 +1,10 @@
-"""The collapsed clustering model (MG+G): conditionals, Gibbs sweep, collapsed density, exact log-ML, BDMC."""
+"""The collapsed clustering model (MG+G): the Gibbs sweep, the collapsed density and predictive, BDMC.
+
+Its conditionals against the joint, the Geweke tests of both kernels and the exact log-ML against enumeration
+are in test_conformance.py, with every other built-in model."""
 
 import itertools
 import math
-from dataclasses import dataclass, fields, replace
 
 import jax
 import jax.numpy as jnp
@@ -12,15 +14,10 @@ from scipy import integrate, stats
 from scipy.special import logsumexp
 
 import bdmc
-from bdmc.checks import conditional_consistency, geweke
-from bdmc.models.clustering import Clustering, ClusteringHyper
+from bdmc.models import Clustering, ClusteringHyper
 
 TINY = Clustering(n=6, dim=2, k=3, sigma_theta=1.0, sigma_noise=0.7)
 ROW_LAM = jnp.array([0.0, 0.5, 1.0, 0.0, 0.2, 1.0])
-LAMS = {"0.3": 0.3, "1.0": 1.0, "per-row": ROW_LAM}
-# Built once: the consistency check compiles once per conditional object and lam shape, so the scalar-lam
-# cases share their compiled programs (lam is traced) instead of rebuilding the same conditional.
-TINY_SITES = TINY.conditionals()
 
 
 def _problem(model, seed=1):
@@ -36,26 +33,7 @@ def _mvn_log_joint(model, z, y):
     return float(np.sum(np.asarray(model.log_weights)[z])) + sum(mvn.logpdf(y[:, j]) for j in range(model.dim))
 
 
-# ----- 1. conditionals against the joint ------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("lam", list(LAMS), ids=list(LAMS))
-def test_every_site_conditional_matches_the_collapsed_joint(lam, key):
-    # Every site at the per-row weights (zero, fractional and unit weights at once), the first and last sites
-    # at the scalar weights: each check compiles afresh, and all sites share their code.
-    data, _ = _problem(TINY)
-    for i in (range(TINY.n) if lam == "per-row" else (0, TINY.n - 1)):
-        res = conditional_consistency(jax.random.fold_in(key, i), TINY, TINY_SITES[i], data, lam=LAMS[lam])
-        assert res.passed, (res.name, res.worst)
-
-
-@pytest.mark.parametrize("wrong", [{"sigma_noise": 0.7 * np.sqrt(1.1)}, {"sigma_theta": np.sqrt(1.1)}],
-                         ids=["noise variance +10%", "prior variance +10%"])
-def test_a_wrong_site_conditional_fails_the_consistency_check(wrong, key):
-    data, _ = _problem(TINY)
-    broken = replace(TINY, **wrong).site_conditional(2)
-    res = conditional_consistency(key, TINY, broken, data, lam=1.0)
-    assert not res.passed and res.worst > 1e3 * res.tol
+# ----- 1. the sweep -------------------------------------------------------------------------------------------
 
 
 def _sequential_sweep(model, key, latent, data, lam):
@@ -78,52 +56,7 @@ def test_the_scanned_sweep_is_the_site_conditionals_in_turn(key):
                                       _sequential_sweep(TINY, k, latent, data, ROW_LAM))
 
 
-# ----- 2. Geweke ------------------------------------------------------------------------------------------
-
-# Many dimensions with small centres: each assignment's log-odds are sums of D quadratic terms that nearly
-# cancel, so a 10% error in the noise variance shifts them by about 0.1 * D * sigma_theta^2 / sigma_n^2 (about
-# 2.5 nats here) while the posterior stays uncertain. Data are regenerated from the correct p(y | z), so only
-# the marginal of z can drift; with this instance the wrong kernel's co-clustering fraction is off by about
-# 12 standard errors (occupied clusters by about 9) at 2000 chains, against a threshold of 3.7.
-GEWEKE = Clustering(n=8, dim=100, k=3, sigma_theta=0.5, sigma_noise=1.0)
-GEWEKE_LAMS = {"0.3": 0.3, "1.0": 1.0, "per-row": jnp.array([0.0, 1.0, 1.0, 0.4, 0.0, 1.0, 1.0, 1.0])}
-
-
-def _partition_statistics(model):
-    def statistics(latent, data):
-        z = latent["z"]
-        same = (z[:, None] == z[None, :]).astype(data.dtype)
-        occupied = jnp.sum(jnp.any(jax.nn.one_hot(z, model.k) > 0, axis=0)).astype(data.dtype)
-        return {"occupied clusters": occupied, "co-clustered pairs": jnp.mean(same),
-                "mean z": jnp.mean(z.astype(data.dtype)), "mean square data": jnp.mean(data**2),
-                "log-likelihood": jnp.sum(model.log_likelihood(latent, data))}
-
-    return statistics
-
-
-# One statistics object (a fresh closure per call would defeat the Geweke program cache): the scalar-lam runs
-# share one compiled simulation, lam being traced.
-GEWEKE_STATISTICS = _partition_statistics(GEWEKE)
-
-
-def _geweke(key, kernel, lam):
-    return geweke(key, GEWEKE, kernel, lam=lam, num_samples=2000, num_steps=20, statistics=GEWEKE_STATISTICS)
-
-
-@pytest.mark.parametrize("lam", list(GEWEKE_LAMS), ids=list(GEWEKE_LAMS))
-def test_gibbs_sweep_passes_geweke(lam, key):
-    res = _geweke(key, GEWEKE.default_kernel(), GEWEKE_LAMS[lam])
-    assert res.passed, res.worst
-
-
-def test_geweke_catches_a_sweep_with_noise_variance_ten_percent_off(key):
-    broken = replace(GEWEKE, sigma_noise=GEWEKE.sigma_noise * np.sqrt(1.1)).default_kernel()
-    res = _geweke(key, broken, 1.0)
-    assert not res.passed
-    assert abs(res.z[res.names.index("co-clustered pairs")]) > 2 * res.threshold
-
-
-# ----- 3. the collapsed density ---------------------------------------------------------------------------
+# ----- 2. the collapsed density ---------------------------------------------------------------------------
 
 
 def test_log_density_is_normalized_at_zero_and_is_the_joint_at_one():
@@ -179,13 +112,7 @@ def test_log_predictive_matches_the_gaussian_predictive_and_the_density_ratio(ke
         assert got == pytest.approx(via_density, abs=1e-10)
 
 
-# ----- 4. exact log-ML and the sandwich ---------------------------------------------------------------------
-
-
-def test_exact_log_marginal_matches_an_independent_enumeration():
-    data, _ = _problem(TINY)
-    joint = [_mvn_log_joint(TINY, np.array(z), data) for z in itertools.product(range(TINY.k), repeat=TINY.n)]
-    assert float(TINY.exact_log_marginal(data)) == pytest.approx(logsumexp(joint), abs=1e-9)
+# ----- 3. exact log-ML and the sandwich ---------------------------------------------------------------------
 
 
 def test_exact_log_marginal_refuses_big_instances():
@@ -223,47 +150,6 @@ def test_data_path_sandwiches_the_enumerated_log_marginal(key):
 HYPER = ClusteringHyper(n=6, dim=2, k=3)
 
 
-def _noise_off(conditional, factor):
-    """A z conditional that (wrongly) scores with the noise variance multiplied by ``factor``."""
-    shift = lambda latent: {**latent, "log_sigma_noise2": latent["log_sigma_noise2"] + np.log(factor)}  # noqa: E731
-
-    def update(key, latent, data, lam):
-        return {**latent, "z": conditional.update(key, shift(latent), data, lam)["z"]}
-
-    return type(conditional)(conditional.name + " (noise +10%)", update,
-                             lambda latent, data, lam: conditional.log_prob(shift(latent), data, lam))
-
-
-def _any_hyper_latent(key):
-    """Conditioning values for the identity, which must hold for any: cheaper to compile than prior draws."""
-    k1, k2 = jax.random.split(key)
-    log_vars = jax.random.normal(k2, (2,))
-    return {"z": jax.random.randint(k1, (HYPER.n,), 0, HYPER.k, jnp.int32), "log_sigma_theta2": log_vars[0],
-            "log_sigma_noise2": log_vars[1]}
-
-
-ALL_SITES = tuple(range(HYPER.n))
-HYPER_CONSISTENCY = [
-    # Default: sites with weights 0, 0.5 and 1; the slow suite checks every site at every lam.
-    pytest.param("per-row", (0, 1, 2), id="per-row-sites-0-1-2"),
-    pytest.param("per-row", ALL_SITES, id="per-row-every-site", marks=pytest.mark.slow),
-    pytest.param("0.3", ALL_SITES, id="0.3-every-site", marks=pytest.mark.slow),
-    pytest.param("1.0", ALL_SITES, id="1.0-every-site", marks=pytest.mark.slow),
-]
-
-
-@pytest.mark.parametrize("lam, sites", HYPER_CONSISTENCY)
-def test_hyper_site_conditionals_match_the_collapsed_joint(lam, sites, key):
-    data, _ = _problem(HYPER)
-    for i in sites:
-        res = conditional_consistency(jax.random.fold_in(key, i), HYPER, HYPER.site_conditional(i), data,
-                                      lam=LAMS[lam], sample_latent=_any_hyper_latent)
-        assert res.passed, (res.name, res.worst)
-    broken = _noise_off(HYPER.site_conditional(2), 1.1)
-    res = conditional_consistency(key, HYPER, broken, data, lam=LAMS[lam], sample_latent=_any_hyper_latent)
-    assert not res.passed and res.worst > 1e3 * res.tol
-
-
 def test_hyper_log_prior_and_density_against_independent_formulas():
     data, latent = _problem(HYPER)
     assert float(HYPER.log_density(latent, data, 0.0)) == float(HYPER.log_prior(latent))
@@ -295,80 +181,6 @@ def test_hyper_log_predictive_is_a_ratio_of_collapsed_densities():
                    for c in range(HYPER.k)]
         expected = logsumexp(log_on) - logsumexp(log_off)
         assert float(HYPER.log_predictive(latent, data, ROW_LAM, i)) == pytest.approx(expected, abs=1e-10)
-
-
-# A noise-variance prior with a large shape leaves room for the tilt below at lam = 0.3.
-HYPER_GEWEKE = ClusteringHyper(n=8, dim=3, k=3, noise_shape=11.0, noise_scale=10.0)
-
-
-class _TiltedPrior:
-    """Forward simulation for the Geweke test of a model whose noise variance is a latent, at lam != 1.
-
-    Data come from the tempered likelihood normalized in y, p(y_i | x)^{lam_i} / c_i(x) with
-    c_i = (2 pi sigma_n^2)^{D (1 - lam_i) / 2} lam_i^{-D/2}, which depends on sigma_n^2. For the joint's
-    conditional of x to be f(x; lam) the prior must be tilted by prod_i c_i(x): an inverse gamma whose shape
-    drops by D/2 sum_{lam_i > 0} (1 - lam_i). Rows with lam_i = 0 carry no data and no factor.
-    """
-
-    def __init__(self, model, lam):
-        lam = np.broadcast_to(np.asarray(lam, float), (model.n,))
-        self.model = model
-        self.shape = model.noise_shape - 0.5 * model.dim * np.sum(np.where(lam > 0, 1 - lam, 0.0))
-        assert self.shape > 1, "tilted noise prior must stay proper with a finite mean"
-
-    def sample_prior(self, key):
-        k1, k2 = jax.random.split(key)
-        latent = self.model.sample_prior(k1)
-        log_v = np.log(self.model.noise_scale) - jnp.log(jax.random.gamma(k2, self.shape))
-        return {**latent, "log_sigma_noise2": log_v}
-
-    def sample_data_tempered(self, key, latent, lam):
-        return self.model.sample_data_tempered(key, latent, lam)
-
-
-def _hyper_statistics(model):
-    partition = _partition_statistics(model)
-
-    def statistics(latent, data):
-        out = partition(latent, data)
-        # Inverse-gamma variances may lack moments: compare log scales, whose moments all exist.
-        del out["mean square data"], out["log-likelihood"]
-        out["log mean square data"] = jnp.log(jnp.mean(data**2))
-        out["log sigma_theta^2"] = latent["log_sigma_theta2"]
-        out["log sigma_noise^2"] = latent["log_sigma_noise2"]
-        return out
-
-    return statistics
-
-
-def _hyper_geweke(key, kernel, lam):
-    return geweke(key, _TiltedPrior(HYPER_GEWEKE, lam), kernel, lam=lam, num_samples=2000, num_steps=20,
-                  statistics=_hyper_statistics(HYPER_GEWEKE))
-
-
-@dataclass(frozen=True)
-class _NoJacobian(ClusteringHyper):
-    """Negative control: slice-samples the log-variances against the inverse-gamma density of v, not of log v."""
-
-    def _log_variance_prior(self, log_t, log_n):
-        return super()._log_variance_prior(log_t, log_n) - log_t - log_n
-
-
-@pytest.mark.parametrize("lam", [pytest.param(k, marks=pytest.mark.slow) if k != "1.0" else k for k in GEWEKE_LAMS],
-                         ids=list(GEWEKE_LAMS))
-def test_hyper_kernel_passes_geweke(lam, key):
-    res = _hyper_geweke(key, HYPER_GEWEKE.default_kernel(), GEWEKE_LAMS[lam])
-    assert res.passed, res.worst
-
-
-@pytest.mark.slow
-def test_hyper_geweke_catches_a_missing_jacobian(key):
-    # Dropping the Jacobian multiplies the variance targets by 1/v: each log-variance is pulled down by about
-    # one unit of its prior shape per step, which the data resampling cannot undo.
-    broken = _NoJacobian(**{f.name: getattr(HYPER_GEWEKE, f.name) for f in fields(ClusteringHyper)})
-    res = _hyper_geweke(key, broken.default_kernel(), 1.0)
-    assert not res.passed
-    assert max(abs(res.z[res.names.index(n)]) for n in ("log sigma_theta^2", "log sigma_noise^2")) > 2 * res.threshold
 
 
 def _hyper_log_marginal_by_quadrature(model, data, *, lo=-6.0, hi=16.0, step=0.04):
@@ -405,7 +217,7 @@ def test_hyper_sandwich_agrees_with_quadrature_over_the_log_variances(key):
     assert abs(fwd.value - exact) < 0.1 and abs(rev.value - exact) < 0.1
 
 
-# ----- 5. paper size ----------------------------------------------------------------------------------------
+# ----- 4. paper size ----------------------------------------------------------------------------------------
 
 
 @pytest.mark.slow

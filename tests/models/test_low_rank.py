@@ -1,6 +1,9 @@
-"""The low-rank factorization model (GG+G, BDMC paper Sec. 6): conditionals, Geweke, exact log-ML, BDMC."""
+"""The low-rank factorization model (GG+G, BDMC paper Sec. 6): the row marginal and predictive, the data path's
+switched-off rows, the quadrature of the exact log-ML, BDMC.
 
-import dataclasses
+Its conditionals against the joint, the Geweke tests of both Gibbs kernels and the exact log-ML against
+independent quadrature and Monte Carlo are in test_conformance.py, with every other built-in model."""
+
 import math
 
 import jax
@@ -10,9 +13,8 @@ import pytest
 from scipy import stats as st
 
 import bdmc
-from bdmc.checks import conditional_consistency, geweke
-from bdmc.kernels import Conditional, GibbsSweep
-from bdmc.models.low_rank import VARIANCE_NAMES, LowRank, LowRankHyper, marginal_row_loglik
+from bdmc.models import LowRank, LowRankHyper
+from bdmc.models.low_rank import marginal_row_loglik
 
 SMALL = LowRank(n=8, d=3, k=2)
 TINY = LowRank(n=6, d=2, k=1)  # K * D = 2: V integrated on a grid
@@ -20,70 +22,9 @@ ROW_LAM = jnp.array([0.0, 1.0, 0.5, 0.0, 1.0, 0.25, 1.0, 0.0])  # some rows off,
 LAMS = {"0.3": 0.3, "1.0": 1.0, "per-row": ROW_LAM}
 
 
-def _broken(model, factor=1.1):
-    """The same model with its noise variance ``factor`` times too large (a negative control)."""
-    return LowRank(n=model.n, d=model.d, k=model.k, sigma_u=model.sigma_u, sigma_v=model.sigma_v,
-                   sigma_n=model.sigma_n * math.sqrt(factor))
-
-
-def _lowrank_stats(model):
-    """Geweke statistics: second moments of U, V and of the low-rank signal U V, the data, the log-likelihood."""
-
-    def stats(latent, data):
-        return {
-            "mean U": jnp.mean(latent["U"]),
-            "mean square U": jnp.mean(latent["U"] ** 2),
-            "mean square V": jnp.mean(latent["V"] ** 2),
-            "mean square UV": jnp.mean((latent["U"] @ latent["V"]) ** 2),
-            "mean square data": jnp.mean(data**2),
-            "log-likelihood": jnp.sum(model.log_likelihood(latent, data)),
-        }
-
-    return stats
-
-
 @pytest.fixture(scope="module")
 def small_data():
     return bdmc.simulate(jax.random.key(11), SMALL)[0]
-
-
-@pytest.mark.parametrize("lam", list(LAMS))
-@pytest.mark.parametrize("block", [0, 1])
-def test_conditionals_match_joint(lam, block, small_data, key):
-    cond = SMALL.conditionals()[block]
-    res = conditional_consistency(key, SMALL, cond, small_data, lam=LAMS[lam])
-    assert res.passed, (cond.name, res.worst)
-
-
-@pytest.mark.parametrize("block", [0, 1])
-def test_wrong_noise_variance_conditional_fails(block, small_data, key):
-    # A conditional that believes the noise variance is 10% larger violates the identity by far more than rounding.
-    cond = _broken(SMALL).conditionals()[block]
-    res = conditional_consistency(key, SMALL, cond, small_data, lam=1.0)
-    assert not res.passed and res.worst > 1e-3
-
-
-# One statistics object (a fresh closure per call would defeat the Geweke program cache): the scalar-lam runs
-# share one compiled simulation, lam being traced.
-SMALL_STATS = _lowrank_stats(SMALL)
-
-
-@pytest.mark.parametrize("lam", list(LAMS))
-def test_geweke_gibbs(lam, key):
-    res = geweke(key, SMALL, SMALL.default_kernel(), lam=LAMS[lam], num_samples=2000, num_steps=50,
-                 statistics=SMALL_STATS)
-    assert res.passed, res.worst
-
-
-def test_geweke_fails_for_wrong_noise_variance(key):
-    # Power: with the noise variance 10% too large the kernel shrinks U V a little each sweep; after 50
-    # data/latent alternations the mean square of U V is several percent low. With 2000 chains per side its
-    # z-score was 9-11 at 4000 chains in calibration runs, so about 7 here (sd 1) against a threshold of 3.6:
-    # the failure is reliable, while the correct kernel stays below 2.5 at the same settings.
-    res = geweke(key, SMALL, _broken(SMALL).default_kernel(), lam=1.0, num_samples=2000, num_steps=50,
-                 statistics=SMALL_STATS)
-    assert not res.passed
-    assert res.worst[0] in ("mean square UV", "mean square V", "mean square data", "mean square U")
 
 
 def test_marginal_row_loglik_matches_scipy():
@@ -144,18 +85,6 @@ def test_quadrature_is_converged(tiny_problem):
     assert float(TINY.exact_log_marginal(data, num_points=401, half_width=8.0)) == pytest.approx(exact, abs=1e-9)
 
 
-def test_quadrature_matches_prior_monte_carlo(tiny_problem):
-    # Plain Monte Carlo over V from the prior (U still integrated analytically): unbiased for p(Y).
-    data, _, exact = tiny_problem
-    V = jax.random.normal(jax.random.key(5), (2_000_000, TINY.k, TINY.d)) * TINY.sigma_v
-    logw = np.asarray(jax.jit(jax.vmap(lambda v: TINY.log_marginal_given_v(v, data)))(V))
-    w = np.exp(logw - logw.max())
-    est = np.log(w.mean()) + logw.max()
-    stderr = w.std() / w.mean() / np.sqrt(w.size)  # delta method
-    assert stderr < 0.01
-    assert abs(est - exact) < 4 * stderr
-
-
 def test_exact_log_marginal_refuses_large_instances():
     with pytest.raises(ValueError, match="k \\* d <= 2"):
         LowRank(n=5, d=3, k=1).exact_log_marginal(jnp.zeros((5, 3)))
@@ -191,116 +120,13 @@ def test_paper_size_forward_and_reverse_ais_agree():
 
 # --- LowRankHyper: the variances integrated out with inverse-gamma priors ---------------------------------
 
-HYPER = LowRankHyper(n=8, d=3, k=2)
 HYPER_TINY = LowRankHyper(n=6, d=1, k=1)  # k * d = 1: V, log sigma_u^2, log sigma_n^2 on a 3-D grid
-HYPER_GEWEKE_SHAPE_N = 10.0  # see test_hyper_geweke_gibbs
-
-
-def _noise_off(model, factor=1.1):
-    """The model's Gibbs blocks with U | V and V | U using a noise variance ``factor`` too large."""
-
-    def shifted(latent):
-        return {**latent, "log_sigma_n2": latent["log_sigma_n2"] + math.log(factor)}
-
-    def wrap(cond):
-        def update(key, latent, data, lam):
-            return {**cond.update(key, shifted(latent), data, lam), "log_sigma_n2": latent["log_sigma_n2"]}
-
-        def log_prob(latent, data, lam):
-            return cond.log_prob(shifted(latent), data, lam)
-
-        return Conditional(cond.name, update, log_prob)
-
-    conds = model.conditionals()
-    return tuple(wrap(c) for c in conds[:2]) + conds[2:]
-
-
-def _any_hyper_latent(key):
-    """Conditioning values for the identity check (any latent will do): cheaper to compile than the prior."""
-    ku, kv, ks = jax.random.split(key, 3)
-    latent = {"U": jax.random.normal(ku, (HYPER.n, HYPER.k)), "V": jax.random.normal(kv, (HYPER.k, HYPER.d))}
-    return {**latent, **dict(zip(VARIANCE_NAMES, jax.random.normal(ks, (3,))))}
-
-
-def _hyper_stats(model):
-    base = _lowrank_stats(model)
-
-    def stats(latent, data):
-        return {**base(latent, data), **{name: latent[name] for name in VARIANCE_NAMES}}
-
-    return stats
-
-
-def _with_shape_n(model, shape_n):
-    return dataclasses.replace(model, shape_n=shape_n)
-
-
-@pytest.fixture(scope="module")
-def hyper_data():
-    return bdmc.simulate(jax.random.key(12), HYPER)[0]
-
-
-@pytest.mark.parametrize(
-    "lam", [pytest.param("0.3", marks=pytest.mark.slow), "1.0", pytest.param("per-row", marks=pytest.mark.slow)]
-)
-def test_hyper_conditionals_match_joint(lam, hyper_data, key):
-    for cond in HYPER.conditionals():
-        res = conditional_consistency(key, HYPER, cond, hyper_data, lam=LAMS[lam], sample_latent=_any_hyper_latent)
-        assert res.passed, (cond.name, res.worst)
-
-
-def test_hyper_wrong_noise_variance_conditional_fails(hyper_data, key):
-    for cond in _noise_off(HYPER)[:2]:
-        res = conditional_consistency(key, HYPER, cond, hyper_data, lam=1.0, sample_latent=_any_hyper_latent)
-        assert not res.passed and res.worst > 1e-3, cond.name
-
-
-@pytest.mark.parametrize(
-    "lam", [pytest.param("0.3", marks=pytest.mark.slow), "1.0", pytest.param("per-row", marks=pytest.mark.slow)]
-)
-def test_hyper_geweke_gibbs(lam, key):
-    # At lam != 1 the tempered likelihood normalized in y, p_lam(y | x) = p(y | x)^lam / Z_lam(sigma_n^2),
-    # has Z_lam proportional to (sigma_n^2)^c with c = (d / 2) sum over switched-on rows of (1 - lam_i). The
-    # Geweke joint p(x) p_lam(y | x) then has the wrong sigma_n^2 conditional for f(x; lam) unless the
-    # forward prior of sigma_n^2 is tilted by (sigma_n^2)^-c: InvGamma(a - c, b) instead of InvGamma(a, b).
-    lam_arr = np.broadcast_to(np.asarray(LAMS[lam]), (HYPER.n,))
-    c = 0.5 * HYPER.d * np.sum(np.where(lam_arr > 0, 1.0 - lam_arr, 0.0))
-    target = _with_shape_n(HYPER, HYPER_GEWEKE_SHAPE_N)
-    forward = _with_shape_n(HYPER, HYPER_GEWEKE_SHAPE_N - c)
-    res = geweke(key, forward, target.default_kernel(), lam=LAMS[lam], num_samples=1000, num_steps=40,
-                 statistics=_hyper_stats(HYPER))
-    assert res.passed, res.worst
-
-
-def test_hyper_geweke_fails_for_wrong_noise_variance(key):
-    # Power: U and V drawn with a noise variance 10% too large fit the data less closely, so the residual
-    # sum of squares seen by the sigma_n^2 update grows and log sigma_n^2 and the log-likelihood drift; in
-    # calibration runs their |z| was about 18 with 2000 chains per side (about 13 expected here, threshold
-    # 3.7), while the correct kernel stayed below 2.
-    res = geweke(key, HYPER, GibbsSweep(_noise_off(HYPER)), lam=1.0, num_samples=1000, num_steps=40,
-                 statistics=_hyper_stats(HYPER))
-    assert not res.passed
-    assert res.worst[0] in ("log_sigma_n2", "log-likelihood")
 
 
 @pytest.fixture(scope="module")
 def hyper_tiny_problem():
     data, latent = bdmc.simulate(jax.random.key(3), HYPER_TINY)
     return data, latent, float(HYPER_TINY.exact_log_marginal(data))
-
-
-@pytest.mark.slow
-def test_hyper_quadrature_matches_prior_monte_carlo(hyper_tiny_problem):
-    # Plain Monte Carlo over (V, variances) from the prior with U integrated analytically: unbiased for p(Y).
-    data, _, exact = hyper_tiny_problem
-    lat = jax.vmap(HYPER_TINY.sample_prior)(jax.random.split(jax.random.key(9), 2_000_000))
-    loglik = jax.jit(jax.vmap(lambda V, lu, ln: jnp.sum(marginal_row_loglik(V, data, jnp.exp(lu), jnp.exp(ln)))))
-    logw = np.asarray(loglik(lat["V"], lat["log_sigma_u2"], lat["log_sigma_n2"]))
-    w = np.exp(logw - logw.max())
-    est = np.log(w.mean()) + logw.max()
-    stderr = w.std() / w.mean() / np.sqrt(w.size)
-    assert stderr < 0.002
-    assert abs(est - exact) < 4 * stderr
 
 
 def test_hyper_exact_log_marginal_refuses_large_instances():

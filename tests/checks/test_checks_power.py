@@ -15,6 +15,7 @@ from bdmc.checks import compare_models
 from bdmc.checks.compare import compare_densities
 from bdmc.kernels import Conditional, GibbsSweep, RandomWalkMH
 from bdmc.models import CorrelatedGaussianMean, LinearRegression
+from helpers import dtype_tol, simulate_float64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,7 +34,7 @@ def test_transposed_eigenvector_sampler_fires_the_run_level_alarm():
     fired = {}
     for name, model in (("buggy", Transposed(n=10, dim=4, rotation_angle=math.pi / 4)),
                         ("correct", CorrelatedGaussianMean(n=10, dim=4, rotation_angle=math.pi / 4))):
-        data, latent = bdmc.simulate(jax.random.key(0), model)
+        data, latent = simulate_float64(jax.random.key(0), model)  # the same data set in float32 runs
         result = bdmc.sandwich(jax.random.key(100), model, data, latent, steps=[10, 1000], num_chains=16,
                                kernel=RandomWalkMH(model, scale=0.1), progress=False)
         fired[name] = result.verdict
@@ -122,9 +123,11 @@ def test_compare_models_flags_a_wrong_constant_in_the_log_likelihood():
     assert result.b_vs_a.crossing > 8
     d = result.density
     assert d.constant
-    np.testing.assert_allclose(d.offset, -0.5 * MODEL.n, rtol=1e-9)
-    np.testing.assert_allclose(np.median(d.likelihood) / d.num_cases, -0.5, rtol=1e-9)
-    np.testing.assert_allclose(np.median(d.prior), 0.0, atol=1e-9)
+    # exact up to rounding of log densities of size d.magnitude (relative to the 10-nat offset)
+    rtol = dtype_tol(d.magnitude / (0.5 * MODEL.n), floor=1e-9)
+    np.testing.assert_allclose(d.offset, -0.5 * MODEL.n, rtol=rtol)
+    np.testing.assert_allclose(np.median(d.likelihood) / d.num_cases, -0.5, rtol=rtol)
+    np.testing.assert_allclose(np.median(d.prior), 0.0, atol=dtype_tol(d.magnitude, floor=1e-9))
     assert "differ by a constant" in result.message() and "-0.5 per case" in result.message()
     # Neither the run-level alarm of B alone nor its agreement with itself sees it.
     assert not result.verdict("B").fired
@@ -191,11 +194,13 @@ def test_density_comparison_with_numpyro_programs():
     for name, program in _programs().items():
         found[name] = compare_densities(builtin, program, data, {"y": data}, latent, more, to_b=_to_program(program))
     assert found["correct"].equal
+    # exact up to rounding of log densities of size magnitude (relative to the 10-nat offset)
+    rtol = {name: dtype_tol(d.magnitude / (0.5 * builtin.n), floor=1e-9) for name, d in found.items()}
     for name in ("constant", "factor"):  # A - B = -10 nats: in the log-likelihood, or in the prior via factor
         assert found[name].constant
-        np.testing.assert_allclose(found[name].offset, -0.5 * builtin.n, rtol=1e-9)
-    np.testing.assert_allclose(np.median(found["constant"].likelihood), -0.5 * builtin.n, rtol=1e-9)
-    np.testing.assert_allclose(np.median(found["factor"].prior), -0.5 * builtin.n, rtol=1e-9)
+        np.testing.assert_allclose(found[name].offset, -0.5 * builtin.n, rtol=rtol[name])
+    np.testing.assert_allclose(np.median(found["constant"].likelihood), -0.5 * builtin.n, rtol=rtol["constant"])
+    np.testing.assert_allclose(np.median(found["factor"].prior), -0.5 * builtin.n, rtol=rtol["factor"])
     assert found["variance"].fired and not found["variance"].constant
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 
 from dataclasses import dataclass
 
@@ -14,7 +13,14 @@ from ..kernels import Conditional, GibbsSweep
 from ..kernels.conditional import CopyBlock
 from ..contracts.model import check_array_shape
 
-LOG_2PI = math.log(2 * math.pi)  # a Python float: it takes the dtype of the arrays it meets
+def log_2pi() -> jax.Array:
+    """``log(2 pi)`` as a constant array of the active float dtype, built eagerly even while tracing.
+
+    A captured array constant, not a Python literal: XLA then rounds this model's Gaussian terms exactly as
+    when the constant was built at import in float64 (a literal changed some SMC runs by one ulp).
+    """
+    with jax.ensure_compile_time_eval():
+        return jnp.log(2 * jnp.pi)
 
 
 @dataclass(frozen=True)
@@ -46,13 +52,13 @@ class FiniteMixture:
 
     def log_prior(self, latent):
         t = latent["theta"] / self.sigma_theta
-        log_theta = jnp.sum(-0.5 * t**2 - jnp.log(self.sigma_theta) - 0.5 * LOG_2PI)
+        log_theta = jnp.sum(-0.5 * t**2 - jnp.log(self.sigma_theta) - 0.5 * log_2pi())
         return jnp.sum(self.log_weights[latent["z"]]) + log_theta
 
     def _component_loglik(self, theta, data):
         """(n, k) matrix of log N(y_i; theta_c, sigma_noise^2 I)."""
         r = (data[:, None, :] - theta[None, :, :]) / self.sigma_noise
-        return jnp.sum(-0.5 * r**2 - jnp.log(self.sigma_noise) - 0.5 * LOG_2PI, axis=-1)
+        return jnp.sum(-0.5 * r**2 - jnp.log(self.sigma_noise) - 0.5 * log_2pi(), axis=-1)
 
     def log_likelihood(self, latent, data):
         ll = self._component_loglik(latent["theta"], data)
@@ -101,7 +107,7 @@ class FiniteMixture:
 
     def _log_prob_theta(self, latent, data, lam):
         mean, precision = self._theta_conditional(latent, data, lam)
-        return jnp.sum(-0.5 * precision * (latent["theta"] - mean) ** 2 + 0.5 * jnp.log(precision) - 0.5 * LOG_2PI)
+        return jnp.sum(-0.5 * precision * (latent["theta"] - mean) ** 2 + 0.5 * jnp.log(precision) - 0.5 * log_2pi())
 
     def conditionals(self):
         """Gibbs blocks of f(z, theta; lam): all assignments given the means, then the means given z."""

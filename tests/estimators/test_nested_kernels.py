@@ -20,7 +20,7 @@ import bdmc
 from bdmc import BDMCError
 from bdmc.estimators.nested import (ConstrainedEllipticalSlice, ConstrainedGibbs, ConstrainedRandomWalk, _log_l,
                                     default_nested_kernel, nested_sampling)
-from bdmc.models.low_rank_nested import ConstrainedCoordinateGibbs
+from bdmc.models.low_rank import ConstrainedCoordinateGibbs
 from bdmc.models import GaussianMean, LowRank, LowRankHyper
 
 TINY_LOW_RANK = LowRank(n=3, d=2, k=1)

@@ -18,8 +18,8 @@ from bdmc import BDMCError
 from bdmc.estimators import variational_bayes
 from bdmc.estimators.vb import coordinate_ascent, symmetry_correction
 from bdmc.models import BinaryAttributes, Clustering, LowRank
-from bdmc.models import binary_attributes_vb as bvb
-from bdmc.models import low_rank_vb as lvb
+from bdmc.models.binary_attributes import vb as bvb
+from bdmc.models.low_rank import vb as lvb
 
 # Non-default variances (and per-attribute pi) so that a swapped or dropped hyperparameter shows up.
 LOW_RANK = LowRank(n=5, d=4, k=2, sigma_u=1.3, sigma_v=0.8, sigma_n=0.7)

@@ -21,7 +21,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from ..errors import BDMCError
+from ...errors import BDMCError
 
 LOG_2PI = math.log(2 * math.pi)
 

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import entr
 
-from ..errors import BDMCError
+from ...errors import BDMCError
 
 LOG_2PI = math.log(2 * math.pi)
 

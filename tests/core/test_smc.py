@@ -12,6 +12,7 @@ from bdmc import BDMCError, simulate
 from bdmc.core.resampling import AdaptiveResampling
 from bdmc.kernels import RandomWalkMH
 from bdmc.models import FiniteMixture, GaussianMean, LinearRegression
+from helpers import simulate_float64
 
 EXACT = {
     "linear-regression": LinearRegression(),
@@ -27,7 +28,7 @@ RUNS = {1: 2000, 8: 500, 64: 64}
 
 def _problem(name, seed=1):
     model = EXACT[name]
-    data, latent = simulate(jax.random.key(seed), model)
+    data, latent = simulate_float64(jax.random.key(seed), model)  # the same data set in float32 runs
     return model, data, latent, float(model.exact_log_marginal(data))
 
 

@@ -24,3 +24,14 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def key():
     return jax.random.key(20261122)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_programs_per_module():
+    """Forget compiled programs after each test module, through the public ``bdmc.clear_caches()``.
+
+    bdmc's own caches are bounded, but JAX keeps an executable for every distinct (function, static model,
+    shapes) it has compiled; one process running hundreds of models grew past 3 GB without this.
+    """
+    yield
+    bdmc.clear_caches()

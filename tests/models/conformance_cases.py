@@ -507,13 +507,14 @@ CONTROLS = {c.case + ": " + c.bug: c for c in [
     # Power of each, measured at these settings, is in the comment; the threshold is about 3.7.
     Control("gaussian-mean", "Metropolis-Hastings", "acceptance ratio squared", _broken_mh,
             shows_in=("mean square ['mu']",)),
-    Control("correlated-gaussian", "exact Gibbs conditional", "conditional variance +10%",
-            lambda: WideCorrelated(**_fields(_CORRELATED_GEWEKE)).default_kernel(), lam="0.3"),
+    Control("correlated-gaussian", "block Gibbs sweep", "conditional variance +10%",
+            lambda: WideCorrelated(**_fields(_CORRELATED_GEWEKE)).default_kernel(), lam="0.3", slow=True),
     Control("low-rank", "block Gibbs sweep", "noise variance +10%",
             lambda: replace(_LOW_RANK_GEWEKE, sigma_n=_LOW_RANK_GEWEKE.sigma_n * math.sqrt(1.1)).default_kernel(),
             shows_in=("mean square UV", "mean square V", "mean square U", "log mean square data")),
-    Control("low-rank-hyper", "block Gibbs sweep with conjugate variances", "noise variance +10% in U, V",
-            lambda: _low_rank_hyper_noise_off(_LOW_RANK_HYPER_GEWEKE), shows_in=("log_sigma_n2", "log-likelihood")),
+    Control("low-rank-hyper", "block Gibbs sweep", "noise variance +10% in U, V",
+            lambda: _low_rank_hyper_noise_off(_LOW_RANK_HYPER_GEWEKE), shows_in=("log_sigma_n2", "log-likelihood"),
+            slow=True),
     Control("clustering", "collapsed site sweep", "noise variance +10%",
             lambda: replace(_CLUSTERING_GEWEKE, sigma_noise=_CLUSTERING_GEWEKE.sigma_noise * math.sqrt(1.1))
             .default_kernel(), shows_in=("co-clustered pairs", "occupied clusters")),

@@ -12,8 +12,9 @@ Tolerances: identities and exact values allow the rounding of a few dozen operat
 reference or a quadrature in the model estimates for itself; statistical checks use about 4 standard errors (the
 Geweke test's Bonferroni threshold at family-wise level 1e-3, Monte Carlo references at 4 standard errors).
 
-Compilation dominates the cost, so each model's conditionals and kernels are built once at import, scalar lams
-share one compiled program (lam is traced), and shape checks use ``jax.eval_shape`` (tracing, no compilation).
+Compilation dominates the cost, so each model's conditionals and kernels are built once at import and lams share
+compiled programs (lam is traced: the conditional checks pass every lam as one weight per case, and the Geweke
+tests' scalar lams share one program), and shape checks use ``jax.eval_shape`` (tracing, no compilation).
 """
 
 import dataclasses
@@ -33,7 +34,6 @@ from bdmc.models import REGISTRY, NIWMixture
 from helpers import dtype_tol, simulate_float64
 
 from conformance_cases import CASES, CONTROLS, lam_value, per_case_lam
-
 
 
 def _rounding(*values):
@@ -66,6 +66,8 @@ def _same_shapes(got, want):
 def test_simulate_and_the_core_methods(name):
     case = CASES[name]
     model = case.model
+    copy = dataclasses.replace(model)  # models are static arguments of compiled functions: equal by value
+    assert copy == model and hash(copy) == hash(model)
     sim = _simulated(name)
     assert isinstance(sim, Simulated)
     data, latent = sim

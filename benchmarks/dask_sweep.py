@@ -1,0 +1,263 @@
+"""One ``bdmc bench`` sweep three ways: in-process, on Dask threads in this process, on Dask worker processes.
+
+The sweep is :func:`bdmc.experiments.bench.run_bench` (what ``bdmc bench`` runs) with the same seed, model,
+estimators and knobs each time; only ``client`` changes:
+
+* ``in-process`` -- ``client=None``: the (estimator, knob) cells run one after another here.
+* ``threads``    -- ``bdmc.experiments.bench.connect("local")``: a LocalCluster of threads in this process
+                    (what ``bdmc bench --scheduler local`` starts).
+* ``processes``  -- ``LocalCluster(n_workers=--workers, threads_per_worker=1)``: separate worker processes,
+                    each started with XLA's and OpenMP's thread pools at one thread (``--worker-threads``).
+
+bdmc's compile caches are emptied before each mode, so every mode compiles its programs (the worker
+processes compile their own). Each mode writes its rows to its own store under ``--store`` as they finish.
+The rows are then compared with the in-process ones column by column, timing columns aside. Results:
+``results/scale/dask.{json,md}``. See benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+import pandas as pd
+
+import bdmc
+from bdmc.experiments import bench
+
+bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
+
+RESULTS = Path(__file__).resolve().parent / "results" / "scale"
+TIMING = ["seconds", "seconds_batch", "compile_seconds"]
+MODES = ("in-process", "threads", "processes")
+KNOBS = {"ais": [10, 100, 1000], "rev-ais": [10, 100, 1000], "smc": [1, 3, 10], "shme": [1, 3, 10],
+         "lw": [100, 10000], "hme": [100, 10000]}
+
+
+def worker_env(threads: int) -> dict[str, str]:
+    """Environment of a worker process: XLA's Eigen pool and OpenMP at ``threads`` threads."""
+    flags = "--xla_cpu_multi_thread_eigen=false" if threads == 1 else ""
+    return {"XLA_FLAGS": flags, "OMP_NUM_THREADS": str(threads), "OPENBLAS_NUM_THREADS": str(threads),
+            "MKL_NUM_THREADS": str(threads)}
+
+
+def start(mode: str, workers: int, worker_threads: int):
+    """(client, seconds to start it) for ``mode``; no client in-process."""
+    if mode == "in-process":
+        return None, 0.0
+    t0 = time.perf_counter()
+    if mode == "threads":
+        client = bench.connect("local")
+    else:
+        from dask.distributed import Client, LocalCluster
+
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                               env=worker_env(worker_threads))
+        client = Client(cluster)
+    client.wait_for_workers(1)
+    return client, time.perf_counter() - t0
+
+
+def close(client) -> None:
+    if client is None:
+        return
+    cluster = client.cluster
+    client.close()
+    if cluster is not None:
+        cluster.close()
+
+
+def run_mode(mode: str, args, store: Path) -> tuple[pd.DataFrame, dict]:
+    """The sweep under one mode; its table and timings (wall, start, first row, rows in finishing order)."""
+    bdmc.clear_caches()
+    shutil.rmtree(store, ignore_errors=True)
+    client, start_s = start(mode, args.workers, args.worker_threads)
+    t0, finished = time.perf_counter(), []
+    load = os.getloadavg()
+    try:
+        workers = len(client.scheduler_info()["workers"]) if client is not None else 0
+        on_row = lambda row: finished.append((row["estimator"], row["knob"], time.perf_counter() - t0))  # noqa: E731
+        table = bench.run_bench(jax.random.key(args.seed), model_of(args), estimators=list(args.knobs),
+                                knobs=args.knobs, trials=args.trials, truth_steps=args.truth_steps,
+                                truth_chains=args.truth_chains, out=store, client=client, on_row=on_row)
+        wall = time.perf_counter() - t0
+    finally:
+        close(client)
+    stored = pd.read_csv(store / bench.CSV_NAME)
+    return table, {"mode": mode, "workers": workers, "start_seconds": start_s, "sweep_seconds": wall,
+                   "first_row_seconds": finished[0][2] if finished else None,
+                   "finish_order": [[e, k, t] for e, k, t in finished], "rows_in_store": len(stored),
+                   "store_order": [[e, int(k)] for e, k in zip(stored["estimator"], stored["knob"])],
+                   "compute_seconds": float(table["seconds_batch"].sum() + table["compile_seconds"].sum()),
+                   "compile_seconds": float(table["compile_seconds"].sum()), "load_before": list(load),
+                   "load_after": list(os.getloadavg())}
+
+
+def compare(reference: pd.DataFrame, other: pd.DataFrame) -> dict:
+    """Whether ``other`` has the reference's rows (timing aside), and the largest numeric difference."""
+    a, b = reference.drop(columns=TIMING), other.drop(columns=TIMING)
+    try:
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+        identical = True
+    except AssertionError:
+        identical = False
+    numeric = a.select_dtypes("number").columns
+    diff = (a[numeric] - b[numeric]).abs().max().max()
+    trials = max(max(abs(x - y) for x, y in zip(json.loads(p), json.loads(q)))
+                 for p, q in zip(a["trial_estimates"], b["trial_estimates"]))
+    return {"identical": identical, "max_abs_diff": float(diff), "max_abs_diff_trials": float(trials)}
+
+
+def model_of(args):
+    return bdmc.models.LinearRegression(n=args.n)
+
+
+def source_info() -> dict:
+    """Which bdmc ran: its path, the commit of its checkout and whether its src/ had uncommitted edits."""
+    import bdmc
+
+    root = Path(bdmc.__file__).resolve().parents[2]
+    git = lambda *a: subprocess.run(["git", "-C", str(root), *a], capture_output=True, text=True).stdout.strip()  # noqa: E731
+    return {"bdmc_path": str(Path(bdmc.__file__).parent), "commit": git("rev-parse", "--short", "HEAD"),
+            "modified_in_src": git("status", "--porcelain", "--", "src").splitlines()}
+
+
+def machine_info() -> dict:
+    import dask
+    import distributed
+
+    return {"cpu_count": os.cpu_count(), "cpu_affinity": len(os.sched_getaffinity(0)),
+            "processor": platform.processor() or platform.machine(), "platform": platform.platform(),
+            "python": platform.python_version(), "jax": jax.__version__, "dask": dask.__version__,
+            "distributed": distributed.__version__, "bdmc": bdmc.__version__, "x64": bool(jax.config.jax_enable_x64)}
+
+
+HEAD = ["mode", "workers", "start s", "sweep s", "first row s", "compile s (sum)", "compute s (sum)",
+        "same rows as in-process", "max |diff| of trials", "load (1 min) before"]
+
+
+def cells(t: dict) -> list[str]:
+    same = t.get("same", {})
+    return [t["mode"], str(t["workers"]), f"{t['start_seconds']:.1f}", f"{t['sweep_seconds']:.1f}",
+            f"{t['first_row_seconds']:.1f}", f"{t['compile_seconds']:.1f}", f"{t['compute_seconds']:.1f}",
+            "-" if not same else ("identical" if same["identical"] else "differ"),
+            "-" if not same else f"{same['max_abs_diff_trials']:.3g}", f"{t['load_before'][0]:.2f}"]
+
+
+def findings(out: dict) -> list[str]:
+    """Sentences computed from the results."""
+    by = {t["mode"]: t for t in out["timings"]}
+    ref = by.get("in-process")
+    lines = []
+    for mode in MODES[1:]:
+        if mode not in by or ref is None:
+            continue
+        t = by[mode]
+        lines.append(f"- **{mode}** ({t['workers']} worker(s)): the sweep took {t['sweep_seconds']:.1f} s against "
+                     f"{ref['sweep_seconds']:.1f} s in-process ({ref['sweep_seconds'] / t['sweep_seconds']:.2f}x "
+                     f"speed-up), plus {t['start_seconds']:.1f} s to start the cluster; its rows are "
+                     f"{'identical to' if t['same']['identical'] else 'not identical to'} the in-process ones "
+                     f"(largest difference of a trial estimate {t['same']['max_abs_diff_trials']:.3g} nats). "
+                     f"Rows reached the store one by one as they finished ({t['rows_in_store']} rows).")
+    return lines
+
+
+def write_markdown(path: Path, out: dict) -> None:
+    s = out["settings"]
+    knobs = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in s["knobs"].items())
+    lines = [
+        "# One bench sweep in-process and on Dask", "",
+        f"`python benchmarks/dask_sweep.py` -- `bdmc.experiments.bench.run_bench` on "
+        f"`LinearRegression(n={s['n']})`, seed {s['seed']}, {s['trials']} trials per cell, knobs {knobs}; ground "
+        f"truth: the closed form, with AIS at T = {s['truth_steps']} ({s['truth_chains']} chains) beside it, "
+        f"computed by the caller in every mode ({len(out['rows'])} cells). bdmc's compile caches are emptied "
+        "before each mode. *sweep s*: wall time of `run_bench` (truth included), cluster start-up apart; "
+        "*compile s* and *compute s*: sums over the cells of the estimators' own compile and run seconds "
+        f"(work, not wall). Process workers run with XLA/OpenMP at {s['worker_threads']} thread(s) each.", "",
+        "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD),
+        *["| " + " | ".join(cells(t)) + " |" for t in out["timings"]], "",
+        "## Findings", "", *findings(out), "",
+        f"Load average (1, 5, 15 min) at the start: {', '.join(f'{x:.2f}' for x in out['load_start'])}; at the "
+        f"end: {', '.join(f'{x:.2f}' for x in out['load_end'])} (a shared machine: other work ran alongside).", "",
+        "Machine: " + ", ".join(f"{k}={v}" for k, v in out["machine"].items()), "",
+        f"bdmc source: commit {out['source']['commit']}, uncommitted changes under src/: "
+        f"{', '.join(out['source']['modified_in_src']) or 'none'}.", "",
+    ]
+    path.write_text("\n".join(lines))
+
+
+def parse_knobs(text: str) -> dict[str, list[int]]:
+    """``"ais=10,100;smc=1"`` -> ``{"ais": [10, 100], "smc": [1]}``."""
+    out = {}
+    for item in filter(None, (x.strip() for x in text.split(";"))):
+        name, _, values = item.partition("=")
+        out[name.strip()] = [int(v) for v in values.split(",") if v.strip()]
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--knobs", type=parse_knobs, default=KNOBS,
+                    help="estimators and knob values, e.g. 'ais=10,100;smc=1,3' (default: six estimators)")
+    ap.add_argument("--n", type=int, default=20, help="data cases of LinearRegression (default 20, the paper's)")
+    ap.add_argument("--trials", type=int, default=25, help="trials per cell (default 25)")
+    ap.add_argument("--truth-steps", type=int, default=1000, help="T of the AIS beside the closed form (1000)")
+    ap.add_argument("--truth-chains", type=int, default=16, help="chains of that AIS (default 16)")
+    ap.add_argument("--workers", type=int, default=2, help="worker processes of the processes mode (default 2)")
+    ap.add_argument("--worker-threads", type=int, default=1, help="XLA/OpenMP threads per worker (default 1)")
+    ap.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of " + ", ".join(MODES))
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--store", type=Path, default=None, help="where the modes' bench stores go (default: a temp dir)")
+    ap.add_argument("--out", type=Path, default=RESULTS, help="directory for dask.{json,md}")
+    args = ap.parse_args(argv)
+    modes = [m.strip() for m in args.modes.split(",")]
+    if "in-process" not in modes or set(modes) - set(MODES):
+        ap.error(f"--modes must include in-process (the reference) and be among {', '.join(MODES)}")
+    run(args, [m for m in MODES if m in modes])
+
+
+def run(args, modes: list[str]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console, load_start = Console(width=None if sys.stdout.isatty() else 200), os.getloadavg()
+    root = args.store or Path(tempfile.mkdtemp(prefix="bdmc-dask-sweep-"))
+    tables, timings = {}, []
+    for mode in modes:
+        with console.status(f"sweep: {mode} ..."):
+            tables[mode], timing = run_mode(mode, args, root / mode)
+        if mode != "in-process":
+            timing["same"] = compare(tables["in-process"], tables[mode])
+        timings.append(timing)
+        console.print(" | ".join(cells(timing)))
+    table = Table(title="one bench sweep: in-process and on Dask")
+    for h in HEAD:
+        table.add_column(h, justify="left" if h == "mode" else "right")
+    for t in timings:
+        table.add_row(*cells(t))
+    console.print(table)
+    out = {"settings": {"n": args.n, "trials": args.trials, "knobs": args.knobs, "truth_steps": args.truth_steps,
+                        "truth_chains": args.truth_chains, "workers": args.workers,
+                        "worker_threads": args.worker_threads, "seed": args.seed, "modes": modes},
+           "timings": timings, "rows": tables["in-process"].drop(columns=["trial_estimates"]).to_dict("records"),
+           "load_start": list(load_start), "load_end": list(os.getloadavg()), "machine": machine_info(), "source": source_info()}
+    for line in findings(out):
+        console.print(line)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "dask.json").write_text(json.dumps(out, indent=2, default=float))
+    write_markdown(args.out / "dask.md", out)
+    console.print(f"wrote {args.out / 'dask.json'} and {args.out / 'dask.md'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -251,6 +251,16 @@ def findings(out: dict) -> list[str]:
             f"per chain-step go from {lo['seconds_per_chain_step']:.3g} to {hi['seconds_per_chain_step']:.3g} "
             f"(slope {fmt(s['logistic vs D']['all'])} over all D, {fmt(s['logistic vs D']['largest 2'])} over "
             f"the largest two); memory above baseline {lo['memory_mib']:.1f} to {hi['memory_mib']:.1f} MiB.")
+    wide, tall = max(dims, key=lambda r: r["dim"], default=None), max(
+        (r for r in rows if r["model"] == "logistic" and r["sweep"] == "N"), key=lambda r: r["n"], default=None)
+    if wide is not None and tall is not None:
+        lines.append(
+            f"- **Same model, data or dimension**: logistic at N = {tall['n']:,}, D = {tall['dim']} (N x D = "
+            f"{tall['n'] * tall['dim']:,}) costs {tall['seconds_per_chain_step']:.3g} s per chain-step; at N = "
+            f"{wide['n']:,}, D = {wide['dim']} (N x D = {wide['n'] * wide['dim']:,}) it costs "
+            f"{wide['seconds_per_chain_step']:.3g} s: "
+            f"{tall['seconds_per_chain_step'] / wide['seconds_per_chain_step']:.3g}x the time for "
+            f"{tall['n'] * tall['dim'] / (wide['n'] * wide['dim']):.3g}x the multiply-adds of the design product.")
     compile_s = [r["compile_seconds"] for r in rows]
     lines.append(f"- Compilation took {min(compile_s):.2f} to {max(compile_s):.2f} s per configuration, "
                  "excluded from the warm times; every warm call reused the compiled program: "
@@ -338,18 +348,31 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=2, help="warm calls per configuration (default 2)")
     ap.add_argument("--quick", action="store_true", help="smoke run: N up to 10^3, D up to 100, T = 20")
     ap.add_argument("--out", type=Path, default=RESULTS, help="directory for scale.{json,md,png}")
+    ap.add_argument("--report", action="store_true", help="rewrite the markdown and figure from the JSON in --out")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # a configuration as JSON: run it here, print JSON
     ap.add_argument("--baseline", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.baseline or args.one:
         print(json.dumps(baseline() if args.baseline else measure(json.loads(args.one))))
         return
+    stem = args.out / ("scale_quick" if args.quick else "scale")  # smoke runs never overwrite
+    if args.report:
+        write_outputs(stem, json.loads(stem.with_suffix(".json").read_text()))
+        return
     if args.quick:
         args.ns, args.dims, args.dim_n, args.steps, args.repeats = [100, 1000], [10, 100], 200, 20, 1
-    run_sweep(args)
+    run_sweep(args, stem)
 
 
-def run_sweep(args) -> None:
+def write_outputs(stem: Path, out: dict) -> None:
+    """JSON, markdown and figure of one sweep."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    stem.with_suffix(".json").write_text(json.dumps(out, indent=2))
+    write_markdown(stem.with_suffix(".md"), out)
+    plot(stem.with_suffix(".png"), out["results"])
+
+
+def run_sweep(args, stem: Path) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -373,17 +396,13 @@ def run_sweep(args) -> None:
         console.print(" | ".join(cells(row)))
         table.add_row(*cells(row))
     console.print(table)
-    out = {"settings": {k: v for k, v in vars(args).items() if k not in ("out", "one", "baseline")},
+    out = {"settings": {k: v for k, v in vars(args).items() if k not in ("out", "one", "baseline", "report")},
            "baseline_mib": base_mib, "baseline_all_mib": base, "results": rows, "slopes": slopes(rows),
            "load_start": list(load_start), "load_end": list(os.getloadavg()),
            "wall_seconds": time.perf_counter() - start, "machine": machine_info(), "source": source_info()}
     for line in findings(out):
         console.print(line)
-    args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.out / ("scale_quick" if args.quick else "scale")  # smoke runs never overwrite
-    stem.with_suffix(".json").write_text(json.dumps(out, indent=2))
-    write_markdown(stem.with_suffix(".md"), out)
-    plot(stem.with_suffix(".png"), rows)
+    write_outputs(stem, out)
     console.print(f"wrote {stem.with_suffix('.json')}, {stem.with_suffix('.md')} and {stem.with_suffix('.png')}")
 
 

@@ -29,7 +29,7 @@ COLLAPSED, EXACT, GIBBS, KERNEL, TEMPERED = ("collapsed density", "exact evidenc
                                              "own kernel", "tempered data")
 CASE_PROPOSAL, VB, SYMMETRY, BIC, BLOCKS = ("case proposal", "VB family", "label symmetry", "BIC",
                                             "Gaussian prior blocks")
-CONSTRAINED, DATA_CHECK = "constrained moves", "data check"
+CONSTRAINED, DATA_CHECK, INDEXED = "constrained moves", "data check", "indexed conditionals"
 
 
 # ----- independent ground truth (numpy/scipy only, no model code) ---------------------------------------------
@@ -418,11 +418,13 @@ CASES = {c.name: c for c in [
                        Moments(_LOW_RANK_HYPER_GEWEKE, ("U", "V"), _LOW_RANK_VARIANCES, (("UV", "U", "V"),)),
                        slow_lams=("0.3", "per-case"), tilt=("log_sigma_n2", "shape_n", "scale_n", 3))),
     Case("binary", BinaryAttributes(n=3, dim=3, k=2, pi=0.4, sigma_a=1.0, sigma_n=0.5),
-         frozenset({BIC, GIBBS, VB, CASE_PROPOSAL, COLLAPSED, DATA_CHECK, EXACT, SYMMETRY, KERNEL, TEMPERED}), 3,
+         frozenset({BIC, GIBBS, INDEXED, VB, CASE_PROPOSAL, COLLAPSED, DATA_CHECK, EXACT, SYMMETRY, KERNEL,
+                    TEMPERED}), 3,
          conditional_sites=(0, 5),
          exact=(BinaryAttributes(n=4, dim=3, k=2, pi=0.4, sigma_a=1.0, sigma_n=0.5), _binary_reference),
          geweke=Geweke(_BINARY_GEWEKE, 3000, 40, Bits())),
-    Case("binary-hyper", _BINARY_HYPER, frozenset({GIBBS, COLLAPSED, DATA_CHECK, EXACT, KERNEL, TEMPERED}), 2,
+    Case("binary-hyper", _BINARY_HYPER, frozenset({GIBBS, INDEXED, COLLAPSED, DATA_CHECK, EXACT, KERNEL, TEMPERED}),
+         2,
          conditional_sites=(0, 3), any_latent=AnyLatent(_BINARY_HYPER, _binary_hyper_latent),
          exact=(BinaryAttributesHyper(n=3, dim=3, k=2), _binary_hyper_reference, {"num_nodes": 320}),
          geweke=Geweke(_BINARY_HYPER_GEWEKE, 3000, 40, Bits(("log_sigma_a2", "log_sigma_n2")),

@@ -173,6 +173,18 @@ def _check_constrained(model, latent, data, key):
     _same_shapes(jax.eval_shape(kernel, key, latent, data, log_c), latent)
 
 
+def _check_indexed(model, latent, data, key):
+    conds = model.conditionals()
+    assert model.num_sites() == len(conds)
+    site = jax.jit(model.update_site)  # the index traced, as in a scan over sites
+    for j in range(len(conds)):
+        for lam in (0.3, per_case_lam(len(data))):
+            expected = conds[j].update(jax.random.fold_in(key, j), latent, data, lam)
+            got = site(jax.random.fold_in(key, j), j, latent, data, lam)
+            for a, b in zip(jax.tree.leaves(got), jax.tree.leaves(expected)):
+                np.testing.assert_array_equal(a, b)
+
+
 def _check_data_check(model, latent, data, key):
     assert model.check_data(data) is None
     with pytest.raises(DataError):
@@ -199,6 +211,7 @@ CAPABILITY_CHECKS = {
     "VB family": _check_vb, "label symmetry": _check_symmetry, "BIC": _check_bic,
     "Gaussian prior blocks": _check_blocks, "constrained moves": _check_constrained, "data check": _check_data_check,
     "tempered data": _check_tempered, "collapsed density": _check_collapsed, "exact evidence": _check_exact,
+    "indexed conditionals": _check_indexed,
 }
 
 

@@ -9,8 +9,8 @@
 """
 
 from .capabilities import (CAPABILITIES, BICFit, CaseProposal, ChecksData, CollapsedDensity, ConditionalPrior,
-                           ConstrainedMoves, ExactEvidence, GaussianPriorBlocks, GibbsConditionals, LabelSymmetry,
-                           NamesTerms, OwnKernel, TemperedSimulation, VariationalFamily, capabilities,
+                           ConstrainedMoves, ExactEvidence, GaussianPriorBlocks, GibbsConditionals, IndexedConditionals,
+                           LabelSymmetry, NamesTerms, OwnKernel, TemperedSimulation, VariationalFamily, capabilities,
                            capability_table, missing_methods, require, supports)
 from .estimate import (COMBINE_RULES, ESTIMATORS, Estimate, EstimatorInfo, combine_runs, gap, log_harmonic_mean,
                        log_mean_exp, log_mean_exp_stderr, register_estimator, seed_of)
@@ -20,7 +20,7 @@ from .model import (Model, Simulated, check_array_shape, log_density, log_densit
 
 __all__ = [
     "BICFit", "CAPABILITIES", "CaseProposal", "ChecksData", "CollapsedDensity", "ConditionalPrior", "ConstrainedMoves",
-    "COMBINE_RULES", "ESTIMATORS", "Estimate", "EstimatorInfo", "ExactEvidence", "combine_runs", "register_estimator", "seed_of", "GaussianPriorBlocks", "GibbsConditionals", "Kernel", "KernelInfo", "LabelSymmetry",
+    "COMBINE_RULES", "ESTIMATORS", "Estimate", "EstimatorInfo", "ExactEvidence", "combine_runs", "register_estimator", "seed_of", "GaussianPriorBlocks", "GibbsConditionals", "IndexedConditionals", "Kernel", "KernelInfo", "LabelSymmetry",
     "Model", "NamesTerms", "OwnKernel", "ReversibleTransition", "Simulated", "TemperedSimulation", "VariationalFamily",
     "capabilities", "capability_table", "check_array_shape", "gap", "log_density", "log_density_increment",
     "log_harmonic_mean", "log_mean_exp", "log_mean_exp_stderr", "log_predictive", "missing_methods", "n_cases",

@@ -61,6 +61,20 @@ class GibbsConditionals(Protocol):
 
 
 @runtime_checkable
+class IndexedConditionals(Protocol):
+    """Draws from the conditional of site ``j`` given a traced integer index: Gibbs moves as one compiled loop.
+
+    ``update_site(key, j, latent, data, lam)`` does what ``conditionals()[j].update(key, latent, data, lam)``
+    does, for the same key, so a loop over ``j in range(num_sites())`` compiles one site update instead of
+    unrolling one per conditional.
+    """
+
+    def num_sites(self) -> int: ...
+
+    def update_site(self, key, j, latent: PyTree, data: PyTree, lam) -> PyTree: ...
+
+
+@runtime_checkable
 class OwnKernel(Protocol):
     """Ships the transition operator AIS and SMC use when no kernel is given (else HMC on the latents)."""
 
@@ -140,6 +154,7 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability(CollapsedDensity, "collapsed density", "its own f(x; lam) over a collapsed state"),
     Capability(ExactEvidence, "exact evidence", "exact log p(y): truth for sandwich, bench and tests"),
     Capability(GibbsConditionals, "Gibbs conditionals", "conditional-vs-joint check, Gibbs moves"),
+    Capability(IndexedConditionals, "indexed conditionals", "Gibbs moves as a loop over a traced site index"),
     Capability(OwnKernel, "own kernel", "a model-specific default kernel (else HMC)"),
     Capability(TemperedSimulation, "tempered data", "Geweke tests at lam < 1"),
     Capability(CaseProposal, "case proposal", "SMC's posterior proposal (smc/shme default)"),

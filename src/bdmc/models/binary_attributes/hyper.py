@@ -127,6 +127,14 @@ class BinaryAttributesHyper:
         """Every single-bit conditional (the variances move by Metropolis-Hastings, not by a conditional)."""
         return tuple(self.site_conditional(i, b) for i in range(self.n) for b in range(self.k))
 
+    def num_sites(self) -> int:
+        """Single-bit conditionals: ``n * k``."""
+        return self.n * self.k
+
+    def update_site(self, key, j, latent, data, lam):
+        """``conditionals()[j].update`` for a traced index ``j``: bit ``j % k`` of row ``j // k``."""
+        return self.fixed(latent).update_site(key, j, latent, data, lam)
+
     def update_variances(self, key, latent, data, lam):
         """Random-walk MH on each log variance at every scale of ``mh_scales``; returns (latent, mean acceptance)."""
         accepts = []

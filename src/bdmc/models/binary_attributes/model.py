@@ -194,13 +194,17 @@ class BinaryAttributes:
         log_on, log_off = self.bit_prior(jnp.sum(z, axis=0) - z[i])
         return self.bit_logit(z[i], bit, rest.minv, rest.minv @ rest.h, y[i], w[i], log_on - log_off)
 
+    def _redraw_bit(self, key, i, bit, latent, data, lam):
+        """``z[i, bit]`` redrawn from its conditional; ``i`` and ``bit`` may be Python or traced integers."""
+        logit = self._site_logit(i, bit, latent["Z"], data, lam)
+        on = jnp.log(jax.random.uniform(key)) < jax.nn.log_sigmoid(logit)
+        return {**latent, "Z": latent["Z"].at[i, bit].set(on.astype(latent["Z"].dtype))}
+
     def site_conditional(self, i: int, bit: int) -> Conditional:
         """The conditional of the single bit ``z[i, bit]`` given the rest of Z (A collapsed), for testing."""
 
         def update(key, latent, data, lam):
-            logit = self._site_logit(i, bit, latent["Z"], data, lam)
-            on = jnp.log(jax.random.uniform(key)) < jax.nn.log_sigmoid(logit)
-            return {**latent, "Z": latent["Z"].at[i, bit].set(on.astype(latent["Z"].dtype))}
+            return self._redraw_bit(key, i, bit, latent, data, lam)
 
         def log_prob(latent, data, lam):
             logit = self._site_logit(i, bit, latent["Z"], data, lam)
@@ -214,6 +218,14 @@ class BinaryAttributes:
     def conditionals(self):
         """Every single-bit conditional, in the order the sweep visits them."""
         return tuple(self.site_conditional(i, b) for i in range(self.n) for b in range(self.k))
+
+    def num_sites(self) -> int:
+        """Single-bit conditionals: ``n * k``."""
+        return self.n * self.k
+
+    def update_site(self, key, j, latent, data, lam):
+        """``conditionals()[j].update`` for a traced index ``j``: bit ``j % k`` of row ``j // k``."""
+        return self._redraw_bit(key, j // self.k, j % self.k, latent, data, lam)
 
     def default_kernel(self):
         """The collapsed Gibbs sweep with rank-one updates."""

@@ -1,0 +1,418 @@
+"""log p(y) at equal accuracy: bdmc against the tools a user would pick instead.
+
+On four problems with exact (or reference) log Z (``peer_problems.py``), each tool runs at a few budgets
+(``peer_tools.BUDGETS``), one run per call, repeated with different seeds, round-robin over tools so drifting
+background load hits all alike. For every (problem, tool, budget): error against the exact answer, RMSE and
+bias over the repeats, warm seconds per run (compilation or first call excluded) and cold seconds (the first
+call in the process, compilation included), and the tool's own count of density or gradient evaluations.
+The summary gives per problem the time each tool needs to reach RMSE < 1 and < 0.1 nat, and bdmc's ratio
+to the best peer.
+
+Rows go to ``<out>/peers.jsonl`` as each call finishes (one atomic append each; a rerun with the same
+settings skips finished rows), then ``peers.md`` and ``rmse_vs_seconds.png``. ``--quick`` writes
+``*_quick.*``. See benchmarks/README.md.
+
+    python benchmarks/peers.py                       # the full run (about 25 min on two cores)
+    python benchmarks/peers.py --quick               # smoke run: eight schools, smallest budgets, 3 repeats
+    python benchmarks/peers.py --problems regression --tools bdmc-smc,pymc --repeats 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import jax
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+import bdmc
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import peer_problems  # noqa: E402
+import peer_tools  # noqa: E402
+from peer_tools import BUDGETS, KNOBS, TOOLS, budget_label  # noqa: E402
+
+bdmc.enable_x64()  # float64, as the closed forms
+
+RESULTS = Path(__file__).resolve().parent / "results" / "peers"
+BDMC_TOOLS = ("bdmc-ais", "bdmc-smc")
+# The slow peers run fewer repeats and, for nautilus, fewer problems in the full run (minutes per run on two
+# cores); the headline of peers.md says so.
+SLOW_REPEATS = {"dynesty": 5, "ultranest": 5, "nautilus": 2}
+SLOW_PROBLEMS = {"nautilus": ("schools",)}
+THRESHOLDS = (1.0, 0.1)
+
+
+# ------------------------------------------------------------------------------------------- JSONL store
+def append_row(path: Path, row: dict) -> None:
+    """Append one JSON line with a single ``write`` on an O_APPEND descriptor (atomic for one row)."""
+    line = (json.dumps(row, default=_jsonable) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _jsonable(x):
+    if isinstance(x, (np.integer, np.floating)):
+        return x.item()
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    return str(x)
+
+
+def load_rows(path: Path) -> list[dict]:
+    """Rows of a JSONL file; a torn last line (interrupted write) is ignored."""
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return rows
+
+
+def row_key(row: dict) -> tuple:
+    return row["problem"], row["tool"], row["budget"], row["seed"]
+
+
+# --------------------------------------------------------------------------------------------- running
+def plan(problems, tools, repeats, quick) -> list[tuple]:
+    """(problem, tool, budget, seeds) for every cell, in the order the cells are first called."""
+    cells = []
+    for name in problems:
+        for tool in tools:
+            if not quick and name not in SLOW_PROBLEMS.get(tool, (name,)):
+                continue
+            n = repeats if quick else min(repeats, SLOW_REPEATS.get(tool, repeats))
+            for budget in (BUDGETS[tool][:1] if quick else BUDGETS[tool]):
+                cells.append((name, tool, budget, list(range(n))))
+    return cells
+
+
+def timed_call(run, seed) -> dict:
+    """One call with wall time and the 1-minute load average before and after."""
+    load_before = os.getloadavg()[0]
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = run(seed)
+    seconds = time.perf_counter() - start
+    return {**out, "seconds": seconds, "load_before": load_before, "load_after": os.getloadavg()[0]}
+
+
+class Runner:
+    """Builds each (problem, tool, budget) once and records every call as a JSONL row."""
+
+    def __init__(self, path, truths, console):
+        self.path, self.truths, self.console = path, truths, console
+        self.done = {row_key(r) for r in load_rows(path)}
+        self.runs, self.calls = {}, {}
+
+    def call(self, name, tool, budget, seed, *, cold: bool) -> None:
+        label = budget_label(budget)
+        if (name, tool, label, seed) in self.done:
+            return
+        cell = (name, tool, label)
+        if cold and tool in BDMC_TOOLS:
+            bdmc.clear_caches()  # so its cold call compiles, whatever ran before
+        start = time.perf_counter()
+        if cell not in self.runs:
+            self.runs[cell] = peer_tools.make(tool, peer_problems.get_problem(name), budget)
+        setup = time.perf_counter() - start
+        first = self.calls.get(cell, 0) == 0
+        out = timed_call(self.runs[cell], seed)
+        self.calls[cell] = self.calls.get(cell, 0) + 1
+        truth = self.truths[name]
+        row = {"problem": name, "tool": tool, "budget": label, "knob": KNOBS[tool], "seed": seed,
+               "kind": "cold" if first else "warm", "setup_seconds": setup,
+               "seconds_with_setup": out["seconds"] + setup, "truth": truth["value"], "truth_kind": truth["kind"],
+               "error": out["log_z"] - truth["value"], "time": time.time(), **out}
+        append_row(self.path, row)
+        self.done.add(row_key(row))
+        self.console.print(f"{name:11s} {tool:14s} {label:>7s} seed {seed:2d} {row['kind']:4s} "
+                           f"{row['seconds']:8.3f}s  error {row['error']:+10.4f}  load {out['load_before']:.2f}")
+
+
+def run_all(cells, runner) -> None:
+    """Cold calls first (bdmc's first, as they clear JAX's caches), then warm repeats round-robin."""
+    for name in dict.fromkeys(c[0] for c in cells):
+        mine = [c for c in cells if c[0] == name]
+        mine.sort(key=lambda c: c[1] not in BDMC_TOOLS)
+        for _, tool, budget, seeds in mine:
+            runner.call(name, tool, budget, seeds[0], cold=True)
+        for r in range(1, max(len(c[3]) for c in mine)):
+            for _, tool, budget, seeds in mine:
+                if r < len(seeds):
+                    runner.call(name, tool, budget, seeds[r], cold=False)
+
+
+# --------------------------------------------------------------------------------------------- truths
+def truths_for(problems, out_dir, quick, console) -> dict:
+    """Exact log Z where there is one; else a long-run reference, computed once and kept in references.json."""
+    path = out_dir / ("references_quick.json" if quick else "references.json")
+    refs = json.loads(path.read_text()) if path.exists() else {}
+    truths = {}
+    for name in problems:
+        problem = peer_problems.get_problem(name)
+        if problem.exact is not None:
+            truths[name] = {"value": problem.exact, "kind": "exact"}
+            continue
+        if name not in refs:
+            with console.status(f"reference run for {name} ..."):
+                refs[name] = peer_tools.long_reference(problem, quick=quick)
+            path.write_text(json.dumps(refs, indent=2))
+        truths[name] = {"value": refs[name]["value"], "kind": "reference", **refs[name]}
+    return truths
+
+
+# ------------------------------------------------------------------------------------------- summaries
+def summarize(rows) -> list[dict]:
+    """One record per (problem, tool, budget): RMSE, bias, warm and cold seconds, evaluations."""
+    cells = {}
+    for r in rows:
+        cells.setdefault((r["problem"], r["tool"], r["budget"]), []).append(r)
+    out = []
+    for (name, tool, label), rs in cells.items():
+        err = np.array([r["error"] for r in rs])
+        warm = [r["seconds"] for r in rs if r["kind"] == "warm" and not r.get("compiled")]
+        cold = [r["seconds_with_setup"] for r in rs if r["kind"] == "cold"]
+        evals = [r["n_evals"] for r in rs if r.get("n_evals") is not None]
+        out.append({"problem": name, "tool": tool, "budget": label, "knob": rs[0]["knob"], "n": len(rs),
+                    "rmse": float(np.sqrt(np.mean(err**2))), "bias": float(np.mean(err)),
+                    "sd": float(np.std(err, ddof=1)) if len(err) > 1 else float("nan"),
+                    "warm_s": statistics.median(warm) if warm else float("nan"), "n_warm": len(warm),
+                    "cold_s": statistics.median(cold) if cold else float("nan"),
+                    "n_evals": statistics.median(evals) if evals else None,
+                    "load": statistics.mean(r["load_before"] for r in rs),
+                    "truth_kind": rs[0]["truth_kind"]})
+    order = {t: i for i, t in enumerate(TOOLS)}
+    budget_order = {(t, budget_label(b)): i for t in TOOLS for i, b in enumerate(BUDGETS[t])}
+    out.sort(key=lambda s: (s["problem"], order.get(s["tool"], 99), budget_order.get((s["tool"], s["budget"]), 99)))
+    return out
+
+
+def reach(summary, problem, tool, threshold) -> dict | None:
+    """The smallest budget (in budget order) whose RMSE is below ``threshold``, and the budget before it."""
+    cells = [s for s in summary if s["problem"] == problem and s["tool"] == tool]
+    for i, s in enumerate(cells):
+        if s["rmse"] < threshold:
+            return {**s, "previous": cells[i - 1]["budget"] if i else None}
+    return None
+
+
+def ratios(summary, problem, threshold) -> dict:
+    """bdmc's time to reach ``threshold`` over the best peer's, warm and cold (above 1: bdmc slower)."""
+    peers = [reach(summary, problem, t, threshold) for t in TOOLS if t not in BDMC_TOOLS]
+    peers = [p for p in peers if p is not None]
+    out = {}
+    for tool in BDMC_TOOLS:
+        mine = reach(summary, problem, tool, threshold)
+        for which in ("warm_s", "cold_s"):
+            best = min(peers, key=lambda p: p[which], default=None)
+            value = mine[which] / best[which] if (mine and best and best[which] > 0) else None
+            out[(tool, which)] = (value, best["tool"] if best else None)
+    return out
+
+
+def fmt(x, digits=3) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    return f"{x:.{digits}g}" if abs(x) < 1000 else f"{x:,.0f}"
+
+
+def reach_cell(hit) -> str:
+    if hit is None:
+        return "not reached"
+    where = f"{hit['budget']}" + (f" (between {hit['previous']} and {hit['budget']})" if hit["previous"] else "")
+    return f"{fmt(hit['warm_s'])} s warm / {fmt(hit['cold_s'])} s cold at {where}"
+
+
+# ---------------------------------------------------------------------------------------------- outputs
+def machine_info() -> dict:
+    return {"cpu_count": os.cpu_count(), "cpu_affinity": len(os.sched_getaffinity(0)),
+            "processor": platform.processor() or platform.machine(), "platform": platform.platform(),
+            "python": platform.python_version(), "devices": str(jax.devices()),
+            "x64": bool(jax.config.jax_enable_x64), **peer_tools.tool_versions()}
+
+
+def headline(settings) -> str:
+    """What ran, and every setting reduced from a full run."""
+    reduced = []
+    if settings["quick"]:
+        reduced.append("QUICK smoke run: smallest budget per tool only")
+    if settings["repeats"] < 10:
+        reduced.append(f"{settings['repeats']} repeats (a full run has 10)")
+    if not settings["quick"]:
+        reduced.append("repeats capped at " + ", ".join(f"{t} {n}" for t, n in SLOW_REPEATS.items()
+                                                       if t in settings["tools"]) + " (minutes per run)")
+        reduced += [f"{t} only on {', '.join(p)}" for t, p in SLOW_PROBLEMS.items() if t in settings["tools"]]
+    left_out = [t for t in TOOLS if t not in settings["tools"]]
+    if left_out:
+        reduced.append("tools left out: " + ", ".join(left_out))
+    return "Reduced from a full run: " + ("; ".join(reduced) if reduced else "nothing") + "."
+
+
+def summary_table(summary, problem) -> list[str]:
+    head = ["tool", "budget", "knob", "runs", "RMSE", "bias", "sd", "warm s/run", "cold s", "evals/run", "load"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for s in (s for s in summary if s["problem"] == problem):
+        lines.append("| " + " | ".join([s["tool"], s["budget"], s["knob"], str(s["n"]), fmt(s["rmse"]),
+                                        f"{s['bias']:+.3g}", fmt(s["sd"]), fmt(s["warm_s"]), fmt(s["cold_s"]),
+                                        fmt(s["n_evals"]), f"{s['load']:.2f}"]) + " |")
+    return lines
+
+
+def reach_table(summary, problem) -> list[str]:
+    lines = ["| tool | RMSE < 1 nat | RMSE < 0.1 nat |", "|---|---|---|"]
+    tools = dict.fromkeys(s["tool"] for s in summary if s["problem"] == problem)
+    for tool in tools:
+        lines.append(f"| {tool} | " + " | ".join(reach_cell(reach(summary, problem, tool, t))
+                                                 for t in THRESHOLDS) + " |")
+    return lines
+
+
+def ratio_lines(summary, problem) -> list[str]:
+    lines = ["| bdmc | threshold | warm: bdmc / best peer | cold: bdmc / best peer |", "|---|---|---|---|"]
+    for threshold in THRESHOLDS:
+        r = ratios(summary, problem, threshold)
+        for tool in BDMC_TOOLS:
+            cells = []
+            for which in ("warm_s", "cold_s"):
+                value, best = r[(tool, which)]
+                cells.append(f"{fmt(value)} (vs {best})" if value is not None else
+                             ("bdmc not reached" if best else "no peer reached"))
+            lines.append(f"| {tool} | < {threshold:g} nat | " + " | ".join(cells) + " |")
+    return lines
+
+
+def write_markdown(path, summary, truths, settings, machine, diagnosis_path) -> None:
+    loads = [s["load"] for s in summary]
+    lines = ["# log p(y) at equal accuracy: bdmc against its peers", "",
+             headline(settings), "",
+             f"Settings: problems {', '.join(settings['problems'])}; tools {', '.join(settings['tools'])}; "
+             f"up to {settings['repeats']} runs per (tool, budget), seeds 0, 1, ...; the first call of each "
+             "cell is its cold call (compilation or first-call setup included), the others are warm. "
+             f"Mean 1-minute load average before the calls: {statistics.mean(loads):.2f} "
+             f"(min {min(loads):.2f}, max {max(loads):.2f}) on {machine['cpu_affinity']} CPUs. "
+             "Budgets: smallest that reaches the threshold; 'between a and b' names the budget before it, "
+             "which did not. Ratios above 1: bdmc slower than the best peer.", ""]
+    for name in settings["problems"]:
+        problem, truth = peer_problems.get_problem(name), truths[name]
+        lines += [f"## {problem.title}", ""]
+        if truth["kind"] == "exact":
+            lines += [f"Exact log Z = {truth['value']:.6f} (computed without bdmc).", ""]
+        else:
+            lines += [f"No closed form. Reference log Z = {truth['value']:.4f}: the mean of a long bdmc AIS run "
+                      f"({truth['bdmc_label']}: {truth['bdmc']:.4f} ± {truth['bdmc_stderr']:.4f}) and a long "
+                      f"BlackJAX run ({truth['peer_label']}: {truth['peer']:.4f}); they differ by "
+                      f"{truth['agree_nats']:.3f} nat. Errors below are against this reference.", ""]
+        lines += ["### Time to reach RMSE", "", *reach_table(summary, name), "",
+                  *ratio_lines(summary, name), "", "### Every budget", "", *summary_table(summary, name), ""]
+    if diagnosis_path is not None and diagnosis_path.exists():
+        lines += [diagnosis_path.read_text().strip(), ""]
+    lines += ["Machine: " + ", ".join(f"{k}={v}" for k, v in machine.items()), ""]
+    path.write_text("\n".join(lines))
+
+
+def plot(path, summary, truths, problems) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(problems), figsize=(4.2 * len(problems), 4), squeeze=False)
+    for ax, name in zip(axes[0], problems):
+        for tool in TOOLS:
+            cells = [s for s in summary if s["problem"] == name and s["tool"] == tool and math.isfinite(s["warm_s"])]
+            if cells:
+                style = "-o" if tool in BDMC_TOOLS else "--."
+                ax.plot([s["warm_s"] for s in cells], [max(s["rmse"], 1e-3) for s in cells], style, label=tool,
+                        lw=2.2 if tool in BDMC_TOOLS else 1.2)
+        for level in THRESHOLDS:
+            ax.axhline(level, color="grey", lw=0.8, ls=":")
+        ax.set(xscale="log", yscale="log", xlabel="warm seconds per run",
+               title=f"{name} ({'exact' if truths[name]['kind'] == 'exact' else 'vs reference'})")
+    axes[0][0].set_ylabel("RMSE of log Z (nat)")
+    axes[0][-1].legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def print_summary(console, summary, problems) -> None:
+    for name in problems:
+        table = Table(title=f"{name}: time to RMSE (warm s at the first budget that reaches it)")
+        for h in ("tool", "RMSE < 1 nat", "RMSE < 0.1 nat"):
+            table.add_column(h)
+        for tool in dict.fromkeys(s["tool"] for s in summary if s["problem"] == name):
+            table.add_row(tool, *(reach_cell(reach(summary, name, tool, t)) for t in THRESHOLDS))
+        console.print(table)
+
+
+# ------------------------------------------------------------------------------------------------- main
+def parse(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--problems", default=",".join(peer_problems.BUILDERS),
+                    help=f"comma-separated, from {','.join(peer_problems.BUILDERS)} (default all)")
+    ap.add_argument("--tools", default=",".join(TOOLS), help=f"comma-separated, from {','.join(TOOLS)}")
+    ap.add_argument("--repeats", type=int, default=10, help="runs per (tool, budget) (default 10)")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: eight schools, smallest budget, 3 repeats, no nautilus (*_quick.*)")
+    ap.add_argument("--out", type=Path, default=RESULTS, help="results folder")
+    args = ap.parse_args(argv)
+    args.problems, args.tools = args.problems.split(","), args.tools.split(",")
+    if args.quick:
+        given = set(argv or sys.argv[1:])
+        args.problems = args.problems if any(a.startswith("--problems") for a in given) else ["schools"]
+        args.tools = args.tools if any(a.startswith("--tools") for a in given) else [t for t in TOOLS
+                                                                                     if t != "nautilus"]
+        args.repeats = min(args.repeats, 3)
+    for bad in set(args.problems) - set(peer_problems.BUILDERS) | set(args.tools) - set(TOOLS):
+        ap.error(f"unknown problem or tool {bad!r}")
+    return args
+
+
+def main(argv=None) -> None:
+    args = parse(argv)
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    args.out.mkdir(parents=True, exist_ok=True)
+    stem = "peers_quick" if args.quick else "peers"
+    settings = {"problems": args.problems, "tools": args.tools, "repeats": args.repeats, "quick": args.quick}
+    for name in args.problems:
+        problem = peer_problems.get_problem(name)
+        if "pymc" in args.tools:
+            worst = peer_problems.check_pymc_density(problem)
+            console.print(f"{name}: PyMC log density matches ours (largest difference {worst:.2e})")
+    truths = truths_for(args.problems, args.out, args.quick, console)
+    runner = Runner(args.out / f"{stem}.jsonl", truths, console)
+    run_all(plan(args.problems, args.tools, args.repeats, args.quick), runner)
+
+    rows = [r for r in load_rows(runner.path) if r["problem"] in args.problems and r["tool"] in args.tools]
+    summary = summarize(rows)
+    machine = machine_info()
+    print_summary(console, summary, args.problems)
+    (args.out / f"{stem}_summary.json").write_text(json.dumps(
+        {"settings": settings, "machine": machine, "truths": truths, "summary": summary}, indent=2, default=_jsonable))
+    write_markdown(args.out / f"{stem}.md", summary, truths, settings, machine, args.out / "smc_diagnosis.md")
+    plot(args.out / ("rmse_vs_seconds_quick.png" if args.quick else "rmse_vs_seconds.png"), summary, truths,
+         args.problems)
+    console.print(f"wrote {args.out / stem}.{{jsonl,md}}, {stem}_summary.json and the figure")
+
+
+if __name__ == "__main__":
+    main()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -85,7 +85,7 @@ class FlatModel:
 
 # ------------------------------------------------------------------------------------- linear Gaussian
 def linear_gaussian_log_z(y, design, prior_sd, noise_sd) -> float:
-    """log N(y; 0, noise^2 I + prior_sd^2 X X^T): the evidence of ``x ~ N(0, prior_sd^2 I)``, ``y ~ N(Xx, noise^2 I)``."""
+    """log N(y; 0, noise^2 I + prior_sd^2 X X^T), the evidence of ``x ~ N(0, prior_sd^2 I)``, ``y ~ N(Xx, noise^2)``."""
     cov = noise_sd**2 * np.eye(len(y)) + prior_sd**2 * design @ design.T
     return float(stats.multivariate_normal(np.zeros(len(y)), cov).logpdf(y))
 
@@ -118,7 +118,7 @@ def _linear_gaussian(name, title, design, prior_sd, noise_sd, seed, info) -> Pro
         prior_transform=lambda u: prior_sd * special.ndtri(u), pymc_model=pymc_model,
         pymc_point=lambda x: {"x": np.asarray(x)},
         exact=linear_gaussian_log_z(y, design, prior_sd, noise_sd),
-        info={**info, "n": n, "dim": dim, "prior_sd": prior_sd, "noise_sd": noise_sd},
+        info={**info, "n": n, "dim": dim, "prior_sd": prior_sd, "noise_sd": noise_sd, "design_matrix": design},
     )
 
 

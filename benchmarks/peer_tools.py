@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import warnings
 
 import jax

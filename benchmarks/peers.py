@@ -300,7 +300,7 @@ def ratio_lines(summary, problem) -> list[str]:
     return lines
 
 
-def write_markdown(path, summary, truths, settings, machine, diagnosis_path) -> None:
+def write_markdown(path, summary, truths, settings, machine, diagnosis_rows) -> None:
     loads = [s["load"] for s in summary]
     lines = ["# log p(y) at equal accuracy: bdmc against its peers", "",
              headline(settings), "",
@@ -323,8 +323,10 @@ def write_markdown(path, summary, truths, settings, machine, diagnosis_path) -> 
                       f"{truth['agree_nats']:.3f} nat. Errors below are against this reference.", ""]
         lines += ["### Time to reach RMSE", "", *reach_table(summary, name), "",
                   *ratio_lines(summary, name), "", "### Every budget", "", *summary_table(summary, name), ""]
-    if diagnosis_path is not None and diagnosis_path.exists():
-        lines += [diagnosis_path.read_text().strip(), ""]
+    if diagnosis_rows and "regression" in settings["problems"]:
+        from peer_smc_diagnosis import markdown
+
+        lines += [markdown(diagnosis_rows), ""]
     lines += ["Machine: " + ", ".join(f"{k}={v}" for k, v in machine.items()), ""]
     path.write_text("\n".join(lines))
 
@@ -408,7 +410,8 @@ def main(argv=None) -> None:
     print_summary(console, summary, args.problems)
     (args.out / f"{stem}_summary.json").write_text(json.dumps(
         {"settings": settings, "machine": machine, "truths": truths, "summary": summary}, indent=2, default=_jsonable))
-    write_markdown(args.out / f"{stem}.md", summary, truths, settings, machine, args.out / "smc_diagnosis.md")
+    write_markdown(args.out / f"{stem}.md", summary, truths, settings, machine,
+                   load_rows(args.out / "smc_diagnosis.jsonl"))
     plot(args.out / ("rmse_vs_seconds_quick.png" if args.quick else "rmse_vs_seconds.png"), summary, truths,
          args.problems)
     console.print(f"wrote {args.out / stem}.{{jsonl,md}}, {stem}_summary.json and the figure")

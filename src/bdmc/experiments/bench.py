@@ -29,6 +29,7 @@ import jax
 import numpy as np
 import pandas as pd
 
+from ..config import enable_x64
 from ..errors import require
 from ..checks.sandwich import exact_log_marginal_or_none
 from ..contracts.estimate import ESTIMATORS
@@ -173,13 +174,17 @@ def _run_dask(client, jobs, payload, finished) -> None:
     if not jobs:
         return
     [shared] = client.scatter([payload], broadcast=True)  # one copy of model and data per worker
-    futures = [client.submit(_run_task, name, knob, key_data, opts, shared, pure=False)
+    x64 = bool(jax.config.jax_enable_x64)
+    futures = [client.submit(_run_task, name, knob, key_data, opts, shared, x64, pure=False)
                for name, knob, key_data, opts in jobs]
     for future in distributed.as_completed(futures):
         finished(future.result())
 
 
-def _run_task(name, knob, key_data, opts, payload) -> dict:
+def _run_task(name, knob, key_data, opts, payload, x64: bool) -> dict:
+    # A worker in another process starts in JAX's float32 default: run in the caller's dtype, or the
+    # float64 data would be cast down and the rows would differ from the in-process ones.
+    enable_x64(x64)
     return run_one(name, knob, key_data, options=opts, **payload)
 
 

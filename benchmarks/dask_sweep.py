@@ -142,7 +142,7 @@ def machine_info() -> dict:
             "distributed": distributed.__version__, "bdmc": bdmc.__version__, "x64": bool(jax.config.jax_enable_x64)}
 
 
-HEAD = ["mode", "workers", "start s", "sweep s", "first row s", "compile s (sum)", "compute s (sum)",
+HEAD = ["mode", "workers", "start s", "sweep s", "first row s", "compile s (sum)", "compile + run s (sum)",
         "same rows as in-process", "max |diff| of trials", "load (1 min) before"]
 
 
@@ -152,6 +152,16 @@ def cells(t: dict) -> list[str]:
             f"{t['first_row_seconds']:.1f}", f"{t['compile_seconds']:.1f}", f"{t['compute_seconds']:.1f}",
             "-" if not same else ("identical" if same["identical"] else "differ"),
             "-" if not same else f"{same['max_abs_diff_trials']:.3g}", f"{t['load_before'][0]:.2f}"]
+
+
+def stored_as_finished(t: dict) -> bool:
+    """Whether the store's rows are in the order the cells finished (each appended as it came)."""
+    return t["store_order"] == [[e, k] for e, k, _ in t["finish_order"]]
+
+
+def finish_order_is_plan(t: dict, ref: dict) -> bool:
+    """Whether the cells finished in the order the in-process sweep ran them (the order requested)."""
+    return [[e, k] for e, k, _ in t["finish_order"]] == [[e, k] for e, k, _ in ref["finish_order"]]
 
 
 def findings(out: dict) -> list[str]:
@@ -168,7 +178,9 @@ def findings(out: dict) -> list[str]:
                      f"speed-up), plus {t['start_seconds']:.1f} s to start the cluster; its rows are "
                      f"{'identical to' if t['same']['identical'] else 'not identical to'} the in-process ones "
                      f"(largest difference of a trial estimate {t['same']['max_abs_diff_trials']:.3g} nats). "
-                     f"Rows reached the store one by one as they finished ({t['rows_in_store']} rows).")
+                     f"The store holds {t['rows_in_store']} rows, "
+                     f"{'in the order the cells finished' if stored_as_finished(t) else 'not in finishing order'}"
+                     f"{'' if finish_order_is_plan(t, ref) else ', which is not the order requested'}.")
     return lines
 
 
@@ -182,8 +194,10 @@ def write_markdown(path: Path, out: dict) -> None:
         f"truth: the closed form, with AIS at T = {s['truth_steps']} ({s['truth_chains']} chains) beside it, "
         f"computed by the caller in every mode ({len(out['rows'])} cells). bdmc's compile caches are emptied "
         "before each mode. *sweep s*: wall time of `run_bench` (truth included), cluster start-up apart; "
-        "*compile s* and *compute s*: sums over the cells of the estimators' own compile and run seconds "
-        f"(work, not wall). Process workers run with XLA/OpenMP at {s['worker_threads']} thread(s) each.", "",
+        "*compile s* and *compile + run s*: sums over the cells of the estimators' own compile seconds and "
+        "compile plus run seconds (work, not wall: cells on two workers overlap). *first row s*: from the start of "
+        "`run_bench` to the first finished cell (the ground truth comes first). Process workers run with "
+        f"XLA/OpenMP at {s['worker_threads']} thread(s) each.", "",
         "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD),
         *["| " + " | ".join(cells(t)) + " |" for t in out["timings"]], "",
         "## Findings", "", *findings(out), "",
@@ -219,7 +233,11 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--store", type=Path, default=None, help="where the modes' bench stores go (default: a temp dir)")
     ap.add_argument("--out", type=Path, default=RESULTS, help="directory for dask.{json,md}")
+    ap.add_argument("--report", action="store_true", help="rewrite dask.md from the dask.json in --out")
     args = ap.parse_args(argv)
+    if args.report:
+        write_markdown(args.out / "dask.md", json.loads((args.out / "dask.json").read_text()))
+        return
     modes = [m.strip() for m in args.modes.split(",")]
     if "in-process" not in modes or set(modes) - set(MODES):
         ap.error(f"--modes must include in-process (the reference) and be among {', '.join(MODES)}")

@@ -29,7 +29,6 @@ import time
 from pathlib import Path
 
 import jax
-import numpy as np
 import pandas as pd
 
 import bdmc

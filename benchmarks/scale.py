@@ -31,7 +31,13 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import numpy as np
+
+import bdmc
+
+bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms (also in every subprocess)
 
 RESULTS = Path(__file__).resolve().parent / "results" / "scale"
 MODELS = ("linear-regression", "logistic")
@@ -58,38 +64,26 @@ class LogisticRegression:
 
     @property
     def design(self):
-        import jax.numpy as jnp
-
         return jnp.asarray(logistic_design(self.n, self.dim, self.seed))
 
     def sample_prior(self, key):
-        import jax
-
         return {"beta": jax.random.normal(key, (self.dim,))}
 
     def sample_data(self, key, latent):
-        import jax
-
         p = jax.nn.sigmoid(self.design @ latent["beta"])
         return jax.random.bernoulli(key, p).astype(p.dtype)
 
     def log_prior(self, latent):
-        import jax.numpy as jnp
-
         beta = latent["beta"]
         return -0.5 * beta @ beta - 0.5 * self.dim * jnp.log(2 * jnp.pi)
 
     def log_likelihood(self, latent, data):
-        import jax
-
         z = self.design @ latent["beta"]
         return data * jax.nn.log_sigmoid(z) + (1.0 - data) * jax.nn.log_sigmoid(-z)
 
 
 def build(model: str, n: int, dim: int):
     """The model of one configuration."""
-    import bdmc
-
     if model == "linear-regression":
         return bdmc.models.LinearRegression(n=n)
     return LogisticRegression(n=n, dim=dim)
@@ -103,23 +97,12 @@ def peak_rss_mib() -> float:
 
 def baseline() -> dict:
     """What a process that imported jax and bdmc and ran one array operation holds at its peak."""
-    import jax
-    import jax.numpy as jnp
-
-    import bdmc
-
-    bdmc.enable_x64()
     jax.block_until_ready(jnp.zeros(8) + 1.0)
     return {"peak_rss_mib": peak_rss_mib()}
 
 
 def measure(cfg: dict) -> dict:
     """Time one configuration (cold call, then warm repeats) and report this process's peak memory."""
-    import jax
-
-    import bdmc
-
-    bdmc.enable_x64()
     model = build(cfg["model"], cfg["n"], cfg["dim"])
     data = jax.block_until_ready(bdmc.simulate(jax.random.key(0), model).data)
     before_ais = peak_rss_mib()  # model, data and the simulator's compilation, before any AIS
@@ -190,8 +173,6 @@ def slopes(rows: list[dict]) -> dict:
 
 def source_info() -> dict:
     """Which bdmc ran: its path, the commit of its checkout and whether its src/ had uncommitted edits."""
-    import bdmc
-
     root = Path(bdmc.__file__).resolve().parents[2]
     git = lambda *a: subprocess.run(["git", "-C", str(root), *a], capture_output=True, text=True).stdout.strip()  # noqa: E731
     return {"bdmc_path": str(Path(bdmc.__file__).parent), "commit": git("rev-parse", "--short", "HEAD"),
@@ -200,9 +181,6 @@ def source_info() -> dict:
 
 def machine_info() -> dict:
     import blackjax
-    import jax
-
-    import bdmc
 
     return {"cpu_count": os.cpu_count(), "cpu_affinity": len(os.sched_getaffinity(0)),
             "processor": platform.processor() or platform.machine(), "platform": platform.platform(),

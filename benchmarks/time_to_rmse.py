@@ -1,32 +1,36 @@
-"""Time for forward AIS or SMC to reach 10-nat and 1-nat RMSE on the BDMC paper's models, against BDMC ground truth.
+"""Time for ONE run of AIS, SMC or nested sampling to reach the BDMC paper's RMSE on its models, like for like.
 
-For one simulated data set per model (paper sizes: N = 50, D = 25):
+For one simulated data set per model (paper sizes: N = 50, D = 25; K = 10, 5, 10):
 
-1. Ground truth: forward and reverse AIS at ``--truth-steps`` intermediate distributions; accepted only if the
-   two combined estimates agree within ``--truth-tol`` nats (BDMC paper, Sec. 6.4), and then taken as their
-   average.
-2. For each knob value in ``--steps`` (intermediate distributions T for ``--method ais``, MCMC moves per data
-   case for ``--method smc``, with ``--particles`` per run): ``--trials`` independent runs, batched as chains
-   of one compiled run. RMSE of the single-run estimates against the truth; error of their log-mean-exp combination.
-   Times: the batch's wall time (compile excluded), the same amortized per trial, and the wall time of one
-   run on its own (one chain), which is what the paper's timings measure.
-3. Stops after the first T whose single-run RMSE is below 1 nat.
+1. Ground truth: forward and reverse AIS at ``--truth-steps`` intermediate distributions, accepted only if the two
+   combined estimates agree within ``--truth-tol`` nats (BDMC paper, Sec. 6.4), then averaged. ``--truth-from``
+   takes it from an earlier JSONL of the same data set and truth settings instead.
+2. For each estimator (``ais``: T intermediate distributions; ``smc``: MCMC moves per data case; ``ns``: moves per
+   nested-sampling step), called with its defaults plus the knob, and each knob value in its ladder:
+   ``--trials`` runs batched in one call (for accuracy only) and ``--repeats`` runs of ONE chain / one SMC run /
+   one nested-sampling run, each timed on its own after ``bdmc.clear_caches()``: its wall time (compilation
+   included: what a first call in a process costs) and its compiled run alone (``Estimate.seconds``,
+   compilation excluded). The single-run RMSE against the truth is over all trials + repeats runs.
+3. An estimator stops at the first knob whose RMSE is below every target (the paper's RMSEs for that model and
+   estimator, and 10 nats), or once one run takes longer than ``--budget`` seconds (compilation excluded).
 
-Rows are appended to ``benchmarks/results/<method>_rmse_<model>.jsonl`` as they finish; rerunning with the
-same settings resumes. The summary goes to ``<method>_rmse_<model>.md``.
+Every row records ``os.getloadavg()`` before and after it. Rows are appended to
+``benchmarks/results/time_to_rmse_<model>.jsonl`` as they finish; rerunning with the same settings resumes. The
+summary goes to ``time_to_rmse_<model>.md``, and the table over every model run so far to ``time_to_rmse.md``.
 
     python benchmarks/time_to_rmse.py --model clustering
-    python benchmarks/time_to_rmse.py --model low-rank --steps 10,30,100,300,1000
-    python benchmarks/time_to_rmse.py --model clustering --method smc --steps 1,2,5,10,20,50
+    python benchmarks/time_to_rmse.py --model binary --estimators ns --knobs ns=1,5 --trials ns=0 --repeats 6
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import datetime
 import json
-import math
-import platform
-import sys
+import os
+import subprocess
+import time
 from pathlib import Path
 
 import jax
@@ -36,157 +40,223 @@ from rich.console import Console
 import bdmc
 from bdmc.models import REGISTRY
 
+from time_to_rmse_report import ESTIMATORS, PAPER, targets, write_reports
+
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
 RESULTS = Path(__file__).resolve().parent / "results"
-# Time to get below 10 nats RMSE on the paper's hardware (BDMC paper, Sec. 6.4), and the RMSE reached.
-PAPER = {("ais", "clustering"): (37.8, 7.0), ("ais", "low-rank"): (1.6, 8.6), ("ais", "binary"): (16.5 * 60, 7.5),
-         ("smc", "clustering"): (9.7, 4.6), ("smc", "binary"): (20.5 * 60, 11.9)}
+LADDERS = {"ais": (10, 30, 100, 300, 1000, 3000, 10000), "smc": (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000),
+           "ns": (1, 2, 5, 10, 20, 50, 100)}
+TRUTH_STEPS = {"low-rank": 16000}  # else 10,000 (the paper's largest T on clustering and binary)
+KEY_INDEX = {"ais": 0, "smc": 1, "ns": 2}  # fixed, so adding an estimator changes no other's keys
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", required=True, choices=sorted(REGISTRY))
-    ap.add_argument("--method", choices=["ais", "smc"], default="ais")
-    ap.add_argument("--steps", default=None, help="knob values (default: T = 10..10000, or 1..100 moves for smc)")
-    ap.add_argument("--particles", type=int, default=1)
-    ap.add_argument("--trials", type=int, default=25)
-    ap.add_argument("--truth-steps", type=int, default=30000)
-    ap.add_argument("--truth-chains", type=int, default=16)
-    ap.add_argument("--truth-tol", type=float, default=1.0)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", type=Path, default=RESULTS)
-    args = ap.parse_args(argv)
-    if args.steps is None:
-        args.steps = "10,30,100,300,1000,3000,10000" if args.method == "ais" else "1,2,5,10,20,50,100"
+    args = _parse(argv)
     console = Console()
-
     model = REGISTRY[args.model]()
-    key = jax.random.key(args.seed)
-    k_data, k_truth, k_runs = jax.random.split(key, 3)
+    k_data, k_truth, k_runs = jax.random.split(jax.random.key(args.seed), 3)
     data, latent = bdmc.simulate(k_data, model)
-    settings = {"model": args.model, "method": args.method, "particles": args.particles,
-                "options": _options(model), "seed": args.seed, "trials": args.trials,
-                "truth_steps": args.truth_steps, "truth_chains": args.truth_chains}
     args.out.mkdir(parents=True, exist_ok=True)
-    log_path = args.out / f"{args.method}_rmse_{args.model}.jsonl"
-    done = _load(log_path, settings)
-
-    truth_row = done.get("truth")
+    log_path = args.out / f"time_to_rmse_{args.model}.jsonl"
+    base = {"model": args.model, "options": _options(model), "seed": args.seed}
+    truth_settings = {**base, "truth_steps": args.truth_steps, "truth_chains": args.truth_chains}
+    rows = _load(log_path)
+    truth_row = _truth(args, model, data, latent, k_truth, truth_settings, rows, log_path, console)
     if truth_row is None:
-        console.print(f"ground truth: forward and reverse AIS, T = {args.truth_steps}, {args.truth_chains} chains")
-        kf, kr = jax.random.split(k_truth)
-        common = dict(num_steps=args.truth_steps, num_runs=args.truth_chains)
-        fwd = bdmc.forward_ais(kf, model, data, **common)
-        rev = bdmc.reverse_ais(kr, model, data, exact_latent=latent, **common)
-        truth_row = {"kind": "truth", "settings": settings, "forward": fwd.value, "forward_stderr": fwd.stderr,
-                     "reverse": rev.value, "reverse_stderr": rev.stderr, "gap": rev.value - fwd.value,
-                     "truth": 0.5 * (fwd.value + rev.value), "seconds": fwd.seconds + rev.seconds,
-                     "n_evals": fwd.n_evals + rev.n_evals}
-        _append(log_path, truth_row)
-    console.print(f"ground truth {truth_row['truth']:.3f} (forward {truth_row['forward']:.3f}, reverse "
-                  f"{truth_row['reverse']:.3f}, gap {truth_row['gap']:.3f} nats, {truth_row['seconds']:.1f} s)")
-    if not abs(truth_row["gap"]) <= args.truth_tol:
-        console.print(f"[bold red]forward and reverse AIS disagree by {truth_row['gap']:.2f} nats > "
-                      f"{args.truth_tol}: no ground truth, nothing scored. Raise --truth-steps.[/]")
         return 1
-    truth = truth_row["truth"]
-
-    rows = [done[T] for T in sorted(k for k in done if k != "truth")]
-    for T in (int(s) for s in args.steps.split(",")):
-        if T in done:
-            continue
-        if rows and rows[-1]["rmse_single"] < 1.0:
-            break
-        kT = jax.random.fold_in(k_runs, T)
-        batch = _lower(args, model, data, kT, T, args.trials)
-        one = _lower(args, model, data, jax.random.fold_in(kT, 1), T, 1)
-        err = batch.runs - truth
-        row = {"kind": "run", "settings": settings, "num_steps": T, "mean_single": float(np.mean(batch.runs)),
-               "rmse_single": float(np.sqrt(np.mean(err**2))), "combined": batch.value,
-               "combined_error": batch.value - truth, "batch_seconds": batch.seconds,
-               "per_trial_seconds": batch.seconds / args.trials, "single_run_seconds": one.seconds,
-               "compile_seconds": batch.compile_seconds, "evals_per_trial": batch.n_evals // args.trials}
-        _append(log_path, row)
-        rows.append(row)
-        console.print(f"T={T:>6}  mean {row['mean_single']:.2f}  RMSE {row['rmse_single']:.2f}  combined error "
-                      f"{row['combined_error']:+.2f}  batch {row['batch_seconds']:.2f} s  one run "
-                      f"{row['single_run_seconds']:.3f} s", highlight=False)
-
-    summary = _summary(args.method, args.model, truth_row, rows)
-    (args.out / f"{args.method}_rmse_{args.model}.md").write_text(summary)
-    print(summary)
+    for name in args.estimators:
+        settings = {**base, "estimator": name, "trials": args.trials[name], "repeats": args.repeats}
+        _sweep(args, name, model, data, k_runs, settings, truth_row["truth"], rows, log_path, console)
+    print(write_reports(args.out, args.model))
     return 0
 
 
-def _lower(args, model, data, key, knob, trials):
-    """``trials`` independent lower-bound runs at one knob value, batched in one compiled run."""
-    if args.method == "ais":
-        return bdmc.forward_ais(key, model, data, num_steps=knob, num_runs=trials, progress=False)
-    return bdmc.smc(key, model, data, num_moves=knob, num_particles=args.particles, num_runs=trials,
-                    progress=False)
+def _parse(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True, choices=["clustering", "low-rank", "binary"])
+    ap.add_argument("--estimators", default="ais,smc,ns", help="comma-separated subset of ais,smc,ns")
+    ap.add_argument("--knobs", action="append", default=[], metavar="EST=K1,K2,...",
+                    help="knob ladder of one estimator (default: " + "; ".join(
+                        f"{k} {','.join(map(str, v))}" for k, v in LADDERS.items()) + ")")
+    ap.add_argument("--trials", action="append", default=[], metavar="N or EST=N",
+                    help="batched runs per knob for the RMSE, for all or one estimator (default 25)")
+    ap.add_argument("--repeats", type=int, default=3, help="timed single runs per knob (also scored)")
+    ap.add_argument("--budget", type=float, default=60.0,
+                    help="stop an estimator once one run takes longer than this (s, compilation excluded)")
+    ap.add_argument("--truth-steps", type=int, default=None)
+    ap.add_argument("--truth-chains", type=int, default=16)
+    ap.add_argument("--truth-tol", type=float, default=1.0)
+    ap.add_argument("--truth-from", type=Path, default=None, help="an earlier JSONL with a matching truth row")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    args = ap.parse_args(argv)
+    args.estimators = [e for e in args.estimators.split(",") if e]
+    unknown = set(args.estimators) - set(ESTIMATORS)
+    if unknown:
+        ap.error(f"unknown estimators {sorted(unknown)}; choose from {sorted(ESTIMATORS)}")
+    args.ladders = dict(LADDERS)
+    for spec in args.knobs:
+        name, _, values = spec.partition("=")
+        args.ladders[name] = tuple(int(v) for v in values.split(","))
+    trials = {name: 25 for name in ESTIMATORS}
+    for spec in args.trials:
+        name, _, value = spec.rpartition("=")
+        for n in ([name] if name else ESTIMATORS):
+            trials[n] = int(value)
+    args.trials = trials
+    if args.truth_steps is None:
+        args.truth_steps = TRUTH_STEPS.get(args.model, 10000)
+    return args
 
 
-def _summary(method, name, truth_row, rows) -> str:
-    knob = "T" if method == "ais" else "moves/case"
-    particles = truth_row["settings"]["particles"]
-    title = "forward AIS" if method == "ais" else f"SMC ({particles} particle{'s' * (particles > 1)})"
-    lines = [f"# {title} accuracy against time: {name}", "",
-             f"Ground truth {truth_row['truth']:.3f} nats (forward {truth_row['forward']:.3f} ± "
-             f"{truth_row['forward_stderr']:.3f}, reverse {truth_row['reverse']:.3f} ± "
-             f"{truth_row['reverse_stderr']:.3f}, gap {truth_row['gap']:.3f} nats at T = "
-             f"{truth_row['settings']['truth_steps']}, {truth_row['settings']['truth_chains']} chains each).", "",
-             f"| {knob} | mean single | RMSE single | combined error | batch s | per trial s | one run s | evals/trial |",
-             "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['num_steps']} | {r['mean_single']:.2f} | {r['rmse_single']:.2f} | "
-                     f"{r['combined_error']:+.2f} | {r['batch_seconds']:.2f} | {r['per_trial_seconds']:.3f} | "
-                     f"{r['single_run_seconds']:.3f} | {r['evals_per_trial']:,} |")
-    lines.append("")
-    for target in (10.0, 1.0):
-        hit = next((r for r in rows if r["rmse_single"] < target), None)
-        if hit is None:
-            lines.append(f"- RMSE < {target:g} nats: not reached.")
+# ---------------------------------------------------------------------------------------------- ground truth
+
+
+def _truth(args, model, data, latent, key, settings, rows, log_path, console):
+    """The accepted ground-truth row (stored, imported or computed), or None when forward and reverse disagree."""
+    row = next((r for r in rows if r["kind"] == "truth" and _same(r["settings"], settings)), None)
+    if row is None and args.truth_from is not None:
+        row = _import_truth(args.truth_from, settings)
+        if row is not None:
+            _append(log_path, row)
+            rows.append(row)
+    if row is None:
+        console.print(f"ground truth: forward and reverse AIS, T = {args.truth_steps}, {args.truth_chains} chains")
+        row = _compute_truth(args, model, data, latent, key, settings)
+        _append(log_path, row)
+        rows.append(row)
+    console.print(f"ground truth {row['truth']:.3f} (forward {row['forward']:.3f}, reverse {row['reverse']:.3f}, "
+                  f"gap {row['gap']:.3f} nats)", highlight=False)
+    if not abs(row["gap"]) <= args.truth_tol:
+        console.print(f"[bold red]forward and reverse AIS disagree by {row['gap']:.2f} nats > {args.truth_tol}: "
+                      "no ground truth, nothing scored. Raise --truth-steps.[/]")
+        return None
+    return row
+
+
+def _compute_truth(args, model, data, latent, key, settings) -> dict:
+    kf, kr = jax.random.split(key)
+    common = dict(num_steps=args.truth_steps, num_runs=args.truth_chains, progress=False)
+    load = os.getloadavg()
+    fwd = bdmc.forward_ais(kf, model, data, **common)
+    rev = bdmc.reverse_ais(kr, model, data, exact_latent=latent, **common)
+    return {"kind": "truth", "settings": settings, "forward": fwd.value, "forward_stderr": fwd.stderr,
+            "reverse": rev.value, "reverse_stderr": rev.stderr, "gap": rev.value - fwd.value,
+            "truth": 0.5 * (fwd.value + rev.value), "seconds": fwd.seconds + rev.seconds,
+            "source": "computed", **_provenance(load)}
+
+
+def _import_truth(path: Path, settings: dict):
+    """A truth row of an earlier run (same model options, seed, truth steps and chains), re-keyed to ``settings``."""
+    if not path.exists():
+        return None
+    for line in path.read_text().splitlines():
+        row = json.loads(line)
+        if row.get("kind") != "truth":
             continue
-        text = (f"- RMSE < {target:g} nats: {knob} = {hit['num_steps']} (RMSE {hit['rmse_single']:.2f}), one run "
-                f"{hit['single_run_seconds']:.3f} s, {hit['batch_seconds']:.2f} s for all {hit['settings']['trials']} trials batched")
-        if target == 10.0 and (method, name) in PAPER:
-            paper_s, paper_rmse = PAPER[(method, name)]
-            text += (f"; the paper needed {paper_s:g} s (RMSE {paper_rmse}) for one run: "
-                     f"{paper_s / max(hit['single_run_seconds'], 1e-9):.0f}x less time here")
-        lines.append(text + ".")
-    lines += ["", f"Machine: {platform.processor() or platform.machine()}, {jax.device_count()} JAX device(s), "
-              f"jax {jax.__version__}, bdmc {bdmc.__version__}, python {sys.version.split()[0]}. Times exclude "
-              "compilation (reported separately in the JSONL)."]
-    return "\n".join(lines) + "\n"
+        theirs = {k: row["settings"].get(k) for k in settings}
+        if _same(theirs, settings):
+            return {**row, "settings": settings, "source": str(path.name)}
+    return None
+
+
+# -------------------------------------------------------------------------------------------- knob sweeps
+
+
+def _sweep(args, name, model, data, k_runs, settings, truth, rows, log_path, console):
+    """Run one estimator up its knob ladder until every target is met or one run exceeds the budget."""
+    goal = min(targets(args.model, name))
+    key = jax.random.fold_in(k_runs, KEY_INDEX[name])
+    for knob in args.ladders[name]:
+        done = next((r for r in rows if r["kind"] == "run" and r["knob"] == knob and _same(r["settings"], settings)),
+                    None)
+        row = done or _run_knob(name, model, data, jax.random.fold_in(key, knob), knob, settings, truth)
+        if done is None:
+            _append(log_path, row)
+            rows.append(row)
+        one = np.median([s["seconds"] for s in row["single"]])
+        console.print(f"{name:>3} knob {knob:>6}  RMSE {row['rmse']:.2f} over {len(row['runs'])} runs  one run "
+                      f"{one:.3f} s (median; cold incl. compile {np.median([s['wall_cold'] for s in row['single']]):.2f}"
+                      f" s)  load {row['load_before'][0]:.1f}{'  (stored)' if done else ''}", highlight=False)
+        if row["rmse"] < goal:
+            break
+        if one > args.budget:
+            console.print(f"{name}: one run took {one:.1f} s > budget {args.budget:g} s; stopping", highlight=False)
+            break
+
+
+def _run_knob(name, model, data, key, knob, settings, truth) -> dict:
+    """``trials`` batched runs and ``repeats`` cold single runs at one knob value, scored against ``truth``."""
+    load = os.getloadavg()
+    runs, batch = [], None
+    if settings["trials"] > 0:
+        batch = _call(name, jax.random.fold_in(key, 0), model, data, knob, settings["trials"])
+        runs += [float(v) for v in batch.runs]
+    single = []
+    for r in range(settings["repeats"]):
+        bdmc.clear_caches()  # each timed run pays what a first call in a fresh process pays
+        start = time.perf_counter()
+        est = _call(name, jax.random.fold_in(key, 1 + r), model, data, knob, 1)
+        wall = time.perf_counter() - start
+        single.append({"value": float(est.value), "seconds": est.seconds, "compile_seconds": est.compile_seconds,
+                       "wall_cold": wall, "n_evals": int(est.n_evals)})
+        runs.append(float(est.value))
+    err = np.asarray(runs) - truth
+    return {"kind": "run", "settings": settings, "estimator": name, "knob": knob, "runs": runs,
+            "truth": truth, "rmse": float(np.sqrt(np.mean(err**2))), "mean_error": float(np.mean(err)),
+            "batch_seconds": batch.seconds if batch else None,
+            "batch_compile_seconds": batch.compile_seconds if batch else None, "single": single,
+            **_provenance(load)}
+
+
+def _call(name, key, model, data, knob, num_runs):
+    """The public estimator with its defaults plus the knob (and no progress bar)."""
+    if name == "ais":
+        return bdmc.forward_ais(key, model, data, num_steps=knob, num_runs=num_runs, progress=False)
+    if name == "smc":
+        return bdmc.smc(key, model, data, num_moves=knob, num_runs=num_runs, progress=False)
+    return bdmc.estimators.nested_sampling(key, model, data, num_moves=knob, num_runs=num_runs)
+
+
+# ------------------------------------------------------------------------------------------------ storage
+
+
+def _provenance(load_before) -> dict:
+    """Load averages before and after, time, commit and versions: what a timing depends on besides the code."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                cwd=Path(__file__).parent, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return {"load_before": list(load_before), "load_after": list(os.getloadavg()),
+            "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "commit": commit, "cpus": os.cpu_count(), "jax": jax.__version__, "bdmc": bdmc.__version__}
 
 
 def _options(model) -> dict:
-    import dataclasses
-
     return {f.name: getattr(model, f.name) for f in dataclasses.fields(model)}
 
 
-def _load(path: Path, settings: dict) -> dict:
-    """Rows of an earlier run with the same settings, keyed by T (and "truth")."""
-    done = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            row = json.loads(line)
-            if json.dumps(row["settings"], sort_keys=True, default=str) != json.dumps(settings, sort_keys=True,
-                                                                                      default=str):
-                continue
-            done["truth" if row["kind"] == "truth" else row["num_steps"]] = row
-    return done
+def _same(a: dict, b: dict) -> bool:
+    return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
+
+
+def _load(path: Path) -> list:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def _append(path: Path, row: dict) -> None:
     with open(path, "a") as f:
         f.write(json.dumps(row, default=_jsonable) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def _jsonable(x):
-    if isinstance(x, (np.generic,)):
+    if isinstance(x, np.generic):
         return x.item()
     if isinstance(x, tuple):
         return list(x)

@@ -3,12 +3,12 @@
 Four experiments on ``peer_problems.regression_problem()`` (n = 200, d = 10), rows appended to
 ``<out>/smc_diagnosis.jsonl`` (a rerun skips finished rows); :func:`markdown` renders them for ``peers.md``.
 
-1. ``moves``: one particle (the default), 1 to 30 HMC moves per case.
+1. ``moves``: one particle (the default), 1 to 30 HMC moves per case; 64 particles with 3 and 10 moves.
 2. ``particles``: 4 to 256 particles, one move per case.
 3. ``floor``: one particle with *perfect* moves (exact posterior draws after every case, NumPy): the bias and
    spread of log Z-hat that no number of moves can remove, and how it splits over cases.
 4. ``substeps``: the same engine (``bdmc.anneal``) on a data path that switches each case on in ``K_i``
-   linear sub-steps, ``K_i = c * ceil(v_i)`` with ``v_i`` the prior-predictive variance of ``x_i^T beta``
+   linear sub-steps, ``K_i = max(1, ceil(c v_i))`` with ``v_i`` the prior-predictive variance of ``x_i^T beta``
    given the earlier cases: what refining the first cases buys.
 
     python benchmarks/peer_smc_diagnosis.py
@@ -88,7 +88,7 @@ def substep_path(counts) -> np.ndarray:
 def substep_row(problem, design, particles, factor, runs, seed=3) -> dict:
     """The engine with bdmc's default kernel and resampling on the sub-stepped data path."""
     v = np.array([design[i] @ posterior_after(design, problem.data, i)[1] @ design[i] for i in range(len(design))])
-    counts = np.ones(len(design), int) if factor == 0 else (factor * np.ceil(v)).astype(int)
+    counts = np.ones(len(design), int) if factor == 0 else np.maximum(np.ceil(factor * v), 1).astype(int)
     path = substep_path(counts)
     model = problem.model
     key_init, key = jax.random.split(jax.random.key(seed))
@@ -105,8 +105,9 @@ def experiments():
     """(experiment, settings) in the order they run."""
     yield from (("moves", {"particles": 1, "moves": m, "runs": 16}) for m in (1, 3, 10, 30))
     yield from (("particles", {"particles": p, "moves": 1, "runs": 8}) for p in (4, 16, 64, 256))
+    yield from (("moves", {"particles": 64, "moves": m, "runs": 8}) for m in (3, 10))
     yield "floor", {}
-    yield from (("substeps", {"particles": p, "factor": f, "runs": 8}) for p in (1, 16, 64) for f in (0, 1, 4))
+    yield from (("substeps", {"particles": p, "factor": f, "runs": 8}) for p in (1, 16, 64) for f in (0, 1, 4, 16))
 
 
 def run(out: Path) -> list[dict]:
@@ -133,10 +134,13 @@ def markdown(rows) -> str:
     """The diagnosis section of peers.md, every number from ``rows``."""
     by = lambda name: [r for r in rows if r["experiment"] == name]  # noqa: E731
     lines = ["## Why bdmc's SMC needs many particles on the conjugate regression", "",
-             "From `peer_smc_diagnosis.py` (rows in `smc_diagnosis.jsonl`); RMSE over independent runs.", "",
+             "From `peer_smc_diagnosis.py` (rows in `smc_diagnosis.jsonl`); RMSE over independent runs; "
+             "bdmc's default kernel (HMC, step 0.05, 10 leapfrog steps) and proposal ('prior': the model has no "
+             "case proposal); seconds are for all runs of a row together and were taken beside the main "
+             "benchmark on a loaded machine, so read them as rough.", "",
              "| experiment | particles | moves/case | runs | RMSE | bias | HMC accept (cases 1-10 / last 50) "
              "| resampled | min ESS | seconds (all runs) |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for r in by("moves") + by("particles"):
+    for r in sorted(by("moves") + by("particles"), key=lambda r: (r["particles"], r["moves"])):
         lines.append(f"| {r['experiment']} | {r['particles']} | {r['moves']} | {r['runs']} | {r['rmse']:.2f} | "
                      f"{r['bias']:+.2f} | {r['acceptance_first10']:.2f} / {r['acceptance_last50']:.2f} | "
                      f"{r['resampled_fraction']:.2f} | {r['min_ess']:.1f} | {r['seconds_all_runs']:.2f} |")
@@ -151,8 +155,8 @@ def markdown(rows) -> str:
                   "ESS below about half)."]
     lines += ["", "| data path | particles | transitions | runs | RMSE | bias | seconds (all runs) |",
               "|---|---|---|---|---|---|---|"]
-    for r in by("substeps"):
-        label = "one step per case (bdmc's)" if r["factor"] == 0 else f"K_i = {r['factor']} ceil(v_i) sub-steps"
+    for r in sorted(by("substeps"), key=lambda r: (r["particles"], r["factor"])):
+        label = "one step per case (bdmc's)" if r["factor"] == 0 else f"K_i = ceil({r['factor']} v_i) sub-steps"
         lines.append(f"| {label} | {r['particles']} | {r['transitions']} | {r['runs']} | {r['rmse']:.2f} | "
                      f"{r['bias']:+.2f} | {r['seconds_all_runs']:.2f} |")
     return "\n".join(lines)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import bdmc
+from bdmc.core.prior import prior_draws
 from bdmc import BDMCError, simulate
 from bdmc.core.resampling import AdaptiveResampling
 from bdmc.kernels import RandomWalkMH
@@ -93,8 +94,7 @@ def test_one_particle_smc_is_ais_on_the_data_path(key):
     model, data, _, _ = _problem("linear-regression")
     smc = bdmc.smc(key, model, data, num_runs=RUNS[1], progress=False)
     path = bdmc.schedules.data_path(model.n)
-    key_init, key_run = jax.random.split(key)
-    init = jax.vmap(model.sample_prior)(jax.random.split(key_init, RUNS[1]))
+    init, key_run = prior_draws(key, model, RUNS[1])
     ais = bdmc.anneal(key_run, model, data, model.default_kernel(), path, init, progress=False)
     np.testing.assert_array_equal(smc.runs, ais.log_weights)
 

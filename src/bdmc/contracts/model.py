@@ -15,6 +15,7 @@ they must be hashable and compare by value.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import jax
@@ -72,7 +73,12 @@ def log_density_increment(model: Model, latent: PyTree, data: PyTree, lam_from, 
         to, frm = model.log_density(latent, data, lam_to), model.log_density(latent, data, lam_from)
         nonfinite_check((to < jnp.inf) & (frm < jnp.inf), latent)
         return jnp.where(to == -jnp.inf, -jnp.inf, to - frm)
-    terms = model.log_likelihood(latent, data)
+    return increment_from_terms(model.log_likelihood(latent, data), latent, lam_from, lam_to)
+
+
+def increment_from_terms(terms, latent: PyTree, lam_from, lam_to) -> jax.Array:
+    """``sum_i (lam_to_i - lam_from_i) * terms_i`` given the likelihood terms at ``latent``, checked like
+    :func:`log_density_increment` (a NaN or +inf term whose weight changes fails the check)."""
     delta = jnp.broadcast_to(jnp.asarray(lam_to, terms.dtype) - jnp.asarray(lam_from, terms.dtype), terms.shape)
     nonfinite_check(jnp.all((terms < jnp.inf) | (delta == 0)), latent)
     return jnp.sum(jnp.where(delta == 0, 0.0, delta * terms))
@@ -87,8 +93,15 @@ def log_predictive(model: Model, latent: PyTree, data: PyTree, lam, i) -> jax.Ar
 
 def n_cases(model: Model, data: PyTree) -> int:
     """Number of data cases N (the length of ``log_likelihood``)."""
+    leaves, treedef = jax.tree.flatten(data)
+    return _n_cases(model, treedef, tuple(jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x)) for x in leaves))
+
+
+@functools.lru_cache(maxsize=256)
+def _n_cases(model, treedef, shapes) -> int:
+    # Tracing log_likelihood costs milliseconds; the answer depends only on the model and the data's shapes.
     latent = jax.eval_shape(model.sample_prior, jax.random.key(0))
-    out = jax.eval_shape(model.log_likelihood, latent, data)
+    out = jax.eval_shape(model.log_likelihood, latent, jax.tree.unflatten(treedef, shapes))
     return int(out.shape[0])
 
 

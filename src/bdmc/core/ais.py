@@ -14,6 +14,9 @@ from ..contracts.nonfinite import describe_nonfinite
 from ..errors import BDMCError, NonFiniteLogDensityError
 from . import schedules
 from .engine import anneal
+from .pilot import Pilot, refuse_in_chain_adaptation
+from .pilot import tune as tune_run
+from .prior import prior_draws
 
 SCHEDULES = {"sigmoidal": schedules.sigmoidal, "linear": schedules.linear, "geometric": schedules.geometric}
 
@@ -51,7 +54,8 @@ def forward_ais(
     num_steps: int | None = 1000,
     num_runs: int = 16,
     kernel: Any = None,
-    schedule="sigmoidal",
+    schedule="auto",
+    tune: str | Pilot = "auto",
     record_increments: bool = False,
     progress="auto",
 ) -> Estimate:
@@ -71,7 +75,14 @@ def forward_ais(
     kernel : optional
         Transition operator; defaults to the model's own (or HMC).
     schedule : str or array
-        "sigmoidal" (delta = 4), "linear", "geometric" or an explicit path of shape (T,) or (T, N).
+        "auto" (the pilot's schedule when a pilot runs, else sigmoidal), "sigmoidal" (delta = 4), "linear",
+        "geometric", or an explicit path of shape (T,) or (T, N).
+    tune : "auto", "pilot", "off" or Pilot
+        Pilot-tuned, then frozen (:mod:`bdmc.core.pilot`): a pilot run with its own keys chooses the
+        schedule (with ``schedule="auto"``) and a step size for each lambda, used frozen by the run, so the
+        bound keeps its guarantee. "auto" pilots the default gradient kernel (models without a kernel of
+        their own); a :class:`Pilot` sets its size. The pilot's time and evaluations are included in the
+        estimate's. "in-chain" adaptation is refused.
 
     Returns
     -------
@@ -79,17 +90,12 @@ def forward_ais(
         ``bound="lower"``; ``details`` is the engine's AnnealResult (final states, per-step diagnostics).
     """
     data = validate_data(model, data)
-    path = make_path(schedule, num_steps if isinstance(schedule, str) else None, num_cases=n_cases(model, data))
-    kernel = default_kernel(model) if kernel is None else kernel
-    key_init, key_run = jax.random.split(key)
-    init = jax.vmap(model.sample_prior)(jax.random.split(key_init, num_runs))
+    path, kernel, tuned = plan(key, model, data, kernel, schedule, num_steps, tune)
+    init, key_run = prior_draws(key, model, num_runs)
     result = anneal(key_run, model, data, kernel, path, init, record_increments=record_increments,
                     progress=progress, description=f"forward AIS T={path.shape[0]}")
-    return Estimate.from_runs(
-        result.log_weights, bound="lower", seconds=result.seconds, compile_seconds=result.compile_seconds,
-        n_evals=result.n_evals, settings=_settings("forward", path, num_runs, kernel), seed=seed_of(key),
-        details=result, compiled=result.compiled,
-    )
+    return _estimate(result, result.log_weights, "lower", key, tuned,
+                     _settings("forward", path, num_runs, kernel, tuned))
 
 
 @register_estimator("rev-ais", label="rev AIS", knob="num_steps", knobs=(10, 100, 1000), bound="upper",
@@ -103,7 +109,8 @@ def reverse_ais(
     num_steps: int | None = 1000,
     num_runs: int = 16,
     kernel: Any = None,
-    schedule="sigmoidal",
+    schedule="auto",
+    tune: str | Pilot = "auto",
     record_increments: bool = False,
     progress="auto",
 ) -> Estimate:
@@ -118,17 +125,48 @@ def reverse_ais(
     """
     require_exact_latent(exact_latent, "reverse AIS")
     data = validate_data(model, data)
-    path = make_path(schedule, num_steps if isinstance(schedule, str) else None, num_cases=n_cases(model, data))
-    kernel = default_kernel(model) if kernel is None else kernel
+    path, kernel, tuned = plan(key, model, data, kernel, schedule, num_steps, tune)
     init = broadcast_latent(model, exact_latent, num_runs)
     check_exact_latent(model, data, exact_latent, init, path[-1], description="reverse AIS")
     result = anneal(key, model, data, kernel, path[::-1], init, record_increments=record_increments,
                     progress=progress, description=f"reverse AIS T={path.shape[0]}")
+    return _estimate(result, -result.log_weights, "upper", key, tuned,
+                     _settings("reverse", path, num_runs, kernel, tuned))
+
+
+def plan(key, model, data, kernel, schedule, num_steps, tune):
+    """The run's path and kernel, pilot-tuned when ``tune`` asks for it: ``(path, kernel, Tuned or None)``.
+
+    The pilot draws on ``fold_in(key, PILOT_STREAM)``, never on the run's own keys.
+    """
+    if isinstance(tune, str) and tune == "in-chain":
+        refuse_in_chain_adaptation("tune='in-chain'")
+    if not (isinstance(tune, Pilot) or tune in ("auto", "pilot", "off")):
+        raise BDMCError(f"tune must be 'auto', 'pilot', 'off' or a Pilot, got {tune!r}")
+    piloted = isinstance(tune, Pilot) or tune == "pilot" or (
+        tune == "auto" and kernel is None and not supports(model, OwnKernel))
+    kernel = default_kernel(model) if kernel is None else kernel
+    named = isinstance(schedule, str)
+    auto = named and schedule == "auto"
+    if auto and not piloted:
+        schedule = "sigmoidal"
+    if not piloted:
+        return make_path(schedule, num_steps if named else None, num_cases=n_cases(model, data)), kernel, None
+    if auto and num_steps is None:
+        raise BDMCError("schedule 'auto' needs num_steps")
+    path = None if auto else make_path(schedule, num_steps if named else None,
+                                                      num_cases=n_cases(model, data))
+    tuned = tune_run(key, model, data, kernel, num_steps if path is None else path.shape[0],
+                     pilot=tune if isinstance(tune, Pilot) else None)
+    return (tuned.path if path is None else path), tuned.kernel, tuned
+
+
+def _estimate(result, runs, bound, key, tuned, settings):
+    extra = (tuned.seconds - tuned.compile_seconds, tuned.compile_seconds, tuned.n_evals) if tuned else (0, 0, 0)
     return Estimate.from_runs(
-        -result.log_weights, bound="upper", seconds=result.seconds, compile_seconds=result.compile_seconds,
-        n_evals=result.n_evals, settings=_settings("reverse", path, num_runs, kernel), seed=seed_of(key),
-        details=result, compiled=result.compiled,
-    )
+        runs, bound=bound, seconds=result.seconds + extra[0], compile_seconds=result.compile_seconds + extra[1],
+        n_evals=result.n_evals + extra[2], settings=settings, seed=seed_of(key), details=result,
+        compiled=result.compiled)
 
 
 def require_exact_latent(exact_latent, who: str) -> None:
@@ -185,6 +223,7 @@ def check_exact_latent(model, data, exact_latent, init, lam, *, description: str
                                    direction=description)
 
 
-def _settings(direction, path, num_runs, kernel):
-    return {"direction": direction, "num_steps": int(path.shape[0]), "num_runs": int(num_runs),
-            "per_case_path": path.ndim == 2, "kernel": type(kernel).__name__}
+def _settings(direction, path, num_runs, kernel, tuned=None):
+    settings = {"direction": direction, "num_steps": int(path.shape[0]), "num_runs": int(num_runs),
+                "per_case_path": path.ndim == 2, "kernel": type(kernel).__name__}
+    return settings | (tuned.settings() if tuned is not None else {"tuned": "off"})

@@ -17,6 +17,7 @@ failure is carried as data and the host reads it once per chunk, never per step.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import time
@@ -28,7 +29,9 @@ import numpy as np
 
 from ..errors import NonFiniteLogDensityError, NonFiniteLogWeightError, ScheduleError
 from ..caching import CompiledCache
-from ..contracts.model import log_density_increment
+from ..contracts.capabilities import supports
+from ..contracts.kernel import CachedTransition
+from ..contracts.model import increment_from_terms, log_density_increment
 from ..contracts.nonfinite import describe_nonfinite, recording
 from .resampling import AdaptiveResampling, final_log_evidence, group_ess
 
@@ -148,13 +151,11 @@ def anneal(
     active = np.arange(padded) < num_steps
     index = np.arange(padded, dtype=np.int32)
 
-    # Per chain: first step with a NaN/+inf increment; first step, phase and state of a failed density check.
-    failures = (jnp.full(chains, -1, jnp.int32), jnp.full(chains, -1, jnp.int32), jnp.zeros(chains, jnp.int32),
-                init_latents)
-    carry = (init_latents, jnp.zeros(chains, dtype), jnp.zeros(runs, dtype), failures)
-    args0 = (key, data, carry, lam_from[:chunk_size], lam_to[:chunk_size], active[:chunk_size], index[:chunk_size])
-    statics = (model, kernel, rule, resampler, num_particles, bool(record_increments))
-    compiled, compile_seconds, built = _compile(statics, args0)
+    cached = caches_terms(model, kernel, rule, lams)
+    statics = (model, kernel, rule, resampler, num_particles, bool(record_increments), cached)
+    first = (lam_from[:chunk_size], lam_to[:chunk_size], active[:chunk_size], index[:chunk_size])
+    (start, finish, compiled), compile_seconds, built = _compile(statics, (key, data, init_latents, runs, first))
+    carry = start(data, init_latents)
 
     report = _progress(progress, num_steps * chains, description, num_steps)
     outs = []
@@ -173,19 +174,21 @@ def anneal(
                 jax.block_until_ready(carry[1])
                 report(min((c + 1) * chunk_size, num_steps), num_steps)
         _raise_if_failed(pending, lams=lams, model=model, data=data, rule=rule, description=description)
-        jax.block_until_ready(carry)
+        latents, log_weights, log_evidence = jax.block_until_ready(finish(carry))
     finally:
         if report is not None and hasattr(report, "close"):
             report.close()
     seconds = time.perf_counter() - start
 
-    latents, log_weights, log_z, _ = carry
     stacked = [np.concatenate([np.asarray(o[i]) for o in outs])[:num_steps] for i in range(5)]
     info = StepInfo(mean_increment=stacked[0], acceptance=stacked[1], ess=stacked[2], resampled=stacked[3])
-    evals = chains * num_steps * (1 + int(getattr(kernel, "evals_per_step", 1)))
+    if cached:  # one evaluation per chain to fill the cache; weights then come free
+        evals = chains * (1 + num_steps * int(kernel.evals_per_cached_step))
+    else:
+        evals = chains * num_steps * (1 + int(getattr(kernel, "evals_per_step", 1)))
     return AnnealResult(
         log_weights=np.asarray(log_weights, dtype=np.float64),
-        log_evidence=np.asarray(final_log_evidence(log_weights, log_z, num_particles), dtype=np.float64),
+        log_evidence=np.asarray(log_evidence, dtype=np.float64),
         latents=latents,
         info=info,
         increments=stacked[4] if record_increments else None,
@@ -196,17 +199,66 @@ def anneal(
     )
 
 
+def caches_terms(model, kernel, rule, lams) -> bool:
+    """Whether a run takes the lean path: chains carry the kernel's cached state and weights come from it.
+
+    It needs a kernel that caches the lambda-free parts of the density (:class:`CachedTransition`) on a
+    model where they apply, a scalar path and the plain AIS step (no refresh).
+    """
+    return (np.ndim(lams) == 1 and type(rule) is AISRule and supports(kernel, CachedTransition)
+            and bool(kernel.caches_terms))
+
+
+def _start(data, init_latents, *, model, kernel, cached, runs):
+    """The run's initial carry: (chain states, log-weights, banked evidence, failure record).
+
+    Per chain the failure record holds the first step with a NaN/+inf increment, and the first step, phase and
+    latent of a failed density check. On the lean path a chain's state is the kernel's cached state, whose
+    densities are checked here (a failure is reported as the first step's weight).
+    """
+    chains = _num_chains(init_latents)
+    dtype = jnp.result_type(float)
+    never = jnp.full(chains, -1, jnp.int32)
+    states, failures = init_latents, (never, never, jnp.zeros(chains, jnp.int32), init_latents)
+    if cached:
+        bad, at, states = jax.vmap(_checked(lambda x: kernel.init_state(x, data)))(init_latents)
+        failures = (never, jnp.where(bad, 0, never), failures[2], at)
+    return states, jnp.zeros(chains, dtype), jnp.zeros(runs, dtype), failures
+
+
+def _finish(carry, *, kernel, cached, num_particles):
+    """Final latents, log-weights and each run's log-evidence, from the last carry."""
+    states, logw, log_z, failures = carry
+    latents = (jax.vmap(kernel.state_latent)(states, failures[3]) if cached else states)
+    return latents, logw, final_log_evidence(logw, log_z, num_particles)
+
+
 def _chunk(key, data, carry, lam_from, lam_to, active, index, *, model, kernel, rule, resampler, num_particles,
-           record):
+           record, cached):
     """Advance all chains through one chunk of steps (the compiled unit)."""
 
+    def weigh(states, like, lf, lt):
+        if cached:
+            def inc(s):
+                return increment_from_terms(kernel.state_terms(s), kernel.state_latent(s, like), lf, lt)
+            return jax.vmap(_checked(inc, like))(states)
+        return jax.vmap(_checked(lambda x: rule.increment(model, x, data, lf, lt)))(states)
+
+    def move(keys, states, like, lt):
+        if cached:
+            def step(k, s):
+                return kernel.step(k, s, data, lt, like=like)
+            return jax.vmap(_checked(step, like))(keys, states)
+        return jax.vmap(_checked(lambda k, x: kernel(k, x, data, lt)))(keys, states)
+
     def transition(carry, t, lf, lt):
-        latents, logw, log_z, (first_bad, dens_step, dens_phase, dens_at) = carry
+        states, logw, log_z, (first_bad, dens_step, dens_phase, dens_at) = carry
+        like = jax.tree.map(lambda a: a[0], dens_at)  # one chain's latent: the structure of every latent
         # Keys derive from the global step index, so chunking never changes the numbers.
         k_resample, k_refresh, k_move = jax.random.split(jax.random.fold_in(key, t), 3)
         chains = logw.shape[0]
 
-        bad_w, at_w, inc = jax.vmap(_checked(lambda x: rule.increment(model, x, data, lf, lt)))(latents)
+        bad_w, at_w, inc = weigh(states, like, lf, lt)
         inc = inc.astype(logw.dtype)
         # A chain whose weight is already zero stays zero whatever its increment (-inf + inf would be NaN).
         dead = logw == -jnp.inf
@@ -215,14 +267,16 @@ def _chunk(key, data, carry, lam_from, lam_to, active, index, *, model, kernel, 
         logw = jnp.where(dead, logw, logw + inc)
         if num_particles > 1:
             ess = jnp.mean(group_ess(logw.reshape(-1, num_particles)))
-            latents, logw, log_z, resampled = resampler(k_resample, latents, logw, log_z, num_particles)
+            states, logw, log_z, resampled = resampler(k_resample, states, logw, log_z, num_particles)
             resampled = jnp.mean(resampled.astype(logw.dtype))
         else:
             ess, resampled = _ess(logw), jnp.zeros((), logw.dtype)
-        bad_r, at_r, latents = jax.vmap(_checked(lambda k, x: rule.refresh(k, model, x, data, lf, lt)))(
-            jax.random.split(k_refresh, chains), latents)
-        bad_k, at_k, (latents, info) = jax.vmap(_checked(lambda k, x: kernel(k, x, data, lt)))(
-            jax.random.split(k_move, chains), latents)
+        if cached:  # the plain AIS step: no refresh
+            bad_r, at_r = jnp.zeros(chains, bool), dens_at
+        else:
+            bad_r, at_r, states = jax.vmap(_checked(lambda k, x: rule.refresh(k, model, x, data, lf, lt)))(
+                jax.random.split(k_refresh, chains), states)
+        bad_k, at_k, (states, info) = move(jax.random.split(k_move, chains), states, like, lt)
         # Each chain keeps its first failure, in the order evaluated within a step: weight, refresh, kernel.
         new = dens_step < 0
         for phase, (bad, at) in enumerate(((bad_w, at_w), (bad_r, at_r), (bad_k, at_k))):
@@ -233,7 +287,7 @@ def _chunk(key, data, carry, lam_from, lam_to, active, index, *, model, kernel, 
             new = new & ~bad
         acc = jnp.mean(info.acceptance).astype(logw.dtype)
         out = (jnp.mean(inc), acc, ess, resampled, inc if record else inc[:0])
-        return (latents, logw, log_z, (first_bad, dens_step, dens_phase, dens_at)), out
+        return (states, logw, log_z, (first_bad, dens_step, dens_phase, dens_at)), out
 
     def body(carry, xs):
         lf, lt, on, t = xs
@@ -281,38 +335,46 @@ def _ess(logw):
 _COMPILED = CompiledCache("engine")
 
 
-def _compile(statics, args):
-    """Compile the chunk function once per (model, kernel, rule, resampler, particles, record, shapes).
+def _compile(statics, shapes):
+    """Compile a run's three programs once per (model, kernel, rule, resampler, particles, record, lean path,
+    shapes): the start (initial carry), the chunk of steps, and the finish (latents and evidence).
 
-    Returns ``(compiled, seconds, built)``; ``seconds`` is 0.0 and ``built`` False when the program came
-    from the cache.
+    Returns ``((start, finish, chunk), seconds, built)``; ``seconds`` is 0.0 and ``built`` False when the
+    programs came from the cache.
     """
-    leaves, treedef = jax.tree.flatten(args)
-    signature = (treedef, tuple((jnp.shape(x), jnp.result_type(x), getattr(x, "dtype", None)) for x in leaves))
-    model, kernel, rule, resampler, num_particles, record = statics
+    key, data, init_latents, runs, first = shapes
+    leaves, treedef = jax.tree.flatten((key, data, init_latents, first))
+    signature = (treedef, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves), runs, jnp.result_type(float))
+    model, kernel, rule, resampler, num_particles, record, cached = statics
 
     def build():
-        start = time.perf_counter()
-        fn = jax.jit(lambda *a: _chunk(*a, model=model, kernel=kernel, rule=rule, resampler=resampler,
-                                       num_particles=num_particles, record=record))
-        return fn.lower(*args).compile(), time.perf_counter() - start
+        began = time.perf_counter()
+        start = jax.jit(functools.partial(_start, model=model, kernel=kernel, cached=cached, runs=runs))
+        finish = jax.jit(functools.partial(_finish, kernel=kernel, cached=cached, num_particles=num_particles))
+        chunk = jax.jit(functools.partial(_chunk, model=model, kernel=kernel, rule=rule, resampler=resampler,
+                                          num_particles=num_particles, record=record, cached=cached))
+        carry = jax.eval_shape(start, data, init_latents)
+        programs = (start.lower(data, init_latents).compile(), finish.lower(carry).compile(),
+                    chunk.lower(key, data, carry, *first).compile())
+        return programs, time.perf_counter() - began
 
-    (compiled, seconds), built = _COMPILED.get_or_build((statics, signature), build)
-    return compiled, (seconds if built else 0.0), built
+    (programs, seconds), built = _COMPILED.get_or_build((statics, signature), build)
+    return programs, (seconds if built else 0.0), built
 
 
 PHASES = ("weight", "refresh", "kernel")
 
 
-def _checked(fn):
+def _checked(fn, like=None):
     """``fn(*args) -> out`` as ``(failed, latent, out)``: whether a density check failed in it, and where first.
 
-    Applied per chain (inside the ``vmap``); the last argument is the chain's latent. Checks on a state of
-    another structure (none of the built-in kernels makes one) only set the flag.
+    Applied per chain (inside the ``vmap``). ``like`` is a latent of the model (its structure is what is
+    recorded); by default the last argument is the chain's latent. Checks on a state of another structure
+    (none of the built-in kernels makes one) only set the flag.
     """
 
     def wrapped(*args):
-        leaves, treedef = jax.tree.flatten(args[-1])
+        leaves, treedef = jax.tree.flatten(args[-1] if like is None else like)
         failed = jax.new_ref(jnp.zeros((), bool))
         at = [jax.new_ref(x) for x in leaves]
 

@@ -31,6 +31,7 @@ from ..kernels import repeat
 from . import schedules
 from .ais import broadcast_latent, check_exact_latent, default_kernel, require_exact_latent
 from .engine import AISRule, anneal
+from .prior import prior_draws
 from .resampling import AdaptiveResampling
 
 PROPOSALS = ("auto", "prior", "posterior")
@@ -178,8 +179,7 @@ def _run(key, model, data, exact_latent, *, direction, num_moves, num_particles,
     resampler = AdaptiveResampling(scheme=resampling, ess_threshold=ess_threshold)
     key_run = key
     if direction == "forward":
-        key_init, key_run = jax.random.split(key)
-        init = jax.vmap(model.sample_prior)(jax.random.split(key_init, chains))
+        init, key_run = prior_draws(key, model, chains)
     else:
         init = broadcast_latent(model, exact_latent, chains)
         check_exact_latent(model, data, exact_latent, init, path[-1], description="SHME")

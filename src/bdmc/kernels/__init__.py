@@ -3,6 +3,8 @@
 from ..contracts.kernel import KernelInfo
 from .conditional import Conditional, GibbsSweep
 from .combinators import Cycle, Gibbs, Repeat, cycle, repeat
-from .gradient import HMC, MALA, NUTS, RandomWalkMH
+from .gradient import MALA, NUTS, RandomWalkMH
+from .hmc import HMC, TermsState
+from .step_sizes import StepSizeTable
 
-__all__ = ["KernelInfo", "Conditional", "GibbsSweep", "Gibbs", "Cycle", "Repeat", "cycle", "repeat", "RandomWalkMH", "MALA", "HMC", "NUTS"]
+__all__ = ["KernelInfo", "Conditional", "GibbsSweep", "Gibbs", "Cycle", "Repeat", "cycle", "repeat", "RandomWalkMH", "MALA", "HMC", "NUTS", "TermsState", "StepSizeTable"]

@@ -1,4 +1,4 @@
-"""Random-walk Metropolis, MALA and HMC from BlackJAX, on the intermediate densities f(x; lambda).
+"""Random-walk Metropolis, MALA and NUTS from BlackJAX, on the intermediate densities f(x; lambda).
 
 Each kernel is a frozen dataclass bound to a model: ``kernel(key, latent, data, lam) -> (latent, info)``.
 The BlackJAX state (log density, gradient) is rebuilt from the latent at every call because ``lam`` changes
@@ -53,35 +53,6 @@ class MALA:
         logdensity = _target(self.model, data, lam)
         state = blackjax.mala.init(latent, logdensity)
         state, info = blackjax.mala.build_kernel()(key, state, logdensity, self.step_size)
-        return state.position, KernelInfo(info.acceptance_rate)
-
-
-@dataclass(frozen=True)
-class HMC:
-    """Hamiltonian Monte Carlo: ``num_integration_steps`` leapfrog steps of ``step_size``.
-
-    ``inverse_mass`` is a diagonal inverse mass matrix over the flattened latent (``ravel_pytree`` order), as a
-    tuple so the kernel stays hashable; None means the identity.
-    """
-
-    model: Any
-    step_size: float = 0.05
-    num_integration_steps: int = 10
-    inverse_mass: tuple | None = None
-
-    @property
-    def evals_per_step(self) -> int:
-        return self.num_integration_steps + 1
-
-    def __call__(self, key, latent, data, lam):
-        logdensity = _target(self.model, data, lam)
-        state = blackjax.hmc.init(latent, logdensity)
-        flat, _ = ravel_pytree(latent)
-        inverse_mass = (jnp.ones_like(flat) if self.inverse_mass is None
-                        else jnp.asarray(self.inverse_mass, flat.dtype))
-        state, info = blackjax.hmc.build_kernel()(
-            key, state, logdensity, self.step_size, inverse_mass, self.num_integration_steps
-        )
         return state.position, KernelInfo(info.acceptance_rate)
 
 

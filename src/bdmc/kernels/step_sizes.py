@@ -1,0 +1,51 @@
+"""Step sizes that depend on the annealing weight lambda only: a frozen table chosen by a pilot run.
+
+A kernel may read its step size from lam (the distribution it targets), never from its own chain's history:
+a transition that depends on a chain's past is no longer a fixed kernel leaving ``f(.; lam)`` invariant, and
+AIS's weights lose their unbiasedness (``tests/core/test_pilot.py`` shows the bias by enumeration).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+import numpy as np
+
+from ..errors import BDMCError
+
+
+@dataclass(frozen=True)
+class StepSizeTable:
+    """Step sizes by lam, linearly interpolated (in log step size) between the given points.
+
+    ``lams`` increase from 0 to 1; ``sizes`` are positive. Tuples keep the table hashable, so a kernel
+    holding one stays a static argument of compiled runs. A per-case lam (the SMC data path) reads the
+    table at the mean weight.
+    """
+
+    lams: tuple
+    sizes: tuple
+
+    def __post_init__(self):
+        lams, sizes = np.asarray(self.lams, float), np.asarray(self.sizes, float)
+        if lams.ndim != 1 or lams.shape != sizes.shape or lams.size < 1:
+            raise BDMCError(f"a step-size table needs equal-length 1-D lams and sizes, got {lams.shape} and "
+                            f"{sizes.shape}")
+        if not (np.all(np.isfinite(sizes)) and np.all(sizes > 0)):
+            raise BDMCError(f"step sizes must be positive and finite, got {sizes.tolist()}")
+        if np.any(np.diff(lams) <= 0):
+            raise BDMCError("a step-size table's lams must increase")
+
+    def __call__(self, lam):
+        lam = jnp.mean(jnp.asarray(lam))
+        log_sizes = jnp.log(jnp.asarray(self.sizes, lam.dtype))
+        return jnp.exp(jnp.interp(lam, jnp.asarray(self.lams, lam.dtype), log_sizes))
+
+    def __repr__(self):
+        return f"StepSizeTable({len(self.lams)} points, {min(self.sizes):.3g}..{max(self.sizes):.3g})"
+
+
+def step_size_at(step_size, lam):
+    """The step size a kernel uses at ``lam``: a number as given, or a table read at lam."""
+    return step_size(lam) if isinstance(step_size, StepSizeTable) else step_size

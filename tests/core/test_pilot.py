@@ -1,0 +1,159 @@
+"""Pilot-tuned, then frozen: the pilot's choice keeps AIS's guarantees; in-chain adaptation would not."""
+
+import itertools
+
+import jax
+import numpy as np
+import pytest
+
+import bdmc
+from bdmc import BDMCError, schedules, simulate
+from bdmc.core.pilot import Pilot, thermodynamic_path, tune
+from bdmc.kernels import HMC, StepSizeTable
+from bdmc.models import GaussianMean
+
+MODEL = GaussianMean(n=20, dim=5)
+PILOT = Pilot(num_steps=16, num_chains=8, warmup=4)
+
+
+@pytest.fixture(scope="module")
+def problem():
+    data, latent = simulate(jax.random.key(1), MODEL)
+    return data, latent, float(MODEL.exact_log_marginal(data))
+
+
+# ------------------------------------------------------------------ why: in-chain adaptation is biased
+def _ais_expectation(f, kernels_for):
+    """Exact E[w] of AIS on a finite state space, by enumerating every trajectory.
+
+    ``f[t]`` are the unnormalized intermediate densities (``f[0]`` the normalized prior); ``kernels_for(t,
+    history)`` returns the transition matrix used at step t given the chain's history of accept flags,
+    each matrix split into its accepted and rejected parts so a history can record which happened.
+    """
+    n_states, num_steps = f.shape[1], f.shape[0] - 1
+    total = 0.0
+    # A trajectory: a start state, then at each step a next state and whether it was an accepted move.
+    for x0 in range(n_states):
+        stack = [(x0, f[0][x0], f[1][x0] / f[0][x0], ())]
+        for t in range(1, num_steps):
+            grown = []
+            for x, prob, weight, history in stack:
+                accepted, rejected = kernels_for(t, history)
+                for y in range(n_states):
+                    for flag, part in ((True, accepted), (False, rejected)):
+                        p = part[x, y]
+                        if p > 0:
+                            grown.append((y, prob * p, weight * f[t + 1][y] / f[t][y], history + (flag,)))
+            stack = grown
+        total += sum(prob * weight for _, prob, weight, _ in stack)
+    return total
+
+
+def _metropolis(target, proposal):
+    """A Metropolis kernel's transition matrix, split into accepted moves and the rest (which stay put)."""
+    n = target.size
+    accepted = np.zeros((n, n))
+    for x, y in itertools.product(range(n), range(n)):
+        if x != y and proposal[x, y] > 0:
+            accepted[x, y] = proposal[x, y] * min(1.0, target[y] * proposal[y, x] / (target[x] * proposal[x, y]))
+    rejected = np.diag(1.0 - accepted.sum(axis=1))
+    return accepted, rejected
+
+
+def test_in_chain_adaptation_biases_ais_and_a_frozen_choice_does_not():
+    # Three states, a uniform prior, a likelihood that favours the last one, four distributions.
+    prior = np.full(3, 1 / 3)
+    lik = np.array([1.0, 5.0, 30.0])
+    lams = np.array([0.0, 0.3, 0.7, 1.0])
+    f = np.array([prior * lik ** lam for lam in lams])
+    z = float(f[-1].sum())
+    neighbour = np.array([[0, 1, 0], [0.5, 0, 0.5], [0, 1, 0.0]])
+    independent = np.full((3, 3), 0.5) - 0.5 * np.eye(3)
+    local = [_metropolis(f[t], neighbour) for t in range(len(lams))]
+    jump = [_metropolis(f[t], independent) for t in range(len(lams))]
+
+    # Frozen: the kernel depends on the step (lambda) only, whichever it is. E[w] = Z exactly.
+    for choice in (lambda t: local[t], lambda t: jump[t], lambda t: (local if t % 2 else jump)[t]):
+        assert _ais_expectation(f, lambda t, history: choice(t)) == pytest.approx(z, rel=1e-12)
+    # In-chain adaptation: a chain whose last move was rejected switches to bigger jumps (each kernel still
+    # leaves f_t invariant). E[w] is no longer Z: the lower bound and the alarm lose their footing.
+    adaptive = _ais_expectation(f, lambda t, history: jump[t] if history and not history[-1] else local[t])
+    assert abs(adaptive / z - 1) > 1e-3, (adaptive, z)
+
+
+def test_in_chain_adaptation_is_refused(problem):
+    data, _, _ = problem
+    with pytest.raises(BDMCError, match="in-chain adaptation is refused.*unbiasedness"):
+        bdmc.forward_ais(jax.random.key(0), MODEL, data, num_steps=10, kernel=HMC(MODEL), tune="in-chain")
+    with pytest.raises(BDMCError, match="tune must be"):
+        bdmc.forward_ais(jax.random.key(0), MODEL, data, num_steps=10, kernel=HMC(MODEL), tune="adaptive")
+
+
+# ------------------------------------------------------------------ the pilot's choice, frozen
+def test_the_run_uses_the_pilots_choice_frozen_and_its_own_keys(problem):
+    data, _, _ = problem
+    key = jax.random.key(3)
+    tuned = bdmc.forward_ais(key, MODEL, data, num_steps=20, num_runs=4, kernel=HMC(MODEL), tune=PILOT)
+    choice = tune(key, MODEL, bdmc.contracts.model.validate_data(MODEL, data), HMC(MODEL), 20, pilot=PILOT)
+    assert isinstance(choice.kernel.step_size, StepSizeTable)
+    frozen = bdmc.forward_ais(key, MODEL, data, num_runs=4, kernel=choice.kernel, schedule=choice.path,
+                              num_steps=None, tune="off")
+    # Same run keys, same frozen path and table: the same numbers. The pilot drew on other keys.
+    np.testing.assert_array_equal(tuned.runs, frozen.runs)
+    assert tuned.settings["tuned"] == "pilot" and frozen.settings["tuned"] == "off"
+    # Its cost is part of the estimate's.
+    assert tuned.n_evals == frozen.n_evals + choice.n_evals
+    assert tuned.seconds > frozen.seconds - 1e-9 and tuned.settings["pilot_evals"] == choice.n_evals
+
+
+def test_pilot_tuned_bounds_hold_and_sandwich_the_truth(problem):
+    data, latent, exact = problem
+    kw = dict(num_steps=30, num_runs=200, kernel=HMC(MODEL), tune=PILOT)
+    fwd = bdmc.forward_ais(jax.random.key(4), MODEL, data, **kw)
+    rev = bdmc.reverse_ais(jax.random.key(5), MODEL, data, exact_latent=latent, **kw)
+    # Unbiased weights: the log-mean-exp of many runs is within its stderr of the truth from each side,
+    # and single runs sit below (forward) and above (reverse) it.
+    assert fwd.mean_single < exact < rev.mean_single
+    assert abs(fwd.value - exact) < 4 * fwd.stderr + 0.02
+    assert abs(rev.value - exact) < 4 * rev.stderr + 0.02
+    # The step sizes were steered toward the target acceptance.
+    acc = float(np.mean(fwd.details.info.acceptance))
+    assert 0.75 < acc < 0.99, acc
+
+
+def test_auto_pilots_the_default_gradient_kernel_only(problem):
+    data, _, _ = problem
+    own = bdmc.forward_ais(jax.random.key(0), MODEL, data, num_steps=10, num_runs=2)  # Gibbs: no pilot
+    assert own.settings["tuned"] == "off"
+    given = bdmc.forward_ais(jax.random.key(0), MODEL, data, num_steps=10, num_runs=2, kernel=HMC(MODEL))
+    assert given.settings["tuned"] == "off"  # a kernel the user chose is used as given
+
+
+# ------------------------------------------------------------------ the schedule and the table
+def test_thermodynamic_path_spends_equal_length_where_the_variance_says():
+    grid = np.array([0.0, 0.25, 0.5, 1.0])
+    # Constant variance: equal thermodynamic length is equal spacing.
+    np.testing.assert_allclose(thermodynamic_path(grid, np.ones(3), 5, weight=1.0), np.linspace(0, 1, 5),
+                               atol=1e-9)
+    # Variance 100x larger below lam = 0.25 (sd 10x): that quarter holds 10 / (10 + 3) of the length.
+    sd = np.interp(np.linspace(0, 1, 2001), [0, 0.25, 0.2501, 1], [10, 10, 1, 1])
+    path = thermodynamic_path(np.linspace(0, 1, 2001), sd[:-1] ** 2, 14, weight=1.0)
+    assert np.sum(path < 0.25) == pytest.approx(10 + 1, abs=1)
+    # weight=0 is the sigmoidal schedule; a failed pilot (NaN variance) falls back to it.
+    np.testing.assert_allclose(thermodynamic_path(grid, np.ones(3), 9, weight=0.0), schedules.sigmoidal(9),
+                               atol=1e-12)
+    np.testing.assert_array_equal(thermodynamic_path(grid, np.array([1.0, np.nan, 1.0]), 9),
+                                  schedules.sigmoidal(9))
+
+
+def test_step_size_table_interpolates_in_log_space_and_refuses_bad_tables():
+    table = StepSizeTable((0.0, 0.5, 1.0), (0.4, 0.1, 0.1))
+    assert float(table(0.0)) == pytest.approx(0.4)
+    assert float(table(0.25)) == pytest.approx(0.2)  # geometric midpoint of 0.4 and 0.1
+    assert float(table(2.0)) == pytest.approx(0.1)
+    assert float(table(np.array([0.0, 0.5]))) == pytest.approx(0.2)  # per-case lam: read at the mean weight
+    hash(table)
+    with pytest.raises(BDMCError, match="positive"):
+        StepSizeTable((0.0, 1.0), (0.1, 0.0))
+    with pytest.raises(BDMCError, match="increase"):
+        StepSizeTable((0.5, 0.1), (0.1, 0.1))

@@ -176,9 +176,10 @@ def _sweep(args, name, model, data, k_runs, settings, truth, rows, log_path, con
             _append(log_path, row)
             rows.append(row)
         one = np.median([s["seconds"] for s in row["single"]])
+        cold = np.median([s["wall_cold"] for s in row["single"]])
         console.print(f"{name:>3} knob {knob:>6}  RMSE {row['rmse']:.2f} over {len(row['runs'])} runs  one run "
-                      f"{one:.3f} s (median; cold incl. compile {np.median([s['wall_cold'] for s in row['single']]):.2f}"
-                      f" s)  load {row['load_before'][0]:.1f}{'  (stored)' if done else ''}", highlight=False)
+                      f"{one:.3f} s (median; cold incl. compile {cold:.2f} s)  load {row['load_before'][0]:.1f}"
+                      f"{'  (stored)' if done else ''}", highlight=False)
         if row["rmse"] < goal:
             break
         if one > args.budget:

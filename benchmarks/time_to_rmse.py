@@ -225,14 +225,21 @@ def _call(name, key, model, data, knob, num_runs):
 
 def _provenance(load_before) -> dict:
     """Load averages before and after, time, commit and versions: what a timing depends on besides the code."""
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                                cwd=Path(__file__).parent, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        commit = ""
+    commit = _git("rev-parse", "--short", "HEAD")
+    dirty = _git("status", "--porcelain", "--untracked-files=no", "--", "src").splitlines()
     return {"load_before": list(load_before), "load_after": list(os.getloadavg()),
             "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "commit": commit, "cpus": os.cpu_count(), "jax": jax.__version__, "bdmc": bdmc.__version__}
+            "commit": commit, "uncommitted_src": [line[3:] for line in dirty], "cpus": os.cpu_count(),
+            "jax": jax.__version__, "bdmc": bdmc.__version__}
+
+
+def _git(*args) -> str:
+    """Output of a git command in this checkout ('' where git is unavailable)."""
+    try:
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=Path(__file__).parent,
+                              timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
 
 
 def _options(model) -> dict:

@@ -1,5 +1,6 @@
 """Test-only tools: exact draws from Gaussian intermediate distributions and a deliberately broken kernel."""
 
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,9 +118,22 @@ def simulate_float64(key, model):
     return jax.tree.map(jnp.asarray, drawn)
 
 
+@contextlib.contextmanager
 def float32():
-    """A context in which JAX computes in float32 whatever the suite's dtype; the setting is restored after."""
-    return jax.enable_x64(False)
+    """A context in which JAX computes in float32 whatever the suite's dtype; the setting is restored after.
+
+    The process-wide setting, with JAX's caches dropped on the way in and out: ``jax.enable_x64`` as a
+    context manager can meet an executable cached under the other setting (a float64 buffer handed to a
+    float32 program).
+    """
+    before = jax.config.jax_enable_x64
+    jax.clear_caches()
+    jax.config.update("jax_enable_x64", False)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", before)
+        jax.clear_caches()
 
 
 def run_fresh_python(code: str, *, timeout: float = 600) -> str:

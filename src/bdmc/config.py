@@ -1,5 +1,8 @@
 """Process-wide settings bdmc changes only when asked."""
 
+import os
+from pathlib import Path
+
 import jax
 
 
@@ -11,3 +14,27 @@ def enable_x64(enabled: bool = True) -> None:
     building arrays: arrays made earlier keep their dtype.
     """
     jax.config.update("jax_enable_x64", bool(enabled))
+
+
+def cache_dir() -> Path:
+    """bdmc's directory under the user's cache: ``$BDMC_CACHE_DIR``, else ``$XDG_CACHE_HOME/bdmc``, else
+    ``~/.cache/bdmc``."""
+    if os.environ.get("BDMC_CACHE_DIR"):
+        return Path(os.environ["BDMC_CACHE_DIR"]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base).expanduser() / "bdmc"
+
+
+def enable_compilation_cache(directory: str | os.PathLike | None = None) -> Path:
+    """Keep compiled programs on disk (JAX's persistent compilation cache), so a later process reuses them.
+
+    The ``bdmc`` command turns this on (``--no-compile-cache`` to opt out): a second command on the same
+    model and shapes then pays no compilation. Programs that took under 0.5 s to compile are not stored.
+    Returns the directory used (default ``cache_dir() / "jax"``).
+    """
+    path = Path(directory) if directory is not None else cache_dir() / "jax"
+    path.mkdir(parents=True, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", str(path))
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    return path

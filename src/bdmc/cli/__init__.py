@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from ..config import enable_x64
+from ..config import enable_compilation_cache, enable_x64
 
 from ._common import STATE
 from .bench import bench_command
@@ -29,10 +29,16 @@ app = typer.Typer(
 @app.callback()
 def _root(debug: bool = typer.Option(False, "--debug", help="Show the traceback of any error (for bug reports)."),
           x64: bool = typer.Option(True, "--x64/--float32",
-                                   help="Compute in float64 (the default, as the paper) or in JAX's float32.")):
+                                   help="Compute in float64 (the default, as the paper) or in JAX's float32."),
+          compile_cache: bool = typer.Option(
+              True, "--compile-cache/--no-compile-cache",
+              help="Keep compiled programs in the user's cache directory ($BDMC_CACHE_DIR, else "
+                   "~/.cache/bdmc/jax), so the next command on the same model and sizes starts at once.")):
     """Bidirectional Monte Carlo: sandwich log marginal likelihoods between forward and reverse AIS."""
     STATE.debug = debug
     enable_x64(x64)
+    if compile_cache:
+        enable_compilation_cache()
 
 
 app.command(name="sandwich")(sandwich_command)

@@ -17,6 +17,7 @@ failure is carried as data and the host reads it once per chunk, never per step.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import sys
@@ -152,10 +153,13 @@ def anneal(
     index = np.arange(padded, dtype=np.int32)
 
     cached = caches_terms(model, kernel, rule, lams)
-    statics = (model, kernel, rule, resampler, num_particles, bool(record_increments), cached)
+    kernel_def, params = split_kernel(kernel)
+    statics = (model, kernel_def, rule, resampler, num_particles, bool(record_increments), cached)
     first = (lam_from[:chunk_size], lam_to[:chunk_size], active[:chunk_size], index[:chunk_size])
-    (start, finish, compiled), compile_seconds, built = _compile(statics, (key, data, init_latents, runs, first))
-    carry = start(data, init_latents)
+    with _compiling(progress, description):
+        (start, finish, compiled), compile_seconds, built = _compile(statics, (key, data, init_latents, runs,
+                                                                               first, params))
+    carry = start(params, data, init_latents)
 
     report = _progress(progress, num_steps * chains, description, num_steps)
     outs = []
@@ -164,7 +168,7 @@ def anneal(
     try:
         for c in range(num_chunks):
             sl = slice(c * chunk_size, (c + 1) * chunk_size)
-            carry, out = compiled(key, data, carry, lam_from[sl], lam_to[sl], active[sl], index[sl])
+            carry, out = compiled(params, key, data, carry, lam_from[sl], lam_to[sl], active[sl], index[sl])
             outs.append(out)
             # The previous chunk's failures are read while this one runs: one chunk of lag, no stall.
             if pending is not None:
@@ -174,7 +178,7 @@ def anneal(
                 jax.block_until_ready(carry[1])
                 report(min((c + 1) * chunk_size, num_steps), num_steps)
         _raise_if_failed(pending, lams=lams, model=model, data=data, rule=rule, description=description)
-        latents, log_weights, log_evidence = jax.block_until_ready(finish(carry))
+        latents, log_weights, log_evidence = jax.block_until_ready(finish(params, carry))
     finally:
         if report is not None and hasattr(report, "close"):
             report.close()
@@ -209,13 +213,32 @@ def caches_terms(model, kernel, rule, lams) -> bool:
             and bool(kernel.caches_terms))
 
 
-def _start(data, init_latents, *, model, kernel, cached, runs):
+def split_kernel(kernel):
+    """``(static part, parameters)`` of a kernel: a kernel registered as a pytree of numbers (HMC's step
+    size or step-size table) passes them as arguments of the compiled run, so a new value (a pilot's new
+    table) reuses the compiled program; any other kernel is static as a whole.
+    """
+    leaves, treedef = jax.tree.flatten(kernel)
+    if len(leaves) == 1 and leaves[0] is kernel or not all(isinstance(x, (int, float, np.ndarray, jax.Array))
+                                                            for x in leaves):
+        return ("static", kernel), ()
+    return ("pytree", treedef), tuple(leaves)
+
+
+def join_kernel(kernel_def, params):
+    """The kernel back from :func:`split_kernel`'s parts (inside a compiled function)."""
+    kind, part = kernel_def
+    return part if kind == "static" else jax.tree.unflatten(part, params)
+
+
+def _start(params, data, init_latents, *, model, kernel_def, cached, runs):
     """The run's initial carry: (chain states, log-weights, banked evidence, failure record).
 
     Per chain the failure record holds the first step with a NaN/+inf increment, and the first step, phase and
     latent of a failed density check. On the lean path a chain's state is the kernel's cached state, whose
     densities are checked here (a failure is reported as the first step's weight).
     """
+    kernel = join_kernel(kernel_def, params)
     chains = _num_chains(init_latents)
     dtype = jnp.result_type(float)
     never = jnp.full(chains, -1, jnp.int32)
@@ -226,16 +249,18 @@ def _start(data, init_latents, *, model, kernel, cached, runs):
     return states, jnp.zeros(chains, dtype), jnp.zeros(runs, dtype), failures
 
 
-def _finish(carry, *, kernel, cached, num_particles):
+def _finish(params, carry, *, kernel_def, cached, num_particles):
     """Final latents, log-weights and each run's log-evidence, from the last carry."""
+    kernel = join_kernel(kernel_def, params)
     states, logw, log_z, failures = carry
     latents = (jax.vmap(kernel.state_latent)(states, failures[3]) if cached else states)
     return latents, logw, final_log_evidence(logw, log_z, num_particles)
 
 
-def _chunk(key, data, carry, lam_from, lam_to, active, index, *, model, kernel, rule, resampler, num_particles,
-           record, cached):
+def _chunk(params, key, data, carry, lam_from, lam_to, active, index, *, model, kernel_def, rule, resampler,
+           num_particles, record, cached):
     """Advance all chains through one chunk of steps (the compiled unit)."""
+    kernel = join_kernel(kernel_def, params)
 
     def weigh(states, like, lf, lt):
         if cached:
@@ -342,20 +367,22 @@ def _compile(statics, shapes):
     Returns ``((start, finish, chunk), seconds, built)``; ``seconds`` is 0.0 and ``built`` False when the
     programs came from the cache.
     """
-    key, data, init_latents, runs, first = shapes
-    leaves, treedef = jax.tree.flatten((key, data, init_latents, first))
+    key, data, init_latents, runs, first, params = shapes
+    leaves, treedef = jax.tree.flatten((key, data, init_latents, first, params))
     signature = (treedef, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves), runs, jnp.result_type(float))
-    model, kernel, rule, resampler, num_particles, record, cached = statics
+    model, kernel_def, rule, resampler, num_particles, record, cached = statics
 
     def build():
         began = time.perf_counter()
-        start = jax.jit(functools.partial(_start, model=model, kernel=kernel, cached=cached, runs=runs))
-        finish = jax.jit(functools.partial(_finish, kernel=kernel, cached=cached, num_particles=num_particles))
-        chunk = jax.jit(functools.partial(_chunk, model=model, kernel=kernel, rule=rule, resampler=resampler,
-                                          num_particles=num_particles, record=record, cached=cached))
-        carry = jax.eval_shape(start, data, init_latents)
-        programs = (start.lower(data, init_latents).compile(), finish.lower(carry).compile(),
-                    chunk.lower(key, data, carry, *first).compile())
+        start = jax.jit(functools.partial(_start, model=model, kernel_def=kernel_def, cached=cached, runs=runs))
+        finish = jax.jit(functools.partial(_finish, kernel_def=kernel_def, cached=cached,
+                                           num_particles=num_particles))
+        chunk = jax.jit(functools.partial(_chunk, model=model, kernel_def=kernel_def, rule=rule,
+                                          resampler=resampler, num_particles=num_particles, record=record,
+                                          cached=cached))
+        carry = jax.eval_shape(start, params, data, init_latents)
+        programs = (start.lower(params, data, init_latents).compile(), finish.lower(params, carry).compile(),
+                    chunk.lower(params, key, data, carry, *first).compile())
         return programs, time.perf_counter() - began
 
     (programs, seconds), built = _COMPILED.get_or_build((statics, signature), build)
@@ -446,6 +473,18 @@ def _num_chains(latents) -> int:
     if len(sizes) != 1 or -1 in sizes:
         raise ValueError(f"every leaf of init_latents needs the same leading chain axis, got sizes {sizes}")
     return sizes.pop()
+
+
+@contextlib.contextmanager
+def _compiling(progress, description):
+    """A spinner on a terminal while a run compiles (first run with these sizes, unless cached on disk)."""
+    if callable(progress) or not (progress is True or (progress == "auto" and sys.stderr.isatty())):
+        yield
+        return
+    from rich.console import Console
+
+    with Console(stderr=True).status(f"compiling {description} (once per model and sizes)", spinner="dots"):
+        yield
 
 
 def _progress(progress, work, description, total):

@@ -57,11 +57,11 @@ class Pilot:
         Transitions at lambda = 0 (the prior) before the grid, steering the first step size.
     """
 
-    num_steps: int = 48
+    num_steps: int = 32
     num_chains: int = 16
     target_acceptance: float = 0.9
     min_lam: float = 1e-6
-    warmup: int = 16
+    warmup: int = 8
 
     def __post_init__(self):
         if int(self.num_steps) < 4 or int(self.num_chains) < 2:

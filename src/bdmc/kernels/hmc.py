@@ -174,3 +174,9 @@ def _check(state: TermsState, lam, unravel) -> None:
 
 def _zeros_like(shape_tree):
     return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shape_tree)
+
+
+# The step size (a number or a table) is data, the rest static: a compiled run takes a new step size or a
+# pilot's new table as an argument instead of compiling again.
+jax.tree_util.register_dataclass(HMC, data_fields=["step_size"],
+                                 meta_fields=["model", "num_integration_steps", "inverse_mass"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -44,6 +45,21 @@ class StepSizeTable:
 
     def __repr__(self):
         return f"StepSizeTable({len(self.lams)} points, {min(self.sizes):.3g}..{max(self.sizes):.3g})"
+
+
+def _flatten(table):
+    return (np.asarray(table.lams, np.float64), np.asarray(table.sizes, np.float64)), None
+
+
+def _unflatten(_, leaves):
+    # Inside a compiled run the leaves are traced arrays: build without the host-side checks.
+    table = object.__new__(StepSizeTable)
+    object.__setattr__(table, "lams", leaves[0])
+    object.__setattr__(table, "sizes", leaves[1])
+    return table
+
+
+jax.tree_util.register_pytree_node(StepSizeTable, _flatten, _unflatten)
 
 
 def step_size_at(step_size, lam):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -178,7 +179,7 @@ def require_exact_latent(exact_latent, who: str) -> None:
 
 def broadcast_latent(model, latent, num_chains):
     """Give one latent a leading chain axis, or check an already batched one."""
-    single = jax.eval_shape(model.sample_prior, jax.random.key(0))
+    single = latent_shape(model)
     leaves, ref = jax.tree.leaves(latent), jax.tree.leaves(single)
     if jax.tree.structure(latent) != jax.tree.structure(single):
         raise BDMCError(f"exact latent has structure {jax.tree.structure(latent)}, "
@@ -201,8 +202,8 @@ def check_exact_latent(model, data, exact_latent, init, lam, *, description: str
     density) means the sample could not have generated the data, which would make the upper bound +inf.
     """
     batched = init is exact_latent
-    values = (np.asarray(jax.jit(jax.vmap(lambda x: log_density(model, x, data, lam)))(init)) if batched
-              else np.atleast_1d(np.asarray(log_density(model, exact_latent, data, lam))))
+    density = _densities(model, batched)
+    values = np.atleast_1d(np.asarray(density(init if batched else exact_latent, data, lam)))
     if np.all(np.isfinite(values)):
         return
     chain = int(np.argmax(~np.isfinite(values)))
@@ -221,6 +222,18 @@ def check_exact_latent(model, data, exact_latent, init, lam, *, description: str
                                    lam=float(lam) if np.ndim(lam) == 0 else np.asarray(lam).tolist(),
                                    chain=chain if batched else None, evaluated_by="exact latent",
                                    direction=description)
+
+
+@functools.lru_cache(maxsize=256)
+def latent_shape(model):
+    """Shapes and dtypes of one latent of ``model`` (a prior draw), computed once per model."""
+    return jax.eval_shape(model.sample_prior, jax.random.key(0))
+
+
+@functools.lru_cache(maxsize=256)
+def _densities(model, batched: bool):
+    fn = lambda x, data, lam: log_density(model, x, data, lam)  # noqa: E731
+    return jax.jit(jax.vmap(fn, (0, None, None)) if batched else fn)
 
 
 def _settings(direction, path, num_runs, kernel, tuned=None):

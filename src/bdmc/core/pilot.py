@@ -126,9 +126,7 @@ def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None
         else (float(kernel.step_size) if steer else 0.0)
     run, compile_seconds = _compiled_pilot(model, kernel, pilot, steer, data)
     began = time.perf_counter()
-    variances, sizes, acceptance = (np.asarray(x, np.float64) for x in
-                                    run(jax.random.fold_in(key, PILOT_STREAM), data, jnp.asarray(grid),
-                                        jnp.asarray(step0)))
+    variances, sizes, acceptance = (np.asarray(x, np.float64) for x in run(key, data, grid, np.float64(step0)))
     seconds = time.perf_counter() - began
     path = thermodynamic_path(grid, variances, int(num_steps))
     if steer:
@@ -175,9 +173,8 @@ def thermodynamic_path(grid, variances, num_steps: int, *, weight: float = 0.5) 
 def smoothed_table(lams, sizes, *, width: int = 5) -> StepSizeTable:
     """The pilot's step sizes as a table, smoothed by a running median of log step size."""
     log_sizes = np.log(np.asarray(sizes, np.float64))
-    half = width // 2
-    padded = np.pad(log_sizes, half, mode="edge")
-    smooth = np.array([np.median(padded[i:i + width]) for i in range(log_sizes.size)])
+    padded = np.pad(log_sizes, width // 2, mode="edge")
+    smooth = np.median(np.lib.stride_tricks.sliding_window_view(padded, width), axis=1)
     return StepSizeTable(tuple(float(x) for x in lams), tuple(float(x) for x in np.exp(smooth)))
 
 
@@ -202,8 +199,9 @@ def _compiled_pilot(model, kernel, pilot: Pilot, steer: bool, data):
 
     def build():
         began = time.perf_counter()
-        fn = jax.jit(lambda k, d, g, s0: _pilot(k, model, d, kernel, g, s0, pilot=pilot, steer=steer))
-        example = (jax.random.key(0), data, jnp.asarray(pilot.grid()), jnp.asarray(1.0))
+        fn = jax.jit(lambda k, d, g, s0: _pilot(jax.random.fold_in(k, PILOT_STREAM), model, d, kernel, g, s0,
+                                                pilot=pilot, steer=steer))
+        example = (jax.random.key(0), data, pilot.grid(), np.float64(1.0))
         return fn.lower(*example).compile(), time.perf_counter() - began
 
     (compiled, seconds), built = _PILOTS.get_or_build((model, kernel, pilot, steer, signature), build)

@@ -1,0 +1,98 @@
+"""Fixed cost of a warm estimator call: host work outside the compiled run, measured over many small runs.
+
+Sweeps of many small runs (benchmarks, calibration studies, SBC) pay a call's fixed cost every time. For each
+estimator call below, on a small model, the script makes ``--calls`` warm calls (compiled programs reused)
+with different keys and records the wall time of the whole Python call and the engine's own seconds for
+the compiled run (``Estimate.details.seconds``). Fixed cost = wall - engine, median over calls. A pilot-tuned
+call's pilot is compiled work too; it is reported in its own column, not counted as fixed cost.
+
+    python benchmarks/fixed_cost.py            # writes benchmarks/results/fixed_cost.{json,md}
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import jax
+
+import bdmc
+from bdmc.kernels import HMC
+from bdmc.models import GaussianMean, LinearRegression
+
+bdmc.enable_x64()
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def cases():
+    """(label, callable(key) -> Estimate) for the calls measured."""
+    lin = LinearRegression()
+    lin_data, lin_latent = bdmc.simulate(jax.random.key(0), lin)
+    gm = GaussianMean(n=20, dim=5)
+    gm_data, _ = bdmc.simulate(jax.random.key(0), gm)
+    hmc = HMC(lin, step_size=0.05, num_integration_steps=10)
+    return [
+        ("forward_ais T=30, 1 run (Gibbs)", lambda k: bdmc.forward_ais(k, lin, lin_data, num_steps=30, num_runs=1)),
+        ("forward_ais T=30, 1 run (HMC, tune off)",
+         lambda k: bdmc.forward_ais(k, lin, lin_data, num_steps=30, num_runs=1, kernel=hmc, tune="off")),
+        ("forward_ais T=30, 1 run (HMC, pilot-tuned)",
+         lambda k: bdmc.forward_ais(k, lin, lin_data, num_steps=30, num_runs=1, kernel=hmc, tune="pilot")),
+        ("reverse_ais T=30, 1 run (Gibbs)",
+         lambda k: bdmc.reverse_ais(k, lin, lin_data, exact_latent=lin_latent, num_steps=30, num_runs=1)),
+        ("smc, 1 run of 1 particle (Gibbs)", lambda k: bdmc.smc(k, gm, gm_data, num_runs=1)),
+        ("forward_ais T=30, 16 runs (Gibbs)", lambda k: bdmc.forward_ais(k, gm, gm_data, num_steps=30, num_runs=16)),
+    ]
+
+
+def measure(fn, calls: int) -> dict:
+    for i in range(3):  # compile and warm up
+        fn(jax.random.key(10_000 + i))
+    walls, engines, pilots = [], [], []
+    for i in range(calls):
+        start = time.perf_counter()
+        est = fn(jax.random.key(i))
+        walls.append(time.perf_counter() - start)
+        engines.append(est.details.seconds)
+        pilots.append(float(est.settings.get("pilot_seconds", 0.0)) - float(est.settings.get(
+            "pilot_compile_seconds", 0.0)))
+    fixed = [w - e - p for w, e, p in zip(walls, engines, pilots)]
+    return {"calls": calls, "wall_ms": 1e3 * statistics.median(walls),
+            "engine_ms": 1e3 * statistics.median(engines), "pilot_ms": 1e3 * statistics.median(pilots),
+            "fixed_ms": 1e3 * statistics.median(fixed),
+            "fixed_ms_p90": 1e3 * sorted(fixed)[int(0.9 * (len(fixed) - 1))]}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=200, help="warm calls per case (default 200)")
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    args = ap.parse_args(argv)
+    load_before = os.getloadavg()
+    rows = [{"case": label, **measure(fn, args.calls)} for label, fn in cases()]
+    out = {"rows": rows, "load_before": load_before, "load_after": os.getloadavg(),
+           "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(), "jax": jax.__version__,
+                       "bdmc": bdmc.version.__version__}}
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "fixed_cost.json").write_text(json.dumps(out, indent=2))
+    lines = ["# Fixed cost of a warm call", "",
+             f"Median over {args.calls} warm calls per case (compiled programs reused, new key each call). "
+             "Fixed = wall - engine run - pilot run: host work outside compiled programs. Load average "
+             f"(1, 5, 15 min) {tuple(round(x, 2) for x in load_before)} before, "
+             f"{tuple(round(x, 2) for x in out['load_after'])} after.", "",
+             "| call | wall ms | engine run ms | pilot run ms | fixed ms (median) | fixed ms (90th pct) |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {r['case']} | {r['wall_ms']:.2f} | {r['engine_ms']:.2f} | {r['pilot_ms']:.2f} | "
+              f"{r['fixed_ms']:.2f} | {r['fixed_ms_p90']:.2f} |" for r in rows]
+    (args.out / "fixed_cost.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -54,7 +54,9 @@ class Pilot:
     min_lam : float
         Smallest positive lambda of the pilot grid.
     warmup : int
-        Transitions at lambda = 0 (the prior) before the grid, steering the first step size.
+        Levels at lambda = 0 (the prior) before the grid, steering the first step size.
+    moves_per_level : int
+        Transitions per level, each followed by a step-size update.
     """
 
     num_steps: int = 32
@@ -62,6 +64,7 @@ class Pilot:
     target_acceptance: float = 0.9
     min_lam: float = 1e-6
     warmup: int = 8
+    moves_per_level: int = 3
 
     def __post_init__(self):
         if int(self.num_steps) < 4 or int(self.num_chains) < 2:
@@ -133,9 +136,9 @@ def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None
         kernel = dataclasses.replace(kernel, step_size=smoothed_table(grid[1:], sizes))
     levels = pilot.num_steps - 1 + pilot.warmup
     if supports(kernel, CachedTransition) and bool(kernel.caches_terms):
-        evals = pilot.num_chains * (1 + levels * int(kernel.evals_per_cached_step))
+        evals = pilot.num_chains * (1 + levels * pilot.moves_per_level * int(kernel.evals_per_cached_step))
     else:  # each level also evaluates the likelihood for its variance
-        evals = pilot.num_chains * levels * (1 + int(getattr(kernel, "evals_per_step", 1)))
+        evals = pilot.num_chains * levels * (1 + pilot.moves_per_level * int(getattr(kernel, "evals_per_step", 1)))
     return Tuned(path=path, kernel=kernel, seconds=seconds + compile_seconds, compile_seconds=compile_seconds,
                  n_evals=evals, variances=variances,
                  acceptance=acceptance, pilot=pilot)
@@ -229,16 +232,23 @@ def _pilot(key, model, data, kernel, grid, step0, *, pilot: Pilot, steer: bool):
         ok = jnp.isfinite(ll)
         mean = jnp.sum(jnp.where(ok, ll, 0.0)) / jnp.maximum(jnp.sum(ok), 1)
         var = jnp.sum(jnp.where(ok, (ll - mean) ** 2, 0.0)) / jnp.maximum(jnp.sum(ok) - 1, 1)
-        k = dataclasses.replace(kernel, step_size=jnp.exp(log_step)) if steer else kernel
-        keys = jax.random.split(jax.random.fold_in(key, t), chains)
-        if cached:
-            states, info = jax.vmap(lambda kk, s: k.step(kk, s, data, lam, like=like))(keys, states)
-        else:
-            states, info = jax.vmap(lambda kk, x: k(kk, x, data, lam))(keys, states)
-        acc = jnp.mean(jnp.where(jnp.isfinite(info.acceptance), info.acceptance, 0.0))
-        # Robbins-Monro on log step size: larger when accepting more than the target, smaller when less.
-        new_log_step = log_step + 2.0 * (acc - target) if steer else log_step
-        return (states, new_log_step), (var, jnp.exp(log_step), acc)
+
+        def move(c, j):
+            states, log_step = c
+            k = dataclasses.replace(kernel, step_size=jnp.exp(log_step)) if steer else kernel
+            keys = jax.random.split(jax.random.fold_in(jax.random.fold_in(key, t), j), chains)
+            if cached:
+                states, info = jax.vmap(lambda kk, s: k.step(kk, s, data, lam, like=like))(keys, states)
+            else:
+                states, info = jax.vmap(lambda kk, x: k(kk, x, data, lam))(keys, states)
+            acc = jnp.mean(jnp.where(jnp.isfinite(info.acceptance), info.acceptance, 0.0))
+            # Robbins-Monro on log step size: larger when accepting more than the target, smaller when less.
+            return (states, log_step + (acc - target) if steer else log_step), acc
+
+        # Several moves per level let the chains keep up with a sharpening target; the table keeps the step
+        # size the level ended with.
+        (states, log_step), accs = jax.lax.scan(move, (states, log_step), jnp.arange(int(pilot.moves_per_level)))
+        return (states, log_step), (var, jnp.exp(log_step), jnp.mean(accs))
 
     # Warm-up at lam = 0: the chains are exact prior draws, so these levels steer the first step size and
     # pool more draws into the variance at the start, where the path's first steps are decided.

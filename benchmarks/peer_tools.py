@@ -26,8 +26,8 @@ HMC_STEP, HMC_LEAPFROG = 0.05, 10
 
 # Budgets per tool: the knob a user turns for more accuracy. bdmc-smc is (particles, moves per data case).
 BUDGETS = {
-    "bdmc-ais": [30, 100, 300, 1000, 3000],
-    "bdmc-smc": [(16, 1), (64, 1), (256, 1)],
+    "bdmc-ais": [30, 100, 300, 1000, 3000, 10000],
+    "bdmc-smc": [(16, 1), (64, 1), (256, 1), (1024, 1)],
     "blackjax": [64, 256, 1024],
     "pymc": [250, 1000],
     "tfp": [100, 1000],
@@ -262,7 +262,7 @@ def tool_versions() -> dict:
 
 def long_reference(problem, seed=12345, quick=False):
     """A long bdmc AIS run and a long BlackJAX run; their mean is the reference where there is no exact answer."""
-    steps, runs, particles, moves = (1000, 4, 1024, 10) if quick else (10000, 16, 8192, 20)
+    steps, runs, particles, moves = (1000, 4, 1024, 10) if quick else (10000, 16, 4096, 10)
     ais = bdmc.forward_ais(jax.random.key(seed), problem.model, jnp.asarray(problem.data), num_steps=steps,
                            num_runs=runs, progress=False)
     peer = make_blackjax(problem, particles, num_mcmc_steps=moves)(seed)["log_z"]

@@ -25,6 +25,7 @@ import math
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 import warnings
@@ -120,11 +121,25 @@ def timed_call(run, seed) -> dict:
     return {**out, "seconds": seconds, "load_before": load_before, "load_after": os.getloadavg()[0]}
 
 
+def bdmc_source() -> str:
+    """The commit bdmc is imported from, with "+dirty" when src/bdmc has uncommitted changes (a shared tree)."""
+    root = Path(bdmc.__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "src/bdmc"], capture_output=True,
+                               text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return bdmc.__version__
+    return head + ("+dirty" if dirty else "")
+
+
 class Runner:
     """Builds each (problem, tool, budget) once and records every call as a JSONL row."""
 
     def __init__(self, path, truths, console):
         self.path, self.truths, self.console = path, truths, console
+        self.source = bdmc_source()
         self.done = {row_key(r) for r in load_rows(path)}
         self.runs, self.calls = {}, {}
 
@@ -146,7 +161,7 @@ class Runner:
         row = {"problem": name, "tool": tool, "budget": label, "knob": KNOBS[tool], "seed": seed,
                "kind": "cold" if first else "warm", "setup_seconds": setup,
                "seconds_with_setup": out["seconds"] + setup, "truth": truth["value"], "truth_kind": truth["kind"],
-               "error": out["log_z"] - truth["value"], "time": time.time(), **out}
+               "error": out["log_z"] - truth["value"], "time": time.time(), "bdmc_source": self.source, **out}
         append_row(self.path, row)
         self.done.add(row_key(row))
         self.console.print(f"{name:11s} {tool:14s} {label:>7s} seed {seed:2d} {row['kind']:4s} "
@@ -204,6 +219,7 @@ def summarize(rows) -> list[dict]:
                     "cold_s": statistics.median(cold) if cold else float("nan"),
                     "n_evals": statistics.median(evals) if evals else None,
                     "load": statistics.mean(r["load_before"] for r in rs),
+                    "bdmc_source": ",".join(sorted({str(r.get("bdmc_source")) for r in rs})),
                     "truth_kind": rs[0]["truth_kind"]})
     order = {t: i for i, t in enumerate(TOOLS)}
     budget_order = {(t, budget_label(b)): i for t in TOOLS for i, b in enumerate(BUDGETS[t])}
@@ -319,7 +335,8 @@ def write_markdown(path, summary, truths, settings, machine, diagnosis_rows, mis
              f"Mean 1-minute load average before the calls: {statistics.mean(loads):.2f} "
              f"(min {min(loads):.2f}, max {max(loads):.2f}) on {machine['cpu_affinity']} CPUs. "
              "Budgets: smallest that reaches the threshold; 'between a and b' names the budget before it, "
-             "which did not. Ratios above 1: bdmc slower than the best peer.", ""]
+             "which did not. Ratios above 1: bdmc slower than the best peer. bdmc rows ran bdmc at commit "
+             + ", ".join(sorted({s["bdmc_source"] for s in summary if s["tool"] in BDMC_TOOLS})) + ".", ""]
     for name in settings["problems"]:
         problem, truth = peer_problems.get_problem(name), truths[name]
         lines += [f"## {problem.title}", ""]

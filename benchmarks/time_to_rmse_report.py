@@ -130,8 +130,9 @@ def headline(rows_by_model: dict) -> list[str]:
         f"1-minute load average was {min(loads):.1f}-{max(loads):.1f} during these rows (recorded per row), "
         f"so a run's time includes waiting for a core. Fewer repetitions than the paper's 25 trials: "
         f"{'/'.join(map(str, trials))} batched runs plus {'/'.join(map(str, repeats))} timed single runs per "
-        f"knob value, RMSE over both; estimators stop at the first knob under every target or past the "
-        f"stated budget, so the budgets differ from the paper's.",
+        f"knob value, RMSE over both. An estimator stops at the first knob under every target, or at the end "
+        f"of its ladder or once one run exceeds `--budget`: where a target was not reached the table names the "
+        f"last knob run and its one-run time, the budget it was given; the budgets differ from the paper's.",
         "",
         "\"excl.\" is the compiled run alone (`Estimate.seconds`); \"incl.\" is the wall time of the whole call "
         "after `bdmc.clear_caches()`, compilation and tracing included, what the first call in a fresh process "
@@ -196,6 +197,11 @@ def summary_page(rows_by_model: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _source(truth) -> str:
+    source = truth.get("source", "computed")
+    return "computed by this script" if source == "computed" else f"imported from `{source}`, an earlier run's JSONL"
+
+
 def model_page(model: str, rows: list) -> str:
     """Ground truth, the like-for-like rows and every knob's numbers for one model."""
     truth = next((r for r in rows if r["kind"] == "truth"), None)
@@ -205,7 +211,7 @@ def model_page(model: str, rows: list) -> str:
         lines += [f"Ground truth {truth['truth']:.3f} nats: forward AIS {truth['forward']:.3f} ± "
                   f"{truth['forward_stderr']:.3f}, reverse {truth['reverse']:.3f} ± {truth['reverse_stderr']:.3f} "
                   f"(gap {truth['gap']:.3f} nats) at T = {s['truth_steps']}, {s['truth_chains']} chains each"
-                  f" ({truth.get('source', 'computed')}).", ""]
+                  f" ({_source(truth)}).", ""]
     lines += TABLE_HEAD
     for name in ESTIMATORS:
         runs = _latest_runs(rows, name)

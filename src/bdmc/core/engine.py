@@ -17,10 +17,8 @@ failure is carried as data and the host reads it once per chunk, never per step.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
-import sys
 import time
 from typing import Any, Callable, NamedTuple
 
@@ -28,12 +26,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import NonFiniteLogDensityError, NonFiniteLogWeightError, ScheduleError
+from ..errors import ScheduleError
 from ..caching import CompiledCache
 from ..contracts.capabilities import supports
 from ..contracts.kernel import CachedTransition
 from ..contracts.model import increment_from_terms, log_density_increment
-from ..contracts.nonfinite import describe_nonfinite, recording
+from ..contracts.nonfinite import describe_nonfinite
+from .failures import checked, expand, raise_if_failed
+from .progress import compiling, progress_report
 from .resampling import AdaptiveResampling, final_log_evidence, group_ess
 
 DEFAULT_CHUNK = 64
@@ -142,7 +142,6 @@ def anneal(
     runs = chains // num_particles
     resampler = AdaptiveResampling() if resampler is None else resampler
     rule = AISRule() if rule is None else rule
-    dtype = jnp.result_type(float)
     chunk_size = max(1, min(int(chunk_size), DEFAULT_CHUNK * 16))
     num_chunks = math.ceil(num_steps / chunk_size)
     padded = num_chunks * chunk_size
@@ -156,12 +155,12 @@ def anneal(
     kernel_def, params = split_kernel(kernel)
     statics = (model, kernel_def, rule, resampler, num_particles, bool(record_increments), cached)
     first = (lam_from[:chunk_size], lam_to[:chunk_size], active[:chunk_size], index[:chunk_size])
-    with _compiling(progress, description):
+    with compiling(progress, description):
         (start, finish, compiled), compile_seconds, built = _compile(statics, (key, data, init_latents, runs,
                                                                                first, params))
     carry = start(params, data, init_latents)
 
-    report = _progress(progress, num_steps * chains, description, num_steps)
+    report = progress_report(progress, num_steps * chains, description, num_steps)
     outs = []
     pending = None
     start = time.perf_counter()
@@ -172,12 +171,12 @@ def anneal(
             outs.append(out)
             # The previous chunk's failures are read while this one runs: one chunk of lag, no stall.
             if pending is not None:
-                _raise_if_failed(pending, lams=lams, model=model, data=data, rule=rule, description=description)
+                raise_if_failed(pending, lams=lams, model=model, data=data, rule=rule, description=description)
             pending = carry[3]
             if report is not None:
                 jax.block_until_ready(carry[1])
                 report(min((c + 1) * chunk_size, num_steps), num_steps)
-        _raise_if_failed(pending, lams=lams, model=model, data=data, rule=rule, description=description)
+        raise_if_failed(pending, lams=lams, model=model, data=data, rule=rule, description=description)
         latents, log_weights, log_evidence = jax.block_until_ready(finish(params, carry))
     finally:
         if report is not None and hasattr(report, "close"):
@@ -244,7 +243,7 @@ def _start(params, data, init_latents, *, model, kernel_def, cached, runs):
     never = jnp.full(chains, -1, jnp.int32)
     states, failures = init_latents, (never, never, jnp.zeros(chains, jnp.int32), init_latents)
     if cached:
-        bad, at, states = jax.vmap(_checked(lambda x: kernel.init_state(x, data)))(init_latents)
+        bad, at, states = jax.vmap(checked(lambda x: kernel.init_state(x, data)))(init_latents)
         failures = (never, jnp.where(bad, 0, never), failures[2], at)
     return states, jnp.zeros(chains, dtype), jnp.zeros(runs, dtype), failures
 
@@ -266,15 +265,15 @@ def _chunk(params, key, data, carry, lam_from, lam_to, active, index, *, model, 
         if cached:
             def inc(s):
                 return increment_from_terms(kernel.state_terms(s), kernel.state_latent(s, like), lf, lt)
-            return jax.vmap(_checked(inc, like))(states)
-        return jax.vmap(_checked(lambda x: rule.increment(model, x, data, lf, lt)))(states)
+            return jax.vmap(checked(inc, like))(states)
+        return jax.vmap(checked(lambda x: rule.increment(model, x, data, lf, lt)))(states)
 
     def move(keys, states, like, lt):
         if cached:
             def step(k, s):
                 return kernel.step(k, s, data, lt, like=like)
-            return jax.vmap(_checked(step, like))(keys, states)
-        return jax.vmap(_checked(lambda k, x: kernel(k, x, data, lt)))(keys, states)
+            return jax.vmap(checked(step, like))(keys, states)
+        return jax.vmap(checked(lambda k, x: kernel(k, x, data, lt)))(keys, states)
 
     def transition(carry, t, lf, lt):
         states, logw, log_z, (first_bad, dens_step, dens_phase, dens_at) = carry
@@ -299,7 +298,7 @@ def _chunk(params, key, data, carry, lam_from, lam_to, active, index, *, model, 
         if cached:  # the plain AIS step: no refresh
             bad_r, at_r = jnp.zeros(chains, bool), dens_at
         else:
-            bad_r, at_r, states = jax.vmap(_checked(lambda k, x: rule.refresh(k, model, x, data, lf, lt)))(
+            bad_r, at_r, states = jax.vmap(checked(lambda k, x: rule.refresh(k, model, x, data, lf, lt)))(
                 jax.random.split(k_refresh, chains), states)
         bad_k, at_k, (states, info) = move(jax.random.split(k_move, chains), states, like, lt)
         # Each chain keeps its first failure, in the order evaluated within a step: weight, refresh, kernel.
@@ -308,7 +307,7 @@ def _chunk(params, key, data, carry, lam_from, lam_to, active, index, *, model, 
             hit = new & bad
             dens_step = jnp.where(hit, t, dens_step)
             dens_phase = jnp.where(hit, phase, dens_phase)
-            dens_at = jax.tree.map(lambda a, b: jnp.where(_expand(hit, a), b, a), dens_at, at)
+            dens_at = jax.tree.map(lambda a, b: jnp.where(expand(hit, a), b, a), dens_at, at)
             new = new & ~bad
         acc = jnp.mean(info.acceptance).astype(logw.dtype)
         out = (jnp.mean(inc), acc, ess, resampled, inc if record else inc[:0])
@@ -389,75 +388,6 @@ def _compile(statics, shapes):
     return programs, (seconds if built else 0.0), built
 
 
-PHASES = ("weight", "refresh", "kernel")
-
-
-def _checked(fn, like=None):
-    """``fn(*args) -> out`` as ``(failed, latent, out)``: whether a density check failed in it, and where first.
-
-    Applied per chain (inside the ``vmap``). ``like`` is a latent of the model (its structure is what is
-    recorded); by default the last argument is the chain's latent. Checks on a state of another structure
-    (none of the built-in kernels makes one) only set the flag.
-    """
-
-    def wrapped(*args):
-        leaves, treedef = jax.tree.flatten(args[-1] if like is None else like)
-        failed = jax.new_ref(jnp.zeros((), bool))
-        at = [jax.new_ref(x) for x in leaves]
-
-        def sink(ok, latent):
-            values = jax.tree.leaves(latent)
-            first = ~failed[...] & ~ok
-            if [(jnp.shape(v), jnp.result_type(v)) for v in values] == [(x.shape, x.dtype) for x in leaves]:
-                for ref, v in zip(at, values):
-                    ref[...] = jnp.where(first, jax.lax.stop_gradient(v), ref[...])
-            failed[...] = failed[...] | ~ok
-
-        with recording(sink):
-            out = fn(*args)
-        return failed[...], jax.tree.unflatten(treedef, [ref[...] for ref in at]), out
-
-    return wrapped
-
-
-def _expand(mask, like):
-    return jnp.reshape(mask, mask.shape + (1,) * (jnp.ndim(like) - 1))
-
-
-def _raise_if_failed(failures, *, lams, model, data, rule, description):
-    """Raise the run's first failure (a NaN or +inf density, else a NaN or +inf increment), if any."""
-    first_bad, dens_step, dens_phase = (np.asarray(x) for x in failures[:3])
-    weight_step = int(first_bad[first_bad >= 0].min()) if np.any(first_bad >= 0) else None
-    if np.any(dens_step >= 0):
-        steps = np.where(dens_step >= 0, dens_step, np.iinfo(np.int32).max)
-        t = int(steps.min())
-        if weight_step is None or t <= weight_step:
-            chain = int(np.argmin(steps))
-            phase = PHASES[int(dens_phase[chain])]
-            latent = jax.tree.map(lambda a: a[chain], failures[3])
-            lam_from, lam_to = lams[t], lams[t + 1]
-            if phase == "weight":
-                found = rule.culprit(model, latent, data, lam_from, lam_to) if hasattr(rule, "culprit") else None
-            else:
-                found = describe_nonfinite(model, latent, data, lam_to)
-            # The host re-evaluation can only miss when the device computed differently (a different backend).
-            term, case, value = found if found is not None else ("log density", None, "NaN or +inf")
-            raise NonFiniteLogDensityError(
-                term=term, value=value, case=case, step=t + 1, lam=_lam_at(lams, t + 1), chain=chain,
-                n_bad=int(np.sum(dens_step >= 0)), evaluated_by=phase, direction=description,
-            )
-    if weight_step is not None:
-        chain = int(np.argmax(first_bad == weight_step))
-        step = weight_step + 1
-        raise NonFiniteLogWeightError(step=step, lam=_lam_at(lams, step), chain=chain,
-                                      n_bad=int(np.sum(first_bad >= 0)), direction=description)
-
-
-def _lam_at(lams, step):
-    lam = lams[step]
-    return lam.tolist() if lam.ndim else float(lam)
-
-
 def _pad(a, length):
     out = np.empty((length,) + a.shape[1:], dtype=np.float64)
     out[: a.shape[0]] = a
@@ -473,41 +403,3 @@ def _num_chains(latents) -> int:
     if len(sizes) != 1 or -1 in sizes:
         raise ValueError(f"every leaf of init_latents needs the same leading chain axis, got sizes {sizes}")
     return sizes.pop()
-
-
-@contextlib.contextmanager
-def _compiling(progress, description):
-    """A spinner on a terminal while a run compiles (first run with these sizes, unless cached on disk)."""
-    if callable(progress) or not (progress is True or (progress == "auto" and sys.stderr.isatty())):
-        yield
-        return
-    from rich.console import Console
-
-    with Console(stderr=True).status(f"compiling {description} (once per model and sizes)", spinner="dots"):
-        yield
-
-
-def _progress(progress, work, description, total):
-    if callable(progress):
-        return progress
-    if progress == "auto":
-        progress = sys.stderr.isatty() and work >= 2_000_000
-    if not progress:
-        return None
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-    bar = Progress(
-        TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
-        TimeElapsedColumn(), TimeRemainingColumn(), transient=True,
-    )
-    bar.start()
-    task = bar.add_task(description, total=total)
-
-    class _Report:
-        def __call__(self, done, _total):
-            bar.update(task, completed=done)
-
-        def close(self):
-            bar.stop()
-
-    return _Report()

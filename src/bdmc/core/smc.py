@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 
 from ..contracts.capabilities import CaseProposal, require, supports

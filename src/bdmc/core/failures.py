@@ -1,0 +1,81 @@
+"""Where a run failed: each chain's first NaN or +inf density or weight increment, recorded on the device and
+explained on the host (the term, step, lambda and chain) after the run stopped."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..contracts.nonfinite import describe_nonfinite, recording
+from ..errors import NonFiniteLogDensityError, NonFiniteLogWeightError
+
+PHASES = ("weight", "refresh", "kernel")
+
+
+def checked(fn, like=None):
+    """``fn(*args) -> out`` as ``(failed, latent, out)``: whether a density check failed in it, and where first.
+
+    Applied per chain (inside the ``vmap``). ``like`` is a latent of the model (its structure is what is
+    recorded); by default the last argument is the chain's latent. Checks on a state of another structure
+    (none of the built-in kernels makes one) only set the flag.
+    """
+
+    def wrapped(*args):
+        leaves, treedef = jax.tree.flatten(args[-1] if like is None else like)
+        failed = jax.new_ref(jnp.zeros((), bool))
+        at = [jax.new_ref(x) for x in leaves]
+
+        def sink(ok, latent):
+            values = jax.tree.leaves(latent)
+            first = ~failed[...] & ~ok
+            if [(jnp.shape(v), jnp.result_type(v)) for v in values] == [(x.shape, x.dtype) for x in leaves]:
+                for ref, v in zip(at, values):
+                    ref[...] = jnp.where(first, jax.lax.stop_gradient(v), ref[...])
+            failed[...] = failed[...] | ~ok
+
+        with recording(sink):
+            out = fn(*args)
+        return failed[...], jax.tree.unflatten(treedef, [ref[...] for ref in at]), out
+
+    return wrapped
+
+
+def expand(mask, like):
+    return jnp.reshape(mask, mask.shape + (1,) * (jnp.ndim(like) - 1))
+
+
+def raise_if_failed(failures, *, lams, model, data, rule, description):
+    """Raise the run's first failure (a NaN or +inf density, else a NaN or +inf increment), if any."""
+    first_bad, dens_step, dens_phase = (np.asarray(x) for x in failures[:3])
+    weight_step = int(first_bad[first_bad >= 0].min()) if np.any(first_bad >= 0) else None
+    if np.any(dens_step >= 0):
+        steps = np.where(dens_step >= 0, dens_step, np.iinfo(np.int32).max)
+        t = int(steps.min())
+        if weight_step is None or t <= weight_step:
+            chain = int(np.argmin(steps))
+            phase = PHASES[int(dens_phase[chain])]
+            latent = jax.tree.map(lambda a: a[chain], failures[3])
+            lam_from, lam_to = lams[t], lams[t + 1]
+            if phase == "weight":
+                found = rule.culprit(model, latent, data, lam_from, lam_to) if hasattr(rule, "culprit") else None
+            else:
+                found = describe_nonfinite(model, latent, data, lam_to)
+            # The host re-evaluation can only miss when the device computed differently (a different backend).
+            term, case, value = found if found is not None else ("log density", None, "NaN or +inf")
+            raise NonFiniteLogDensityError(
+                term=term, value=value, case=case, step=t + 1, lam=_lam_at(lams, t + 1), chain=chain,
+                n_bad=int(np.sum(dens_step >= 0)), evaluated_by=phase, direction=description,
+            )
+    if weight_step is not None:
+        chain = int(np.argmax(first_bad == weight_step))
+        step = weight_step + 1
+        raise NonFiniteLogWeightError(step=step, lam=_lam_at(lams, step), chain=chain,
+                                      n_bad=int(np.sum(first_bad >= 0)), direction=description)
+
+
+def _lam_at(lams, step):
+    lam = lams[step]
+    return lam.tolist() if lam.ndim else float(lam)
+
+

@@ -70,6 +70,7 @@ def test_combinators_validate_and_count_evaluations():
     assert KERNELS["cycle"].evals_per_step == 3
 
 
+@pytest.mark.float64  # agreement to float64 rounding after a 10-step trajectory; float32 rounding can flip an accept
 @pytest.mark.parametrize("lam", [0.0, 0.3, 1.0])
 @pytest.mark.parametrize("name", ["hmc", "hmc-mass"])
 def test_hmc_with_cached_terms_makes_blackjaxs_move(name, lam, key):

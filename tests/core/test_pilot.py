@@ -157,3 +157,36 @@ def test_step_size_table_interpolates_in_log_space_and_refuses_bad_tables():
         StepSizeTable((0.0, 1.0), (0.1, 0.0))
     with pytest.raises(BDMCError, match="increase"):
         StepSizeTable((0.5, 0.1), (0.1, 0.1))
+
+
+def test_a_pilot_that_meets_a_nan_or_plus_inf_density_leaves_the_run_untuned_so_it_reports_it(problem):
+    from dataclasses import dataclass
+
+    import jax.numpy as jnp
+
+    @dataclass(frozen=True)
+    class PlusInfPrior:  # a bug: +inf log prior wherever the first coordinate exceeds 0.5
+        inner: GaussianMean = MODEL
+
+        def sample_prior(self, key):
+            return self.inner.sample_prior(key)
+
+        def sample_data(self, key, latent):
+            return self.inner.sample_data(key, latent)
+
+        def log_prior(self, latent):
+            return jnp.where(latent["mu"][0] > 0.5, jnp.inf, self.inner.log_prior(latent))
+
+        def log_likelihood(self, latent, data):
+            return self.inner.log_likelihood(latent, data)
+
+    data, _, _ = problem
+    model = PlusInfPrior()
+    kernel = HMC(model)
+    choice = tune(jax.random.key(0), model, data, kernel, 20, pilot=PILOT)
+    # A tuned run could steer around the bug (step sizes shrunk until nothing moves); it must not.
+    assert not choice.healthy and choice.kernel is kernel
+    np.testing.assert_array_equal(choice.path, schedules.sigmoidal(20))
+    assert "run untuned" in choice.settings()["tuned"]
+    with pytest.raises(bdmc.NonFiniteLogDensityError, match=r"log_prior is \+inf"):
+        bdmc.forward_ais(jax.random.key(0), model, data, num_steps=20, num_runs=8, kernel=kernel, tune=PILOT)

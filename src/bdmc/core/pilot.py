@@ -30,6 +30,7 @@ import numpy as np
 from ..caching import CompiledCache
 from ..contracts.kernel import CachedTransition
 from ..contracts.capabilities import supports
+from ..contracts.model import log_density, weighted_sum
 from ..errors import BDMCError
 from ..kernels.step_sizes import StepSizeTable
 from . import schedules
@@ -91,11 +92,13 @@ class Tuned:
     variances: np.ndarray
     acceptance: np.ndarray
     pilot: Pilot
+    healthy: bool = True
 
     def settings(self) -> dict:
         """What the run records of its pilot."""
         table = getattr(self.kernel, "step_size", None)
-        return {"tuned": "pilot", "pilot_steps": int(self.pilot.num_steps),
+        return {"tuned": "pilot" if self.healthy else "pilot saw a NaN or +inf density: run untuned",
+                "pilot_steps": int(self.pilot.num_steps),
                 "pilot_chains": int(self.pilot.num_chains), "pilot_seconds": self.seconds,
                 "pilot_compile_seconds": self.compile_seconds, "pilot_evals": int(self.n_evals),
                 "step_sizes": repr(table) if isinstance(table, StepSizeTable) else table}
@@ -129,10 +132,13 @@ def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None
         else (float(kernel.step_size) if steer else 0.0)
     run, compile_seconds = _compiled_pilot(model, kernel, pilot, steer, data)
     began = time.perf_counter()
-    variances, sizes, acceptance = (np.asarray(x, np.float64) for x in run(key, data, grid, np.float64(step0)))
+    variances, sizes, acceptance, sick = (np.asarray(x) for x in run(key, data, grid, np.float64(step0)))
     seconds = time.perf_counter() - began
-    path = thermodynamic_path(grid, variances, int(num_steps))
-    if steer:
+    # A NaN or +inf density in the pilot is a bug the run must report, not one a tuned run may steer around
+    # (step sizes shrunk to nothing would keep the chains away from it): the run goes untuned.
+    healthy = not bool(sick)
+    path = thermodynamic_path(grid, variances, int(num_steps)) if healthy else schedules.sigmoidal(int(num_steps))
+    if steer and healthy:
         kernel = dataclasses.replace(kernel, step_size=smoothed_table(grid[1:], sizes))
     levels = pilot.num_steps - 1 + pilot.warmup
     if supports(kernel, CachedTransition) and bool(kernel.caches_terms):
@@ -140,7 +146,7 @@ def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None
     else:  # each level also evaluates the likelihood for its variance
         evals = pilot.num_chains * levels * (1 + pilot.moves_per_level * int(getattr(kernel, "evals_per_step", 1)))
     return Tuned(path=path, kernel=kernel, seconds=seconds + compile_seconds, compile_seconds=compile_seconds,
-                 n_evals=evals, variances=variances,
+                 n_evals=evals, variances=variances, healthy=healthy,
                  acceptance=acceptance, pilot=pilot)
 
 
@@ -220,6 +226,11 @@ def _pilot(key, model, data, kernel, grid, step0, *, pilot: Pilot, steer: bool):
     states = jax.vmap(lambda x: kernel.init_state(x, data))(latents) if cached else latents
     target = jnp.asarray(pilot.target_acceptance, grid.dtype)
 
+    def densities(states, lam):
+        if cached:
+            return jax.vmap(lambda s: s.log_prior + weighted_sum(lam, kernel.state_terms(s)))(states)
+        return jax.vmap(lambda x: log_density(model, x, data, lam))(states)
+
     def summed(states):
         if cached:
             return jax.vmap(lambda s: jnp.sum(kernel.state_terms(s)))(states)
@@ -242,13 +253,15 @@ def _pilot(key, model, data, kernel, grid, step0, *, pilot: Pilot, steer: bool):
             else:
                 states, info = jax.vmap(lambda kk, x: k(kk, x, data, lam))(keys, states)
             acc = jnp.mean(jnp.where(jnp.isfinite(info.acceptance), info.acceptance, 0.0))
+            sick = jnp.any(~(densities(states, lam) < jnp.inf)) | jnp.any(jnp.isnan(info.acceptance))
             # Robbins-Monro on log step size: larger when accepting more than the target, smaller when less.
-            return (states, log_step + (acc - target) if steer else log_step), acc
+            return (states, log_step + (acc - target) if steer else log_step), (acc, sick)
 
         # Several moves per level let the chains keep up with a sharpening target; the table keeps the step
         # size the level ended with.
-        (states, log_step), accs = jax.lax.scan(move, (states, log_step), jnp.arange(int(pilot.moves_per_level)))
-        return (states, log_step), (var, jnp.exp(log_step), jnp.mean(accs))
+        (states, log_step), (accs, sick) = jax.lax.scan(move, (states, log_step),
+                                                        jnp.arange(int(pilot.moves_per_level)))
+        return (states, log_step), (var, jnp.exp(log_step), jnp.mean(accs), jnp.any(sick))
 
     # Warm-up at lam = 0: the chains are exact prior draws, so these levels steer the first step size and
     # pool more draws into the variance at the start, where the path's first steps are decided.
@@ -256,6 +269,6 @@ def _pilot(key, model, data, kernel, grid, step0, *, pilot: Pilot, steer: bool):
     lams = jnp.concatenate([jnp.zeros(warm, grid.dtype), grid[1:]])
     steps = jnp.arange(lams.shape[0])
     log_step0 = jnp.log(jnp.where(step0 > 0, step0, 1.0))
-    _, (variances, sizes, acceptance) = jax.lax.scan(level, (states, log_step0), (steps, lams))
+    _, (variances, sizes, acceptance, sick) = jax.lax.scan(level, (states, log_step0), (steps, lams))
     first = jnp.mean(variances[: warm + 1])
-    return variances[warm:].at[0].set(first), sizes[warm:], acceptance[warm:]
+    return variances[warm:].at[0].set(first), sizes[warm:], acceptance[warm:], jnp.any(sick)

@@ -106,8 +106,10 @@ def measure(cfg: dict) -> dict:
     model = build(cfg["model"], cfg["n"], cfg["dim"])
     data = jax.block_until_ready(bdmc.simulate(jax.random.key(0), model).data)
     before_ais = peak_rss_mib()  # model, data and the simulator's compilation, before any AIS
+    # tune="off": the per-step cost of the engine, without the pilot a default HMC run would add (its
+    # cost grows with N like a run's; benchmarks/fixed_cost.py and peers.py time it).
     call = lambda seed: bdmc.forward_ais(jax.random.key(seed), model, data, num_steps=cfg["steps"],  # noqa: E731
-                                         num_runs=cfg["chains"], progress=False)
+                                         num_runs=cfg["chains"], tune="off", progress=False)
     start = time.perf_counter()
     cold = jax.block_until_ready(call(1))
     cold_wall = time.perf_counter() - start

@@ -37,6 +37,7 @@ from rich.console import Console
 from rich.table import Table
 
 import bdmc
+from bdmc.experiments.store import read_jsonl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import peer_problems  # noqa: E402
@@ -80,15 +81,7 @@ def _jsonable(x):
 
 def load_rows(path: Path) -> list[dict]:
     """Rows of a JSONL file; a torn last line (interrupted write) is ignored."""
-    if not path.exists():
-        return []
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return rows
+    return read_jsonl(path)
 
 
 def row_key(row: dict) -> tuple:

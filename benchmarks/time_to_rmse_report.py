@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from bdmc.experiments.store import read_jsonl
+
 ESTIMATORS = {"ais": ("AIS", "T"), "smc": ("SMC", "moves/case"), "ns": ("NS", "moves/step")}
 MODELS = ("clustering", "low-rank", "binary")
 # (model, estimator) -> [(RMSE in nats, seconds of one run)]; empty where the paper reached no RMSE below 10.
@@ -38,16 +40,7 @@ def write_reports(out: Path, model: str) -> str:
 
 
 def _rows(out: Path, model: str) -> list:
-    path = out / f"time_to_rmse_{model}.jsonl"
-    if not path.exists():
-        return []
-    rows = []
-    for line in path.read_text().splitlines():
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:  # a line cut off by a kill
-            continue
-    return rows
+    return read_jsonl(out / f"time_to_rmse_{model}.jsonl")
 
 
 # ------------------------------------------------------------------------------------------- statistics

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from bdmc.experiments.store import DamagedRowWarning, RunStore, StoreError, prepare_output_dir
+from bdmc.experiments.store import DamagedRowWarning, RunStore, StoreError, prepare_output_dir, read_jsonl
 
 DTYPES = {"name": str, "knob": int, "value": float, "flag": bool}
 SETTINGS = {"seed": 0, "chains": 4, "version": "a"}
@@ -97,3 +97,13 @@ def test_an_unusable_output_directory_is_refused(tmp_path):
     with pytest.raises(StoreError, match="cannot create"):
         prepare_output_dir(tmp_path / "f" / "sub")
     assert prepare_output_dir(tmp_path / "new" / "dir").is_dir()
+
+
+def test_read_jsonl_drops_a_torn_last_line_and_refuses_a_damaged_middle(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    assert read_jsonl(path) == []
+    path.write_text('{"a": 1}\n{"a": 2}\n{"a": 3, "b"')  # interrupted while writing the third row
+    assert read_jsonl(path) == [{"a": 1}, {"a": 2}]
+    path.write_text('{"a": 1}\nnot json\n{"a": 3}\n')
+    with pytest.raises(StoreError, match="line 2"):
+        read_jsonl(path)

@@ -78,6 +78,26 @@ def prepare_output_dir(out: str | os.PathLike) -> Path:
     return out
 
 
+def read_jsonl(path: Path) -> list[dict]:
+    """The rows of a JSON-lines file written row by row; [] if it does not exist.
+
+    A last line cut short by an interrupted run is dropped (its row is recomputed on resume); a damaged line
+    before the last is not an interruption and raises a :class:`StoreError` naming it.
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    rows, lines = [], path.read_text().splitlines()
+    for i, line in enumerate(lines):
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i != len(lines) - 1:
+                raise StoreError(f"{path}, line {i + 1}, is not JSON: the file was edited or damaged; remove "
+                                 "the line (its row is recomputed) or the file") from None
+    return rows
+
+
 def write_json_atomic(path: Path, body: Any) -> None:
     """Replace ``path`` by ``body`` as JSON: written to a temporary file, synced, then renamed."""
     _replace(path, json.dumps(body, indent=2, default=_json_default) + "\n")

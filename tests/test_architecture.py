@@ -15,7 +15,7 @@ LAYERS = (
     ("models", "ppl", "datasets"),
     ("core",),
     ("checks",),
-    ("estimators", "bracketing"),
+    ("estimators", "bracketing", "generative"),
     ("plotting",),
     ("experiments", "realdata"),
     ("cli",),

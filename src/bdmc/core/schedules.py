@@ -43,35 +43,42 @@ def geometric(num_steps: int, *, start: float = 1e-4) -> np.ndarray:
     return np.concatenate([[0.0], rest])
 
 
-def data_path(num_cases: int, *, steps_per_case: int = 1, order=None) -> np.ndarray:
+def data_path(num_cases: int, *, steps_per_case=1, order=None) -> np.ndarray:
     """Per-data-case path that switches data cases on one at a time (the SMC data path, Sec. 3.4.1).
 
     Parameters
     ----------
     num_cases : int
         Number of data cases N.
-    steps_per_case : int
-        Each case's weight rises from 0 to 1 linearly over this many steps (1 = switched on at once).
+    steps_per_case : int or sequence of int
+        Each case's weight rises from 0 to 1 linearly over this many steps (1 = switched on at once); a
+        sequence gives one count per case (indexed by case, not by its place in ``order``).
     order : sequence of int, optional
         The order in which cases are added (default 0, 1, ..., N-1).
 
     Returns
     -------
-    Array of shape ``(num_cases * steps_per_case + 1, num_cases)``.
+    Array of shape ``(sum of the steps + 1, num_cases)``.
     """
     if int(num_cases) < 1:
         raise ScheduleError(f"data path needs at least one data case, got {num_cases}")
-    if int(steps_per_case) < 1:
-        raise ScheduleError(f"steps_per_case must be >= 1, got {steps_per_case}")
-    n, s = int(num_cases), int(steps_per_case)
+    n = int(num_cases)
+    steps = np.broadcast_to(np.asarray(steps_per_case), (n,)) if np.ndim(steps_per_case) == 0 \
+        else np.asarray(steps_per_case)
+    if steps.shape != (n,) or np.any(steps != np.round(steps)) or np.any(steps < 1):
+        raise ScheduleError(f"steps_per_case must be a positive integer or {n} positive integers, got "
+                            f"{np.asarray(steps_per_case).tolist()}")
+    steps = steps.astype(int)
     order = np.arange(n) if order is None else np.asarray(order)
     if sorted(order.tolist()) != list(range(n)):
         raise ScheduleError(f"order must be a permutation of 0..{n - 1}")
-    path = np.zeros((n * s + 1, n))
-    frac = np.arange(1, s + 1) / s
-    for rank, case in enumerate(order):
-        path[rank * s + 1 : (rank + 1) * s + 1, case] = frac
-        path[(rank + 1) * s + 1 :, case] = 1.0
+    path = np.zeros((int(steps.sum()) + 1, n))
+    row = 0
+    for case in order:
+        s = steps[case]
+        path[row + 1 : row + s + 1, case] = np.arange(1, s + 1) / s
+        path[row + s + 1 :, case] = 1.0
+        row += s
     return path
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from ..contracts.capabilities import CaseProposal, require, supports
+from ..contracts.capabilities import CaseProposal, OwnKernel, require, supports
 from ..contracts.estimate import Estimate, register_estimator, seed_of
 from ..contracts.model import log_predictive, n_cases, validate_data
 from ..errors import BDMCError
@@ -30,10 +30,14 @@ from ..kernels import repeat
 from . import schedules
 from .ais import broadcast_latent, check_exact_latent, default_kernel, require_exact_latent
 from .engine import AISRule, anneal
+from .pilot import tune as tune_step_sizes
+from .pilot import tunes_step_size
 from .prior import prior_draws
 from .resampling import AdaptiveResampling
+from .smc_pilot import DataPathPilot, refine_data_path
 
 PROPOSALS = ("auto", "prior", "posterior")
+GENERIC_PARTICLES = 64  # particles per run of num_particles="auto" for models without their own kernel
 
 
 class PosteriorProposal:
@@ -77,13 +81,14 @@ def smc(
     *,
     exact_latent=None,
     num_moves: int = 1,
-    num_particles: int = 1,
+    num_particles: int | str = "auto",
     num_runs: int = 16,
     kernel: Any = None,
     proposal: str = "auto",
     resampling: str = "systematic",
     ess_threshold: float = 0.5,
     order=None,
+    tune: str | DataPathPilot = "auto",
     progress="auto",
 ) -> Estimate:
     """SMC over data cases from prior draws: a stochastic lower bound on ``log p(y)`` (BDMC paper, Alg. 2).
@@ -97,8 +102,12 @@ def smc(
         Not used (SMC starts from prior draws); accepted so every estimator has one call shape.
     num_moves : int
         MCMC transitions (applications of ``kernel``) after each data case is added: the knob.
-    num_particles : int
-        Particles per run, resampled when their ESS falls below ``ess_threshold * num_particles``.
+    num_particles : int or "auto"
+        Particles per run, resampled when their ESS falls below ``ess_threshold * num_particles``. "auto" is
+        1 (the paper's SMC) for a model with its own kernel or with a predictive proposal, else
+        :data:`GENERIC_PARTICLES`: with the prior proposal a single particle cannot recover from the first
+        cases' spread of likelihoods, whatever the moves (``bdmc.core.smc_pilot``); the choice is recorded in
+        ``settings["num_particles"]``.
     num_runs : int
         Independent runs, each giving one estimate of ``log p(y)``; combined by log-mean-exp.
     kernel : optional
@@ -112,6 +121,13 @@ def smc(
         In [0, 1]; 1 resamples after every case, 0 never.
     order : sequence of int, optional
         The order in which cases are added (default 0..N-1).
+    tune : "auto", "pilot", "off" or DataPathPilot
+        Pilot-refined, then frozen (:mod:`bdmc.core.smc_pilot`): a pilot with its own keys gives each case
+        as many sub-steps as its likelihood's spread across particles needs, and the default gradient
+        kernel a step-size table (:mod:`bdmc.core.pilot`); the run uses both frozen, so the bound keeps its
+        guarantee. "auto" pilots models without a kernel of their own under the "prior" proposal (the
+        paper's models, with their own kernels and predictive proposals, run the plain data path); the
+        pilot's time and evaluations are included in the estimate's, and ``settings`` records its choice.
 
     Returns
     -------
@@ -120,7 +136,7 @@ def smc(
     """
     return _run(key, model, data, None, direction="forward", num_moves=num_moves, num_particles=num_particles,
                 num_runs=num_runs, kernel=kernel, proposal=proposal, resampling=resampling,
-                ess_threshold=ess_threshold, order=order, progress=progress)
+                ess_threshold=ess_threshold, order=order, tune=tune, progress=progress)
 
 
 @register_estimator("shme", label="SHME", knob="num_moves", knobs=(1, 3, 10), bound="upper", needs_exact=True)
@@ -131,20 +147,22 @@ def shme(
     *,
     exact_latent=None,
     num_moves: int = 1,
-    num_particles: int = 1,
+    num_particles: int | str = "auto",
     num_runs: int = 16,
     kernel: Any = None,
     proposal: str = "auto",
     resampling: str = "systematic",
     ess_threshold: float = 0.5,
     order=None,
+    tune: str | DataPathPilot = "auto",
     progress="auto",
 ) -> Estimate:
     """Sequential harmonic mean estimator: a stochastic upper bound on ``log p(y)`` (BDMC paper, Alg. 3).
 
     Every particle starts at ``exact_latent`` (the latent that generated the simulated data); data cases are
     deleted one at a time in the reverse of ``order``, particles are resampled in proportion to 1/w, and runs
-    combine by log-harmonic-mean. Options are as for :func:`smc`.
+    combine by log-harmonic-mean. Options are as for :func:`smc`; a pilot (``tune``) runs forward from prior
+    draws on its own keys, and SHME deletes the cases along the reverse of the path it chose.
 
     The upper-bound guarantee averages over the exact sample as well as the runs. All runs share the one
     exact sample, so the weight of the first deletion (a function of that sample alone, and a whole
@@ -155,24 +173,45 @@ def shme(
     require_exact_latent(exact_latent, "SHME")
     return _run(key, model, data, exact_latent, direction="reverse", num_moves=num_moves,
                 num_particles=num_particles, num_runs=num_runs, kernel=kernel, proposal=proposal,
-                resampling=resampling, ess_threshold=ess_threshold, order=order, progress=progress)
+                resampling=resampling, ess_threshold=ess_threshold, order=order, tune=tune, progress=progress)
 
 
 def _run(key, model, data, exact_latent, *, direction, num_moves, num_particles, num_runs, kernel, proposal,
-         resampling, ess_threshold, order, progress) -> Estimate:
+         resampling, ess_threshold, order, tune, progress) -> Estimate:
     if proposal not in PROPOSALS:
         raise BDMCError(f"unknown proposal {proposal!r}; choose one of {PROPOSALS}")
     if proposal == "auto":
         proposal = "posterior" if supports(model, CaseProposal) else "prior"
     if proposal == "posterior":
         require(model, CaseProposal, purpose="SMC with proposal='posterior' (else use proposal='prior')")
+    if isinstance(num_particles, str) and num_particles == "auto":
+        num_particles = 1 if proposal == "posterior" or supports(model, OwnKernel) else GENERIC_PARTICLES
     for name, value in (("num_moves", num_moves), ("num_particles", num_particles), ("num_runs", num_runs)):
-        if int(value) != value or value < 1:
-            raise BDMCError(f"{name} must be a positive integer, got {value}")
+        if isinstance(value, (bool, str)) or int(value) != value or value < 1:
+            extra = ' or "auto"' if name == "num_particles" else ""
+            raise BDMCError(f"{name} must be a positive integer{extra}, got {value!r}")
+    if not (isinstance(tune, DataPathPilot) or (isinstance(tune, str) and tune in ("auto", "pilot", "off"))):
+        raise BDMCError(f"tune must be 'auto', 'pilot', 'off' or a DataPathPilot, got {tune!r}")
+    if tune != "off" and proposal == "posterior" and tune != "auto":
+        raise BDMCError("tune refines the data path of the 'prior' proposal; the 'posterior' proposal switches a "
+                        "case on in one step by its predictive density: pass tune='off' or proposal='prior'")
     data = validate_data(model, data)
-    path = schedules.data_path(n_cases(model, data), order=order)
+    num_cases = n_cases(model, data)
+    path = schedules.data_path(num_cases, order=order)
+    piloted = isinstance(tune, DataPathPilot) or tune == "pilot" or (
+        tune == "auto" and kernel is None and not supports(model, OwnKernel) and proposal == "prior")
     kernel = default_kernel(model) if kernel is None else kernel
+    step_pilot = refined = None
+    if piloted:
+        if tunes_step_size(kernel):  # a step-size table by the share of data switched on, from the AIS pilot
+            step_pilot = tune_step_sizes(key, model, data, kernel, 2)
+            kernel = step_pilot.kernel
     kernel = kernel if num_moves == 1 else repeat(kernel, int(num_moves))
+    if piloted:
+        refined = refine_data_path(key, model, data, kernel, num_cases=num_cases, order=order,
+                                   pilot=tune if isinstance(tune, DataPathPilot) else None,
+                                   resampling=resampling, ess_threshold=ess_threshold)
+        path = refined.path
     chains = num_runs * num_particles
     rule = PosteriorProposal() if proposal == "posterior" else AISRule()
     resampler = AdaptiveResampling(scheme=resampling, ess_threshold=ess_threshold)
@@ -189,9 +228,20 @@ def _run(key, model, data, exact_latent, *, direction, num_moves, num_particles,
     runs = result.log_evidence if direction == "forward" else -result.log_evidence
     settings = {"method": name.lower(), "direction": direction, "num_moves": int(num_moves),
                 "num_particles": int(num_particles), "num_runs": int(num_runs), "proposal": proposal,
-                "resampling": resampling, "ess_threshold": float(ess_threshold), "kernel": type(kernel).__name__}
+                "resampling": resampling, "ess_threshold": float(ess_threshold), "kernel": type(kernel).__name__,
+                "tuned": "pilot" if piloted else "off"}
+    seconds, compile_seconds, n_evals = result.seconds, result.compile_seconds, result.n_evals
+    for pilot in (step_pilot, refined):  # the pilots' cost is part of the estimate's
+        if pilot is not None:
+            seconds += pilot.seconds - pilot.compile_seconds
+            compile_seconds += pilot.compile_seconds
+            n_evals += pilot.n_evals
+    if step_pilot is not None:
+        settings |= {k: v for k, v in step_pilot.settings().items() if k != "tuned"}
+    if refined is not None:
+        settings |= refined.settings()
     return Estimate.from_runs(
-        runs, bound="lower" if direction == "forward" else "upper", seconds=result.seconds,
-        compile_seconds=result.compile_seconds, n_evals=result.n_evals, settings=settings, seed=seed_of(key),
+        runs, bound="lower" if direction == "forward" else "upper", seconds=seconds,
+        compile_seconds=compile_seconds, n_evals=n_evals, settings=settings, seed=seed_of(key),
         details=result, compiled=result.compiled,
     )

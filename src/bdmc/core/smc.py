@@ -201,6 +201,10 @@ def _run(key, model, data, exact_latent, *, direction, num_moves, num_particles,
     piloted = isinstance(tune, DataPathPilot) or tune == "pilot" or (
         tune == "auto" and kernel is None and not supports(model, OwnKernel) and proposal == "prior")
     kernel = default_kernel(model) if kernel is None else kernel
+    chains = num_runs * num_particles
+    if direction == "reverse":  # before any pilot: a bad exact latent is the caller's error, found at once
+        init = broadcast_latent(model, exact_latent, chains)
+        check_exact_latent(model, data, exact_latent, init, path[-1], description="SHME")
     step_pilot = refined = None
     if piloted:
         if tunes_step_size(kernel):  # a step-size table by the share of data switched on, from the AIS pilot
@@ -212,15 +216,12 @@ def _run(key, model, data, exact_latent, *, direction, num_moves, num_particles,
                                    pilot=tune if isinstance(tune, DataPathPilot) else None,
                                    resampling=resampling, ess_threshold=ess_threshold)
         path = refined.path
-    chains = num_runs * num_particles
     rule = PosteriorProposal() if proposal == "posterior" else AISRule()
     resampler = AdaptiveResampling(scheme=resampling, ess_threshold=ess_threshold)
     key_run = key
     if direction == "forward":
         init, key_run = prior_draws(key, model, chains)
     else:
-        init = broadcast_latent(model, exact_latent, chains)
-        check_exact_latent(model, data, exact_latent, init, path[-1], description="SHME")
         path = path[::-1]
     name = "SMC" if direction == "forward" else "SHME"
     result = anneal(key_run, model, data, kernel, path, init, num_particles=num_particles, resampler=resampler,

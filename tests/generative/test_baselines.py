@@ -10,9 +10,9 @@ from scipy.stats import multivariate_normal
 from bdmc.errors import DataError
 from bdmc.generative.baselines import iwae_bound, kde_log_likelihood, tune_bandwidth
 
-pytestmark = pytest.mark.float64
 
 
+@pytest.mark.float64  # tolerances at float64 rounding
 def test_kde_matches_a_direct_double_loop():
     rng = np.random.default_rng(0)
     samples, images, h = rng.uniform(size=(40, 6)), rng.uniform(size=(9, 6)), 0.35
@@ -72,6 +72,7 @@ def exact_encoder(params, x):
     return mean + params["shift"], -0.5 * jnp.log(precision) + params["log_widen"]
 
 
+@pytest.mark.float64  # tolerances at float64 rounding
 def test_iwae_with_the_exact_posterior_is_log_p_for_every_draw_and_k(ppca):
     params, images, log_p = ppca
     assert np.allclose(params["w"].T @ params["w"], np.diag(np.diag(params["w"].T @ params["w"])))
@@ -102,6 +103,26 @@ def test_iwae_with_a_poor_encoder_is_below_log_p_and_rises_with_k(ppca):
                                   {**enc, "shift": jnp.zeros(K), "log_widen": jnp.zeros(K)}, images,
                                   sigma=1.1 * SIGMA, num_samples=10))
     assert np.max(np.abs(wrong - log_p)) > 0.05
+
+
+def test_iwae_with_one_sample_and_the_vae_elbo_estimate_the_same_number_on_an_mlp():
+    # For k = 1 the IWAE bound is the ELBO (its KL term sampled, not in closed form), so on a nonlinear decoder
+    # the two independent implementations must agree in expectation, and k = 20 must sit above both.
+    from bdmc.generative.losses import vae_elbo
+    from bdmc.generative.networks import decode, encode, encoder_sizes, init_mlp
+
+    sizes = (2, 8, 6)
+    dec = init_mlp(jax.random.key(0), sizes)
+    enc = init_mlp(jax.random.key(1), encoder_sizes(sizes, outputs=4))
+    x = np.repeat(np.random.default_rng(3).uniform(size=(1, 6)), 2000, axis=0)
+    iwae = {k: np.asarray(iwae_bound(jax.random.key(k), decode, dec, encode, enc, x, sigma=0.3, num_samples=k,
+                                     batch_size=1000)) for k in (1, 20)}
+    elbo = np.asarray(jax.jit(jax.vmap(lambda key, xi: vae_elbo(key, decode, dec, encode, enc, xi,
+                                                                  log_sigma=np.log(0.3))))(
+        jax.random.split(jax.random.key(2), len(x)), x))
+    se = np.hypot(iwae[1].std(), elbo.std()) / np.sqrt(len(x))
+    assert abs(iwae[1].mean() - elbo.mean()) < 4 * se
+    assert iwae[20].mean() - iwae[1].mean() > 4 * se
 
 
 def test_iwae_refuses_bad_settings(ppca):

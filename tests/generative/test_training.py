@@ -1,6 +1,7 @@
 """Networks, the training objectives against direct computations, the trainers, and the store of trained networks."""
 
 import functools
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -8,13 +9,12 @@ import numpy as np
 import pytest
 from scipy.stats import multivariate_normal
 
-from bdmc.errors import DataError
+from bdmc.errors import DataError, MissingExtraError
 from bdmc.generative import networks, store
 from bdmc.generative.data import load_digits_8x8
 from bdmc.generative.losses import gan_losses, kl_to_standard_normal, mmd2, vae_elbo
-from bdmc.generative.train import Trained, train_gan, train_gmmn, train_vae, training_settings
+from bdmc.generative.train import Trained, TrainingError, fit, train_gan, train_gmmn, train_vae, training_settings
 
-pytestmark = pytest.mark.float64
 TINY = (2, 16, 64)  # a decoder for the 8x8 digits that compiles in a moment
 
 
@@ -112,6 +112,7 @@ def test_vae_elbo_of_a_linear_decoder_against_its_closed_form():
     assert gap > 0.05 and abs(float(jnp.mean(draws)) - (log_p - gap)) < 4 * se, (float(jnp.mean(draws)), log_p, gap, se)
 
 
+@pytest.mark.float64  # tolerances at float64 rounding
 def test_mmd_against_a_direct_double_loop():
     rng = np.random.default_rng(1)
     x, y, bands = rng.normal(size=(5, 3)), rng.normal(loc=0.5, size=(4, 3)), (0.5, 2.0)
@@ -127,6 +128,7 @@ def test_mmd_against_a_direct_double_loop():
     assert abs(float(mmd2(x, x, bandwidths=bands))) < 1e-12
 
 
+@pytest.mark.float64  # tolerances at float64 rounding
 def test_gan_losses_against_their_definitions():
     real, fake = jnp.array([2.0, -1.0, 0.3]), jnp.array([-3.0, 0.5])
     sig = lambda a: 1 / (1 + np.exp(-np.asarray(a)))  # noqa: E731
@@ -163,6 +165,23 @@ def test_gan_trains_with_finite_losses(digits):
     gan = train_gan(jax.random.key(2), digits.train[:200], architecture=TINY, epochs=2, batch_size=50)
     assert all(np.isfinite(v) for name in ("d_loss", "g_loss", "d_real") for v in gan.history[name])
     assert gan.discriminator_params is not None and gan.sample(jax.random.key(3), 4).shape == (4, 64)
+
+
+def test_a_diverging_objective_stops_training_naming_the_epoch():
+    def step(state, key, batch):  # the objective overflows once the state passes 2
+        return state + 1.0, {"loss": jnp.where(state > 2.0, jnp.inf, jnp.sum(batch))}
+
+    seen = []
+    with pytest.raises(TrainingError, match="toy: a training objective became non-finite in epoch 2"):
+        fit(jax.random.key(0), jnp.ones((4, 3)), jnp.asarray(0.0), step, kind="toy", epochs=3, batch_size=2,
+            progress=lambda e, n, m: seen.append(m["loss"]))
+    assert seen == [6.0]  # epoch 1: two minibatches of two rows of three ones
+
+
+def test_missing_optax_names_the_extra(digits, monkeypatch):
+    monkeypatch.setitem(sys.modules, "optax", None)  # import optax now raises ImportError
+    with pytest.raises(MissingExtraError, match=r"pip install 'bdmc\[generative\]'"):
+        train_vae(jax.random.key(0), digits.train[:100], architecture=TINY, epochs=1)
 
 
 def test_trainers_refuse_bad_inputs(digits):

@@ -151,8 +151,14 @@ def iwae_bound(key, decoder: Callable, dec_params, encoder: Callable, enc_params
         raise DataError(f"sigma must be positive and finite, got {sigma!r}")
     if not isinstance(num_samples, (int, np.integer)) or num_samples < 1:
         raise DataError(f"num_samples must be a positive integer, got {num_samples!r}")
-    log_sigma = jnp.log(jnp.asarray(sigma, images.dtype))
+    keys = jax.random.split(key, images.shape[0])
+    return _iwae(keys, images, dec_params, enc_params, jnp.log(jnp.asarray(sigma, images.dtype)), decoder=decoder,
+                 encoder=encoder, num_samples=int(num_samples), batch_size=min(int(batch_size), images.shape[0]))
 
+
+@partial(jax.jit, static_argnames=("decoder", "encoder", "num_samples", "batch_size"))
+def _iwae(keys, images, dec_params, enc_params, log_sigma, *, decoder, encoder, num_samples, batch_size):
+    """Compiled once per (decoder, encoder, k, batch, shapes): parameters and sigma are arguments."""
     def one(inputs):
         k, x = inputs
         mean, log_std = encoder(enc_params, x)
@@ -162,6 +168,4 @@ def iwae_bound(key, decoder: Callable, dec_params, encoder: Callable, enc_params
                  - diag_gaussian_log_density(z, mean, log_std))
         return jax.nn.logsumexp(log_w) - math.log(num_samples)
 
-    keys = jax.random.split(key, images.shape[0])
-    run = jax.jit(lambda keys, images: jax.lax.map(one, (keys, images), batch_size=min(batch_size, len(images))))
-    return run(keys, images)
+    return jax.lax.map(one, (keys, images), batch_size=batch_size)

@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import DataError, require
+from ..errors import BDMCError, DataError, require
 from ..version import __version__
 from .data import fingerprint
 from .losses import GMMN_BANDWIDTHS, gan_losses, mmd2, vae_elbo
@@ -31,6 +31,10 @@ from .networks import (decode, discriminate, encode, encoder_sizes, init_mlp, nu
                        resolve_architecture)
 
 NOT_SETTINGS = ("progress",)  # options that do not change the trained parameters
+
+
+class TrainingError(BDMCError, FloatingPointError):
+    """A training objective became NaN or infinite; the message names the model kind, epoch and values."""
 
 
 @dataclass(frozen=True)
@@ -166,7 +170,7 @@ def fit(key, x, state, step, *, kind: str, epochs: int, batch_size: int, progres
         state, metrics = epoch(state, jax.random.fold_in(key, e), x)
         metrics = {k: float(v) for k, v in metrics.items()}
         if not all(np.isfinite(v) for v in metrics.values()):
-            raise FloatingPointError(f"{kind}: a training objective became non-finite in epoch {e + 1}: {metrics}; "
+            raise TrainingError(f"{kind}: a training objective became non-finite in epoch {e + 1}: {metrics}; "
                                      "lower the learning_rate")
         metrics["seconds"] = time.perf_counter() - start
         for name, value in metrics.items():

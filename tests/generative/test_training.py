@@ -89,8 +89,9 @@ def test_vae_elbo_of_a_linear_decoder_against_its_closed_form():
     np.testing.assert_allclose(kl_to_standard_normal(mean, log_std), kl, rtol=1e-12)
 
     @jax.jit
-    def sample(key, q, log_sigma, num=20000):
-        return jax.vmap(lambda k: vae_elbo(k, decoder, w, encoder, q, x, log_sigma=log_sigma))(jax.random.split(key, num))
+    def sample(key, q, log_sigma):  # 20,000 single-draw ELBO estimates
+        one = lambda k: vae_elbo(k, decoder, w, encoder, q, x, log_sigma=log_sigma)  # noqa: E731
+        return jax.vmap(one)(jax.random.split(key, 20000))
 
     draws = sample(jax.random.key(5), (mean, log_std), np.log(sigma))
     se = float(jnp.std(draws)) / np.sqrt(draws.size)

@@ -62,6 +62,8 @@ def save(trained: Trained, path) -> Path:
 def load(path) -> Trained:
     """Read a :class:`Trained` written by :func:`save`; the arrays come back bit for bit.
 
+    (Float64 arrays read while JAX runs in float32 come back as float32, as every JAX array does.)
+
     Raises
     ------
     TrainedStoreError

@@ -107,11 +107,12 @@ def training_settings(train_fn: Callable, key, images, **options) -> dict:
     :func:`bdmc.generative.store.load_or_train` compares these with the stored ones to decide whether to
     reload.
     """
-    bound = inspect.signature(train_fn).bind(key, images, **options)
+    signature = inspect.signature(train_fn)
+    bound = signature.bind(key, images, **options)
     bound.apply_defaults()
     args = dict(bound.arguments)
-    args.pop(next(iter(inspect.signature(train_fn).parameters)))
-    args.pop("images")
+    for name in list(signature.parameters)[:2]:  # the key and the images, recorded below in JSON-ready form
+        args.pop(name)
     for name in NOT_SETTINGS:
         args.pop(name, None)
     array = np.asarray(images)

@@ -14,6 +14,7 @@ from ._common import STATE
 from .bench import bench_command
 from .bread import bread_command
 from .bread_real import bread_real_command
+from .generative import generative_command
 from .models import models_command
 from .sandwich import sandwich_command
 
@@ -46,6 +47,7 @@ app.command(name="models")(models_command)
 app.command(name="bread")(bread_command)
 app.command(name="bread-real")(bread_real_command)
 app.command(name="bench")(bench_command)
+app.command(name="generative")(generative_command)
 
 
 def main() -> None:

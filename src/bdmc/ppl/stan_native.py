@@ -1,0 +1,206 @@
+"""A compiled Stan program called in-process through ``ctypes`` (the default path of :func:`bdmc.ppl.from_stan`).
+
+:class:`NativeProgram` loads the library built by :mod:`bdmc.ppl.stan_native_build` (the program linked with
+bdmc's C++ shim). The fixed data cross to C++ once; a model object is built per (observations, bdmc_lambda)
+and kept in a small cache, so the many calls of one annealing step (all chains, every leapfrog step) reuse
+one object and only the unconstrained points cross. Each call evaluates a whole batch, optionally across
+threads; the shim gives every calling thread its own autodiff tape, so JAX's callback threads can call it.
+
+It answers the same requests as the helper process of the httpstan path (``program(name, *args)``), so the
+adapter (:mod:`bdmc.ppl.stan`) drives either the same way.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import threading
+import weakref
+from collections import OrderedDict
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import BDMCError
+
+_ERR = 4096
+_CACHED_MODELS = 8  # (observations, lambda) pairs kept built: one annealing step needs one
+
+
+class StanProgramError(BDMCError, RuntimeError):
+    """The compiled Stan program raised an error other than rejecting a point (which gives -inf)."""
+
+
+def _signatures(lib) -> None:
+    p, size, c, dbl = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p, ctypes.POINTER(ctypes.c_double)
+    sizes = ctypes.POINTER(ctypes.c_size_t)
+    table = {
+        "bdmc_shim_abi": ([], ctypes.c_int),
+        "bdmc_data_new": ([], p),
+        "bdmc_data_free": ([p], None),
+        "bdmc_data_add_real": ([p, c, dbl, size, sizes, ctypes.c_int], None),
+        "bdmc_data_add_int": ([p, c, ctypes.POINTER(ctypes.c_longlong), size, sizes, ctypes.c_int], None),
+        "bdmc_model_new": ([p, p, c, size], p),
+        "bdmc_model_free": ([p], None),
+        "bdmc_num_params_r": ([p], size),
+        "bdmc_param_info": ([p, c, size], ctypes.c_int),
+        "bdmc_log_density": ([p, size, size, dbl, dbl, dbl, ctypes.c_int, c, size], ctypes.c_int),
+        "bdmc_write_array": ([p, size, size, dbl, dbl, size, c, size], ctypes.c_int),
+        "bdmc_transform_inits": ([p, p, dbl, size, c, size], ctypes.c_int),
+    }
+    for name, (args, result) in table.items():
+        fn = getattr(lib, name)
+        fn.argtypes, fn.restype = args, result
+
+
+def _ptr(array, ctype=ctypes.c_double):
+    return array.ctypes.data_as(ctypes.POINTER(ctype))
+
+
+class NativeProgram:
+    """A Stan program's library with its fixed data; call it as ``program(request, *args)``.
+
+    Parameters
+    ----------
+    library : Path
+        The shared library from :func:`bdmc.ppl.stan_native_build.build_library`.
+    fixed_data : dict
+        The data variables that never change (everything but the observations and ``bdmc_lambda``).
+    int_names : set of str
+        The data variables the program declares ``int`` (passed to Stan as integers).
+    name : str
+        The program's name in error messages.
+    num_threads : int
+        Threads that share the points of one call (1: the calling thread alone).
+    """
+
+    def __init__(self, library: Path, *, fixed_data: Mapping, int_names, name: str, num_threads: int = 1):
+        self.lib = ctypes.CDLL(str(library))
+        _signatures(self.lib)
+        if self.lib.bdmc_shim_abi() != 1:
+            raise BDMCError(f"the Stan library {library} was built with another version of bdmc's shim")
+        self.name, self.num_threads, self.int_names = name, int(num_threads), frozenset(int_names)
+        self.fixed_names = frozenset(fixed_data)
+        self._base = self._data(fixed_data)
+        self._models: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+        weakref.finalize(self, _free, self.lib, self._base, self._models)
+
+    # ------------------------------------------------------------------------------------------ requests
+
+    def __call__(self, request: str, *args):
+        return getattr(self, "_" + request)(*args)
+
+    def _log_prob(self, data, x):
+        return float(self._log_prob_group(self._changes(data), np.asarray(x, np.float64)[None], False)[0][0])
+
+    def _log_prob_group(self, changes, xs, with_grad):
+        """Log densities (and gradients) of the points ``xs[n, dim]`` on the data ``changes`` override."""
+        xs = np.ascontiguousarray(xs, np.float64)
+        values = np.empty(xs.shape[0])
+        grads = np.empty_like(xs) if with_grad else None
+        err = ctypes.create_string_buffer(_ERR)
+        with self._lock:
+            model = self._model(changes)
+            status = self.lib.bdmc_log_density(model, xs.shape[0], xs.shape[1], _ptr(xs), _ptr(values),
+                                               _ptr(grads) if with_grad else None, self.num_threads, err, _ERR)
+        if status != 0:
+            raise StanProgramError(f"the Stan program {self.name} failed: {err.value.decode(errors='replace')}")
+        return values, grads
+
+    def _count_unconstrained(self, data, upper=None):
+        with self._lock:
+            return int(self.lib.bdmc_num_params_r(self._model(self._changes(data))))
+
+    def _write_array(self, data, xs):
+        xs = np.ascontiguousarray(np.atleast_2d(np.asarray(xs, np.float64)))
+        size = sum(math.prod(s) for s in self.param_shapes(data).values())
+        out = np.empty((xs.shape[0], size))
+        err = ctypes.create_string_buffer(_ERR)
+        with self._lock:
+            status = self.lib.bdmc_write_array(self._model(self._changes(data)), xs.shape[0], xs.shape[1],
+                                               _ptr(xs), _ptr(out), size, err, _ERR)
+        if status != 0:
+            raise StanProgramError(f"the Stan program {self.name} cannot constrain: {err.value.decode()}")
+        return list(out)
+
+    def _transform_inits(self, data, many):
+        out = []
+        with self._lock:
+            model = self._model(self._changes(data))
+            dim = int(self.lib.bdmc_num_params_r(model))
+            for params in many:
+                handle = self._data({n: np.asarray(v, np.float64) for n, v in params.items()}, ints=False)
+                x, err = np.empty(dim), ctypes.create_string_buffer(_ERR)
+                try:
+                    status = self.lib.bdmc_transform_inits(model, handle, _ptr(x), dim, err, _ERR)
+                finally:
+                    self.lib.bdmc_data_free(handle)
+                if status != 0:
+                    raise StanProgramError(err.value.decode(errors="replace"))
+                out.append(x)
+        return out
+
+    def param_shapes(self, data) -> dict:
+        """The program's parameters and their shapes, in Stan's order."""
+        buffer = ctypes.create_string_buffer(_ERR)
+        with self._lock:
+            model = self._model(self._changes(data))
+            need = self.lib.bdmc_param_info(model, buffer, _ERR)
+            if need:
+                buffer = ctypes.create_string_buffer(need)
+                self.lib.bdmc_param_info(model, buffer, need)
+        shapes = {}
+        for item in filter(None, buffer.value.decode().split(";")):
+            name, dims = item.split(":")
+            shapes[name] = tuple(int(d) for d in dims.split(",") if d)
+        return shapes
+
+    # ------------------------------------------------------------------------------------------ C++ side
+
+    def _changes(self, data) -> dict:
+        return {n: v for n, v in data.items() if n not in self.fixed_names}
+
+    def _model(self, changes):
+        """The model built on the fixed data with ``changes`` (cached; call under the lock)."""
+        arrays = {n: np.asarray(v, np.int64 if n in self.int_names else np.float64) for n, v in changes.items()}
+        key = tuple((n, a.shape, a.tobytes()) for n, a in sorted(arrays.items()))
+        model = self._models.get(key)
+        if model is not None:
+            self._models.move_to_end(key)
+            return model
+        handle, err = self._data(arrays), ctypes.create_string_buffer(_ERR)
+        try:
+            model = self.lib.bdmc_model_new(self._base, handle, err, _ERR)
+        finally:
+            self.lib.bdmc_data_free(handle)
+        if not model:
+            raise StanProgramError(f"the Stan program {self.name} rejects its data: "
+                                   f"{err.value.decode(errors='replace')}")
+        self._models[key] = model
+        while len(self._models) > _CACHED_MODELS:
+            self.lib.bdmc_model_free(self._models.popitem(last=False)[1])
+        return model
+
+    def _data(self, values: Mapping, *, ints: bool = True):
+        handle = self.lib.bdmc_data_new()
+        for name, value in values.items():
+            is_int = ints and name in self.int_names
+            array = np.asarray(value, np.int64 if is_int else np.float64)
+            flat = np.ascontiguousarray(array.ravel(order="F"))  # Stan reads column-major
+            dims = np.asarray(array.shape, np.uintp)
+            if is_int:
+                self.lib.bdmc_data_add_int(handle, name.encode(), _ptr(flat, ctypes.c_longlong), flat.size,
+                                           _ptr(dims, ctypes.c_size_t), array.ndim)
+            else:
+                self.lib.bdmc_data_add_real(handle, name.encode(), _ptr(flat), flat.size,
+                                            _ptr(dims, ctypes.c_size_t), array.ndim)
+        return handle
+
+
+def _free(lib, base, models) -> None:
+    for model in models.values():
+        lib.bdmc_model_free(model)
+    models.clear()
+    lib.bdmc_data_free(base)

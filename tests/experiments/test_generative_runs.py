@@ -81,6 +81,17 @@ def test_table_numbers_are_the_mean_and_stderr_of_the_rows_per_image_values(full
     assert pd.read_csv(full.out / "table2.csv")["ais_test"].iloc[0] == pytest.approx(row["ais_test"], rel=1e-12)
 
 
+def test_paired_comparisons_agree_with_the_table(full):
+    row, compared = full.table.iloc[0], full.comparisons.set_index(["comparison", "split"])
+    for other in ("kde", "iwae"):
+        for split in ("train", "test"):
+            # mean of the per-image differences = difference of the table's means (over the same images)
+            assert compared.loc[(f"{other} - ais", split), "difference"] == pytest.approx(
+                row[f"{other}_{split}"] - row[f"ais_{split}"], rel=1e-9, abs=1e-9)
+    assert compared.loc[("train - test", "ais"), "difference"] == pytest.approx(row["ais_train"] - row["ais_test"])
+    assert len(pd.read_csv(full.out / "comparisons.csv")) == 5
+
+
 def test_an_interrupted_run_resumes_without_recomputing_and_gives_the_same_table(full, tmp_path):
     out = tmp_path / "resumed"
     shutil.copytree(full.out / "models", out / "models")  # the trained network is reloaded, not retrained

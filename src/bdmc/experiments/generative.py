@@ -34,7 +34,7 @@ from ..generative.data import load_digits_8x8, load_mnist
 from ..generative.networks import decode, encode, resolve_architecture
 from ..generative.store import load_or_train
 from ..generative.train import TRAINERS
-from .generative_store import (RowStore, curve_table, markdown_table, save_arrays, summary_of, table2,
+from .generative_store import (RowStore, comparisons, curve_table, markdown_table, save_arrays, summary_of, table2,
                                write_text_atomic)
 
 DATASETS = {"mnist": load_mnist, "digits8x8": load_digits_8x8}
@@ -142,6 +142,8 @@ class GenerativeResult:
         Table 2 (see :func:`bdmc.experiments.generative_store.table2`).
     curve : pandas.DataFrame
         Forward AIS against T, per model and split.
+    comparisons : pandas.DataFrame
+        KDE and IWAE against AIS (paired per image) and AIS train against test, per model.
     out : pathlib.Path
     computed, resumed : int
         Rows computed by this call, and found finished on disk.
@@ -150,6 +152,7 @@ class GenerativeResult:
     rows: list
     table: pd.DataFrame
     curve: pd.DataFrame
+    comparisons: pd.DataFrame
     out: Path
     computed: int
     resumed: int
@@ -173,7 +176,7 @@ def run_generative(config: GenerativeConfig, *, out, overwrite: bool = False,
     config : GenerativeConfig
     out : path
         Output directory: ``settings.json``, ``rows.jsonl``, ``models/``, ``arrays/``, ``table2.csv``,
-        ``table2.md``, ``curve.csv``. An existing one with the same row-determining settings is resumed.
+        ``table2.md``, ``curve.csv``, ``comparisons.csv``. An existing one with the same row-determining settings is resumed.
     overwrite : bool
         Discard the rows of an evaluation with other settings instead of refusing.
     on_row : callable, optional
@@ -271,7 +274,10 @@ def _finish(store: RowStore, config: GenerativeConfig, computed: int) -> Generat
     curve.to_csv(store.dir / ".curve.csv.tmp", index=False)
     (store.dir / ".curve.csv.tmp").replace(store.dir / "curve.csv")
     write_text_atomic(store.dir / "table2.md", markdown_table(table, steps=top))
-    return GenerativeResult(rows=rows, table=table, curve=curve, out=store.dir, computed=computed,
+    compared = comparisons(rows, models=config.models, steps=top)
+    compared.to_csv(store.dir / ".comparisons.csv.tmp", index=False)
+    (store.dir / ".comparisons.csv.tmp").replace(store.dir / "comparisons.csv")
+    return GenerativeResult(rows=rows, table=table, curve=curve, comparisons=compared, out=store.dir, computed=computed,
                             resumed=store.resumed)
 
 

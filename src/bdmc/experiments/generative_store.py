@@ -185,6 +185,39 @@ def table2(rows: Sequence[Mapping], *, models: Sequence[str], steps: int) -> pd.
     return pd.DataFrame(out)
 
 
+def comparisons(rows: Sequence[Mapping], *, models: Sequence[str], steps: int) -> pd.DataFrame:
+    """The paper's comparisons in our numbers, one line per model and comparison (nats per image).
+
+    ``kde - ais`` and ``iwae - ais`` on the same images are paired: the mean of the per-image differences and
+    its standard error across images (much smaller than either estimate's, since images differ far more
+    than estimators). ``train - test`` of AIS compares different images: the difference of the means, its
+    standard error ``sqrt(se_train^2 + se_test^2)``. AIS is taken at ``steps``.
+    """
+    def find(model, estimator, split):
+        found = [r for r in rows if r["model"] == model and r["estimator"] == estimator and r["split"] == split
+                 and (estimator != "ais" or r["budget"] == steps)]
+        return found[0] if found else None
+
+    lines = []
+    for model in models:
+        for split in ("train", "test"):
+            ais = find(model, "ais", split)
+            for other in ("kde", "iwae"):
+                row = find(model, other, split)
+                if ais is None or row is None:
+                    continue
+                diff = np.asarray(row["per_image"], np.float64) - np.asarray(ais["per_image"], np.float64)
+                mean, stderr = summary_of(diff)
+                lines.append({"model": model, "comparison": f"{other} - ais", "split": split, "difference": mean,
+                              "stderr": stderr, "paired": True})
+        train, test = find(model, "ais", "train"), find(model, "ais", "test")
+        if train is not None and test is not None:
+            lines.append({"model": model, "comparison": "train - test", "split": "ais",
+                          "difference": train["mean"] - test["mean"],
+                          "stderr": math.hypot(train["stderr"], test["stderr"]), "paired": False})
+    return pd.DataFrame(lines, columns=["model", "comparison", "split", "difference", "stderr", "paired"])
+
+
 def markdown_table(table: pd.DataFrame, *, steps: int) -> str:
     """Table 2 as a markdown table: ``mean ± standard error`` in nats, sigma and bandwidth beside them."""
     def pm(row, name):

@@ -6,14 +6,24 @@ each adapter's unconstrained latent; forward and reverse AIS with the same HMC k
 log p(y) in each implementation. The table reports both bounds, their distance to the closed form, and the
 seconds per 1,000 chain-steps (compilation excluded) of each, side by side in one run.
 
-    python benchmarks/ppl_adapters.py                     # T = 3000, 32 chains (about 10 minutes, mostly Stan)
+    python benchmarks/ppl_adapters.py                     # T = 3000, 32 chains (a few minutes)
     python benchmarks/ppl_adapters.py --steps 500 --chains 16 --skip stan
+
+``--nhefs`` measures cost instead, on the BREAD paper's NHEFS linear regression (1,566 rows, 5 inputs): seconds
+per 1,000 chain-steps of HMC (10 leapfrog steps) in NumPyro, PyMC, Stan in-process (``backend="native"``,
+one thread and ``--stan-threads``) and Stan through httpstan's helper process, and the in-process path's
+first build (shim and program compiled into an empty cache):
+
+    python benchmarks/ppl_adapters.py --nhefs --steps 200 --chains 32
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import tempfile
+import time
 from pathlib import Path
 
 import jax
@@ -97,7 +107,11 @@ def main(argv=None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip", default="", help="comma-separated: numpyro, pymc, stan")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/ppl_adapters"))
+    parser.add_argument("--nhefs", action="store_true", help="cost per chain-step on the NHEFS regression")
+    parser.add_argument("--stan-threads", type=int, default=2, help="threads of the second in-process Stan row")
     args = parser.parse_args(argv)
+    if args.nhefs:
+        return nhefs_cost(args)
     y, latent = bdmc.simulate(jax.random.key(args.seed), BUILTIN)
     exact = float(BUILTIN.exact_log_marginal(y))
     rows = []
@@ -135,6 +149,84 @@ def write(rows, args) -> None:
             f"{r['seconds_per_1000_chain_steps'] / base['seconds_per_1000_chain_steps']:.1f}x | "
             f"{r['compile_seconds']:.1f} |")
     (args.out / "table.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def nhefs_models(x, skip, stan_threads):
+    """(name, model) of the NHEFS regression in each implementation (the BREAD paper's Appendix C model)."""
+    from bdmc.realdata import models, pymc_models
+    from bdmc.realdata.stan_models import LINEAR_REGRESSION_PROGRAM, linear_regression_simulator
+
+    def stan(**options):
+        data = {"N": x.shape[0], "K": x.shape[1], "x": x, "y": np.zeros(x.shape[0])}
+        return bdmc.ppl.from_stan(LINEAR_REGRESSION_PROGRAM, data=data, observed="y",
+                                  simulate=linear_regression_simulator(x), name="nhefs-linear-regression", **options)
+
+    out = []
+    if "numpyro" not in skip:
+        out.append(("NumPyro", models.linear_regression(x)))
+    if "pymc" not in skip:
+        out.append(("PyMC", pymc_models.linear_regression(x)))
+    if "stan" not in skip:
+        out.append(("Stan in-process", stan()))
+        if stan_threads > 1:
+            out.append((f"Stan in-process, {stan_threads} threads", stan(num_threads=stan_threads)))
+        out.append(("Stan via httpstan", stan(backend="httpstan")))
+    return out
+
+
+def first_build_seconds(x) -> float:
+    """Seconds to compile the shim and the NHEFS program into an empty cache and load them."""
+    from bdmc.realdata.stan_models import LINEAR_REGRESSION_PROGRAM
+
+    before = os.environ.get("BDMC_CACHE_DIR")
+    with tempfile.TemporaryDirectory(prefix="bdmc_cold_cache_") as tmp:
+        os.environ["BDMC_CACHE_DIR"] = tmp
+        try:
+            start = time.perf_counter()
+            model = bdmc.ppl.from_stan(LINEAR_REGRESSION_PROGRAM, observed="y", data={
+                "N": x.shape[0], "K": x.shape[1], "x": x, "y": np.zeros(x.shape[0])})
+            model.dim  # builds
+            return time.perf_counter() - start
+        finally:
+            if before is None:
+                os.environ.pop("BDMC_CACHE_DIR")
+            else:
+                os.environ["BDMC_CACHE_DIR"] = before
+
+
+def nhefs_cost(args) -> None:
+    from bdmc.datasets import load_nhefs
+
+    real = load_nhefs()
+    x, y = np.asarray(real["x"]), np.asarray(real["y"])
+    skip = set(args.skip.split(","))
+    rows = []
+    for name, model in nhefs_models(x, skip, args.stan_threads):
+        steps = args.steps if "httpstan" not in name else max(5, args.steps // 20)  # about 30 s per 1,000
+        kernel = HMC(model, step_size=0.01, num_integration_steps=10)
+        res = bdmc.forward_ais(jax.random.key(args.seed), model, {"y": jnp.asarray(y)}, num_steps=steps,
+                               num_runs=args.chains, kernel=kernel, progress=False)
+        row = {"implementation": name, "chains": args.chains, "steps": steps, "log_ml_lower": res.value,
+               "seconds_per_1000_chain_steps": 1000 * res.seconds / (steps * args.chains),
+               "compile_seconds": res.compile_seconds}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    first = first_build_seconds(x) if "stan" not in skip else None
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "nhefs_cost.json").write_text(json.dumps({"rows": rows, "first_build_seconds": first}, indent=1) + "\n")
+    base = next((r for r in rows if r["implementation"] == "NumPyro"), rows[0])
+    lines = [f"NHEFS linear regression (N = {x.shape[0]}, K = {x.shape[1]}), forward AIS with HMC (step 0.01, 10 "
+             f"leapfrog steps), {args.chains} chains; compilation excluded. Machine: {os.cpu_count()} CPU cores.", "",
+             "| implementation | steps | s per 1,000 chain-steps | ratio to NumPyro | JAX compile s |", "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['implementation']} | {r['steps']} | {r['seconds_per_1000_chain_steps']:.3f} | "
+                     f"{r['seconds_per_1000_chain_steps'] / base['seconds_per_1000_chain_steps']:.1f}x | "
+                     f"{r['compile_seconds']:.1f} |")
+    if first is not None:
+        lines += ["", f"First build of the in-process Stan program (shim and program compiled into an empty cache, "
+                      f"then loaded): {first:.1f} s."]
+    (args.out / "nhefs_cost.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -225,9 +225,12 @@ def _host_log_density(model: StanModel, x, lam, *obs, with_grad: bool):
             if which[i] == len(data_sets):
                 data_sets.append(tuple(f[i] for f in flat))
     values, grads = np.empty(size), np.empty((size, dim)) if with_grad else None
-    groups, inverse = np.unique(np.column_stack([which, lams]), axis=0, return_inverse=True)
+    if size and len(data_sets) == 1 and np.all(lams == lams[0]):  # one group: skip the sort
+        groups, inverse = np.array([[0.0, lams[0]]]), np.zeros(size, int)
+    else:
+        groups, inverse = np.unique(np.column_stack([which, lams]), axis=0, return_inverse=True)
     for g, (w, lam_g) in enumerate(groups):
-        members = np.flatnonzero(inverse.reshape(-1) == g)
+        members = np.flatnonzero(inverse.reshape(-1) == g) if len(groups) > 1 else slice(None)
         changes = {n: np.asarray(v, model._obs_dtype[n]) for n, v in zip(model.observed, data_sets[int(w)])}
         changes[LAMBDA] = float(lam_g)
         v, gr = model._built.stan("log_prob_group", changes, xs[members], with_grad)
@@ -246,7 +249,7 @@ def _build(model: StanModel) -> _Built:
         try:
             program = NativeProgram(build_library(model.program_code, name=model.name), fixed_data=model._fixed,
                                     int_names={n for n, v in model._inputs.items() if v["type"] == "int"},
-                                    name=model.name, num_threads=model.num_threads)
+                                    name=model.name, num_threads=model.num_threads, normalized=model.normalized)
         except (StanBuildError, OSError) as err:
             warnings.warn(f"cannot build the Stan {model.name} in-process ({err}); falling back to "
                           "backend='httpstan' (a helper process, far slower per step)", stacklevel=4)

@@ -45,7 +45,7 @@ def _signatures(lib) -> None:
         "bdmc_model_free": ([p], None),
         "bdmc_num_params_r": ([p], size),
         "bdmc_param_info": ([p, c, size], ctypes.c_int),
-        "bdmc_log_density": ([p, size, size, dbl, dbl, dbl, ctypes.c_int, c, size], ctypes.c_int),
+        "bdmc_log_density": ([p, size, size, dbl, dbl, dbl, ctypes.c_int, ctypes.c_int, c, size], ctypes.c_int),
         "bdmc_write_array": ([p, size, size, dbl, dbl, size, c, size], ctypes.c_int),
         "bdmc_transform_inits": ([p, p, dbl, size, c, size], ctypes.c_int),
     }
@@ -73,14 +73,19 @@ class NativeProgram:
         The program's name in error messages.
     num_threads : int
         Threads that share the points of one call (1: the calling thread alone).
+    normalized : bool
+        True when the program has no ``~`` / ``_lupdf`` / ``_lupmf`` (so dropping constants changes nothing):
+        values without gradients are then computed in plain doubles, without an autodiff tape.
     """
 
-    def __init__(self, library: Path, *, fixed_data: Mapping, int_names, name: str, num_threads: int = 1):
+    def __init__(self, library: Path, *, fixed_data: Mapping, int_names, name: str, num_threads: int = 1,
+                 normalized: bool = False):
         self.lib = ctypes.CDLL(str(library))
         _signatures(self.lib)
         if self.lib.bdmc_shim_abi() != 1:
             raise BDMCError(f"the Stan library {library} was built with another version of bdmc's shim")
         self.name, self.num_threads, self.int_names = name, int(num_threads), frozenset(int_names)
+        self.normalized = bool(normalized)
         self.fixed_names = frozenset(fixed_data)
         self._base = self._data(fixed_data)
         self._models: OrderedDict = OrderedDict()
@@ -104,7 +109,8 @@ class NativeProgram:
         with self._lock:
             model = self._model(changes)
             status = self.lib.bdmc_log_density(model, xs.shape[0], xs.shape[1], _ptr(xs), _ptr(values),
-                                               _ptr(grads) if with_grad else None, self.num_threads, err, _ERR)
+                                               _ptr(grads) if with_grad else None, int(self.normalized),
+                                               self.num_threads, err, _ERR)
         if status != 0:
             raise StanProgramError(f"the Stan program {self.name} failed: {err.value.decode(errors='replace')}")
         return values, grads

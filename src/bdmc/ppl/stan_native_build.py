@@ -24,7 +24,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -98,7 +97,6 @@ def build_library(program_code: str, *, name: str = "bdmc_program", progress: bo
     shim = root / f"shim-{shim_key()}.o"
     folder = lib.parent
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "program.stan").write_text(program_code)
     with _locked(root / f"{shim.name}.lock"):
         if not shim.exists():
             _step("compiling bdmc's Stan shim (once per httpstan version; about a minute)", progress,
@@ -108,25 +106,24 @@ def build_library(program_code: str, *, name: str = "bdmc_program", progress: bo
             return lib
         obj = folder / "program.o"
         if not obj.exists():
-            cpp = folder / "program.cpp"
-            _stanc(program_code, cpp)
+            cpp, source = folder / "program.cpp", folder / "program.stan"
+            source.write_text(program_code)
+            _stanc(source, cpp)
             _step(f"compiling the Stan program {name!r} (once per program; a minute or two)", progress,
                   lambda tmp: _compile(cpp, tmp), obj)
         _step("linking", False, lambda tmp: _link([obj, shim], tmp), lib)
     return lib
 
 
-def _stanc(program_code: str, cpp: Path) -> None:
-    stanc = httpstan_dir() / "stanc"
-    with tempfile.TemporaryDirectory(prefix="bdmc_stanc_") as tmp:
-        source = Path(tmp) / "program.stan"
-        source.write_text(program_code)
-        out = Path(tmp) / "program.cpp"
-        done = subprocess.run([str(stanc), "--name", "bdmc_program_model", "--o", str(out), str(source)],
-                              capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            raise StanBuildError(f"stanc cannot translate the Stan program:\n{done.stderr.strip()}")
-        shutil.move(str(out), str(cpp))
+def _stanc(source: Path, cpp: Path) -> None:
+    """Translate ``source`` (the cached copy of the program, so Stan's messages name it) to C++."""
+    tmp = cpp.with_name(f".{cpp.name}.{os.getpid()}.tmp")
+    done = subprocess.run([str(httpstan_dir() / "stanc"), "--name", "bdmc_program_model", "--o", str(tmp),
+                           str(source)], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        raise StanBuildError(f"stanc cannot translate the Stan program:\n{done.stderr.strip()}")
+    os.replace(tmp, cpp)
 
 
 def _compile(source: Path, out: Path) -> list:

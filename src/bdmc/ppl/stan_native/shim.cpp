@@ -148,9 +148,12 @@ int bdmc_param_info(const void *model, char *out, size_t outlen) {
 }
 
 // Log densities (Stan's log_prob with propto and the Jacobian, as httpstan's) of n points x[n, dim], and
-// their gradients into grad[n, dim] when grad is not null. Returns 0, or 1 with the message in err.
+// their gradients into grad[n, dim] when grad is not null. Values alone are computed on autodiff variables
+// (propto drops constants only where parameters are autodiff variables), or in plain doubles when
+// `double_values` is set: the caller sets it for programs without `~` / _lupdf / _lupmf, where the two agree
+// and doubles cost no tape. Returns 0, or 1 with the message in err.
 int bdmc_log_density(const void *model, size_t n, size_t dim, const double *x, double *lp, double *grad,
-                     int num_threads, char *err, size_t errlen) {
+                     int double_values, int num_threads, char *err, size_t errlen) {
   const auto &m = *static_cast<const stan::model::model_base *>(model);
   if (dim != m.num_params_r()) {
     copy_message("expected " + std::to_string(m.num_params_r()) + " unconstrained parameters, got " +
@@ -167,6 +170,8 @@ int bdmc_log_density(const void *model, size_t n, size_t dim, const double *x, d
         if (grad != nullptr) {
           lp[i] = stan::model::log_prob_grad<true, true>(m, params, params_i, gradient, nullptr);
           std::copy(gradient.begin(), gradient.end(), grad + i * dim);
+        } else if (double_values) {
+          lp[i] = m.log_prob_jacobian(params, params_i, nullptr);
         } else {
           lp[i] = stan::model::log_prob_propto<true>(m, params, params_i, nullptr);
         }

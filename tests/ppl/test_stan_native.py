@@ -209,6 +209,16 @@ def test_values_and_gradients_equal_httpstans(native, via_httpstan):
         # The terms bdmc splits the density into sum back to it (Stan reports one likelihood term).
         split = jax.vmap(lambda x: native.log_prior(x) + lam * native.log_likelihood(x, data).sum())(xs)
         np.testing.assert_allclose(split, ref_v, rtol=1e-10)
+    # Chains with their own lambda and data: the C++ handler groups them by (data, lambda).
+    lams = np.array([0.0, 0.3, 1.0, 0.3, 0.0, 1.0, 0.3, 0.0])
+    ys = np.stack([y, y + 1.0, y, y + 1.0, y, y, y - 2.0, y])
+    values, grads = jax.jit(jax.vmap(jax.value_and_grad(lambda x, yy, lam: native.log_density(x, {"y": yy}, lam))))(
+        xs, ys, lams)
+    for i in range(len(xs)):
+        ref_v, ref_g = via_httpstan._built.stan("log_prob_group", {"y": ys[i], "bdmc_lambda": lams[i]}, xs[i:i + 1],
+                                                True)
+        np.testing.assert_allclose(values[i], ref_v[0], rtol=1e-10)
+        np.testing.assert_allclose(grads[i], ref_g[0], rtol=1e-10, atol=1e-10)
     for x in xs[:2]:
         np.testing.assert_allclose(native.constrain(x)["s2"], via_httpstan.constrain(x)["s2"], rtol=1e-14)
         np.testing.assert_allclose(native.unconstrain(native.constrain(x)), x, rtol=1e-12, atol=1e-14)

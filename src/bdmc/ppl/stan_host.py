@@ -169,15 +169,24 @@ while True:
 def _make_log_density(model: StanModel):
     """``(x, lam, *observations) -> log f(x; lam)`` through host callbacks, differentiable in x and lam.
 
-    One callback serves a whole batch of chains: under ``vmap`` (``vmap_method="expand_dims"``) the
-    observations and lambda keep a leading axis of size one when they are shared, so they are not copied
-    per chain, and the host evaluates every chain that shares them on one Stan model object.
+    One call serves a whole batch of chains: under ``vmap`` (``vmap_method="expand_dims"``) the observations
+    and lambda keep a leading axis of size one when they are shared, so they are not copied per chain, and
+    every chain that shares them is evaluated on one Stan model object. In-process programs are called as
+    XLA FFI targets (no Python per call); the helper-process path through ``jax.pure_callback``.
     """
 
-    def value(x, lam, *obs):
+    def call(with_grad, x, lam, *obs):
         out = jax.ShapeDtypeStruct(x.shape[:-1], x.dtype)  # the host computes in float64 and casts to x's dtype
-        return jax.pure_callback(lambda *a: _host_log_density(model, *a, with_grad=False), out, x, lam, *obs,
+        out = (out, jax.ShapeDtypeStruct(x.shape, x.dtype)) if with_grad else out
+        program = model._built.stan
+        if hasattr(program, "ffi_targets"):  # in-process: XLA calls the C++ handler itself
+            return jax.ffi.ffi_call(program.ffi_targets[with_grad], out, vmap_method="expand_dims")(
+                x, lam, *obs, program=np.int64(program.ffi_program))
+        return jax.pure_callback(lambda *a: _host_log_density(model, *a, with_grad=with_grad), out, x, lam, *obs,
                                  vmap_method="expand_dims")
+
+    def value(x, lam, *obs):
+        return call(False, x, lam, *obs)
 
     @jax.custom_jvp
     def log_density(x, lam, *obs):
@@ -191,9 +200,7 @@ def _make_log_density(model: StanModel):
         if isinstance(dx, SymbolicZero):
             lp, tangent = value(x, lam, *obs), jnp.zeros(x.shape[:-1], x.dtype)
         else:
-            out = (jax.ShapeDtypeStruct(x.shape[:-1], x.dtype), jax.ShapeDtypeStruct(x.shape, x.dtype))
-            lp, grad = jax.pure_callback(lambda *a: _host_log_density(model, *a, with_grad=True), out, x, lam,
-                                         *obs, vmap_method="expand_dims")
+            lp, grad = call(True, x, lam, *obs)
             tangent = jnp.sum(grad * dx, axis=-1)
         if not isinstance(dlam, SymbolicZero):  # d log f / d lam is the log-likelihood (f is affine in lam)
             likelihood = value(x, jnp.ones_like(lam), *obs) - value(x, jnp.zeros_like(lam), *obs)
@@ -249,7 +256,8 @@ def _build(model: StanModel) -> _Built:
         try:
             program = NativeProgram(build_library(model.program_code, name=model.name), fixed_data=model._fixed,
                                     int_names={n for n, v in model._inputs.items() if v["type"] == "int"},
-                                    name=model.name, num_threads=model.num_threads, normalized=model.normalized)
+                                    observed=model._obs_shape, name=model.name, num_threads=model.num_threads,
+                                    normalized=model.normalized)
         except (StanBuildError, OSError) as err:
             warnings.warn(f"cannot build the Stan {model.name} in-process ({err}); falling back to "
                           "backend='httpstan' (a helper process, far slower per step)", stacklevel=4)

@@ -7,12 +7,15 @@ one object and only the unconstrained points cross. Each call evaluates a whole 
 threads; the shim gives every calling thread its own autodiff tape, so JAX's callback threads can call it.
 
 It answers the same requests as the helper process of the httpstan path (``program(name, *args)``), so the
-adapter (:mod:`bdmc.ppl.stan`) drives either the same way.
+adapter (:mod:`bdmc.ppl.stan`) drives either the same way. For the log density under JAX it also registers
+two XLA FFI targets (``stan_native/ffi.cpp``): XLA then calls the shim from its own thread with the batch's
+buffers, and no Python runs per call.
 """
 
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import math
 import threading
 import weakref
@@ -20,12 +23,15 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Mapping
 
+import jax
 import numpy as np
 
 from ..errors import BDMCError
 
 _ERR = 4096
 _CACHED_MODELS = 8  # (observations, lambda) pairs kept built: one annealing step needs one
+_REGISTERED: set = set()
+_REGISTERED_LOCK = threading.Lock()
 
 
 class StanProgramError(BDMCError, RuntimeError):
@@ -48,6 +54,9 @@ def _signatures(lib) -> None:
         "bdmc_log_density": ([p, size, size, dbl, dbl, dbl, ctypes.c_int, ctypes.c_int, c, size], ctypes.c_int),
         "bdmc_write_array": ([p, size, size, dbl, dbl, size, c, size], ctypes.c_int),
         "bdmc_transform_inits": ([p, p, dbl, size, c, size], ctypes.c_int),
+        "bdmc_ffi_program_new": ([p, c, c, ctypes.c_int, ctypes.POINTER(c), ctypes.POINTER(ctypes.c_int),
+                                  ctypes.POINTER(ctypes.c_int), sizes, ctypes.c_int, ctypes.c_int], p),
+        "bdmc_ffi_program_free": ([p], None),
     }
     for name, (args, result) in table.items():
         fn = getattr(lib, name)
@@ -67,6 +76,8 @@ class NativeProgram:
         The shared library from :func:`bdmc.ppl.stan_native_build.build_library`.
     fixed_data : dict
         The data variables that never change (everything but the observations and ``bdmc_lambda``).
+    observed : dict
+        The observed variables' names and shapes, in the order the JAX calls pass them.
     int_names : set of str
         The data variables the program declares ``int`` (passed to Stan as integers).
     name : str
@@ -78,8 +89,8 @@ class NativeProgram:
         values without gradients are then computed in plain doubles, without an autodiff tape.
     """
 
-    def __init__(self, library: Path, *, fixed_data: Mapping, int_names, name: str, num_threads: int = 1,
-                 normalized: bool = False):
+    def __init__(self, library: Path, *, fixed_data: Mapping, observed: Mapping, int_names, name: str,
+                 num_threads: int = 1, normalized: bool = False):
         self.lib = ctypes.CDLL(str(library))
         _signatures(self.lib)
         if self.lib.bdmc_shim_abi() != 1:
@@ -90,7 +101,26 @@ class NativeProgram:
         self._base = self._data(fixed_data)
         self._models: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
-        weakref.finalize(self, _free, self.lib, self._base, self._models)
+        self.ffi_program = self._ffi_program(dict(observed))
+        weakref.finalize(self, _free, self.lib, self._base, self._models, self.ffi_program)
+        # XLA calls the handlers directly (no Python per call); targets are named per library.
+        tag = hashlib.sha256(str(library).encode()).hexdigest()[:16]
+        self.ffi_targets = {False: f"bdmc_stan_value_{tag}", True: f"bdmc_stan_value_grad_{tag}"}
+        with _REGISTERED_LOCK:
+            for with_grad, target in self.ffi_targets.items():
+                if target not in _REGISTERED:
+                    symbol = getattr(self.lib, "bdmc_ffi_value_grad" if with_grad else "bdmc_ffi_value")
+                    jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(symbol), platform="cpu")
+                    _REGISTERED.add(target)
+
+    def _ffi_program(self, observed):
+        names = [n.encode() for n in observed]
+        dims = [int(d) for shape in observed.values() for d in shape]
+        return self.lib.bdmc_ffi_program_new(
+            self._base, self.name.encode(), b"bdmc_lambda", len(names), (ctypes.c_char_p * len(names))(*names),
+            (ctypes.c_int * len(names))(*[int(n in self.int_names) for n in observed]),
+            (ctypes.c_int * len(names))(*[len(s) for s in observed.values()]),
+            (ctypes.c_size_t * max(1, len(dims)))(*dims), int(self.normalized), self.num_threads)
 
     # ------------------------------------------------------------------------------------------ requests
 
@@ -205,7 +235,8 @@ class NativeProgram:
         return handle
 
 
-def _free(lib, base, models) -> None:
+def _free(lib, base, models, ffi_program) -> None:
+    lib.bdmc_ffi_program_free(ffi_program)  # frees its own models; it reads the base data, freed after it
     for model in models.values():
         lib.bdmc_model_free(model)
     models.clear()

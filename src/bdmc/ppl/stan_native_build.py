@@ -5,9 +5,11 @@ Boost, Sundials, TBB), macros and flags, then linked with bdmc's C++ shim (``sta
 shared library loaded with ``ctypes``. Under :func:`bdmc.config.cache_dir` ``/ "stan"``:
 
 - ``shim-<key>.o``: the shim's object, compiled once per (httpstan version, compiler, flags, shim source);
+- ``ffi-<key>.o``: the XLA FFI handlers (``stan_native/ffi.cpp``, C++17 against jaxlib's FFI headers, no Stan
+  headers: seconds), once per (jaxlib version, compiler, source);
 - ``<program key>/program.o``: the program's object, once per (program text, httpstan version, compiler,
   flags);
-- ``<program key>/program-<shim key>.so``: the two linked (a second or so).
+- ``<program key>/program-<shim and ffi key>.so``: the three linked (a second or so).
 
 Each step runs under a file lock (two processes wait for one build rather than both compiling) and writes to
 a temporary name first, renamed into place when complete, so a reader never sees a half-written file.
@@ -64,6 +66,16 @@ def shim_source() -> Path:
     return Path(str(importlib.resources.files("bdmc.ppl") / "stan_native" / "shim.cpp"))
 
 
+def ffi_source() -> Path:
+    return Path(str(importlib.resources.files("bdmc.ppl") / "stan_native" / "ffi.cpp"))
+
+
+def _jax_include() -> str:
+    import jax.ffi
+
+    return str(jax.ffi.include_dir())
+
+
 def _digest(*parts: str) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
 
@@ -83,9 +95,13 @@ def shim_key() -> str:
     return _digest(toolchain_key(), shim_source().read_text())
 
 
+def ffi_key() -> str:
+    return _digest(toolchain_key(), importlib.metadata.version("jaxlib"), _jax_include(), ffi_source().read_text())
+
+
 def library_path(program_code: str) -> Path:
     """Where the program's library lives once built (it may not exist yet)."""
-    return cache_dir() / "stan" / program_key(program_code) / f"program-{shim_key()}.so"
+    return cache_dir() / "stan" / program_key(program_code) / f"program-{_digest(shim_key(), ffi_key())}.so"
 
 
 def build_library(program_code: str, *, name: str = "bdmc_program", progress: bool = True) -> Path:
@@ -94,13 +110,18 @@ def build_library(program_code: str, *, name: str = "bdmc_program", progress: bo
     if lib.exists():
         return lib
     root = cache_dir() / "stan"
-    shim = root / f"shim-{shim_key()}.o"
+    shim, ffi = root / f"shim-{shim_key()}.o", root / f"ffi-{ffi_key()}.o"
     folder = lib.parent
     folder.mkdir(parents=True, exist_ok=True)
     with _locked(root / f"{shim.name}.lock"):
         if not shim.exists():
             _step("compiling bdmc's Stan shim (once per httpstan version; about a minute)", progress,
                   lambda tmp: _compile(shim_source(), tmp), shim)
+    with _locked(root / f"{ffi.name}.lock"):
+        if not ffi.exists():
+            _step("compiling bdmc's XLA FFI handlers for Stan (once per jaxlib version; seconds)", progress,
+                  lambda tmp: [compiler(), "-c", "-fPIC", "-O3", "-std=c++17", "-w", "-D_GLIBCXX_USE_CXX11_ABI=0",
+                               f"-I{_jax_include()}", "-o", str(tmp), str(ffi_source())], ffi)
     with _locked(folder / "build.lock"):
         if lib.exists():  # another process built it while we waited
             return lib
@@ -111,7 +132,7 @@ def build_library(program_code: str, *, name: str = "bdmc_program", progress: bo
             _stanc(source, cpp)
             _step(f"compiling the Stan program {name!r} (once per program; a minute or two)", progress,
                   lambda tmp: _compile(cpp, tmp), obj)
-        _step("linking", False, lambda tmp: _link([obj, shim], tmp), lib)
+        _step("linking", False, lambda tmp: _link([obj, shim, ffi], tmp), lib)
     return lib
 
 

@@ -178,7 +178,7 @@ def _make_log_density(model: StanModel):
     def call(with_grad, x, lam, *obs):
         out = jax.ShapeDtypeStruct(x.shape[:-1], x.dtype)  # the host computes in float64 and casts to x's dtype
         out = (out, jax.ShapeDtypeStruct(x.shape, x.dtype)) if with_grad else out
-        program = model._built.stan
+        program = model._built.stan if model._built is not None else None  # None: abstract evaluation only
         if hasattr(program, "ffi_targets"):  # in-process: XLA calls the C++ handler itself
             return jax.ffi.ffi_call(program.ffi_targets[with_grad], out, vmap_method="expand_dims")(
                 x, lam, *obs, program=np.int64(program.ffi_program))

@@ -214,7 +214,8 @@ def nhefs_cost(args) -> None:
         print(json.dumps(row), flush=True)
     first = first_build_seconds(x) if "stan" not in skip else None
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "nhefs_cost.json").write_text(json.dumps({"rows": rows, "first_build_seconds": first}, indent=1) + "\n")
+    summary = {"rows": rows, "first_build_seconds": first}
+    (args.out / "nhefs_cost.json").write_text(json.dumps(summary, indent=1) + "\n")
     base = next((r for r in rows if r["implementation"] == "NumPyro"), rows[0])
     lines = [f"NHEFS linear regression (N = {x.shape[0]}, K = {x.shape[1]}), forward AIS with HMC (step 0.01, 10 "
              f"leapfrog steps), {args.chains} chains; compilation excluded. Machine: {os.cpu_count()} CPU cores.", "",

@@ -29,8 +29,9 @@ headers and flags and linked with bdmc's C++ shim, once per program (cached on d
 :mod:`bdmc.ppl.stan_native_build`); the library is loaded with ``ctypes`` and keeps the data and one Stan model
 object per (observations, lambda) on the C++ side (:mod:`bdmc.ppl.stan_native`). ``backend="httpstan"``
 calls the module pystan builds, in a helper process that rebuilds the model on every call. Either is reached
-from JAX through one ``jax.pure_callback`` per batch of chains, with a custom JVP whose gradient is Stan's,
-so that gradient kernels such as HMC work under ``jit`` and ``vmap`` (:mod:`bdmc.ppl.stan_host`).
+from JAX by one call per batch of chains (an XLA FFI call into the library in-process, a
+``jax.pure_callback`` otherwise), with a custom JVP whose gradient is Stan's, so that gradient kernels such
+as HMC work under ``jit`` and ``vmap`` (:mod:`bdmc.ppl.stan_host`).
 
 Simulation (prior draws and data) comes from a user-supplied function, ``simulate(rng, params=None)``: Stan
 has no exact prior sampler, and httpstan runs generated quantities with a fixed seed, so they cannot

@@ -205,7 +205,8 @@ ffi::Error evaluate(int64_t handle, ffi::AnyBuffer x, ffi::AnyBuffer lam, ffi::R
     values.resize(n);
     grads.resize(grad ? n * dim : 0);
     for (size_t m = 0; m < n; ++m)
-      for (size_t j = 0; j < dim; ++j) xs[m * dim + j] = read(x.untyped_data(), x.element_type(), members[m].second * dim + j);
+      for (size_t j = 0; j < dim; ++j)
+        xs[m * dim + j] = read(x.untyped_data(), x.element_type(), members[m].second * dim + j);
     char err[4096] = {0};
     int status;
     {

@@ -209,6 +209,10 @@ def test_values_and_gradients_equal_httpstans(native, via_httpstan):
         # The terms bdmc splits the density into sum back to it (Stan reports one likelihood term).
         split = jax.vmap(lambda x: native.log_prior(x) + lam * native.log_likelihood(x, data).sum())(xs)
         np.testing.assert_allclose(split, ref_v, rtol=1e-10)
+    # One FFI call per batch: the observations reach it once (a leading axis of one), not once per chain.
+    text = str(jax.make_jaxpr(jax.vmap(jax.value_and_grad(native.log_density), in_axes=(0, None, None)))(
+        xs, data, 0.3))
+    assert "ffi_call" in text and "f64[1,20]" in text and "f64[8,20]" not in text
     # Chains with their own lambda and data: the C++ handler groups them by (data, lambda).
     lams = np.array([0.0, 0.3, 1.0, 0.3, 0.0, 1.0, 0.3, 0.0])
     ys = np.stack([y, y + 1.0, y, y + 1.0, y, y, y - 2.0, y])

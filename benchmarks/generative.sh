@@ -6,8 +6,12 @@
 set -euo pipefail
 OUT=${OUT:-benchmarks/results/generative}
 mkdir -p "$OUT"
-bdmc generative --data mnist --architecture small10 --models vae,gan,gmmn --epochs 100 \
-  --steps 10,100,1000 --chains 16 --images 20 --valid-images 10 \
-  --sigmas 0.02,0.03,0.05,0.08,0.12,0.2,0.3 --sigma-steps 100 \
-  --sim-images 8 --bdmc-steps 1000 --kde-samples 10000 --iwae-k 1000 \
+BUDGET=(--epochs 100 --steps 10,100,1000 --chains 16 --images 20 --valid-images 10
+        --sigmas 0.02,0.03,0.05,0.08,0.12,0.2,0.3,0.45,0.7 --sigma-steps 100
+        --sim-images 8 --bdmc-steps 1000 --kde-samples 10000 --iwae-k 1000 --encoder-ais)
+# VAE-10, GAN-10, GMMN-10
+bdmc generative --data mnist --architecture small10 --models vae,gan,gmmn "${BUDGET[@]}" \
   --out "$OUT/run" "$@" 2>&1 | tee -a "$OUT/run.log"
+# VAE-50 (the CPU-sized 50-256-784 decoder), the same budgets
+bdmc generative --data mnist --architecture small50 --models vae "${BUDGET[@]}" \
+  --out "$OUT/run-vae50" "$@" 2>&1 | tee -a "$OUT/run-vae50.log"

@@ -12,7 +12,7 @@ from rich.table import Table
 from ._common import CLIError, at_least, command, console, num, out_option, output_dir, overwrite_option, parse_steps, wrote
 
 QUICK = dict(data="digits8x8", architecture="digits10", epochs=5, steps=(10, 100), chains=4, images=8,
-             valid_images=8, sigmas=(0.05, 0.1, 0.2), sigma_steps=20, sim_images=4, bdmc_steps=100, kde_samples=1000,
+             valid_images=8, sigmas=(0.05, 0.1, 0.2, 0.4), sigma_steps=20, sim_images=4, bdmc_steps=100, kde_samples=1000,
              iwae_k=100, num_valid=100, num_test=100)
 
 

@@ -47,13 +47,15 @@ def plot_ais_curve(curve: pd.DataFrame, *, title: str | None = None) -> Figure:
     return fig
 
 
-def plot_sigma_sweep(sweep: pd.DataFrame, *, title: str | None = None) -> Figure:
+def plot_sigma_sweep(sweep: pd.DataFrame, *, zoom: float = 1500.0, title: str | None = None) -> Figure:
     """AIS log-likelihood of validation images against the observation noise sigma, per model.
 
     Parameters
     ----------
     sweep : pandas.DataFrame
         Columns ``model``, ``sigma``, ``mean``, ``stderr``; the chosen sigma (the maximum) is ringed.
+    zoom : float
+        When the values span more than this many nats, the y-axis shows only the top ``zoom`` nats.
 
     Returns
     -------
@@ -72,11 +74,20 @@ def plot_sigma_sweep(sweep: pd.DataFrame, *, title: str | None = None) -> Figure
             ax.plot([best["sigma"]], [best["mean"]], marker="o", markersize=14, markerfacecolor="none",
                     color=color)
     ax.set_xscale("log")
+    grid = np.sort(sweep["sigma"].unique())
+    ax.set_xticks(grid, [f"{s:g}" for s in grid], fontsize="small")
+    ax.minorticks_off()
+    top = float(np.nanmax(sweep["mean"])) if sweep["mean"].notna().any() else math.nan
+    if np.isfinite(top) and top - float(np.nanmin(sweep["mean"])) > zoom:
+        # Small sigmas fall thousands of nats below: show the region around the optimum.
+        ax.set_ylim(top - zoom, top + 0.1 * zoom)
+        ax.set_title(title or f"choosing sigma by AIS on validation images (top {zoom:g} nats)")
     ax.set_xlabel("sigma")
     ax.set_ylabel("mean AIS log p(x), validation images (nats)")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
-    ax.set_title(title or "choosing sigma by AIS on validation images")
+    if not ax.get_title():
+        ax.set_title(title or "choosing sigma by AIS on validation images")
     return fig
 
 

@@ -1,7 +1,8 @@
 """Models written in the probabilistic programming languages people use, as bdmc Models.
 
 Each adapter is an optional extra, imported only when used: ``from_numpyro`` (``bdmc[numpyro]``),
-``from_pymc`` (``bdmc[pymc]``) and ``from_stan`` (``bdmc[stan]``). The resulting models feed
+``from_pymc`` (``bdmc[pymc]``) and ``from_stan`` (``bdmc[stan]``); ``from_webppl`` needs Node.js and installs
+WebPPL into bdmc's cache on first use (``bdmc.ppl.webppl.install()``). The resulting models feed
 ``bdmc.sandwich``, ``bdmc.bread`` and every estimator exactly as built-in models do.
 """
 
@@ -29,4 +30,11 @@ def from_stan(program_code, **kwargs):
     return build(program_code, **kwargs)
 
 
-__all__ = ["from_numpyro", "from_pymc", "from_stan"]
+def from_webppl(program, data, **kwargs):
+    """Wrap a WebPPL program (see :func:`bdmc.ppl.webppl.from_webppl`)."""
+    from .webppl import from_webppl as build
+
+    return build(program, data, **kwargs)
+
+
+__all__ = ["from_numpyro", "from_pymc", "from_stan", "from_webppl"]

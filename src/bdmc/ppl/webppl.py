@@ -1,0 +1,329 @@
+"""A WebPPL program as a bdmc Model.
+
+The program is WebPPL source whose value (its last expression) is the model function of one argument,
+``data``: an object holding every field of the ``data`` given to :func:`from_webppl`, with the observed ones
+replaced by the data bdmc scores::
+
+    var model = function(data) {
+      var mu = sample(Gaussian({mu: 0, sigma: 1}));
+      mapData({data: data.y}, function(y) { observe(Gaussian({mu: mu, sigma: 0.5}), y); });
+    };
+    model
+
+A persistent ``node`` process (:mod:`bdmc.ppl.webppl_host`) compiles the program once and replays a given
+vector of latents at its ``sample`` statements, in program order:
+
+- ``log_prior(u)``: the scores of the ``sample`` statements at the replayed values, plus the log-Jacobians of
+  the maps from the unconstrained latent ``u`` (chosen from each distribution's support: the real line as is,
+  ``(a, inf)`` by ``a + exp(u)``, ``(-inf, b)`` by ``b - exp(u)``, ``(a, b)`` by a scaled logistic);
+- ``log_likelihood(u, data)``: one term per ``observe`` / ``factor`` statement, in the order the program visits
+  them, so the data path of SMC / SHME sees per-observation terms (a vectorized ``observe`` is one term).
+
+Gradients come from WebPPL's own reverse-mode autodiff (``ad.js``): the pull-back of a cotangent over
+``(log_prior, terms)`` is one program run on a lifted latent, so HMC, MALA and NUTS work; each density costs one
+program run per chain and each gradient one more, batched over chains in one request. Prior draws and data
+simulation run the program forward in WebPPL (``observe`` statements draw their values), so BDMC checks
+WebPPL's own samplers. The latent vector is the concatenation of the sites, each flattened (tensors in
+WebPPL's row-major order); :meth:`WebPPLModel.constrain` and :meth:`WebPPLModel.unconstrain` map it to and
+from the sites' natural values.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from typing import Any, Callable, Mapping, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..errors import BDMCError, DataError
+from .webppl_host import WebPPLProcess, decode, locate
+
+
+class WebPPLModel:
+    """A WebPPL program with its observed data fields singled out (build one with :func:`from_webppl`).
+
+    Latents are flat arrays of the unconstrained sites in JAX's active float dtype (WebPPL computes in float64
+    and results are cast); data are dicts ``{observed name: array}``. Instances are hashed by identity.
+
+    Attributes
+    ----------
+    sites : list of dict
+        One entry per ``sample`` statement of the first run: its WebPPL address, distribution and size.
+    num_terms : int
+        The number of ``observe`` / ``factor`` statements, the length of ``log_likelihood``.
+    """
+
+    def __init__(self, program: str, *, data: Mapping[str, Any], observed: Sequence[str],
+                 simulate: Callable | None = None, install: bool = True, name: str | None = None):
+        if not isinstance(program, str):
+            raise BDMCError(f"program must be WebPPL source as a string, got {type(program).__name__}")
+        if not isinstance(data, Mapping):
+            raise BDMCError(f"data must be a dict of the program's data fields, got {type(data).__name__}")
+        self.observed = tuple(observed)
+        if not self.observed:
+            raise BDMCError("observed must name at least one field of data")
+        missing = [n for n in self.observed if n not in data]
+        if missing:
+            raise BDMCError(f"observed field(s) {missing} are not in data, whose fields are {sorted(data)}")
+        if simulate is not None and not callable(simulate):
+            raise BDMCError(f"simulate must be a function simulate(rng, values), got {type(simulate).__name__}")
+        self.program, self.simulate_fn = program, simulate
+        self.name = name or f"program {hashlib.sha256(program.encode()).hexdigest()[:10]}"
+        self._obs = {n: np.asarray(data[n]) for n in self.observed}
+        for n, v in self._obs.items():
+            if v.dtype == object or not np.issubdtype(v.dtype, np.number):
+                raise BDMCError(f"observed field {n!r} must be numeric, got dtype {v.dtype}")
+        fixed = {n: _jsonable(v) for n, v in data.items()}
+        self._process = WebPPLProcess(program, fixed=fixed, name=self.name, package=locate(auto_install=install))
+        self.sites, self.num_terms = self._process.sites, self._process.num_terms
+        if not self.sites:
+            raise BDMCError(f"WebPPL {self.name} has no sample statements: there is nothing to infer")
+        self.dim = sum(int(s["size"]) for s in self.sites)
+        self._lock = threading.Lock()
+        self._evaluate = _make_evaluate(self)
+
+    # ---------------------------------------------------------------------------------------- contract
+
+    def sample_prior(self, key):
+        """A prior draw by running the program forward in WebPPL, in the unconstrained space."""
+        out = jax.ShapeDtypeStruct((self.dim,), jnp.result_type(float))
+
+        def host(words):
+            words = np.asarray(words)
+            seeds = [_seed(w) for w in words.reshape(-1, words.shape[-1])]
+            values = decode(self._process({"op": "forward", "data": "init", "seeds": seeds})["values"])
+            return values.reshape(words.shape[:-1] + (self.dim,)).astype(out.dtype)
+
+        return jax.pure_callback(host, out, _key_words(key), vmap_method="broadcast_all")
+
+    def sample_data(self, key, latent):
+        """The observed fields drawn given the latent: WebPPL runs the program with every ``observe`` drawing
+        its value (or ``simulate(rng, values)`` when given); the draws fill the observed fields in order."""
+        dtypes = {n: jnp.result_type(int if np.issubdtype(v.dtype, np.integer) else float) for n, v in self._obs.items()}
+        out = tuple(jax.ShapeDtypeStruct(self._obs[n].shape, dtypes[n]) for n in self.observed)
+
+        def host(words, u):
+            words, u = np.asarray(words), np.asarray(u, np.float64)
+            batch = u.shape[:-1]
+            words = np.broadcast_to(words, batch + words.shape[-1:]).reshape(-1, words.shape[-1])
+            draws = self._host_simulate(words, u.reshape(-1, self.dim))
+            return tuple(np.stack([d[n] for d in draws]).reshape(batch + self._obs[n].shape).astype(o.dtype)
+                         for n, o in zip(self.observed, out))
+
+        values = jax.pure_callback(host, out, _key_words(key), jnp.asarray(latent, jnp.result_type(float)),
+                                   vmap_method="broadcast_all")
+        return dict(zip(self.observed, values))
+
+    def log_prior(self, latent):
+        """The scores of the sample statements at the replayed latent, with the log-Jacobians."""
+        return self._evaluate(jnp.asarray(latent, jnp.result_type(float)),
+                              *[jnp.asarray(v) for v in self._obs.values()])[0]
+
+    def log_likelihood(self, latent, data):
+        """One term per observe / factor statement, in the order the program visits them."""
+        return self._evaluate(jnp.asarray(latent, jnp.result_type(float)), *self._observations(data))[1]
+
+    def check_data(self, data):
+        """Check that ``data`` holds every observed field with the shape given to :func:`from_webppl`."""
+        if not isinstance(data, Mapping) or set(data) != set(self.observed):
+            got = sorted(data) if isinstance(data, Mapping) else type(data).__name__
+            raise DataError(f"data must be a dict with the observed field(s) {list(self.observed)}, got {got}")
+        for name, value in self._obs.items():
+            if tuple(np.shape(data[name])) != value.shape:
+                raise DataError(f"observed field {name!r} must have shape {value.shape}, got {np.shape(data[name])}")
+
+    # ---------------------------------------------------------------------------------------- host side
+
+    def constrain(self, latent) -> list:
+        """Each site's natural value at an unconstrained latent: floats, or arrays of a tensor's shape."""
+        values = self._process({"op": "constrain", "data": "init",
+                                "u": [np.asarray(latent, np.float64).tolist()]})["values"][0]
+        return [self._site_value(site, decode(v)) for site, v in zip(self.sites, values)]
+
+    def unconstrain(self, values: Sequence[Any]) -> np.ndarray:
+        """The unconstrained latent of the sites' natural values (one per site, in program order)."""
+        if len(values) != len(self.sites):
+            raise BDMCError(f"unconstrain needs one value per sample site ({len(self.sites)}), got {len(values)}")
+        flat = [np.asarray(v, np.float64).ravel().tolist() for v in values]
+        return decode(self._process({"op": "unconstrain", "data": "init", "x": [flat]})["values"][0])
+
+    def _site_value(self, site, flat):
+        return float(flat[0]) if not site["tensor"] else flat.reshape(site["dims"])
+
+    def _observations(self, data):
+        if not isinstance(data, Mapping) or any(n not in data for n in self.observed):
+            raise DataError(f"data must be a dict with the observed field(s) {list(self.observed)}")
+        return [jnp.asarray(data[n]) for n in self.observed]
+
+    def _host_simulate(self, words, us) -> list:
+        seeds = [_seed(w) for w in words]
+        if self.simulate_fn is not None:
+            out = []
+            for seed, u in zip(seeds, us):
+                drawn = self.simulate_fn(np.random.default_rng(seed), self.constrain(u))
+                if not isinstance(drawn, Mapping) or set(drawn) != set(self.observed):
+                    raise BDMCError(f"simulate(rng, values) must return a dict over {list(self.observed)}")
+                out.append({n: np.asarray(drawn[n]).reshape(self._obs[n].shape) for n in self.observed})
+            return out
+        runs = self._process({"op": "simulate", "data": "init", "seeds": seeds, "u": us.tolist()})["values"]
+        sizes = [self._obs[n].size for n in self.observed]
+        out = []
+        for run in runs:
+            run = decode(run)
+            if run.size != sum(sizes):
+                raise BDMCError(
+                    f"running WebPPL {self.name} forward drew {run.size} observed value(s), but the observed "
+                    f"field(s) {list(self.observed)} hold {sum(sizes)}: every observed value must be scored by "
+                    "exactly one observe statement, visited in the order of the fields (row-major)")
+            parts = np.split(run, np.cumsum(sizes)[:-1])
+            out.append({n: p.reshape(self._obs[n].shape) for n, p in zip(self.observed, parts)})
+        return out
+
+    def _host_evaluate(self, u, *obs, cot=None):
+        """Densities (or, with cotangents, their pull-back) of a batch; leading batch axes broadcast."""
+        dtype = np.asarray(u).dtype
+        u = np.asarray(u, np.float64)
+        shapes = [v.shape for v in self._obs.values()]
+        obs = [np.asarray(o) for o in obs]
+        obs_batch = [o.shape[:o.ndim - len(s)] for o, s in zip(obs, shapes)]
+        extra = [] if cot is None else [np.asarray(c, np.float64) for c in cot]
+        batch = np.broadcast_shapes(u.shape[:-1], *obs_batch, *(c.shape[:c.ndim - k] for c, k in zip(extra, (0, 1))))
+        size = int(np.prod(batch))
+        us = np.broadcast_to(u, batch + (self.dim,)).reshape(size, self.dim)
+        if all(int(np.prod(b)) == 1 for b in obs_batch):  # the usual case: every chain scores the same data
+            groups = {self._process.dataset(dict(zip(self.observed, (o.reshape(s) for o, s in zip(obs, shapes))))):
+                      np.arange(size)}
+        else:
+            flat = [np.broadcast_to(o, batch + s).reshape((size,) + s) for o, s in zip(obs, shapes)]
+            members: dict = {}
+            for i in range(size):
+                key = self._process.dataset({n: f[i] for n, f in zip(self.observed, flat)})
+                members.setdefault(key, []).append(i)
+            groups = {k: np.asarray(v) for k, v in members.items()}
+        if cot is not None:
+            rows = np.concatenate([np.broadcast_to(extra[0], batch).reshape(size, 1),
+                                   np.broadcast_to(extra[1], batch + (self.num_terms,)).reshape(size, -1)], axis=1)
+            grads = np.empty((size, self.dim))
+            for key, idx in groups.items():
+                reply = self._process({"op": "eval", "data": key, "u": us[idx].tolist(), "cot": rows[idx].tolist()})
+                grads[idx] = decode(reply["grad"]).reshape(len(idx), self.dim)
+            return grads.reshape(batch + (self.dim,)).astype(dtype)
+        prior, terms = np.empty(size), np.empty((size, self.num_terms))
+        for key, idx in groups.items():
+            reply = self._process({"op": "eval", "data": key, "u": us[idx].tolist()})
+            prior[idx] = decode(reply["prior"])
+            terms[idx] = decode(reply["terms"]).reshape(len(idx), self.num_terms)
+        return prior.reshape(batch).astype(dtype), terms.reshape(batch + (self.num_terms,)).astype(dtype)
+
+    def __repr__(self) -> str:
+        return f"WebPPLModel({self.name}, observed={list(self.observed)}, sites={len(self.sites)})"
+
+
+def _make_evaluate(model: WebPPLModel):
+    """``(u, *observations) -> (log_prior, terms)`` through host callbacks, differentiable in u.
+
+    A custom VJP: the pull-back of cotangents ``(c_prior, c_terms)`` is the gradient of
+    ``c_prior * log_prior + sum_i c_i * term_i``, one WebPPL autodiff run per chain, so a gradient of any weighted
+    density (per-case lambdas included) costs one request, never one per term.
+    """
+
+    def call(u, *obs):
+        out = (jax.ShapeDtypeStruct(u.shape[:-1], u.dtype),
+               jax.ShapeDtypeStruct(u.shape[:-1] + (model.num_terms,), u.dtype))
+        return jax.pure_callback(model._host_evaluate, out, u, *obs, vmap_method="expand_dims")
+
+    @jax.custom_vjp
+    def evaluate(u, *obs):
+        return call(u, *obs)
+
+    def fwd(u, *obs):
+        return call(u, *obs), (u, obs)
+
+    def bwd(residuals, cotangents):
+        u, obs = residuals
+        c_prior, c_terms = cotangents
+        grad = jax.pure_callback(lambda u, cp, ct, *o: model._host_evaluate(u, *o, cot=(cp, ct)),
+                                 jax.ShapeDtypeStruct(u.shape, u.dtype), u, c_prior.astype(u.dtype),
+                                 c_terms.astype(u.dtype), *obs, vmap_method="expand_dims")
+        return (grad, *(None for _ in obs))
+
+    evaluate.defvjp(fwd, bwd)
+    return evaluate
+
+
+def _jsonable(value):
+    value = np.asarray(value) if not isinstance(value, (int, float, str, bool)) else value
+    return value.tolist() if isinstance(value, np.ndarray) else value
+
+
+def _key_words(key):
+    key = jnp.asarray(key) if not isinstance(key, jax.Array) else key
+    return jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+
+
+def _seed(words) -> int:
+    """A WebPPL seed (a 31-bit integer) from a JAX key's words."""
+    return int(np.random.default_rng([int(w) for w in np.asarray(words).ravel()]).integers(2**31))
+
+
+def from_webppl(program: str, data: Mapping[str, Any], *, observed: str | Sequence[str],
+                simulate: Callable | None = None, install: bool = True, name: str | None = None) -> WebPPLModel:
+    """Wrap a WebPPL program as a bdmc Model.
+
+    Parameters
+    ----------
+    program : str
+        WebPPL source whose value (its last expression) is the model function of ``data``. Its ``sample``
+        statements are the latents (continuous, and the same sites in the same order at every run); each
+        ``observe`` / ``factor`` statement is one likelihood term.
+    data : dict
+        The fields of the ``data`` object the model function receives (numbers, arrays), including the observed
+        ones: their values fix the shapes; the data bdmc scores replace them.
+    observed : str or sequence of str
+        Name(s) of the fields that hold the observations.
+    simulate : callable, optional
+        ``simulate(rng, values) -> {observed name: array}`` with ``rng`` a ``numpy.random.Generator`` and
+        ``values`` the sites' natural values (:meth:`WebPPLModel.constrain`). By default data are simulated by
+        WebPPL itself, each ``observe`` drawing its value; pass this for programs that score data with
+        ``factor``, which cannot be run forward.
+    install : bool
+        Install WebPPL into bdmc's cache on first use when it is missing (default); else raise.
+    name : str, optional
+        The program's name in messages (default: ``"program <hash>"``).
+
+    Returns
+    -------
+    WebPPLModel
+        Latents are flat arrays of unconstrained site values; data are dicts ``{observed name: array}``.
+
+    Raises
+    ------
+    bdmc.ppl.webppl_host.WebPPLNotFoundError
+        When ``node`` (or, to install, ``npm``) is not on the PATH, or WebPPL is missing and ``install=False``.
+    bdmc.ppl.webppl_host.WebPPLProgramError
+        When the program does not compile or run, its value is not a function, or a latent is discrete; its
+        subclass ``WebPPLStructureError`` when an evaluation visits other sample sites than the first run.
+
+    Examples
+    --------
+    >>> program = '''var model = function(data) {
+    ...   var mu = sample(Gaussian({mu: 0, sigma: 1}));
+    ...   mapData({data: data.y}, function(y) { observe(Gaussian({mu: mu, sigma: 0.5}), y); });
+    ... };
+    ... model'''
+    >>> model = bdmc.ppl.from_webppl(program, {"y": np.zeros(10)}, observed="y")
+    >>> data, latent = bdmc.simulate(jax.random.key(0), model)
+    >>> bdmc.sandwich(jax.random.key(1), model, data, latent, steps=[100, 1000], num_chains=16)
+    """
+    return WebPPLModel(program, data=data, observed=[observed] if isinstance(observed, str) else list(observed),
+                       simulate=simulate, install=install, name=name)
+
+
+def install(*, quiet: bool = False):
+    """Install WebPPL into bdmc's cache directory (see :func:`bdmc.ppl.webppl_host.install`)."""
+    from .webppl_host import install as run
+
+    return run(quiet=quiet)

@@ -1,0 +1,295 @@
+"""The WebPPL adapter against closed forms: densities, Jacobians, gradients, prior draws and a sandwich.
+
+Needs Node.js (skipped with the reason otherwise); WebPPL itself is installed into bdmc's cache on first use
+(``bdmc.ppl.webppl.install()``, which CI runs before the tests). Every evaluation runs the WebPPL program in a
+persistent node process, so the tests keep batches large and step counts small.
+"""
+
+import os
+import shutil
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+import bdmc
+from bdmc.contracts.model import log_density
+from bdmc.kernels import HMC
+
+if shutil.which("node") is None:
+    pytest.skip("the WebPPL adapter needs Node.js (`node` is not on the PATH)", allow_module_level=True)
+
+from bdmc.ppl import from_webppl  # noqa: E402
+from bdmc.ppl import webppl_host  # noqa: E402
+
+M0, S0, S = 0.3, 1.5, 0.8  # prior mean and sd of mu, known noise sd
+Y = np.array([0.1, 1.2, -0.4, 0.9, 0.5, 1.6, 0.2, -0.1])
+KERNEL = dict(step_size=0.15, num_integration_steps=5)
+
+GAUSSIAN_MEAN = f"""
+var model = function(data) {{
+  var mu = sample(Gaussian({{mu: {M0}, sigma: {S0}}}));
+  mapData({{data: data.y}}, function(y) {{ observe(Gaussian({{mu: mu, sigma: {S}}}), y); }});
+}};
+model
+"""
+
+# The same likelihood as one vectorized observe: one term, the sum of the per-observation ones.
+GAUSSIAN_MEAN_VECTOR = f"""
+var model = function(data) {{
+  var mu = sample(Gaussian({{mu: {M0}, sigma: {S0}}}));
+  var n = data.y.length;
+  observe(DiagCovGaussian({{mu: Vector(repeat(n, function() {{ return mu; }})),
+                            sigma: Vector(repeat(n, function() {{ return {S}; }}))}}), Vector(data.y));
+}};
+model
+"""
+
+# Latents on every kind of support: Gamma (0, inf) -> log, Beta (0, 1) and Uniform (a, b) -> logit, Gaussian.
+SUPPORTS = """
+var model = function(data) {
+  var g = sample(Gamma({shape: 2.5, scale: 0.7}));
+  var b = sample(Beta({a: 2, b: 3}));
+  var u = sample(Uniform({a: 1, b: 3}));
+  var z = sample(Gaussian({mu: -1, sigma: 2}));
+  mapData({data: data.y}, function(y) { observe(Gaussian({mu: z + u * b, sigma: g}), y); });
+};
+model
+"""
+
+
+@pytest.fixture(scope="module")
+def installed():
+    if not (webppl_host._package_dir(webppl_host.webppl_dir()) / "package.json").exists() and not shutil.which("npm"):
+        pytest.skip(f"WebPPL is not installed and npm is missing: run {webppl_host.INSTALL_COMMAND}")
+    return webppl_host.install(quiet=True)
+
+
+@pytest.fixture(scope="module")
+def gaussian(installed):
+    return from_webppl(GAUSSIAN_MEAN, {"y": Y}, observed="y")
+
+
+@pytest.fixture(scope="module")
+def supports(installed):
+    return from_webppl(SUPPORTS, {"y": Y[:3]}, observed="y")
+
+
+def exact_log_evidence(y):
+    n = len(y)
+    return stats.multivariate_normal(np.full(n, M0), S**2 * np.eye(n) + S0**2 * np.ones((n, n))).logpdf(y)
+
+
+def test_densities_and_gradients_equal_the_closed_form(gaussian):
+    mus = jnp.linspace(-2.0, 2.0, 7)
+    lam = 0.37
+    prior = jax.vmap(gaussian.log_prior)(mus[:, None])
+    terms = jax.vmap(lambda u: gaussian.log_likelihood(u, {"y": Y}))(mus[:, None])
+    np.testing.assert_allclose(prior, stats.norm(M0, S0).logpdf(mus), rtol=1e-12)
+    np.testing.assert_allclose(terms, stats.norm(np.asarray(mus)[:, None], S).logpdf(Y), rtol=1e-12)
+    # d/dmu [log prior + lam * sum of terms], through WebPPL's autodiff, batched over the points
+    grad = jax.jit(jax.vmap(jax.grad(lambda u: log_density(gaussian, u, {"y": Y}, lam))))(mus[:, None])
+    want = -(mus - M0) / S0**2 + lam * jnp.sum(Y[None] - mus[:, None], axis=1) / S**2
+    np.testing.assert_allclose(grad[:, 0], want, rtol=1e-10)
+    # one weight per observation (the data path): the gradient weights each term
+    weights = jnp.linspace(0.0, 1.0, len(Y))
+    grad = jax.grad(lambda u: log_density(gaussian, u, {"y": Y}, weights))(jnp.array([0.4]))
+    np.testing.assert_allclose(grad[0], -(0.4 - M0) / S0**2 + np.sum(weights * (Y - 0.4)) / S**2, rtol=1e-10)
+
+
+def test_per_observation_terms_sum_to_the_vectorized_total(gaussian, installed):
+    vector = from_webppl(GAUSSIAN_MEAN_VECTOR, {"y": Y}, observed="y")
+    assert (gaussian.num_terms, vector.num_terms) == (len(Y), 1)
+    us = jnp.linspace(-1.5, 2.5, 5)[:, None]
+    per_obs = jax.vmap(lambda u: gaussian.log_likelihood(u, {"y": Y}))(us)
+    total = jax.vmap(lambda u: vector.log_likelihood(u, {"y": Y}))(us)
+    np.testing.assert_allclose(per_obs.sum(axis=1), total[:, 0], rtol=1e-12)
+    other = {"y": Y[::-1] + 1.0}  # other data: the driver is sent the new values and scores them
+    np.testing.assert_allclose(gaussian.log_likelihood(us[0], other),
+                               stats.norm(float(us[0, 0]), S).logpdf(other["y"]), rtol=1e-12)
+
+
+def test_jacobians_make_the_prior_a_density_on_the_unconstrained_space(supports):
+    """Each site's log prior (with its log-Jacobian) integrates to one over the real line, and equals the
+    change-of-variables formula; a missing Jacobian would integrate to E[1/x'(u)] instead."""
+    assert [s["dist"] for s in supports.sites] == ["Gamma", "Beta", "Uniform", "Gaussian"]
+    grid = np.linspace(-30.0, 30.0, 6001)
+    base = np.array([np.log(1.2), 0.3, -0.2, 0.5])  # the other coordinates stay fixed
+    refs = [stats.gamma(2.5, scale=0.7), stats.beta(2, 3), stats.uniform(1, 2), stats.norm(-1, 2)]
+    prior_at_base = [r.logpdf(x) for r, x in zip(refs, [1.2, 1 / (1 + np.exp(-0.3)), 1 + 2 / (1 + np.exp(0.2)), 0.5])]
+    for i, ref in enumerate(refs):
+        us = np.tile(base, (grid.size, 1))
+        us[:, i] = grid
+        lp = np.asarray(jax.vmap(supports.log_prior)(jnp.asarray(us)))
+        lp = lp - (sum(prior_at_base) - prior_at_base[i] + log_jacobian(base, skip=i))
+        assert abs(integrate.trapezoid(np.exp(lp), grid) - 1.0) < 1e-6, supports.sites[i]
+        x = [np.exp(grid), 1 / (1 + np.exp(-grid)), 1 + 2 / (1 + np.exp(-grid)), grid][i]
+        sel = np.abs(grid) < 8
+        np.testing.assert_allclose(lp[sel], ref.logpdf(x[sel]) + log_jacobian_1d(i, grid[sel]), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(supports.constrain(jnp.asarray(base)),
+                               [1.2, 1 / (1 + np.exp(-0.3)), 1 + 2 / (1 + np.exp(0.2)), 0.5], rtol=1e-12)
+    np.testing.assert_allclose(supports.unconstrain(supports.constrain(jnp.asarray(base))), base, rtol=1e-10)
+
+
+def log_jacobian_1d(i, u):
+    return [u, -np.logaddexp(0, -u) - np.logaddexp(0, u), np.log(2) - np.logaddexp(0, -u) - np.logaddexp(0, u),
+            np.zeros_like(u)][i]
+
+
+def log_jacobian(base, *, skip):
+    return sum(float(log_jacobian_1d(j, np.asarray(base[j]))) for j in range(4) if j != skip)
+
+
+def test_prior_draws_from_webppl_have_the_right_moments(supports):
+    draws = jax.vmap(supports.sample_prior)(jax.random.split(jax.random.key(3), 4000))
+    g, b, u, z = np.exp(draws[:, 0]), 1 / (1 + np.exp(-draws[:, 1])), 1 + 2 / (1 + np.exp(-draws[:, 2])), draws[:, 3]
+    for x, ref in zip((g, b, u, z), (stats.gamma(2.5, scale=0.7), stats.beta(2, 3), stats.uniform(1, 2),
+                                       stats.norm(-1, 2))):
+        se = ref.std() / np.sqrt(len(x))
+        assert abs(x.mean() - ref.mean()) < 4 * se
+        assert stats.kstest(x, ref.cdf).pvalue > 1e-3
+    # the same key gives the same draw; data are simulated by WebPPL given the latent
+    np.testing.assert_array_equal(supports.sample_prior(jax.random.key(5)), supports.sample_prior(jax.random.key(5)))
+
+
+def test_simulated_data_come_from_the_observe_statements(gaussian):
+    latent = jnp.array([0.7])
+    ys = jax.vmap(lambda k: gaussian.sample_data(k, latent)["y"])(jax.random.split(jax.random.key(8), 500))
+    assert ys.shape == (500, len(Y))
+    se = S / np.sqrt(ys.size)
+    assert abs(float(ys.mean()) - 0.7) < 4 * se
+    assert stats.kstest(np.asarray(ys).ravel(), stats.norm(0.7, S).cdf).pvalue > 1e-3
+
+
+def test_forward_and_reverse_ais_sandwich_the_closed_form(gaussian):
+    data, latent = bdmc.simulate(jax.random.key(0), gaussian)
+    exact = exact_log_evidence(np.asarray(data["y"]))
+    res = bdmc.sandwich(jax.random.key(1), gaussian, data, latent, steps=[10, 100], num_chains=16,
+                        kernel=HMC(gaussian, **KERNEL), progress=False)
+    t = res.table.set_index(["num_steps", "direction"])
+    for T in (10, 100):
+        fwd, rev = t.loc[(T, "forward")], t.loc[(T, "reverse")]
+        assert fwd.value < exact + 4 * fwd.stderr and rev.value > exact - 4 * rev.stderr
+        assert not fwd.alarm
+    gaps = res.table.groupby("num_steps").gap_single.first()
+    assert gaps.loc[100] < gaps.loc[10] / 5  # measured: 6.27 -> 0.61 (0.21 at T = 1000, the slow test)
+    for direction in ("forward", "reverse"):
+        row = t.loc[(100, direction)]
+        assert abs(row.value - exact) < 4 * row.stderr
+
+
+@pytest.mark.slow
+def test_annealing_matches_numpyro_step_for_step_and_converges(gaussian):
+    """The same model in NumPyro, same kernel, keys and start: reverse AIS (which starts from the same exact
+    latent) gives the same log-weights to rounding, so WebPPL's densities and gradients drive HMC exactly as
+    NumPyro's do; forward AIS starts from WebPPL's own prior draws. At T = 1000 both sides close on the truth."""
+    numpyro = pytest.importorskip("numpyro")
+    dist = numpyro.distributions
+
+    def program(y=None):
+        mu = numpyro.sample("mu", dist.Normal(M0, S0).expand([1]).to_event(1))
+        with numpyro.plate("cases", len(Y)):
+            numpyro.sample("y", dist.Normal(mu[0], S), obs=y)
+
+    reference = bdmc.ppl.from_numpyro(program, observed="y")
+    data, latent = bdmc.simulate(jax.random.key(0), gaussian)
+    exact = exact_log_evidence(np.asarray(data["y"]))
+    runs = {}
+    for name, model, start in (("webppl", gaussian, latent), ("numpyro", reference, {"mu": latent})):
+        runs[name] = bdmc.reverse_ais(jax.random.key(1), model, data, exact_latent=start, num_steps=100,
+                                      num_runs=16, kernel=HMC(model, **KERNEL), tune="off", progress=False)
+    np.testing.assert_allclose(runs["webppl"].runs, runs["numpyro"].runs, rtol=1e-9)
+    res = bdmc.sandwich(jax.random.key(1), gaussian, data, latent, steps=[1000], num_chains=16,
+                        kernel=HMC(gaussian, **KERNEL), progress=False)
+    t = res.table.set_index(["num_steps", "direction"])
+    fwd, rev = t.loc[(1000, "forward")], t.loc[(1000, "reverse")]
+    assert fwd.value < exact + 4 * fwd.stderr and rev.value > exact - 4 * rev.stderr
+    assert fwd.gap_single < 0.3 and abs(fwd.value - exact) < 0.15 and abs(rev.value - exact) < 0.15
+
+
+@pytest.mark.slow
+def test_sandwich_converges_on_the_positive_latent_model(installed):
+    """Unknown noise sd (Gamma prior, log-transformed) and mean: the bounds close on quadrature's log p(y)."""
+    program = """
+    var model = function(data) {
+      var mu = sample(Gaussian({mu: 0, sigma: 1}));
+      var s = sample(Gamma({shape: 3, scale: 0.5}));
+      mapData({data: data.y}, function(y) { observe(Gaussian({mu: mu, sigma: s}), y); });
+    };
+    model
+    """
+    model = from_webppl(program, {"y": Y}, observed="y")
+    data, latent = bdmc.simulate(jax.random.key(2), model)
+    y = np.asarray(data["y"])
+
+    def joint(s, mu):
+        return np.exp(stats.norm(0, 1).logpdf(mu) + stats.gamma(3, scale=0.5).logpdf(s)
+                      + stats.norm(mu, s).logpdf(y).sum())
+
+    exact = np.log(integrate.dblquad(joint, -6, 6, 1e-3, 8, epsabs=1e-14)[0])
+    res = bdmc.sandwich(jax.random.key(3), model, data, latent, steps=[10, 100, 1000], num_chains=16,
+                        kernel=HMC(model, step_size=0.1, num_integration_steps=8), progress=False)
+    print("\n" + res.table[["num_steps", "direction", "value", "stderr", "gap_single", "seconds"]].to_string())
+    t = res.table.set_index(["num_steps", "direction"])
+    for T in (10, 100, 1000):
+        fwd, rev = t.loc[(T, "forward")], t.loc[(T, "reverse")]
+        assert fwd.value < exact + 4 * fwd.stderr and rev.value > exact - 4 * rev.stderr
+    gaps = res.table.groupby("num_steps").gap_single.first()
+    assert gaps.is_monotonic_decreasing and gaps.loc[1000] < gaps.loc[10] / 10
+    for direction in ("forward", "reverse"):
+        assert abs(t.loc[(1000, direction)].value - exact) < 0.1
+
+
+def test_a_program_whose_structure_changes_is_a_clear_error(installed):
+    program = """
+    var model = function(data) {
+      var a = sample(Gaussian({mu: 0, sigma: 1}));
+      var b = a > 0 ? sample(Gamma({shape: 1, scale: 1})) : sample(Gaussian({mu: 0, sigma: 1}));
+      observe(Gaussian({mu: a + b, sigma: 1}), data.y[0]);
+    };
+    model
+    """
+    model = from_webppl(program, {"y": np.zeros(1)}, observed="y")
+    first_positive = model.sites[1]["dist"] == "Gamma"
+    with pytest.raises(Exception, match="structure changed: sample site #1 is"):
+        jax.block_until_ready(model.log_prior(jnp.array([-3.0 if first_positive else 3.0, 0.1])))
+    with pytest.raises(webppl_host.WebPPLStructureError, match="discrete"):
+        from_webppl("var m = function(data) { var k = sample(Bernoulli({p: 0.5})); "
+                    "observe(Gaussian({mu: k, sigma: 1}), data.y[0]); }; m", {"y": np.zeros(1)}, observed="y")
+    with pytest.raises(webppl_host.WebPPLProgramError, match="last expression"):
+        from_webppl("var m = function(data) { return 1; }; 3", {"y": np.zeros(1)}, observed="y")
+    with pytest.raises(webppl_host.WebPPLProgramError, match="program"):
+        from_webppl("var m = function(data) { return 1 +; }; m", {"y": np.zeros(1)}, observed="y")
+
+
+def test_missing_node_npm_or_webppl_name_the_command(installed, tmp_path, monkeypatch):
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    with pytest.raises(webppl_host.WebPPLNotFoundError, match="`node` is not on the PATH.*install"):
+        from_webppl(GAUSSIAN_MEAN, {"y": Y}, observed="y")
+    (empty / "node").symlink_to(shutil.which("node", path=os.defpath + ":/usr/local/bin:/usr/bin") or "/usr/bin/node")
+    monkeypatch.setenv("BDMC_CACHE_DIR", str(tmp_path / "cache"))  # nothing installed there
+    with pytest.raises(webppl_host.WebPPLNotFoundError, match="npm, which is not on the PATH.*npm install webppl"):
+        from_webppl(GAUSSIAN_MEAN, {"y": Y}, observed="y")
+    with pytest.raises(webppl_host.WebPPLNotFoundError, match=r"not installed.*bdmc\.ppl\.webppl.*install\(\)"):
+        from_webppl(GAUSSIAN_MEAN, {"y": Y}, observed="y", install=False)
+
+
+def test_float32_and_float64(gaussian):
+    from helpers import float32
+
+    u64 = np.array([0.4])
+    lp64, g64 = jax.value_and_grad(lambda u: log_density(gaussian, u, {"y": Y}, 0.5))(jnp.asarray(u64))
+    with float32():
+        u = jnp.asarray(u64, jnp.float32)
+        lp, g = jax.jit(jax.value_and_grad(lambda u: log_density(gaussian, u, {"y": Y}, 0.5)))(u)
+        assert lp.dtype == g.dtype == jnp.float32
+        draw = gaussian.sample_prior(jax.random.key(0))
+        data = gaussian.sample_data(jax.random.key(1), draw)
+        assert draw.dtype == data["y"].dtype == jnp.float32
+        np.testing.assert_allclose(lp, lp64, rtol=1e-6)
+        np.testing.assert_allclose(g, g64, rtol=1e-5)
+    assert lp64.dtype == jnp.float64 or not jax.config.jax_enable_x64

@@ -1,4 +1,4 @@
-"""One regression, four implementations: built-in, NumPyro, PyMC and Stan give the same BDMC ground truth.
+"""One regression, five implementations: built-in, NumPyro, PyMC, Stan and WebPPL give the same BDMC ground truth.
 
 The conjugate regression of ``bdmc.models.LinearRegression`` (n = 20, cubic design, tau = 0.1, s2 ~ IG(1, 1))
 is written in each PPL. One data set and its exact latent are simulated from the built-in model and mapped to
@@ -8,6 +8,7 @@ seconds per 1,000 chain-steps (compilation excluded) of each, side by side in on
 
     python benchmarks/ppl_adapters.py                     # T = 3000, 32 chains (a few minutes)
     python benchmarks/ppl_adapters.py --steps 500 --chains 16 --skip stan
+    python benchmarks/ppl_adapters.py --skip numpyro,pymc,stan --out /tmp/webppl   # WebPPL beside built-in
 
 ``--nhefs`` measures cost instead, on the BREAD paper's NHEFS linear regression (1,566 rows, 5 inputs): seconds
 per 1,000 chain-steps of HMC (10 leapfrog steps) in NumPyro, PyMC, Stan in-process (``backend="native"``,
@@ -85,6 +86,24 @@ def stan_model():
                               observed="y", simulate=simulate)
 
 
+WEBPPL_PROGRAM = """
+var model = function(data) {
+  var g = sample(Gamma({shape: 1, scale: 1}));  // the precision 1 / s2: s2 ~ IG(1, 1)
+  var s2 = 1 / g;
+  var beta = sample(DiagCovGaussian({mu: zeros([4, 1]), sigma: T.mul(ones([4, 1]), Math.sqrt(0.1 * s2))}));
+  var n = data.y.length;
+  observe(DiagCovGaussian({mu: T.dot(Matrix(data.x), beta), sigma: T.mul(ones([n, 1]), Math.sqrt(s2))}),
+          Vector(data.y));
+};
+model
+"""
+
+
+def webppl_model():
+    # WebPPL has no inverse gamma: the program samples the precision, whose log is -log s2 (same density).
+    return bdmc.ppl.from_webppl(WEBPPL_PROGRAM, {"x": X, "y": np.zeros(X.shape[0])}, observed="y")
+
+
 def implementations(y, latent, skip):
     """(name, model, data, exact latent) for each implementation, the same data and latent in each's format."""
     beta, log_s2 = np.asarray(latent["beta"]), float(latent["log_s2"])
@@ -97,6 +116,8 @@ def implementations(y, latent, skip):
     if "stan" not in skip:
         model = stan_model()
         out.append(("Stan", model, {"y": y}, jnp.asarray(model.unconstrain({"beta": beta, "s2": np.exp(log_s2)}))))
+    if "webppl" not in skip:
+        out.append(("WebPPL", webppl_model(), {"y": y}, jnp.asarray(np.concatenate([[-log_s2], beta]))))
     return out
 
 
@@ -105,7 +126,7 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--chains", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--skip", default="", help="comma-separated: numpyro, pymc, stan")
+    parser.add_argument("--skip", default="", help="comma-separated: numpyro, pymc, stan, webppl")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/ppl_adapters"))
     parser.add_argument("--nhefs", action="store_true", help="cost per chain-step on the NHEFS regression")
     parser.add_argument("--stan-threads", type=int, default=2, help="threads of the second in-process Stan row")

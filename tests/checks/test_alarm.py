@@ -162,6 +162,7 @@ def test_the_sandwich_verdict_equals_the_verdict_of_its_table(key):
     assert not res.verdict.fired
 
 
+@pytest.mark.slow  # 2 x 256 runs at T = 1000 and two 60,000-sample Geweke tests: a documented limit, not a unit
 def test_a_kernel_invariant_for_the_wrong_distribution_needs_geweke_not_the_alarm(key):
     # Both directions converge to the thermodynamic integral under the kernel's own (wrong) intermediate
     # distributions, so they agree with each other on a wrong value and the alarm has nothing to see. This is

@@ -43,25 +43,20 @@ def test_per_case_substeps_switch_each_case_on_linearly_in_its_own_count():
         schedules.data_path(3, steps_per_case=[2, 0, 1])
 
 
-def test_the_refined_path_is_frozen_from_the_pilots_own_keys(key):
-    data, _, _ = _problem()
+def test_refined_smc_is_frozen_unbiased_for_z_costed_and_beats_the_plain_path(key):
+    data, _, exact = _problem()
     kernel = bdmc.core.ais.default_kernel(MODEL)
     first = refine_data_path(key, MODEL, data, kernel, num_cases=MODEL.n)
     again = refine_data_path(key, MODEL, data, kernel, num_cases=MODEL.n)
-    np.testing.assert_array_equal(first.substeps, again.substeps)
+    np.testing.assert_array_equal(first.substeps, again.substeps)  # the pilot's own keys: the same choice
     # The early cases of a broad prior need sub-steps; the path has one row per sub-step.
     assert first.substeps[:3].sum() > 3 and first.path.shape == (first.substeps.sum() + 1, MODEL.n)
-    est = bdmc.smc(key, MODEL, data, num_particles=8, num_runs=4, tune="pilot", progress=False)
-    assert est.settings["substeps_total"] > MODEL.n and est.settings["data_path"] == "pilot-refined"
-    assert est.details.info.acceptance.shape[0] == est.settings["substeps_total"]
-    # The pilot's evaluations are part of the estimate's cost.
-    assert est.n_evals == est.details.n_evals + est.settings["data_pilot_evals"] > est.details.n_evals
-
-
-def test_refined_smc_stays_unbiased_for_z_and_beats_the_plain_path(key):
-    data, _, exact = _problem()
     kw = dict(num_particles=8, num_runs=500, progress=False)
     tuned = bdmc.smc(key, MODEL, data, tune="pilot", **kw)
+    assert tuned.settings["substeps_total"] > MODEL.n and tuned.settings["data_path"] == "pilot-refined"
+    assert tuned.details.info.acceptance.shape[0] == tuned.settings["substeps_total"]
+    # The pilot's evaluations are part of the estimate's cost.
+    assert tuned.n_evals == tuned.details.n_evals + tuned.settings["data_pilot_evals"] > tuned.details.n_evals
     assert abs(tuned.value - exact) < 4 * tuned.stderr, (tuned.value - exact, tuned.stderr)
     plain = bdmc.smc(key, MODEL, data, tune="off", **kw)
     rmse = {name: float(np.sqrt(np.mean((np.asarray(e.runs) - exact) ** 2)))

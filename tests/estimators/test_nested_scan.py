@@ -33,6 +33,7 @@ def test_one_move_of_the_scan_equals_the_unrolled_loop(key):
     assert not np.array_equal(scanned["Z"], start["Z"])  # the move did something
 
 
+@pytest.mark.slow  # the unrolled loop compiles slowly; one move's identity above runs by default
 @pytest.mark.parametrize("model", SMALL, ids=lambda m: type(m).__name__)
 def test_nested_sampling_with_the_scan_equals_the_unrolled_loop(model):
     data = _data(model)

@@ -103,7 +103,8 @@ def _run(config, out: Path, overwrite: bool) -> None:
                             on_stage=lambda s: stdout.print(f"[dim]- {escape(s)}[/]", soft_wrap=True),
                             progress="auto" if stdout.is_terminal else False)
     if result.resumed:
-        stdout.print(f"[dim]{result.resumed} row(s) resumed from {escape(str(out))}, {result.computed} computed[/]")
+        stdout.print(f"[dim]{result.resumed} row(s) resumed from {escape(str(out))}, {result.computed} computed[/]",
+                     soft_wrap=True)  # never wrapped: a long path must not split the counts
     _print_table(stdout, result.table, max(config.steps))
     figures = write_figures(out)
     wrote(stdout, out / "table2.csv", out / "table2.md", out / "curve.csv", *figures, note=", rows.jsonl")

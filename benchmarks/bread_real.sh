@@ -17,3 +17,7 @@ run logistic-regression-pymc --model logistic-regression --ppl pymc
 # about 100x NumPyro's cost per step, so HMC's fixed 10 leapfrog steps, and fewer chains, T and S.
 run linear-regression-stan --model linear-regression --ppl stan --kernel hmc --chains 50 --steps 10,100 --mcmc-steps 10,1000
 run logistic-regression-stan --model logistic-regression --ppl stan --kernel hmc --chains 50 --steps 10,100 --mcmc-steps 10,1000
+# The other three models in Stan (same HMC settings as the Stan regressions; not run yet, uncomment to run):
+# run ar1-stan --model ar1 --ppl stan --kernel hmc --chains 50 --steps 10,100 --mcmc-steps 10,1000
+# run mixture-stan --model mixture --ppl stan --kernel hmc --chains 50 --steps 10,100 --mcmc-steps 10,1000
+# run matrix-factorization-stan --model matrix-factorization --ppl stan --kernel hmc --chains 50 --steps 10,100 --mcmc-steps 10,1000

@@ -385,3 +385,141 @@ def test_stan_sample_prior_given_is_the_exact_conditional(kind, fixed, stan_mode
     natural = {n: np.exp(xs[:, i]) for n, i in columns.items() if n in ("sigma_sq", "scale_sq")}
     natural["alpha"], natural["beta"] = xs[:, columns["alpha"]], xs[:, columns["beta"]:]
     check_conditional(natural, fixed, kind)
+
+
+# --------------------------------------------------------------------------------------- the other three models
+# Matrix factorization, AR(1) and the mixture in Stan against their NumPyro programs. Small sizes: the data are
+# Stan data, so the same three compiled programs serve the real data sets. The mixture has K = 3 components
+# so that its simplex's two unconstrained coordinates also test that both PPLs use the same stick-breaking.
+
+MF_SHAPE, MF_DIM = (4, 5), 2
+MF_CELLS = np.array(sorted(np.random.default_rng(3).choice(20, size=12, replace=False)))
+MF_ROWS, MF_COLS = MF_CELLS // 5, MF_CELLS % 5
+SERIES = np.cumsum(np.random.default_rng(4).normal(size=13))
+MIX_N, MIX_D, MIX_K = 10, 2, 3
+OTHER_NAMES = {"mf": ("scale_u_sq", "scale_v_sq", "sigma_sq", "U", "V"), "ar1": ("alpha", "beta", "sigma_sq"),
+               "mixture": ("scale_sq", "sigma_sq", "mu", "pi")}
+OTHER_SHAPES = {"mf": {"U": (MF_SHAPE[0], MF_DIM), "V": (MF_DIM, MF_SHAPE[1])}, "ar1": {},
+                "mixture": {"mu": (MIX_K, MIX_D), "pi": (MIX_K - 1,)}}  # pi: its unconstrained coordinates
+
+
+def _other_builders(module):
+    return {"mf": lambda: module.matrix_factorization(MF_ROWS, MF_COLS, shape=MF_SHAPE, latent_dim=MF_DIM),
+            "ar1": lambda: module.ar1(SERIES),
+            "mixture": lambda: module.gaussian_mixture(MIX_N, dim=MIX_D, num_components=MIX_K)}
+
+
+def other_points(kind, n, seed):
+    """Unconstrained latents in NumPyro's format: every coordinate a standard normal."""
+    rng = np.random.default_rng(seed)
+    return [{name: jnp.asarray(rng.normal(size=OTHER_SHAPES[kind].get(name, ()))) for name in OTHER_NAMES[kind]}
+            for _ in range(n)]
+
+
+def other_data(kind, seed):
+    rng = np.random.default_rng(seed)
+    if kind == "mf":
+        return {"ratings": jnp.asarray(2.0 * rng.normal(size=MF_ROWS.size))}
+    if kind == "ar1":
+        return {"y": jnp.asarray(SERIES[1:] + 0.3 * rng.normal(size=SERIES.size - 1))}
+    return {"y": jnp.asarray(2.0 * rng.normal(size=(MIX_N, MIX_D)))}
+
+
+def other_to_stan(u):
+    """Stan's unconstrained vector: the sites in NumPyro's order, matrices column-major."""
+    return jnp.concatenate([jnp.ravel(jnp.asarray(v).T) for v in u.values()])
+
+
+@pytest.fixture(scope="module")
+def other_numpyro_models():
+    from bdmc.realdata import models
+
+    return {k: build() for k, build in _other_builders(models).items()}
+
+
+@pytest.fixture(scope="module")
+def other_stan_models():
+    pytest.importorskip("stan")
+    from bdmc.realdata import stan_models as module
+
+    return {k: build() for k, build in _other_builders(module).items()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["mf", "ar1", "mixture"])
+def test_stan_other_models_log_prior_and_likelihood_equal_numpyro(kind, other_numpyro_models, other_stan_models):
+    reference, model = other_numpyro_models[kind], other_stan_models[kind]
+    assert model.parameter_names == OTHER_NAMES[kind] and model.normalized
+    assert tuple(reference.latent_sites) == OTHER_NAMES[kind]
+    data = other_data(kind, 1)
+    priors, likelihoods = [], []
+    for u in other_points(kind, 6, seed=2):
+        x = other_to_stan(u)
+        assert x.shape == (model.dim,)
+        prior = model.log_prior(x)
+        np.testing.assert_allclose(prior, reference.log_prior(u), rtol=1e-12, atol=1e-10)
+        likelihood = model.log_likelihood(x, data)  # one term: the sum over the data cases
+        assert likelihood.shape == (1,)
+        np.testing.assert_allclose(likelihood[0], jnp.sum(reference.log_likelihood(u, data)), rtol=1e-12, atol=1e-10)
+        priors.append(float(prior))
+        likelihoods.append(float(likelihood[0]))
+    # The points differ enough that an equality by accident (a constant, a term left out) would show.
+    assert np.ptp(priors) > 1.0 and np.ptp(likelihoods) > 1.0
+    np.testing.assert_allclose(model.constrain(other_to_stan(u))[OTHER_NAMES[kind][0]],
+                               reference.constrain(u)[OTHER_NAMES[kind][0]], rtol=1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind, fixed", [
+    ("mf", {"scale_u_sq": 0.7, "sigma_sq": 0.2}), ("ar1", {"beta": 0.9}),
+    ("mixture", {"sigma_sq": 0.3, "pi": np.array([0.2, 0.5, 0.3])})])
+def test_stan_other_models_sample_prior_given_keeps_the_fixed_values(kind, fixed, other_stan_models):
+    model = other_stan_models[kind]
+    x = model.sample_prior_given(jax.random.key(5), fixed)
+    assert x.shape == (model.dim,)
+    back = model.constrain(x)
+    for name, value in fixed.items():
+        np.testing.assert_allclose(back[name], value, rtol=1e-12, atol=1e-15)
+    _, obs = model.simulate_fn(np.random.default_rng(6), back)
+    model.check_data(obs)
+
+
+def _other_simulators():
+    from bdmc.realdata import stan_models as sm
+
+    return {"mf": sm.matrix_factorization_simulator(MF_ROWS, MF_COLS, shape=MF_SHAPE, latent_dim=MF_DIM),
+            "ar1": sm.ar1_simulator(SERIES[:-1]),
+            "mixture": sm.gaussian_mixture_simulator(MIX_N, dim=MIX_D, num_components=MIX_K)}
+
+
+@pytest.mark.parametrize("kind, variance, factor", [("mf", "scale_u_sq", "U"), ("mf", "scale_v_sq", "V"),
+                                                    ("mixture", "scale_sq", "mu")])
+def test_stan_other_simulators_draw_a_variance_given_its_factor_conjugately(kind, variance, factor):
+    """A free IG(1, 1) variance given its fixed N(0, variance) factor c: IG(1 + |c| / 2, 1 + |c|^2 / 2)."""
+    simulate = _other_simulators()[kind]
+    c = 0.8 * np.random.default_rng(7).normal(size=OTHER_SHAPES[kind][factor])
+    draws = np.array([simulate(np.random.default_rng([19, s]), {factor: c})[0][variance] for s in range(800)])
+    posterior = stats.invgamma(1.0 + 0.5 * c.size, scale=1.0 + 0.5 * np.sum(c**2))
+    assert stats.kstest(draws, posterior.cdf).pvalue > P_PASS
+    assert stats.kstest(draws, stats.invgamma(1.0, scale=1.0).cdf).pvalue < P_FAIL  # the prior is not it
+
+
+def test_stan_other_simulators_draw_the_priors_and_observations():
+    sims = _other_simulators()
+    n = 800
+    ar = [sims["ar1"](np.random.default_rng([20, s])) for s in range(n)]
+    beta = np.array([p["beta"] for p, _ in ar])
+    assert stats.kstest(beta, stats.norm(1.0, 0.1).cdf).pvalue > P_PASS
+    assert stats.kstest(beta, stats.norm(1.0, 0.1 ** 0.5).cdf).pvalue < P_FAIL  # 0.1 read as a variance
+    residual = np.concatenate([y["y"] - p["alpha"] - p["beta"] * SERIES[:-1] for p, y in ar[:200]])
+    sigma = np.repeat([np.sqrt(p["sigma_sq"]) for p, _ in ar[:200]], SERIES.size - 1)
+    assert stats.kstest(residual / sigma, stats.norm.cdf).pvalue > P_PASS
+    fixed = {"sigma_sq": 0.01, "mu": np.array([[-5.0, 0.0], [0.0, 0.0], [5.0, 5.0]]), "pi": np.array([0.2, 0.5, 0.3])}
+    ys = np.concatenate([sims["mixture"](np.random.default_rng([21, s]), dict(fixed))[1]["y"] for s in range(n)])
+    counts = np.array([np.sum(np.all(np.abs(ys - m) < 0.5, axis=1)) for m in fixed["mu"]])
+    assert counts.sum() == ys.shape[0]  # every point sits at its component's mean
+    z = (counts - ys.shape[0] * fixed["pi"]) / np.sqrt(ys.shape[0] * fixed["pi"] * (1 - fixed["pi"]))
+    assert np.max(np.abs(z)) < 4.0
+    pis = np.stack([sims["mixture"](np.random.default_rng([22, s]))[0]["pi"] for s in range(n)])
+    assert stats.kstest(pis[:, 0], stats.beta(1.0, MIX_K - 1.0).cdf).pvalue > P_PASS  # Dirichlet(1,1,1) marginal
+    assert stats.kstest(pis[:, 0], stats.uniform.cdf).pvalue < P_FAIL

@@ -59,28 +59,44 @@ def _regression(kind: str, ppl: str) -> Callable:
     return build
 
 
-def _matrix_factorization(*, centre: bool = True):
-    from ..datasets import load_movielens
-    from .models import matrix_factorization
-
-    m = load_movielens(centre=centre)
-    return matrix_factorization(m["rows"], m["cols"], shape=m["Y"].shape), {"ratings": m["ratings"]}
-
-
-def _ar1():
-    from ..datasets import load_goog
-    from .models import ar1, ar1_data
-
-    y = load_goog()["y"]
-    return ar1(y), ar1_data(y)
+def _module(ppl: str):
+    if ppl == "stan":
+        from . import stan_models as module
+    else:
+        from . import models as module
+    return module
 
 
-def _mixture():
-    from ..datasets import load_old_faithful
-    from .models import gaussian_mixture
+def _matrix_factorization(ppl: str = "numpyro") -> Callable:
+    def build(*, centre: bool = True):
+        from ..datasets import load_movielens
 
-    y = load_old_faithful()["y"]
-    return gaussian_mixture(y.shape[0], dim=y.shape[1], num_components=2), {"y": y}
+        m = load_movielens(centre=centre)
+        model = _module(ppl).matrix_factorization(m["rows"], m["cols"], shape=m["Y"].shape)
+        return model, {"ratings": m["ratings"]}
+
+    return build
+
+
+def _ar1(ppl: str = "numpyro") -> Callable:
+    def build():
+        from ..datasets import load_goog
+        from .models import ar1_data
+
+        y = load_goog()["y"]
+        return _module(ppl).ar1(y), ar1_data(y)
+
+    return build
+
+
+def _mixture(ppl: str = "numpyro") -> Callable:
+    def build():
+        from ..datasets import load_old_faithful
+
+        y = load_old_faithful()["y"]
+        return _module(ppl).gaussian_mixture(y.shape[0], dim=y.shape[1], num_components=2), {"y": y}
+
+    return build
 
 
 CASES = {
@@ -92,7 +108,8 @@ CASES = {
         {p: _regression("logistic_regression", p) for p in ("numpyro", "pymc", "stan")}),
     "matrix-factorization": RealDataCase(
         "matrix-factorization", "load_movielens", ("scale_u_sq", "scale_v_sq", "sigma_sq"),
-        {"numpyro": _matrix_factorization}),
-    "ar1": RealDataCase("ar1", "load_goog", ("alpha", "beta", "sigma_sq"), {"numpyro": _ar1}),
-    "mixture": RealDataCase("mixture", "load_old_faithful", ("scale_sq", "sigma_sq"), {"numpyro": _mixture}),
+        {p: _matrix_factorization(p) for p in ("numpyro", "stan")}),
+    "ar1": RealDataCase("ar1", "load_goog", ("alpha", "beta", "sigma_sq"), {p: _ar1(p) for p in ("numpyro", "stan")}),
+    "mixture": RealDataCase("mixture", "load_old_faithful", ("scale_sq", "sigma_sq"),
+                            {p: _mixture(p) for p in ("numpyro", "stan")}),
 }

@@ -1,4 +1,6 @@
-"""The BREAD paper's linear and logistic regressions (Appendix C) written in Stan, with NumPy simulators.
+"""The BREAD paper's five real-data models (Appendix C) written in Stan, with NumPy simulators.
+
+The regressions come first; matrix factorization, AR(1) and the mixture follow at the end of the module.
 
 The programs are the appendix's, with two changes the Stan adapter needs (:mod:`bdmc.ppl.stan`): every prior
 term is a normalized ``target += ..._lpdf`` (the appendix's ``~`` statements drop constants), so ``log_prior``
@@ -22,7 +24,7 @@ from typing import Any, Callable, Mapping
 
 import numpy as np
 
-from ..errors import BDMCError
+from ..errors import BDMCError, DataError
 from .models import _matrix
 
 LINEAR_REGRESSION_PROGRAM = """
@@ -204,3 +206,271 @@ def logistic_regression(x):
     """
     return _stan_model(LOGISTIC_REGRESSION_PROGRAM, logistic_regression_simulator, x,
                        lambda n: np.zeros(n, np.int64))
+
+
+# ------------------------------------------------------------------------------------------------ the other three
+# Matrix factorization, AR(1) and the Gaussian mixture (Appendix C), with the NumPyro programs' parameters in
+# the same order, so Stan's unconstrained vector is theirs flattened (matrices column-major) and, for the
+# mixture, its simplex ``pi`` on Stan's stick-breaking scale. The mixture sums its assignments out with
+# log_sum_exp, as the NumPyro program's MixtureSameFamily does.
+
+MATRIX_FACTORIZATION_PROGRAM = """
+data {
+  int<lower=1> num_rows;
+  int<lower=1> num_cols;
+  int<lower=1> latent_dim;
+  int<lower=1> C;
+  array[C] int<lower=1, upper=num_rows> rows;
+  array[C] int<lower=1, upper=num_cols> cols;
+  vector[C] ratings;
+  real<lower=0, upper=1> bdmc_lambda;
+}
+parameters {
+  real<lower=0> scale_u_sq;
+  real<lower=0> scale_v_sq;
+  real<lower=0> sigma_sq;
+  matrix[num_rows, latent_dim] U;
+  matrix[latent_dim, num_cols] V;
+}
+model {
+  target += inv_gamma_lpdf(scale_u_sq | 1, 1);
+  target += inv_gamma_lpdf(scale_v_sq | 1, 1);
+  target += inv_gamma_lpdf(sigma_sq | 1, 1);
+  target += normal_lpdf(to_vector(U) | 0, sqrt(scale_u_sq));
+  target += normal_lpdf(to_vector(V) | 0, sqrt(scale_v_sq));
+  target += bdmc_lambda * normal_lpdf(ratings | rows_dot_product(U[rows], V[:, cols]'), sqrt(sigma_sq));
+}
+"""
+
+AR1_PROGRAM = """
+data {
+  int<lower=1> T;
+  vector[T] y_prev;
+  vector[T] y;
+  real<lower=0, upper=1> bdmc_lambda;
+}
+parameters {
+  real alpha;
+  real beta;
+  real<lower=0> sigma_sq;
+}
+model {
+  target += normal_lpdf(alpha | 0, 1);
+  target += normal_lpdf(beta | 1, 0.1);
+  target += inv_gamma_lpdf(sigma_sq | 1, 1);
+  target += bdmc_lambda * normal_lpdf(y | alpha + beta * y_prev, sqrt(sigma_sq));
+}
+"""
+
+MIXTURE_PROGRAM = """
+data {
+  int<lower=1> N;
+  int<lower=1> D;
+  int<lower=1> K;
+  matrix[N, D] y;
+  real<lower=0, upper=1> bdmc_lambda;
+}
+parameters {
+  real<lower=0> scale_sq;
+  real<lower=0> sigma_sq;
+  matrix[K, D] mu;
+  simplex[K] pi;
+}
+model {
+  target += inv_gamma_lpdf(scale_sq | 1, 1);
+  target += inv_gamma_lpdf(sigma_sq | 1, 1);
+  target += normal_lpdf(to_vector(mu) | 0, sqrt(scale_sq));
+  target += dirichlet_lpdf(pi | rep_vector(1, K));
+  {
+    vector[K] log_pi = log(pi);
+    vector[K] lp;
+    real loglik = 0;
+    for (n in 1:N) {
+      for (k in 1:K) {
+        lp[k] = log_pi[k] + normal_lpdf(y[n] | mu[k], sqrt(sigma_sq));
+      }
+      loglik += log_sum_exp(lp);
+    }
+    target += bdmc_lambda * loglik;
+  }
+}
+"""
+
+
+def _given(params, shapes: Mapping[str, tuple]) -> dict:
+    """The fixed parameters as float64 (scalars as floats), their names and shapes checked."""
+    given = dict(params or {})
+    unknown = sorted(set(given) - set(shapes))
+    if unknown:
+        raise BDMCError(f"cannot fix {unknown}: the model's parameters are {list(shapes)}")
+    out = {}
+    for name, value in given.items():
+        value = np.asarray(value, np.float64)
+        if value.shape != shapes[name]:
+            raise BDMCError(f"{name} must have shape {shapes[name]}, got {value.shape}")
+        out[name] = value if value.ndim else float(value)
+    return out
+
+
+def _variance_given(rng, p: dict, name: str, coefficients: tuple = ()) -> None:
+    """Draw a free IG(1, 1) variance conjugately given the N(0, variance) coefficients already fixed."""
+    if name not in p:
+        c = np.concatenate([np.ravel(p[n]) for n in coefficients if n in p] + [np.zeros(0)])
+        p[name] = _inverse_gamma(rng, 1.0 + 0.5 * c.size, 1.0 + 0.5 * c @ c)
+
+
+def matrix_factorization_simulator(rows, cols, *, shape, latent_dim: int = 5) -> Callable:
+    """``simulate(rng, params=None) -> (params, {"ratings": (C,)})`` for :data:`MATRIX_FACTORIZATION_PROGRAM`.
+
+    Parameters
+    ----------
+    rows, cols : int arrays (C,)
+        The observed cells (0-based).
+    shape : tuple of int
+    latent_dim : int
+
+    Returns
+    -------
+    callable
+        Any subset of ``scale_u_sq, scale_v_sq, sigma_sq, U, V`` is kept; each free variance is drawn given the
+        fixed factor it scales (conjugate inverse-gamma), then the free factors given their variances.
+    """
+    rows, cols = np.asarray(rows), np.asarray(cols)
+    num_rows, num_cols = (int(s) for s in shape)
+    shapes = {"scale_u_sq": (), "scale_v_sq": (), "sigma_sq": (), "U": (num_rows, latent_dim),
+              "V": (latent_dim, num_cols)}
+
+    def simulate(rng, params=None):
+        p = _given(params, shapes)
+        _variance_given(rng, p, "scale_u_sq", ("U",))
+        _variance_given(rng, p, "scale_v_sq", ("V",))
+        _variance_given(rng, p, "sigma_sq")
+        for factor, variance in (("U", "scale_u_sq"), ("V", "scale_v_sq")):
+            if factor not in p:
+                p[factor] = np.sqrt(p[variance]) * rng.normal(size=shapes[factor])
+        mean = np.sum(p["U"][rows] * p["V"][:, cols].T, axis=-1)
+        return {n: p[n] for n in shapes}, {"ratings": mean + np.sqrt(p["sigma_sq"]) * rng.normal(size=rows.size)}
+
+    return simulate
+
+
+def ar1_simulator(y_prev) -> Callable:
+    """``simulate(rng, params=None) -> (params, {"y": (T,)})`` for :data:`AR1_PROGRAM`: ``alpha, beta, sigma_sq``
+    are independent a priori, so the free ones are drawn from their priors; each step given ``y_prev``."""
+    y_prev = _matrix(y_prev, "y_prev", ndim=1)
+    shapes = {"alpha": (), "beta": (), "sigma_sq": ()}
+
+    def simulate(rng, params=None):
+        p = _given(params, shapes)
+        p.setdefault("alpha", float(rng.normal()))
+        p.setdefault("beta", float(1.0 + 0.1 * rng.normal()))
+        _variance_given(rng, p, "sigma_sq")
+        y = p["alpha"] + p["beta"] * y_prev + np.sqrt(p["sigma_sq"]) * rng.normal(size=y_prev.size)
+        return {n: p[n] for n in shapes}, {"y": y}
+
+    return simulate
+
+
+def gaussian_mixture_simulator(num_cases: int, *, dim: int = 2, num_components: int = 2) -> Callable:
+    """``simulate(rng, params=None) -> (params, {"y": (N, D)})`` for :data:`MIXTURE_PROGRAM`.
+
+    A free ``scale_sq`` is drawn given a fixed ``mu`` (conjugate inverse-gamma); ``sigma_sq`` and ``pi`` are
+    independent of the rest. Each point's assignment is drawn from ``pi`` and the point from its component.
+    """
+    shapes = {"scale_sq": (), "sigma_sq": (), "mu": (num_components, dim), "pi": (num_components,)}
+
+    def simulate(rng, params=None):
+        p = _given(params, shapes)
+        _variance_given(rng, p, "scale_sq", ("mu",))
+        _variance_given(rng, p, "sigma_sq")
+        if "mu" not in p:
+            p["mu"] = np.sqrt(p["scale_sq"]) * rng.normal(size=shapes["mu"])
+        if "pi" not in p:
+            p["pi"] = rng.dirichlet(np.ones(num_components))
+        z = rng.choice(num_components, size=num_cases, p=p["pi"] / p["pi"].sum())
+        y = p["mu"][z] + np.sqrt(p["sigma_sq"]) * rng.normal(size=(num_cases, dim))
+        return {n: p[n] for n in shapes}, {"y": y}
+
+    return simulate
+
+
+def matrix_factorization(rows, cols, *, shape, latent_dim: int = 5):
+    """The matrix factorization model (MovieLens in the paper) as a Stan program, on the observed cells.
+
+    Parameters
+    ----------
+    rows, cols : int arrays (C,)
+        Row and column (0-based) of each observed cell, e.g. ``load_movielens()["rows"]``.
+    shape : tuple of int
+    latent_dim : int
+
+    Returns
+    -------
+    bdmc.ppl.stan.StanModel
+        Data ``{"ratings": (C,)}``; parameters ``scale_u_sq, scale_v_sq, sigma_sq, U, V``.
+
+    Raises
+    ------
+    bdmc.MissingExtraError, bdmc.DataError
+        As :func:`bdmc.realdata.models.matrix_factorization`.
+    """
+    from ..ppl.stan import from_stan
+
+    rows, cols = np.asarray(rows), np.asarray(cols)
+    if rows.shape != cols.shape or rows.ndim != 1 or rows.size == 0 or not (
+            np.issubdtype(rows.dtype, np.integer) and np.issubdtype(cols.dtype, np.integer)):
+        raise DataError(f"rows and cols must be 1-d integer indices of one length, got {rows.shape}, {cols.shape}")
+    if rows.min() < 0 or rows.max() >= shape[0] or cols.min() < 0 or cols.max() >= shape[1]:
+        raise DataError(f"observed cells fall outside the matrix of shape {tuple(shape)}")
+    if not isinstance(latent_dim, (int, np.integer)) or latent_dim < 1:
+        raise DataError(f"latent_dim must be a positive integer, got {latent_dim!r}")
+    rows, cols = rows.astype(np.int64), cols.astype(np.int64)
+    data = {"num_rows": int(shape[0]), "num_cols": int(shape[1]), "latent_dim": int(latent_dim), "C": rows.size,
+            "rows": rows + 1, "cols": cols + 1, "ratings": np.zeros(rows.size)}
+    return from_stan(MATRIX_FACTORIZATION_PROGRAM, data=data, observed="ratings",
+                     simulate=matrix_factorization_simulator(rows, cols, shape=shape, latent_dim=int(latent_dim)))
+
+
+def ar1(y):
+    """The AR(1) model (GOOG in the paper) as a Stan program: data ``{"y": y[1:]}`` given ``y[:-1]``.
+
+    Parameters
+    ----------
+    y : array (T,)
+
+    Returns
+    -------
+    bdmc.ppl.stan.StanModel
+        Data ``{"y": (T - 1,)}`` (see :func:`bdmc.realdata.models.ar1_data`); parameters ``alpha, beta,
+        sigma_sq``.
+    """
+    from ..ppl.stan import from_stan
+
+    y = _matrix(y, "y", ndim=1)
+    if y.size < 2:
+        raise DataError(f"an AR(1) series needs 2 or more values, got {y.size}")
+    data = {"T": y.size - 1, "y_prev": y[:-1], "y": np.zeros(y.size - 1)}
+    return from_stan(AR1_PROGRAM, data=data, observed="y", simulate=ar1_simulator(y[:-1]))
+
+
+def gaussian_mixture(num_cases: int, *, dim: int = 2, num_components: int = 2):
+    """The clustering model (Old Faithful in the paper) as a Stan program, the assignments summed out.
+
+    Parameters
+    ----------
+    num_cases, dim, num_components : int
+        N, D and K (K = 2 in the paper).
+
+    Returns
+    -------
+    bdmc.ppl.stan.StanModel
+        Data ``{"y": (N, D)}``; parameters ``scale_sq, sigma_sq, mu (K, D), pi (K,)``.
+    """
+    from ..ppl.stan import from_stan
+
+    for name, value in (("num_cases", num_cases), ("dim", dim), ("num_components", num_components)):
+        if not isinstance(value, (int, np.integer)) or value < 1:
+            raise DataError(f"{name} must be a positive integer, got {value!r}")
+    n, d, k = int(num_cases), int(dim), int(num_components)
+    return from_stan(MIXTURE_PROGRAM, data={"N": n, "D": d, "K": k, "y": np.zeros((n, d))}, observed="y",
+                     simulate=gaussian_mixture_simulator(n, dim=d, num_components=k))

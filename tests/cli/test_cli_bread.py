@@ -120,7 +120,7 @@ def test_bread_refuses_an_output_path_that_is_a_file_before_computing(tmp_path, 
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--model", "nope"], "nope"), (["--model", "ar1", "--ppl", "stan"], "numpyro"),
+    (["--model", "nope"], "nope"), (["--model", "ar1", "--ppl", "pymc"], "numpyro"),
     (["--model", "ar1", "--chains", "0"], "--chains"), (["--model", "ar1", "--uncentred"], "--uncentred"),
     (["--model", "ar1", "--kernel", "mala"], "--kernel"), (["--model", "ar1", "--steps", "1"], "--steps"),
     (["--model", "ar1", "--mcmc-steps", "x"], "--mcmc-steps"),

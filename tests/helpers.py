@@ -147,3 +147,13 @@ def run_fresh_python(code: str, *, timeout: float = 600) -> str:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
+
+
+def assert_one_red_line(result, *needles):
+    """Exit code 1, one line on stderr containing every needle, no traceback."""
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
+    assert "Traceback" not in result.output
+    for needle in needles:
+        assert needle in lines[0], (needle, lines[0])

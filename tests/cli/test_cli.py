@@ -13,6 +13,7 @@ from bdmc.cli import app
 from bdmc.cli._models import parse_options
 from bdmc.experiments import sandwich_runs
 from bdmc.models import REGISTRY, LinearRegression
+from helpers import assert_one_red_line
 
 runner = CliRunner()
 VALUE_COLUMNS = ["num_steps", "direction", "bound", "value", "stderr", "mean_single", "stderr_single", "gap",
@@ -31,16 +32,6 @@ def small(out, *extra, steps="2,5", chains="4"):
 def flat(text):
     """Output with whitespace and rich box characters collapsed, so wrapped messages can be searched."""
     return " ".join(text.replace("│", " ").split())
-
-
-def assert_one_red_line(result, *needles):
-    """Exit code 1, one line on stderr containing every needle, no traceback."""
-    assert result.exit_code == 1, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
-    assert "Traceback" not in result.output
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 def settings_of(out):

@@ -11,18 +11,10 @@ from typer.testing import CliRunner
 from bdmc.cli import app
 from bdmc.experiments import sandwich_runs
 from bdmc.realdata.protocol import RUN_COLUMNS, open_run_store, run_config
+from helpers import assert_one_red_line
 
 runner = CliRunner()
 MODEL_ARGS = ["bread", "--model", "gaussian-mean", "--option", "n=5", "--steps", "2,5", "--chains", "4"]
-
-
-def assert_one_red_line(result, *needles):
-    assert result.exit_code == 1, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
-    assert "Traceback" not in result.output
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 def cut_mid_number(path):

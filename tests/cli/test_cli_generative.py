@@ -7,20 +7,12 @@ import pytest
 from typer.testing import CliRunner
 
 from bdmc.cli import app
+from helpers import assert_one_red_line
 
 runner = CliRunner()
 TINY = ["generative", "--data", "digits8x8", "--models", "gmmn", "--epochs", "1", "--train-images", "200",
         "--steps", "5,10", "--chains", "2", "--images", "3", "--valid-images", "3", "--sigmas", "0.1,0.2",
         "--sigma-steps", "5", "--sim-images", "3", "--kde-samples", "50", "--iwae-k", "5"]
-
-
-def assert_one_red_line(result, *needles):
-    assert result.exit_code == 1, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
-    assert "Traceback" not in result.output
-    for needle in needles:
-        assert needle in lines[0], (needle, lines[0])
 
 
 @pytest.mark.parametrize("args, needles", [

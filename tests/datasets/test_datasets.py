@@ -115,7 +115,7 @@ def test_movielens_subset_matches_a_direct_count():
     # Independent count from the raw file: top users and movies by number of ratings.
     import pandas as pd
 
-    raw = pd.read_csv(loaders._package_file("recbole", "dataset_example/ml-100k/ml-100k.inter", ""), sep="\t")
+    raw = pd.read_csv(loaders.package_file("recbole", "dataset_example/ml-100k/ml-100k.inter", ""), sep="\t")
     raw.columns = ["user", "item", "rating", "time"]
     users = raw["user"].value_counts()
     movies = raw["item"].value_counts()

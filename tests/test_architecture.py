@@ -17,7 +17,7 @@ LAYERS = (
     ("checks",),
     ("estimators", "bracketing", "generative"),
     ("plotting",),
-    ("experiments", "realdata"),
+    ("experiments", "realdata", "audit"),
     ("cli",),
     ("__init__",),
 )

@@ -1,0 +1,110 @@
+"""What an audit returns: one outcome per check, each with its verdict, statistic and false-alarm level.
+
+The report (:mod:`bdmc.audit.report`) only lays these out: every number and every figure is made before it
+is called, so a report can be rebuilt from ``results.json`` plus the saved figures without rerunning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Mapping
+
+Verdict = Literal["pass", "fail", "inconclusive", "not run"]
+VERDICTS = ("pass", "fail", "inconclusive", "not run")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A rendered figure: PNG bytes and the caption a reader sees under it."""
+
+    png: bytes
+    caption: str
+
+
+@dataclass(frozen=True)
+class CheckOutcome:
+    """The result of one check of an audit.
+
+    Parameters
+    ----------
+    name : str
+        Short machine name, e.g. ``"sbc"``, ``"geweke"``, ``"simulator-density"``, ``"bdmc"``, ``"evidence"``.
+    title : str
+        The heading a reader sees, e.g. ``"Simulation-based calibration of NumPyro's NUTS"``.
+    verdict : {"pass", "fail", "inconclusive", "not run"}
+        ``"fail"`` only when the check's test rejects at ``level``; ``"not run"`` with the reason in
+        ``summary`` when the check does not apply (no conditionals, a sampler that cannot start from a state).
+    statistic : str
+        The number the verdict rests on, in words (``"min p = 0.003 over 4 parameters (Bonferroni)"``).
+    level : float or None
+        The false-alarm level of the verdict: the probability that it says ``"fail"`` on a correct model and
+        sampler (None for purely informative outcomes, such as the evidence bound).
+    summary : str
+        One sentence for the verdict table.
+    meaning : str
+        What the check looks at and what its verdict means.
+    remedy : str
+        What to try when it fails.
+    figures : tuple of Figure
+    table : list of dict
+        Rows of numbers behind the figures (go to the CSV).
+    details : mapping
+        Further JSON-able numbers (settings, seconds, counts).
+    """
+
+    name: str
+    title: str
+    verdict: Verdict
+    statistic: str
+    level: float | None
+    summary: str
+    meaning: str = ""
+    remedy: str = ""
+    figures: tuple[Figure, ...] = ()
+    table: tuple[Mapping[str, Any], ...] = ()
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        if self.level is not None and not 0.0 < self.level < 1.0:
+            raise ValueError(f"level must lie in (0, 1) or be None, got {self.level!r}")
+
+    def to_dict(self) -> dict:
+        """JSON-able dict (figures as their captions only)."""
+        out = asdict(self)
+        out["figures"] = [f.caption for f in self.figures]
+        out["table"] = [dict(r) for r in self.table]
+        out["details"] = dict(self.details)
+        return out
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """Every check of one audit, and what it ran on.
+
+    ``model``, ``ppl``, ``sampler`` and ``data`` name what was audited (``data`` is ``"simulated"`` or a
+    description of the user's data); ``settings`` holds the budgets; ``seconds`` the wall time.
+    """
+
+    model: str
+    ppl: str
+    sampler: str
+    data: str
+    checks: tuple[CheckOutcome, ...]
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def verdict(self) -> Verdict:
+        """``"fail"`` if any check failed, else ``"inconclusive"`` if any was, else ``"pass"``."""
+        verdicts = {c.verdict for c in self.checks}
+        for v in ("fail", "inconclusive", "pass"):
+            if v in verdicts:
+                return v
+        return "not run"
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "ppl": self.ppl, "sampler": self.sampler, "data": self.data,
+                "verdict": self.verdict, "settings": dict(self.settings), "seconds": self.seconds,
+                "checks": [c.to_dict() for c in self.checks]}

@@ -16,7 +16,7 @@ LAYERS = (
     ("core",),
     ("checks",),
     ("estimators", "bracketing", "generative"),
-    ("plotting",),
+    ("plotting", "interop"),
     ("experiments", "realdata", "audit"),
     ("cli",),
     ("__init__",),

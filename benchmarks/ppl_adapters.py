@@ -173,6 +173,21 @@ def write(rows, args) -> None:
     print("\n".join(lines))
 
 
+NHEFS_WEBPPL_PROGRAM = """
+var model = function(data) {
+  // WebPPL has no inverse gamma: the precisions 1 / sigma_sq and 1 / scale_sq, each Gamma(1, 1).
+  var sigma_sq = 1 / sample(Gamma({shape: 1, scale: 1}));
+  var scale_sq = 1 / sample(Gamma({shape: 1, scale: 1}));
+  var alpha = sample(Gaussian({mu: 0, sigma: Math.sqrt(scale_sq)}));
+  var k = data.x[0].length, n = data.y.length;
+  var beta = sample(DiagCovGaussian({mu: zeros([k, 1]), sigma: T.mul(ones([k, 1]), Math.sqrt(scale_sq))}));
+  var mean = T.add(T.dot(Matrix(data.x), beta), T.mul(ones([n, 1]), alpha));
+  observe(DiagCovGaussian({mu: mean, sigma: T.mul(ones([n, 1]), Math.sqrt(sigma_sq))}), Vector(data.y));
+};
+model
+"""
+
+
 def nhefs_models(x, skip, stan_threads):
     """(name, model) of the NHEFS regression in each implementation (the BREAD paper's Appendix C model)."""
     from bdmc.realdata import models, pymc_models
@@ -193,6 +208,9 @@ def nhefs_models(x, skip, stan_threads):
         if stan_threads > 1:
             out.append((f"Stan in-process, {stan_threads} threads", stan(num_threads=stan_threads)))
         out.append(("Stan via httpstan", stan(backend="httpstan")))
+    if "webppl" not in skip:
+        data = {"x": x.tolist(), "y": np.zeros(x.shape[0])}
+        out.append(("WebPPL", bdmc.ppl.from_webppl(NHEFS_WEBPPL_PROGRAM, data, observed="y")))
     return out
 
 
@@ -224,7 +242,8 @@ def nhefs_cost(args) -> None:
     skip = set(args.skip.split(","))
     rows = []
     for name, model in nhefs_models(x, skip, args.stan_threads):
-        steps = args.steps if "httpstan" not in name else max(5, args.steps // 20)  # about 30 s per 1,000
+        slow = "httpstan" in name or name == "WebPPL"  # about 20-30 s per 1,000 chain-steps
+        steps = max(5, args.steps // 20) if slow else args.steps
         kernel = HMC(model, step_size=0.01, num_integration_steps=10)
         res = bdmc.forward_ais(jax.random.key(args.seed), model, {"y": jnp.asarray(y)}, num_steps=steps,
                                num_runs=args.chains, kernel=kernel, progress=False)

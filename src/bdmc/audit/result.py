@@ -6,6 +6,8 @@ is called, so a report can be rebuilt from ``results.json`` plus the saved figur
 
 from __future__ import annotations
 
+import io
+import numbers
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Mapping
 
@@ -13,12 +15,41 @@ Verdict = Literal["pass", "fail", "inconclusive", "not run"]
 VERDICTS = ("pass", "fail", "inconclusive", "not run")
 
 
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
 @dataclass(frozen=True)
 class Figure:
-    """A rendered figure: PNG bytes and the caption a reader sees under it."""
+    """A rendered figure: PNG bytes and the caption a reader sees under it.
+
+    The caption is also the image's alternative text. ``Figure.from_matplotlib`` renders a matplotlib figure.
+    """
 
     png: bytes
     caption: str
+
+    def __post_init__(self):
+        if not isinstance(self.png, (bytes, bytearray)) or self.png[:8] != PNG_SIGNATURE or self.png[12:16] != b"IHDR":
+            head = bytes(self.png[:16]) if isinstance(self.png, (bytes, bytearray)) else type(self.png).__name__
+            raise ValueError(f"figure {self.caption!r}: png must be the bytes of a PNG file (signature and IHDR "
+                             f"header), got {head!r}")
+        if not isinstance(self.caption, str):
+            raise ValueError(f"figure caption must be a string, got {type(self.caption).__name__}")
+
+    @property
+    def size(self) -> tuple[int, int]:
+        """Width and height in pixels, read from the PNG header."""
+        return int.from_bytes(self.png[16:20], "big"), int.from_bytes(self.png[20:24], "big")
+
+    @classmethod
+    def from_matplotlib(cls, fig, caption: str, *, dpi: float = 120) -> "Figure":
+        """Render a matplotlib figure to PNG (tight bounding box, white background) and close it."""
+        import matplotlib.pyplot as plt
+
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", facecolor="white")
+        plt.close(fig)
+        return cls(png=buf.getvalue(), caption=caption)
 
 
 @dataclass(frozen=True)
@@ -66,9 +97,17 @@ class CheckOutcome:
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
-        if self.level is not None and not 0.0 < self.level < 1.0:
-            raise ValueError(f"level must lie in (0, 1) or be None, got {self.level!r}")
+            raise ValueError(f"check {self.name!r}: verdict must be one of {VERDICTS}, got {self.verdict!r}")
+        level = self.level
+        if level is not None and (isinstance(level, bool) or not isinstance(level, numbers.Real)
+                                  or not 0.0 < float(level) < 1.0):
+            raise ValueError(f"check {self.name!r}: level (the false-alarm probability) must be a number in (0, 1) "
+                             f"or None, got {level!r}")
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"a check needs a non-empty name, got {self.name!r}")
+        bad = [f for f in self.figures if not isinstance(f, Figure)]
+        if bad:
+            raise ValueError(f"check {self.name!r}: figures must be Figure objects, got {type(bad[0]).__name__}")
 
     def to_dict(self) -> dict:
         """JSON-able dict (figures as their captions only)."""
@@ -94,6 +133,13 @@ class AuditResult:
     checks: tuple[CheckOutcome, ...]
     settings: Mapping[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+
+    def __post_init__(self):
+        names = [c.name for c in self.checks]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"check names must be unique within an audit (they key the report's sections and "
+                             f"CSV rows); repeated: {repeated}")
 
     @property
     def verdict(self) -> Verdict:

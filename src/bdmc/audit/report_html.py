@@ -1,0 +1,314 @@
+"""The audit's HTML page: one self-contained file (figures as base64 PNG data URIs, CSS inline, no network).
+
+Layout: a header naming what was audited and the overall verdict; a verdict table (one row per check, linking
+to its section); one section per check (figures, numbers, what it means, what to try when it fails); the
+settings; a footer with bdmc's version and the time taken. Every text is escaped. A tiny inline script records
+for tests whether the page loaded cleanly: ``data-errors`` (script errors and resources that failed to load)
+and ``data-figures`` (images that decoded) on ``<body>``.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+import re
+from typing import Any, Iterable, Mapping
+
+from ..version import __version__
+from .result import AuditResult, CheckOutcome, Figure
+
+# Text label and symbol beside each colour, so a verdict never rests on colour alone.
+VERDICT_LABEL = {"pass": ("\u2713", "pass"), "fail": ("\u2717", "FAIL"),
+                 "inconclusive": ("?", "inconclusive"), "not run": ("\u2013", "not run")}
+
+OVERALL_SENTENCE = {
+    "pass": "No check found a problem, each at its stated false-alarm level.",
+    "fail": "At least one check found a problem: read its section below.",
+    "inconclusive": "No check failed, but at least one could not decide: read its section below.",
+    "not run": "No check could be run on this model and sampler.",
+}
+
+# Colours meet WCAG AA contrast (>= 4.5:1) as text on their backgrounds, and keep their meaning in greyscale
+# through the symbol and the word.
+CSS = """
+:root { --ink: #1f2328; --muted: #59636e; --rule: #d1d9e0; --paper: #ffffff; --band: #f6f8fa;
+  --pass-fg: #116329; --pass-bg: #dafbe1; --fail-fg: #a0111f; --fail-bg: #ffebe9;
+  --inc-fg: #6c4400; --inc-bg: #fff1c2; --nr-fg: #424a53; --nr-bg: #e6eaef; }
+* { box-sizing: border-box; }
+html { -webkit-text-size-adjust: 100%; }
+body { margin: 0 auto; max-width: 1120px; padding: 1.5rem 2rem 3rem; color: var(--ink); background: var(--paper);
+  font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans",
+  "Liberation Sans", sans-serif; }
+h1 { font-size: 1.75rem; margin: 0 0 .5rem; line-height: 1.25; }
+h2 { font-size: 1.35rem; margin: 0; line-height: 1.3; }
+h3 { font-size: 1.05rem; margin: 1.25rem 0 .35rem; }
+p { margin: .35rem 0 .75rem; }
+a { color: #0550ae; }
+code, .num { font-variant-numeric: tabular-nums; }
+header.audit { border-bottom: 2px solid var(--rule); padding-bottom: 1rem; margin-bottom: 1.25rem; }
+dl.what { display: grid; grid-template-columns: max-content 1fr; gap: .15rem 1rem; margin: .5rem 0 .75rem; }
+dl.what dt { color: var(--muted); }
+dl.what dd { margin: 0; overflow-wrap: anywhere; }
+.overall { display: flex; align-items: center; gap: .75rem; flex-wrap: wrap; padding: .6rem .9rem;
+  border-radius: 6px; border: 1px solid var(--rule); }
+.overall p { margin: 0; }
+.badge { display: inline-block; white-space: nowrap; padding: .1rem .55rem; border-radius: 999px;
+  font-weight: 600; font-size: .9rem; border: 1px solid currentColor; }
+.badge.big { font-size: 1.05rem; padding: .2rem .8rem; }
+.v-pass { color: var(--pass-fg); background: var(--pass-bg); }
+.v-fail { color: var(--fail-fg); background: var(--fail-bg); }
+.v-inconclusive { color: var(--inc-fg); background: var(--inc-bg); }
+.v-not-run { color: var(--nr-fg); background: var(--nr-bg); }
+.overall.v-pass, .overall.v-fail, .overall.v-inconclusive, .overall.v-not-run { color: var(--ink); }
+.scroll { overflow-x: auto; margin: .5rem 0 1rem; }
+table { border-collapse: collapse; width: 100%; font-size: .92rem; }
+th, td { text-align: left; vertical-align: top; padding: .35rem .6rem; border-bottom: 1px solid var(--rule); }
+thead th { background: var(--band); border-bottom: 2px solid var(--rule); white-space: nowrap; }
+td.num, th.num { text-align: right; white-space: nowrap; }
+table.verdicts td:nth-child(1) { min-width: 12rem; }
+table.verdicts td:nth-child(3) { min-width: 14rem; }
+table.numbers { width: auto; min-width: 50%; font-size: .88rem; }
+table.numbers td { white-space: nowrap; }
+table.kv { width: auto; }
+table.kv th { font-weight: normal; color: var(--muted); white-space: nowrap; }
+table.kv td { overflow-wrap: anywhere; }
+section.check { border-top: 2px solid var(--rule); padding-top: 1.1rem; margin-top: 2rem; }
+.check-head { display: flex; align-items: baseline; justify-content: space-between; gap: 1rem; flex-wrap: wrap; }
+.stat { color: var(--muted); margin-top: .2rem; }
+.figures { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 420px), 1fr)); gap: 1rem;
+  margin: .75rem 0; }
+figure { margin: 0; padding: .5rem; border: 1px solid var(--rule); border-radius: 6px; background: #fff;
+  break-inside: avoid; page-break-inside: avoid; }
+figure img { display: block; width: 100%; max-width: 100%; height: auto; margin: 0 auto; }
+figcaption { color: var(--muted); font-size: .9rem; margin-top: .35rem; }
+.note { color: var(--muted); font-size: .9rem; }
+.top { font-size: .9rem; }
+footer { margin-top: 2.5rem; padding-top: .75rem; border-top: 2px solid var(--rule); color: var(--muted);
+  font-size: .9rem; }
+@media (max-width: 700px) { body { padding: 1rem; } }
+@media print {
+  body { max-width: none; padding: 0; font-size: 11pt; }
+  * { -webkit-print-color-adjust: exact; print-color-adjust: exact; }
+  a { color: inherit; text-decoration: none; }
+  .top { display: none; }
+  section.check { break-before: auto; }
+  h2, h3, .check-head { break-after: avoid; page-break-after: avoid; }
+  tr { break-inside: avoid; }
+  .figures { grid-template-columns: 1fr 1fr; }
+}
+"""
+
+# Records load status for tests (and for anyone who opens the page's inspector); nothing else.
+SCRIPT = """
+(function () {
+  var errors = [];
+  function record(text) { errors.push(String(text)); if (document.body) document.body.dataset.errors = JSON.stringify(errors); }
+  window.addEventListener("error", function (e) {
+    var t = e.target;
+    if (t && t !== window && t.tagName) record("failed to load <" + t.tagName.toLowerCase() + "> " + (t.alt || t.src || t.href || ""));
+    else record(e.message || "script error");
+  }, true);
+  window.addEventListener("load", function () {
+    var imgs = document.images, ok = 0;
+    for (var i = 0; i < imgs.length; i++) if (imgs[i].complete && imgs[i].naturalWidth > 0) ok++;
+    document.body.dataset.figures = String(ok);
+    document.body.dataset.images = String(imgs.length);
+    document.body.dataset.errors = JSON.stringify(errors);
+    document.body.dataset.loaded = "true";
+  });
+})();
+"""
+
+
+def esc(value: Any) -> str:
+    """Escape any value as HTML text (quotes included, so it is safe in attributes too)."""
+    return html.escape(str(value), quote=True)
+
+
+def slug(name: str) -> str:
+    """The section id of a check: ``check-`` and its name in lower case, runs of other characters as ``-``."""
+    return "check-" + (re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "unnamed")
+
+
+def section_ids(result: AuditResult) -> list[str]:
+    """One distinct id per check, in order (a numeric suffix where two names share a slug)."""
+    ids, seen = [], {}
+    for check in result.checks:
+        base = slug(check.name)
+        seen[base] = seen.get(base, 0) + 1
+        ids.append(base if seen[base] == 1 else f"{base}-{seen[base]}")
+    return ids
+
+
+def fmt_number(value: Any) -> str:
+    """A compact, readable number: 4 significant digits for floats, integers as they are."""
+    if isinstance(value, bool) or value is None:
+        return {True: "yes", False: "no", None: "\u2014"}[value]
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        if math.isinf(value):
+            return "\u2212\u221e" if value < 0 else "+\u221e"
+        return f"{value:.4g}".replace("-", "\u2212")
+    return str(value)
+
+
+def to_plain(value: Any) -> Any:
+    """Numpy and JAX scalars and arrays as Python numbers and lists (anything with ``tolist``)."""
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        return value.tolist()
+    return value
+
+
+def fmt_cell(value: Any) -> tuple[str, bool]:
+    """(escaped text, is numeric) for a table cell."""
+    value = to_plain(value)
+    if isinstance(value, (int, float)) or value is None:
+        return esc(fmt_number(value)), True
+    if isinstance(value, (list, tuple, dict)):
+        text = json.dumps(value, default=str)
+        return esc(text if len(text) <= 120 else text[:117] + "..."), False
+    return esc(value), False
+
+
+def fmt_level(level: float | None) -> str:
+    return "\u2014 (informative)" if level is None else f"{level:.3g}"
+
+
+def fmt_seconds(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    return f"{minutes} min {secs} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
+
+
+def badge(verdict: str, *, big: bool = False) -> str:
+    symbol, label = VERDICT_LABEL[verdict]
+    cls = "badge big" if big else "badge"
+    return f'<span class="{cls} v-{verdict.replace(" ", "-")}">{symbol} {esc(label)}</span>'
+
+
+def data_uri(figure: Figure) -> str:
+    return "data:image/png;base64," + base64.b64encode(figure.png).decode("ascii")
+
+
+def columns(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Union of the rows' keys, in order of first appearance."""
+    return list(dict.fromkeys(k for row in rows for k in row))
+
+
+def rows_table(rows: list[Mapping[str, Any]], *, css: str, max_rows: int) -> str:
+    cols = columns(rows)
+    shown = rows[:max_rows]
+    cells = [[fmt_cell(row.get(c)) for c in cols] for row in shown]
+    numeric = [all(cell[i][1] for cell in cells) for i in range(len(cols))]
+    head = "".join(f'<th scope="col"{" class=num" if numeric[i] else ""}>{esc(c)}</th>' for i, c in enumerate(cols))
+    body = "".join("<tr>" + "".join(f'<td{" class=num" if numeric[i] else ""}>{text}</td>'
+                                    for i, (text, _) in enumerate(row)) + "</tr>" for row in cells)
+    note = ""
+    if len(rows) > len(shown):
+        note = (f'<p class="note">Showing {len(shown)} of {len(rows)} rows; every row is in '
+                "<code>results_tables.csv</code>.</p>")
+    return (f'<div class="scroll"><table class="{css}"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{body}</tbody></table></div>{note}")
+
+
+def kv_table(mapping: Mapping[str, Any], *, caption: str | None = None) -> str:
+    rows = "".join(f'<tr><th scope="row">{esc(k)}</th><td>{fmt_cell(v)[0]}</td></tr>' for k, v in mapping.items())
+    cap = f"<caption class=note>{esc(caption)}</caption>" if caption else ""
+    return f'<div class="scroll"><table class="kv">{cap}<tbody>{rows}</tbody></table></div>'
+
+
+def verdict_table(result: AuditResult, ids: list[str]) -> str:
+    rows = []
+    for check, sid in zip(result.checks, ids):
+        rows.append(f'<tr><td><a href="#{sid}">{esc(check.title or check.name)}</a></td>'
+                    f"<td>{badge(check.verdict)}</td><td>{esc(check.statistic)}</td>"
+                    f'<td class="num">{esc(fmt_level(check.level))}</td><td>{esc(check.summary)}</td></tr>')
+    head = ('<tr><th scope="col">Check</th><th scope="col">Verdict</th><th scope="col">Statistic</th>'
+            '<th scope="col" class="num">False-alarm level</th><th scope="col">Summary</th></tr>')
+    return (f'<div class="scroll"><table class="verdicts"><thead>{head}</thead><tbody>{"".join(rows)}</tbody>'
+            "</table></div>")
+
+
+def check_section(check: CheckOutcome, sid: str, *, max_rows: int) -> str:
+    parts = [f'<section class="check" id="{sid}" aria-labelledby="{sid}-title">',
+             f'<div class="check-head"><h2 id="{sid}-title">{esc(check.title or check.name)}</h2>'
+             f"{badge(check.verdict)}</div>",
+             f'<p class="stat">{esc(check.statistic)} &middot; false-alarm level {esc(fmt_level(check.level))}</p>',
+             f"<p>{esc(check.summary)}</p>"]
+    if check.figures:
+        figs = []
+        for i, fig in enumerate(check.figures):
+            width, height = fig.size
+            figs.append(f'<figure id="{sid}-fig{i + 1}"><img src="{data_uri(fig)}" alt="{esc(fig.caption)}" '
+                        f'width="{width}" height="{height}"><figcaption>{esc(fig.caption)}</figcaption></figure>')
+        parts.append(f'<div class="figures">{"".join(figs)}</div>')
+    if check.table:
+        parts.append("<h3>Numbers</h3>" + rows_table([dict(r) for r in check.table], css="numbers",
+                                                      max_rows=max_rows))
+    if check.meaning:
+        parts.append(f"<h3>What it means</h3><p>{esc(check.meaning)}</p>")
+    if check.remedy:
+        parts.append(f"<h3>What to try when it fails</h3><p>{esc(check.remedy)}</p>")
+    if check.details:
+        parts.append("<h3>Details</h3>" + kv_table(dict(check.details)))
+    parts.append('<p class="top"><a href="#verdicts">Back to the verdict table</a></p></section>')
+    return "\n".join(parts)
+
+
+def render_html(result: AuditResult, *, title: str | None = None, max_rows: int = 25) -> str:
+    """The audit as one self-contained HTML page.
+
+    Parameters
+    ----------
+    result : AuditResult
+        The audit's outcomes; nothing is computed here.
+    title : str, optional
+        The page's heading; default ``"bdmc audit: <model>"``.
+    max_rows : int, optional
+        Rows of each check's ``table`` shown in its section (all rows go to ``results_tables.csv``).
+
+    Returns
+    -------
+    str
+        The page: figures as base64 PNG data URIs, CSS inline, no external reference.
+    """
+    if not isinstance(result, AuditResult):
+        raise TypeError(f"render_html needs an AuditResult, got {type(result).__name__}")
+    title = title if title is not None else f"bdmc audit: {result.model}"
+    ids = section_ids(result)
+    counts = {v: sum(c.verdict == v for c in result.checks) for v in VERDICT_LABEL}
+    tally = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+    failed = [c.title or c.name for c in result.checks if c.verdict == "fail"]
+    failed_text = f" Failed: {', '.join(failed)}." if failed else ""
+    what = {"Model": result.model, "PPL": result.ppl, "Sampler": result.sampler, "Data": result.data}
+    header = (
+        f'<header class="audit"><h1>{esc(title)}</h1>'
+        '<dl class="what">' + "".join(f"<dt>{k}</dt><dd>{esc(v)}</dd>" for k, v in what.items()) + "</dl>"
+        f'<div class="overall v-{result.verdict.replace(" ", "-")}" id="overall">'
+        f"<strong>Overall</strong>{badge(result.verdict, big=True)}"
+        f"<p>{esc(OVERALL_SENTENCE[result.verdict] + failed_text)} ({esc(tally or 'no checks')})</p></div></header>"
+    )
+    sections = "\n".join(check_section(c, sid, max_rows=max_rows) for c, sid in zip(result.checks, ids))
+    settings = (kv_table(dict(result.settings)) if result.settings
+                else '<p class="note">No settings recorded.</p>')
+    footer = (f'<footer id="footer">bdmc {esc(__version__)} &middot; the audit took '
+              f"{esc(fmt_seconds(result.seconds))} &middot; figures and numbers are also in "
+              "<code>results.json</code> and <code>results.csv</code> beside this file.</footer>")
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{esc(title)}</title>\n<style>{CSS}</style>\n<script>{SCRIPT}</script>\n</head>\n<body>\n"
+        f"{header}\n"
+        f'<section id="verdicts" aria-labelledby="verdicts-title"><h2 id="verdicts-title">Verdicts</h2>'
+        '<p class="note">A check says FAIL only when its test rejects at its false-alarm level: the probability '
+        f"of a FAIL on a correct model and sampler.</p>{verdict_table(result, ids)}</section>\n"
+        f"{sections}\n"
+        f'<section id="settings" class="check" aria-labelledby="settings-title"><h2 id="settings-title">Settings'
+        f"</h2>{settings}</section>\n{footer}\n</body>\n</html>\n"
+    )

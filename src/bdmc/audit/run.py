@@ -1,0 +1,320 @@
+"""``bdmc.audit``: the project's checks run on one model and one sampler, as one :class:`AuditResult`.
+
+The checks, in order: simulator vs density, simulation-based calibration (SBC) of the sampler, Geweke (for
+samplers that are fixed kernels), BDMC on simulated data (sandwich, B-hat, the bug alarm) and, with real data,
+BREAD's real-data protocol, and the evidence. The audit's false-alarm level is split evenly (Bonferroni) among
+the checks whose verdict is a statistical test, so the whole audit says "fail" on a correct model and sampler
+with probability at most ``level``; the exact identity and the informative outcomes take none of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import jax
+
+from ..checks.samplers import KernelSampler, NumPyroNUTS, Sampler
+from ..contracts.capabilities import ConditionalPrior, GibbsConditionals, OwnKernel, supports
+from ..contracts.estimate import seed_of
+from ..contracts.model import simulate, validate_data
+from ..core.pilot import tune
+from ..errors import BDMCError
+from ..kernels import HMC, MALA, NUTS, RandomWalkMH, StepSizeTable
+from ..ppl.numpyro import NumPyroModel
+from . import checks_bdmc, checks_evidence, checks_geweke, checks_simulator
+from .result import AuditResult, CheckOutcome
+
+SAMPLERS = ("auto", "gibbs", "nuts", "hmc", "mala", "rwm", "numpyro-nuts")
+PILOT_STEPS = 100  # length of the path the step-size pilot of a named gradient kernel is tuned for
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much each check computes. ``Budget.default()`` and ``Budget.quick()`` are the presets.
+
+    Parameters
+    ----------
+    triples : int
+        Random triples per conditional and lambda (simulator vs density).
+    sbc_replications, sbc_draws, sbc_warmup, sbc_thin : int
+        Simulated data sets, posterior draws kept per data set, warm-up transitions and thinning of the
+        sampler.
+    geweke_samples, geweke_steps : int
+        Chains of each Geweke simulation, and kernel steps per successive-conditional chain.
+    sandwich_steps : tuple of int
+        Chain lengths T of the sandwich on simulated data.
+    sandwich_chains : int
+        Chains per direction and length.
+    evidence_steps, evidence_chains : int
+        T and chains of the forward AIS run on the user's data.
+    evidence_draws : int
+        Posterior draws of the sampler for the bracketing bounds (0: none).
+    real_steps : tuple of int
+        Chain lengths of the real-data protocol.
+    real_chains : int
+    real_mcmc_steps : tuple of int
+        NUTS steps S behind the reverse chains' starts (empty: forward comparison only).
+    real_warmup : int
+        NUTS adaptation (and sampling) steps of the hyperparameter fit.
+    """
+
+    triples: int = 64
+    sbc_replications: int = 200
+    sbc_draws: int = 100
+    sbc_warmup: int = 500
+    sbc_thin: int = 2
+    geweke_samples: int = 2000
+    geweke_steps: int = 50
+    sandwich_steps: tuple = (10, 100, 1000)
+    sandwich_chains: int = 16
+    evidence_steps: int = 1000
+    evidence_chains: int = 16
+    evidence_draws: int = 1000
+    real_steps: tuple = (10, 100, 1000)
+    real_chains: int = 20
+    real_mcmc_steps: tuple = (100, 1000)
+    real_warmup: int = 500
+
+    @classmethod
+    def default(cls) -> "Budget":
+        return cls()
+
+    @classmethod
+    def quick(cls) -> "Budget":
+        """A first look in about a minute on a small model: every check runs, with little power."""
+        return cls(triples=16, sbc_replications=50, sbc_draws=50, sbc_warmup=150, sbc_thin=1, geweke_samples=500,
+                   geweke_steps=20, sandwich_steps=(10, 100), sandwich_chains=8, evidence_steps=200,
+                   evidence_chains=8, evidence_draws=200, real_steps=(10, 100), real_chains=8,
+                   real_mcmc_steps=(), real_warmup=150)
+
+
+@dataclass(frozen=True)
+class ResolvedSampler:
+    """The audited sampler: its name, what SBC runs (draws on a data set) and its kernel (None when it is not a
+    fixed kernel, as NumPyro's NUTS with warm-up adaptation is not)."""
+
+    label: str
+    sampler: Any
+    kernel: Any
+    settings: Mapping[str, Any]
+
+
+def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, budget: Budget | None = None,
+          level: float = 0.01, hyperparameters: Sequence[str] | None = None, name: str | None = None,
+          ppl: str | None = None, on_stage: Callable[[str], None] | None = None,
+          on_outcome: Callable[[CheckOutcome], None] | None = None, progress: bool = False) -> AuditResult:
+    """Run the project's checks on ``model`` and ``sampler`` (see ``docs/audit.md``).
+
+    Parameters
+    ----------
+    key : PRNG key
+        Every check draws from its own ``fold_in`` of it.
+    model : Model
+        A built-in model or a PPL program (:func:`bdmc.ppl.from_numpyro` and the other adapters).
+    sampler : str, Sampler or kernel
+        ``"auto"`` (NumPyro's NUTS for a NumPyro program, the model's own Gibbs kernel when it has one, else
+        bdmc's NUTS), one of ``"gibbs"``, ``"nuts"``, ``"hmc"``, ``"mala"``, ``"rwm"`` (bdmc kernels; step sizes
+        from a pilot on one simulated data set, frozen), ``"numpyro-nuts"``, an object with
+        ``draws(key, data, *, num_draws)`` (:mod:`bdmc.checks.samplers`) or a kernel
+        ``kernel(key, latent, data, lam) -> (latent, info)``.
+    data : pytree, optional
+        The user's observed data. The evidence is then that of these data, and BREAD's real-data protocol
+        runs when ``hyperparameters`` are named; otherwise the evidence is that of a simulated data set.
+    quick : bool
+        Use :meth:`Budget.quick` instead of :meth:`Budget.default` (when ``budget`` is not given).
+    budget : Budget, optional
+    level : float
+        False-alarm level of the whole audit, split evenly among its statistical checks.
+    hyperparameters : sequence of str, optional
+        Sites fitted on the real data by the real-data protocol (e.g. ``("scale_sq",)``).
+    name, ppl : str, optional
+        How the report names the model and its language.
+    on_stage : callable, optional
+        Called with a short description as each check starts.
+    on_outcome : callable, optional
+        Called with each :class:`CheckOutcome` as it finishes.
+    progress : bool
+        Show the engine's progress bars.
+
+    Returns
+    -------
+    AuditResult
+    """
+    if not 0 < level < 1:
+        raise BDMCError(f"level must lie in (0, 1), got {level}")
+    began = time.perf_counter()
+    budget = budget if budget is not None else (Budget.quick() if quick else Budget.default())
+    say = on_stage or (lambda _: None)
+    if data is not None:
+        data = validate_data(model, data)
+    resolved = resolve_sampler(jax.random.fold_in(key, 100), model, sampler)
+    sbc_available = _sbc_module() is not None
+    statistical = ["bdmc"] + (["geweke"] if resolved.kernel is not None else []) + (["sbc"] if sbc_available else [])
+    if not supports(model, GibbsConditionals) and _simulator_density_module() is not None:
+        statistical.append("simulator-density")
+    each = level / len(statistical)
+    outcomes: list[CheckOutcome] = []
+
+    def done(outcome: CheckOutcome) -> None:
+        outcomes.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+
+    say("simulator vs density")
+    done(checks_simulator.simulator_outcome(jax.random.fold_in(key, 1), model, num_triples=budget.triples))
+
+    say(f"simulation-based calibration of {resolved.label}")
+    done(_sbc(jax.random.fold_in(key, 2), model, resolved, budget=budget, level=each))
+
+    if resolved.kernel is not None:
+        say(f"Geweke test of {resolved.label}")
+        done(checks_geweke.geweke_outcome(jax.random.fold_in(key, 3), model, resolved.kernel, level=each,
+                                          num_samples=budget.geweke_samples, num_steps=budget.geweke_steps,
+                                          sampler=resolved.label))
+    else:
+        done(CheckOutcome(name="geweke", title=f"Geweke test of {resolved.label}", verdict="not run", statistic="-",
+                          level=None, summary=f"not run: {resolved.label} adapts during warm-up, so it is not a fixed "
+                          "kernel that can be run from a given state (SBC audits it instead)"))
+
+    say("BDMC on simulated data (forward and reverse AIS)")
+    sandwich_outcome, sandwich_res = checks_bdmc.bdmc_outcome(
+        jax.random.fold_in(key, 4), model, kernel=resolved.kernel, steps=budget.sandwich_steps,
+        num_chains=budget.sandwich_chains, level=each, progress=progress)
+    done(sandwich_outcome)
+
+    if data is not None:
+        done(_real_data(jax.random.fold_in(key, 5), model, data, hyperparameters, budget=budget, say=say,
+                        progress=progress))
+
+    evidence_data = data if data is not None else sandwich_res.data
+    label = "the given data" if data is not None else "the simulated data set of the BDMC check"
+    say(f"evidence of {label}")
+    draws = None
+    if budget.evidence_draws > 0:
+        draws = resolved.sampler.draws(jax.random.fold_in(key, 6), evidence_data, num_draws=budget.evidence_draws)
+    done(checks_evidence.evidence_outcome(
+        jax.random.fold_in(key, 7), model, evidence_data, kernel=resolved.kernel, num_steps=budget.evidence_steps,
+        num_chains=budget.evidence_chains, data_label=label, draws=draws, progress=progress))
+
+    settings = {"budget": _jsonable(dataclasses.asdict(budget)), "level": level, "level_per_check": each,
+                "statistical_checks": statistical, "seed": list(seed_of(key)), "sampler": dict(resolved.settings),
+                "overall_level": f"each statistical check at {each:.3g} = {level:g} / {len(statistical)}: the audit "
+                                 f"fails a correct model and sampler with probability at most {level:g}",
+                "hyperparameters": list(hyperparameters or ())}
+    return AuditResult(model=name or repr(model), ppl=ppl or _ppl_of(model), sampler=resolved.label,
+                       data="simulated" if data is None else "user's data", checks=tuple(outcomes),
+                       settings=settings, seconds=time.perf_counter() - began)
+
+
+def resolve_sampler(key, model, sampler: Any) -> ResolvedSampler:
+    """The sampler an audit runs, from its name or object (see :func:`audit`).
+
+    A named gradient kernel gets its step size from a pilot (:func:`bdmc.core.pilot.tune`) on one data set
+    simulated with ``key``: HMC keeps the pilot's table by lambda, NUTS, MALA and random-walk Metropolis its
+    value at lambda = 1 (MALA's step is half its square: BlackJAX's MALA moves by ``sqrt(2 step)``).
+    """
+    if isinstance(sampler, str):
+        if sampler not in SAMPLERS:
+            raise BDMCError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}, or pass a sampler "
+                            "object or a kernel")
+        if sampler == "auto":
+            sampler = ("numpyro-nuts" if isinstance(model, NumPyroModel) else
+                       "gibbs" if supports(model, OwnKernel) else "nuts")
+        return _named(key, model, sampler)
+    if isinstance(sampler, Sampler):
+        kernel = sampler.kernel if isinstance(sampler, KernelSampler) else None
+        return ResolvedSampler(type(sampler).__name__, sampler, kernel, sampler.settings())
+    if callable(sampler):
+        label = f"the kernel {type(sampler).__name__}"
+        return ResolvedSampler(label, _kernel_sampler(sampler, model), sampler, {"sampler": "kernel",
+                                                                                 "kernel": repr(sampler)})
+    raise BDMCError(f"sampler must be a name ({', '.join(SAMPLERS)}), a sampler with draws(...) or a kernel, got "
+                    f"{type(sampler).__name__}")
+
+
+def _named(key, model, name: str) -> ResolvedSampler:
+    if name == "numpyro-nuts":
+        if not isinstance(model, NumPyroModel):
+            raise BDMCError(f"sampler 'numpyro-nuts' needs a NumPyro program (bdmc.ppl.from_numpyro), got {model!r}")
+        s = NumPyroNUTS(model)
+        return ResolvedSampler("NumPyro's NUTS", s, None, s.settings())
+    if name == "gibbs":
+        if not supports(model, OwnKernel):
+            raise BDMCError(f"sampler 'gibbs' needs a model with its own kernel (default_kernel); {model!r} has none: "
+                            "choose nuts, hmc, mala or rwm")
+        kernel = model.default_kernel()
+        return ResolvedSampler("the model's Gibbs kernel", _kernel_sampler(kernel, model), kernel,
+                               {"sampler": "gibbs", "kernel": repr(kernel)})
+    data = simulate(key, model).data
+    tuned = tune(key, model, validate_data(model, data), HMC(model), PILOT_STEPS)
+    table = tuned.kernel.step_size
+    at_one = float(table(1.0)) if isinstance(table, StepSizeTable) else float(table)
+    kernel = {"hmc": lambda: tuned.kernel, "nuts": lambda: NUTS(model, step_size=at_one),
+              "mala": lambda: MALA(model, step_size=0.5 * at_one**2),
+              "rwm": lambda: RandomWalkMH(model, scale=at_one)}[name]()
+    labels = {"hmc": "bdmc's HMC", "nuts": "bdmc's NUTS", "mala": "bdmc's MALA", "rwm": "random-walk Metropolis"}
+    return ResolvedSampler(labels[name], _kernel_sampler(kernel, model), kernel,
+                           {"sampler": name, "kernel": repr(kernel), "pilot_step_size_at_1": at_one})
+
+
+def _kernel_sampler(kernel, model) -> KernelSampler:
+    return KernelSampler(kernel, model=model)
+
+
+def _sbc(key, model, resolved: ResolvedSampler, *, budget: Budget, level: float) -> CheckOutcome:
+    module = _sbc_module()
+    title = f"Simulation-based calibration of {resolved.label}"
+    if module is None:
+        return CheckOutcome(name="sbc", title=title, verdict="not run", statistic="-", level=None,
+                            summary="not run: bdmc.checks.sbc is not available in this version")
+    return module.sbc_outcome(key, model, resolved.sampler, label=resolved.label, level=level,
+                              num_replications=budget.sbc_replications, num_draws=budget.sbc_draws)
+
+
+def _real_data(key, model, data, hyperparameters, *, budget: Budget, say, progress) -> CheckOutcome:
+    title = "BDMC on the real data: BREAD's real-data protocol"
+    if not hyperparameters:
+        return CheckOutcome(name=checks_bdmc.REAL_NAME, title=title, verdict="not run", statistic="-", level=None,
+                            summary="not run: name the hyperparameters to fit on the real data "
+                                    "(hyperparameters=..., --hyperparameters)")
+    if not supports(model, ConditionalPrior):
+        return CheckOutcome(name=checks_bdmc.REAL_NAME, title=title, verdict="not run", statistic="-", level=None,
+                            summary="not run: the model cannot draw its other latents given fixed hyperparameters "
+                                    "(sample_prior_given; the PPL adapters provide it)")
+    say("BREAD's real-data protocol (NUTS fit, forward AIS on real and simulated data)")
+    return checks_bdmc.real_data_outcome(key, model, data, hyperparameters=hyperparameters,
+                                         steps=budget.real_steps, num_chains=budget.real_chains,
+                                         mcmc_steps=budget.real_mcmc_steps, num_warmup=budget.real_warmup,
+                                         on_stage=say, progress=progress)
+
+
+def _sbc_module():
+    """The SBC adapter when :func:`bdmc.checks.sbc` exists in this version, else None."""
+    try:
+        from . import checks_sbc
+    except ImportError:
+        return None
+    return checks_sbc
+
+
+def _simulator_density_module():
+    try:
+        from ..checks import simulator_density
+    except ImportError:
+        return None
+    return simulator_density
+
+
+def _ppl_of(model) -> str:
+    return "NumPyro" if isinstance(model, NumPyroModel) else "bdmc (built-in)"
+
+
+def _jsonable(value):
+    if isinstance(value, Mapping):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return [_jsonable(v) for v in value]
+    return value

@@ -140,7 +140,9 @@ def test_header_and_verdict_table_state_the_verdicts(result, page):
     table = table[:table.index("</table>")]
     rows = table.split("<tr>")[2:]
     assert ["v-fail" in rows[0], "v-pass" in rows[1], "v-not-run" in rows[2]] == [True, True, True]
-    assert "0.01" in rows[0] and "0.001" in rows[1] and "informative" in rows[2]
+    assert "0.01" in rows[0] and "0.001" in rows[1] and "\u2014" in rows[2]
+    assert "1 of 2 checks that ran failed: " + html_escaped(EVIL) in head
+    assert "1 passed." in head and "1 not run" in head
     assert f"bdmc {__version__}" in page and "1 min 33 s" in page
 
 

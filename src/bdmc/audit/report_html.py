@@ -23,12 +23,6 @@ from .result import AuditResult, CheckOutcome, Figure
 VERDICT_LABEL = {"pass": ("\u2713", "pass"), "fail": ("\u2717", "FAIL"),
                  "inconclusive": ("?", "inconclusive"), "not run": ("\u2013", "not run")}
 
-OVERALL_SENTENCE = {
-    "pass": "No check found a problem, each at its stated false-alarm level.",
-    "fail": "At least one check found a problem: read its section below.",
-    "inconclusive": "No check failed, but at least one could not decide: read its section below.",
-    "not run": "No check could be run on this model and sampler.",
-}
 
 # Colours meet WCAG AA contrast (>= 4.5:1) as text on their backgrounds, and keep their meaning in greyscale
 # through the symbol and the word.
@@ -67,21 +61,24 @@ table { border-collapse: collapse; width: 100%; font-size: .92rem; }
 th, td { text-align: left; vertical-align: top; padding: .35rem .6rem; border-bottom: 1px solid var(--rule); }
 thead th { background: var(--band); border-bottom: 2px solid var(--rule); white-space: nowrap; }
 td.num, th.num { text-align: right; white-space: nowrap; }
-table.verdicts td:nth-child(1) { min-width: 12rem; }
-table.verdicts td:nth-child(3) { min-width: 14rem; }
+table.verdicts th:nth-child(1) { width: 22%; }
+table.verdicts th:nth-child(3) { width: 25%; }
+table.verdicts th:nth-child(5) { width: 38%; }
+table.verdicts td:nth-child(4) { white-space: normal; }
+table.verdicts th:nth-child(4) { white-space: normal; }
 table.numbers { width: auto; min-width: 50%; font-size: .88rem; }
 table.numbers td { white-space: nowrap; }
 table.kv { width: auto; }
 table.kv th { font-weight: normal; color: var(--muted); white-space: nowrap; }
 table.kv td { overflow-wrap: anywhere; }
 section.check { border-top: 2px solid var(--rule); padding-top: 1.1rem; margin-top: 2rem; }
+section.check.failed { border-left: 5px solid var(--fail-fg); padding-left: 1rem; }
 .check-head { display: flex; align-items: baseline; justify-content: space-between; gap: 1rem; flex-wrap: wrap; }
 .stat { color: var(--muted); margin-top: .2rem; }
-.figures { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 420px), 1fr)); gap: 1rem;
-  margin: .75rem 0; }
+.figures { display: flex; flex-wrap: wrap; gap: 1rem; margin: .75rem 0; align-items: flex-start; }
 figure { margin: 0; padding: .5rem; border: 1px solid var(--rule); border-radius: 6px; background: #fff;
-  break-inside: avoid; page-break-inside: avoid; }
-figure img { display: block; width: 100%; max-width: 100%; height: auto; margin: 0 auto; }
+  max-width: 100%; break-inside: avoid; page-break-inside: avoid; }
+figure img { display: block; max-width: 100%; height: auto; margin: 0 auto; }
 figcaption { color: var(--muted); font-size: .9rem; margin-top: .35rem; }
 .note { color: var(--muted); font-size: .9rem; }
 .top { font-size: .9rem; }
@@ -104,11 +101,17 @@ footer { margin-top: 2.5rem; padding-top: .75rem; border-top: 2px solid var(--ru
 SCRIPT = """
 (function () {
   var errors = [];
-  function record(text) { errors.push(String(text)); if (document.body) document.body.dataset.errors = JSON.stringify(errors); }
+  function record(text) {
+    errors.push(String(text));
+    if (document.body) document.body.dataset.errors = JSON.stringify(errors);
+  }
   window.addEventListener("error", function (e) {
     var t = e.target;
-    if (t && t !== window && t.tagName) record("failed to load <" + t.tagName.toLowerCase() + "> " + (t.alt || t.src || t.href || ""));
-    else record(e.message || "script error");
+    if (t && t !== window && t.tagName) {
+      record("failed to load <" + t.tagName.toLowerCase() + "> " + (t.alt || t.src || t.href || ""));
+    } else {
+      record(e.message || "script error");
+    }
   }, true);
   window.addEventListener("load", function () {
     var imgs = document.images, ok = 0;
@@ -175,8 +178,34 @@ def fmt_cell(value: Any) -> tuple[str, bool]:
     return esc(value), False
 
 
-def fmt_level(level: float | None) -> str:
-    return "\u2014 (informative)" if level is None else f"{level:.3g}"
+def fmt_level(check: CheckOutcome) -> str:
+    if check.verdict == "not run":
+        return "\u2014"
+    return "none (informative)" if check.level is None else f"{check.level:.3g}"
+
+
+def fmt_statistic(check: CheckOutcome) -> str:
+    text = check.statistic.strip()
+    return "\u2014" if text in ("", "-", "\u2014") else text
+
+
+def overall_sentence(result: AuditResult) -> str:
+    """One sentence under the overall verdict: how many checks ran, which failed or could not decide."""
+    n = len(result.checks)
+    by = {v: [c.title or c.name for c in result.checks if c.verdict == v] for v in VERDICT_LABEL}
+    ran = n - len(by["not run"])
+    parts = []
+    if by["fail"]:
+        parts.append(f"{len(by['fail'])} of {ran} checks that ran failed: {'; '.join(by['fail'])}.")
+    if by["inconclusive"]:
+        parts.append(f"{len(by['inconclusive'])} could not decide: {'; '.join(by['inconclusive'])}.")
+    if by["pass"]:
+        parts.append(f"{len(by['pass'])} passed" + (", each at its stated false-alarm level." if not by["fail"]
+                                                     and not by["inconclusive"] else "."))
+    if by["not run"]:
+        parts.append(f"{len(by['not run'])} not run (see {'its' if len(by['not run']) == 1 else 'their'} "
+                     "section for why).")
+    return " ".join(parts) if parts else "The audit holds no check."
 
 
 def fmt_seconds(seconds: float) -> str:
@@ -217,7 +246,20 @@ def rows_table(rows: list[Mapping[str, Any]], *, css: str, max_rows: int) -> str
             f"<tbody>{body}</tbody></table></div>{note}")
 
 
+def flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested mappings as dotted keys (``alarm.fired``), so a details table stays two columns of short cells."""
+    out = {}
+    for key, value in mapping.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            out.update(flatten(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
 def kv_table(mapping: Mapping[str, Any], *, caption: str | None = None) -> str:
+    mapping = flatten(mapping)
     rows = "".join(f'<tr><th scope="row">{esc(k)}</th><td>{fmt_cell(v)[0]}</td></tr>' for k, v in mapping.items())
     cap = f"<caption class=note>{esc(caption)}</caption>" if caption else ""
     return f'<div class="scroll"><table class="kv">{cap}<tbody>{rows}</tbody></table></div>'
@@ -227,8 +269,8 @@ def verdict_table(result: AuditResult, ids: list[str]) -> str:
     rows = []
     for check, sid in zip(result.checks, ids):
         rows.append(f'<tr><td><a href="#{sid}">{esc(check.title or check.name)}</a></td>'
-                    f"<td>{badge(check.verdict)}</td><td>{esc(check.statistic)}</td>"
-                    f'<td class="num">{esc(fmt_level(check.level))}</td><td>{esc(check.summary)}</td></tr>')
+                    f"<td>{badge(check.verdict)}</td><td>{esc(fmt_statistic(check))}</td>"
+                    f'<td class="num">{esc(fmt_level(check))}</td><td>{esc(check.summary)}</td></tr>')
     head = ('<tr><th scope="col">Check</th><th scope="col">Verdict</th><th scope="col">Statistic</th>'
             '<th scope="col" class="num">False-alarm level</th><th scope="col">Summary</th></tr>')
     return (f'<div class="scroll"><table class="verdicts"><thead>{head}</thead><tbody>{"".join(rows)}</tbody>'
@@ -236,17 +278,23 @@ def verdict_table(result: AuditResult, ids: list[str]) -> str:
 
 
 def check_section(check: CheckOutcome, sid: str, *, max_rows: int) -> str:
-    parts = [f'<section class="check" id="{sid}" aria-labelledby="{sid}-title">',
+    failed = " failed" if check.verdict == "fail" else ""  # a bar down the side, seen while scrolling
+    parts = [f'<section class="check{failed}" id="{sid}" aria-labelledby="{sid}-title">',
              f'<div class="check-head"><h2 id="{sid}-title">{esc(check.title or check.name)}</h2>'
              f"{badge(check.verdict)}</div>",
-             f'<p class="stat">{esc(check.statistic)} &middot; false-alarm level {esc(fmt_level(check.level))}</p>',
              f"<p>{esc(check.summary)}</p>"]
+    if check.verdict != "not run":
+        level = ("no false-alarm level (informative)" if check.level is None
+                 else f"false-alarm level {fmt_level(check)}")
+        parts.insert(2, f'<p class="stat">{esc(fmt_statistic(check))} &middot; {esc(level)}</p>')
     if check.figures:
         figs = []
         for i, fig in enumerate(check.figures):
             width, height = fig.size
-            figs.append(f'<figure id="{sid}-fig{i + 1}"><img src="{data_uri(fig)}" alt="{esc(fig.caption)}" '
-                        f'width="{width}" height="{height}"><figcaption>{esc(fig.caption)}</figcaption></figure>')
+            # Shown at its own pixel size (never enlarged), narrower on a narrow screen; the caption wraps to it.
+            figs.append(f'<figure id="{sid}-fig{i + 1}" style="width: {width + 18}px">'
+                        f'<img src="{data_uri(fig)}" alt="{esc(fig.caption)}" width="{width}" height="{height}">'
+                        f"<figcaption>{esc(fig.caption)}</figcaption></figure>")
         parts.append(f'<div class="figures">{"".join(figs)}</div>')
     if check.table:
         parts.append("<h3>Numbers</h3>" + rows_table([dict(r) for r in check.table], css="numbers",
@@ -282,17 +330,13 @@ def render_html(result: AuditResult, *, title: str | None = None, max_rows: int 
         raise TypeError(f"render_html needs an AuditResult, got {type(result).__name__}")
     title = title if title is not None else f"bdmc audit: {result.model}"
     ids = section_ids(result)
-    counts = {v: sum(c.verdict == v for c in result.checks) for v in VERDICT_LABEL}
-    tally = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
-    failed = [c.title or c.name for c in result.checks if c.verdict == "fail"]
-    failed_text = f" Failed: {', '.join(failed)}." if failed else ""
     what = {"Model": result.model, "PPL": result.ppl, "Sampler": result.sampler, "Data": result.data}
     header = (
         f'<header class="audit"><h1>{esc(title)}</h1>'
         '<dl class="what">' + "".join(f"<dt>{k}</dt><dd>{esc(v)}</dd>" for k, v in what.items()) + "</dl>"
         f'<div class="overall v-{result.verdict.replace(" ", "-")}" id="overall">'
         f"<strong>Overall</strong>{badge(result.verdict, big=True)}"
-        f"<p>{esc(OVERALL_SENTENCE[result.verdict] + failed_text)} ({esc(tally or 'no checks')})</p></div></header>"
+        f"<p>{esc(overall_sentence(result))}</p></div></header>"
     )
     sections = "\n".join(check_section(c, sid, max_rows=max_rows) for c, sid in zip(result.checks, ids))
     settings = (kv_table(dict(result.settings)) if result.settings

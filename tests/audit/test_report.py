@@ -4,6 +4,7 @@ import base64
 import json
 import math
 import os
+import re
 from html.parser import HTMLParser
 
 import matplotlib
@@ -262,3 +263,35 @@ def test_render_refuses_what_is_not_an_audit_result(tmp_path):
     with pytest.raises(TypeError, match="AuditResult"):
         write_report({"model": "m"}, tmp_path)
     assert not os.listdir(tmp_path)
+
+
+def test_every_verdict_has_its_badge_and_the_overall_sentence_counts_them():
+    checks = tuple(CheckOutcome(name=f"c{i}", title=f"check {i}", verdict=v, statistic="s", level=0.01, summary="s")
+                   for i, v in enumerate(["pass", "inconclusive", "not run", "pass"]))
+    result = AuditResult(model="m", ppl="p", sampler="s", data="d", checks=checks)
+    page = render_html(result)
+    assert result.verdict == "inconclusive"
+    assert 'class="badge big v-inconclusive"' in page
+    for verdict in ("pass", "inconclusive", "not-run"):
+        assert f'class="badge v-{verdict}"' in page
+    assert "1 could not decide: check 1. 2 passed. 1 not run" in page
+
+
+def contrast(fg, bg):
+    """WCAG 2 contrast ratio of two #rrggbb colours."""
+    def luminance(colour):
+        c = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+        c = [x / 12.92 if x <= 0.03928 else ((x + 0.055) / 1.055) ** 2.4 for x in c]
+        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+    hi, lo = sorted([luminance(fg), luminance(bg)], reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def test_verdict_colours_are_readable():
+    """Each verdict's text colour on its background meets WCAG AA for normal text (4.5:1)."""
+    from bdmc.audit.report_html import CSS
+    colours = dict(re.findall(r"--([a-z-]+):\s*(#[0-9a-f]{6})", CSS))
+    for v in ("pass", "fail", "inc", "nr"):
+        assert contrast(colours[f"{v}-fg"], colours[f"{v}-bg"]) >= 4.5, v
+    assert contrast(colours["muted"], colours["band"]) >= 4.5
+    assert contrast("#777777", "#ffffff") < 4.5  # the measure can fail

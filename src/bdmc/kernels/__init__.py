@@ -5,6 +5,7 @@ from .conditional import Conditional, GibbsSweep
 from .combinators import Cycle, Gibbs, Repeat, cycle, repeat
 from .gradient import MALA, NUTS, RandomWalkMH
 from .hmc import HMC, TermsState
+from .single_site import SingleSiteMH
 from .step_sizes import StepSizeTable
 
-__all__ = ["KernelInfo", "Conditional", "GibbsSweep", "Gibbs", "Cycle", "Repeat", "cycle", "repeat", "RandomWalkMH", "MALA", "HMC", "NUTS", "TermsState", "StepSizeTable"]
+__all__ = ["KernelInfo", "Conditional", "GibbsSweep", "Gibbs", "Cycle", "Repeat", "cycle", "repeat", "RandomWalkMH", "SingleSiteMH", "MALA", "HMC", "NUTS", "TermsState", "StepSizeTable"]

@@ -295,3 +295,18 @@ def test_verdict_colours_are_readable():
         assert contrast(colours[f"{v}-fg"], colours[f"{v}-bg"]) >= 4.5, v
     assert contrast(colours["muted"], colours["band"]) >= 4.5
     assert contrast("#777777", "#ffffff") < 4.5  # the measure can fail
+
+
+def test_results_json_rebuilds_the_audit_and_its_page(tmp_path, result):
+    """results.json plus the figures' PNG bytes give back the same audit, hence the same page."""
+    finite = AuditResult(**{**result.__dict__, "checks": tuple(
+        CheckOutcome(**{**c.__dict__, "details": {k: v for k, v in c.details.items() if k != "bad"}})
+        for c in result.checks)})
+    doc = json.loads(write_report(finite, tmp_path)["json"].read_text())
+    pngs = {c.name: tuple(f.png for f in c.figures) for c in finite.checks}
+    rebuilt = AuditResult.from_dict(doc, pngs=pngs)
+    assert rebuilt.to_dict() == json.loads(json.dumps(finite.to_dict(), default=lambda v: v.tolist()))
+    assert render_html(rebuilt) == render_html(finite)
+    assert [len(c.figures) for c in AuditResult.from_dict(doc).checks] == [0, 0, 0]
+    with pytest.raises(ValueError, match="check 'sbc': 2 figure captions but 1 PNGs"):
+        AuditResult.from_dict(doc, pngs={"sbc": pngs["sbc"][:1]})

@@ -117,6 +117,22 @@ class CheckOutcome:
         out["details"] = dict(self.details)
         return out
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], *, pngs: tuple[bytes, ...] | None = None) -> "CheckOutcome":
+        """Rebuild an outcome from :meth:`to_dict` (or ``results.json``).
+
+        ``pngs`` are the figures' PNG bytes, in order, one per caption in ``d["figures"]``; without them the
+        outcome has no figures.
+        """
+        captions = list(d.get("figures", ()))
+        if pngs is not None and len(pngs) != len(captions):
+            raise ValueError(f"check {d.get('name')!r}: {len(captions)} figure captions but {len(pngs)} PNGs")
+        figures = tuple(Figure(png=p, caption=c) for p, c in zip(pngs, captions)) if pngs is not None else ()
+        return cls(name=d["name"], title=d["title"], verdict=d["verdict"], statistic=d["statistic"],
+                   level=d["level"], summary=d["summary"], meaning=d.get("meaning", ""),
+                   remedy=d.get("remedy", ""), figures=figures, table=tuple(dict(r) for r in d.get("table", ())),
+                   details=dict(d.get("details", {})))
+
 
 @dataclass(frozen=True)
 class AuditResult:
@@ -154,3 +170,16 @@ class AuditResult:
         return {"model": self.model, "ppl": self.ppl, "sampler": self.sampler, "data": self.data,
                 "verdict": self.verdict, "settings": dict(self.settings), "seconds": self.seconds,
                 "checks": [c.to_dict() for c in self.checks]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], *, pngs: Mapping[str, tuple[bytes, ...]] | None = None
+                  ) -> "AuditResult":
+        """Rebuild an audit from :meth:`to_dict` (or ``results.json``), without rerunning anything.
+
+        ``pngs`` maps a check's name to its figures' PNG bytes; checks not in it come back without figures.
+        Extra keys (``verdict``, which is derived, and the report's versions) are ignored.
+        """
+        pngs = pngs or {}
+        checks = tuple(CheckOutcome.from_dict(c, pngs=pngs.get(c["name"])) for c in d["checks"])
+        return cls(model=d["model"], ppl=d["ppl"], sampler=d["sampler"], data=d["data"], checks=checks,
+                   settings=dict(d.get("settings", {})), seconds=float(d.get("seconds", 0.0)))

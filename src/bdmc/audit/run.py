@@ -24,7 +24,7 @@ from ..core.pilot import tune
 from ..errors import BDMCError
 from ..kernels import HMC, MALA, NUTS, RandomWalkMH, StepSizeTable
 from ..ppl.numpyro import NumPyroModel
-from . import checks_bdmc, checks_evidence, checks_geweke, checks_simulator
+from . import checks_bdmc, checks_evidence, checks_geweke, checks_sbc, checks_simulator
 from .result import AuditResult, CheckOutcome
 
 SAMPLERS = ("auto", "gibbs", "nuts", "hmc", "mala", "rwm", "numpyro-nuts")
@@ -38,7 +38,9 @@ class Budget:
     Parameters
     ----------
     triples : int
-        Random triples per conditional and lambda (simulator vs density).
+        Random triples per conditional and lambda (simulator vs density, for models with conditionals).
+    simulator_latents, simulator_data, simulator_prior : int
+        Prior draws, data sets per draw and prior draws of the forward-simulation check (models without).
     sbc_replications, sbc_draws, sbc_warmup, sbc_thin : int
         Simulated data sets, posterior draws kept per data set, warm-up transitions and thinning of the
         sampler.
@@ -62,6 +64,9 @@ class Budget:
     """
 
     triples: int = 64
+    simulator_latents: int = 64
+    simulator_data: int = 64
+    simulator_prior: int = 4000
     sbc_replications: int = 200
     sbc_draws: int = 100
     sbc_warmup: int = 500
@@ -85,7 +90,7 @@ class Budget:
     @classmethod
     def quick(cls) -> "Budget":
         """A first look in about a minute on a small model: every check runs, with little power."""
-        return cls(triples=16, sbc_replications=50, sbc_draws=50, sbc_warmup=150, sbc_thin=1, geweke_samples=500,
+        return cls(triples=16, simulator_latents=32, simulator_data=32, simulator_prior=1000, sbc_replications=50, sbc_draws=50, sbc_warmup=150, sbc_thin=1, geweke_samples=500,
                    geweke_steps=20, sandwich_steps=(10, 100), sandwich_chains=8, evidence_steps=200,
                    evidence_chains=8, evidence_draws=200, real_steps=(10, 100), real_chains=8,
                    real_mcmc_steps=(), real_warmup=150)
@@ -150,10 +155,10 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
     say = on_stage or (lambda _: None)
     if data is not None:
         data = validate_data(model, data)
-    resolved = resolve_sampler(jax.random.fold_in(key, 100), model, sampler)
-    sbc_available = _sbc_module() is not None
-    statistical = ["bdmc"] + (["geweke"] if resolved.kernel is not None else []) + (["sbc"] if sbc_available else [])
-    if not supports(model, GibbsConditionals) and _simulator_density_module() is not None:
+    resolved = resolve_sampler(jax.random.fold_in(key, 100), model, sampler, warmup=budget.sbc_warmup,
+                                thin=budget.sbc_thin)
+    statistical = ["sbc", "bdmc"] + (["geweke"] if resolved.kernel is not None else [])
+    if not supports(model, GibbsConditionals):
         statistical.append("simulator-density")
     each = level / len(statistical)
     outcomes: list[CheckOutcome] = []
@@ -164,10 +169,13 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
             on_outcome(outcome)
 
     say("simulator vs density")
-    done(checks_simulator.simulator_outcome(jax.random.fold_in(key, 1), model, num_triples=budget.triples))
+    done(checks_simulator.simulator_outcome(
+        jax.random.fold_in(key, 1), model, num_triples=budget.triples, num_latents=budget.simulator_latents,
+        num_data=budget.simulator_data, num_prior=budget.simulator_prior, level=each))
 
     say(f"simulation-based calibration of {resolved.label}")
-    done(_sbc(jax.random.fold_in(key, 2), model, resolved, budget=budget, level=each))
+    done(checks_sbc.sbc_outcome(jax.random.fold_in(key, 2), model, resolved.sampler, label=resolved.label, level=each,
+                                num_replications=budget.sbc_replications, num_draws=budget.sbc_draws))
 
     if resolved.kernel is not None:
         say(f"Geweke test of {resolved.label}")
@@ -209,8 +217,10 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
                        settings=settings, seconds=time.perf_counter() - began)
 
 
-def resolve_sampler(key, model, sampler: Any) -> ResolvedSampler:
+def resolve_sampler(key, model, sampler: Any, *, warmup: int = 500, thin: int = 1) -> ResolvedSampler:
     """The sampler an audit runs, from its name or object (see :func:`audit`).
+
+    ``warmup`` and ``thin`` configure the sampler built from a name or a kernel (a sampler object is kept as it is).
 
     A named gradient kernel gets its step size from a pilot (:func:`bdmc.core.pilot.tune`) on one data set
     simulated with ``key``: HMC keeps the pilot's table by lambda, NUTS, MALA and random-walk Metropolis its
@@ -223,30 +233,30 @@ def resolve_sampler(key, model, sampler: Any) -> ResolvedSampler:
         if sampler == "auto":
             sampler = ("numpyro-nuts" if isinstance(model, NumPyroModel) else
                        "gibbs" if supports(model, OwnKernel) else "nuts")
-        return _named(key, model, sampler)
+        return _named(key, model, sampler, warmup=warmup, thin=thin)
     if isinstance(sampler, Sampler):
         kernel = sampler.kernel if isinstance(sampler, KernelSampler) else None
         return ResolvedSampler(type(sampler).__name__, sampler, kernel, sampler.settings())
     if callable(sampler):
         label = f"the kernel {type(sampler).__name__}"
-        return ResolvedSampler(label, _kernel_sampler(sampler, model), sampler, {"sampler": "kernel",
+        return ResolvedSampler(label, KernelSampler(sampler, warmup=warmup, thin=thin, model=model), sampler, {"sampler": "kernel",
                                                                                  "kernel": repr(sampler)})
     raise BDMCError(f"sampler must be a name ({', '.join(SAMPLERS)}), a sampler with draws(...) or a kernel, got "
                     f"{type(sampler).__name__}")
 
 
-def _named(key, model, name: str) -> ResolvedSampler:
+def _named(key, model, name: str, *, warmup: int, thin: int) -> ResolvedSampler:
     if name == "numpyro-nuts":
         if not isinstance(model, NumPyroModel):
             raise BDMCError(f"sampler 'numpyro-nuts' needs a NumPyro program (bdmc.ppl.from_numpyro), got {model!r}")
-        s = NumPyroNUTS(model)
+        s = NumPyroNUTS(model, num_warmup=warmup, thin=thin)
         return ResolvedSampler("NumPyro's NUTS", s, None, s.settings())
     if name == "gibbs":
         if not supports(model, OwnKernel):
             raise BDMCError(f"sampler 'gibbs' needs a model with its own kernel (default_kernel); {model!r} has none: "
                             "choose nuts, hmc, mala or rwm")
         kernel = model.default_kernel()
-        return ResolvedSampler("the model's Gibbs kernel", _kernel_sampler(kernel, model), kernel,
+        return ResolvedSampler("the model's Gibbs kernel", KernelSampler(kernel, warmup=warmup, thin=thin, model=model), kernel,
                                {"sampler": "gibbs", "kernel": repr(kernel)})
     data = simulate(key, model).data
     tuned = tune(key, model, validate_data(model, data), HMC(model), PILOT_STEPS)
@@ -256,22 +266,8 @@ def _named(key, model, name: str) -> ResolvedSampler:
               "mala": lambda: MALA(model, step_size=0.5 * at_one**2),
               "rwm": lambda: RandomWalkMH(model, scale=at_one)}[name]()
     labels = {"hmc": "bdmc's HMC", "nuts": "bdmc's NUTS", "mala": "bdmc's MALA", "rwm": "random-walk Metropolis"}
-    return ResolvedSampler(labels[name], _kernel_sampler(kernel, model), kernel,
+    return ResolvedSampler(labels[name], KernelSampler(kernel, warmup=warmup, thin=thin, model=model), kernel,
                            {"sampler": name, "kernel": repr(kernel), "pilot_step_size_at_1": at_one})
-
-
-def _kernel_sampler(kernel, model) -> KernelSampler:
-    return KernelSampler(kernel, model=model)
-
-
-def _sbc(key, model, resolved: ResolvedSampler, *, budget: Budget, level: float) -> CheckOutcome:
-    module = _sbc_module()
-    title = f"Simulation-based calibration of {resolved.label}"
-    if module is None:
-        return CheckOutcome(name="sbc", title=title, verdict="not run", statistic="-", level=None,
-                            summary="not run: bdmc.checks.sbc is not available in this version")
-    return module.sbc_outcome(key, model, resolved.sampler, label=resolved.label, level=level,
-                              num_replications=budget.sbc_replications, num_draws=budget.sbc_draws)
 
 
 def _real_data(key, model, data, hyperparameters, *, budget: Budget, say, progress) -> CheckOutcome:
@@ -289,23 +285,6 @@ def _real_data(key, model, data, hyperparameters, *, budget: Budget, say, progre
                                          steps=budget.real_steps, num_chains=budget.real_chains,
                                          mcmc_steps=budget.real_mcmc_steps, num_warmup=budget.real_warmup,
                                          on_stage=say, progress=progress)
-
-
-def _sbc_module():
-    """The SBC adapter when :func:`bdmc.checks.sbc` exists in this version, else None."""
-    try:
-        from . import checks_sbc
-    except ImportError:
-        return None
-    return checks_sbc
-
-
-def _simulator_density_module():
-    try:
-        from ..checks import simulator_density
-    except ImportError:
-        return None
-    return simulator_density
 
 
 def _ppl_of(model) -> str:

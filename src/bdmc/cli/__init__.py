@@ -11,6 +11,7 @@ import typer
 from ..config import enable_compilation_cache, enable_x64
 
 from ._common import STATE
+from .audit import audit_command
 from .bench import bench_command
 from .bread import bread_command
 from .bread_real import bread_real_command
@@ -48,6 +49,7 @@ app.command(name="bread")(bread_command)
 app.command(name="bread-real")(bread_real_command)
 app.command(name="bench")(bench_command)
 app.command(name="generative")(generative_command)
+app.command(name="audit")(audit_command)
 
 
 def main() -> None:

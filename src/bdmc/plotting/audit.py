@@ -110,3 +110,39 @@ def plot_evidence(table: pd.DataFrame, *, ax=None, title: str | None = None) -> 
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_title(title or "Evidence: bounds on log p(y)", fontsize=10)
     return fig
+
+
+def plot_simulator_density(table: pd.DataFrame, *, level: float, max_rows: int = 24, ax=None,
+                           title: str | None = None) -> Figure:
+    """The tests of the simulator-vs-density check: each p-value on a -log10 axis, rejected tests in red.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :attr:`bdmc.checks.simulator_density.SimulatorDensityResult.table` (``part``, ``test``, ``where``,
+        ``p_value``, ``fired``).
+    level : float
+        The family-wise level; a dashed line marks the smallest Holm threshold, ``level / number of tests``.
+    max_rows : int
+        Draw the tests with the smallest p-values, at most this many.
+    ax : matplotlib.axes.Axes, optional
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    require_columns(table, ("part", "test", "where", "p_value", "fired"), "plot_simulator_density")
+    t = table.sort_values("p_value").head(max_rows).iloc[::-1]
+    fig, ax = figure_and_axes(ax, (7.5, 1.0 + 0.28 * max(len(t), 1)))
+    score = -np.log10(np.clip(t["p_value"].to_numpy(dtype=float), 1e-300, 1.0))
+    colors = np.where(t["fired"].to_numpy(dtype=bool), FAIL_COLOR, PASS_COLOR)
+    ax.barh(np.arange(len(t)), score, color=colors)
+    ax.axvline(-np.log10(level / max(len(table), 1)), color="0.3", ls="--", lw=1,
+               label=f"Holm's first threshold, {level:g} / {len(table)} tests")
+    ax.set_yticks(np.arange(len(t)), [f"{r.part}: {r.test} ({r.where})" for r in t.itertuples()], fontsize=7)
+    ax.set_xlabel("-log10 p-value")
+    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title(title or f"Simulator vs density: the {len(t)} smallest p-values of {len(table)} tests", fontsize=10)
+    ax.grid(True, axis="x", alpha=0.3)
+    return fig

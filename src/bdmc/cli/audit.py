@@ -1,0 +1,152 @@
+"""``bdmc audit``: every check of the project on one model and sampler, written as an HTML report."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ._common import (CLIError, at_least, command, console, model_option_option, out_option, output_dir, parse_steps,
+                      wrote)
+from ._models import _load_npz, builtin_model, load_ppl_model, ppl_label
+
+STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow", "not run": "dim"}
+
+
+@command
+def audit_command(
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Built-in model name (see `bdmc models`)."),
+    numpyro: Optional[str] = typer.Option(None, "--numpyro", metavar="PATH.py:FN",
+                                          help="A NumPyro model function instead of a built-in model."),
+    data: Optional[Path] = typer.Option(
+        None, "--data", metavar="FILE.npz",
+        help="The program's arguments (covariates, sizes) and, under the --observed names, the user's real "
+             "observed data; for a built-in model, one array: its observed data."),
+    observed: Optional[str] = typer.Option(None, "--observed", metavar="NAMES",
+                                           help="The program's observed variable(s), comma-separated."),
+    sampler: str = typer.Option("auto", "--sampler",
+                                help="auto, gibbs, nuts, hmc, mala, rwm (bdmc kernels) or numpyro-nuts."),
+    hyperparameters: Optional[str] = typer.Option(
+        None, "--hyperparameters", metavar="NAMES",
+        help="Sites fitted on the real data for BREAD's real-data protocol, comma-separated (needs --data)."),
+    quick: bool = typer.Option(False, "--quick", help="Small budgets: a first look in a minute or two."),
+    level: float = typer.Option(0.01, "--level", help="False-alarm level of the whole audit (Bonferroni over checks)."),
+    replications: Optional[int] = typer.Option(None, "--sbc-replications", help="SBC: simulated data sets."),
+    draws: Optional[int] = typer.Option(None, "--sbc-draws", help="SBC: posterior draws per data set."),
+    warmup: Optional[int] = typer.Option(None, "--warmup", help="Sampler warm-up transitions per data set."),
+    thin: Optional[int] = typer.Option(None, "--thin", help="Sampler transitions between kept draws."),
+    geweke_samples: Optional[int] = typer.Option(None, "--geweke-samples", help="Geweke: chains per simulation."),
+    steps: Optional[str] = typer.Option(None, "--steps", "-s", help="BDMC: comma-separated chain lengths T."),
+    chains: Optional[int] = typer.Option(None, "--chains", "-c", help="BDMC and evidence: chains per run."),
+    evidence_steps: Optional[int] = typer.Option(None, "--evidence-steps", help="Evidence: forward AIS length T."),
+    seed: int = typer.Option(0, "--seed", help="Seed of jax.random.key; drives every check."),
+    option: Optional[list[str]] = model_option_option(),
+    out: Optional[Path] = out_option("out/audit-MODEL"),
+) -> None:
+    """Audit a model and its sampler: simulator vs density, SBC, Geweke, BDMC and the evidence, as a report.
+
+    Writes OUT/report.html (self-contained), OUT/results.json and OUT/results.csv, and prints a verdict table.
+    """
+    import jax
+
+    from ..audit import Budget, audit
+    from ..audit.report import write_report
+
+    if (numpyro is None) == (model is None):
+        raise CLIError("give either --model NAME or --numpyro PATH.py:FN")
+    if numpyro is None and observed:
+        raise CLIError("--observed applies to a NumPyro program (--numpyro), not to --model")
+    if numpyro is not None and option:
+        raise CLIError("--option applies to built-in models; a NumPyro program takes its arguments from --data")
+    if hyperparameters and data is None:
+        raise CLIError("--hyperparameters names sites to fit on real data: give the data with --data")
+    if not 0 < level < 1:
+        raise CLIError(f"--level must lie in (0, 1), got {level}; e.g. --level 0.01")
+    for value, name in ((replications, "--sbc-replications"), (draws, "--sbc-draws"), (thin, "--thin"),
+                        (geweke_samples, "--geweke-samples"), (chains, "--chains"),
+                        (evidence_steps, "--evidence-steps")):
+        at_least(value, name, 2 if name in ("--sbc-replications", "--evidence-steps", "--chains") else 1, "100")
+    at_least(warmup, "--warmup", 0, "500")
+    at_least(seed, "--seed", 0, "0")
+    budget = Budget.quick() if quick else Budget.default()
+    overrides = {"sbc_replications": replications, "sbc_draws": draws, "sbc_warmup": warmup, "sbc_thin": thin,
+                 "geweke_samples": geweke_samples, "sandwich_chains": chains, "evidence_chains": chains,
+                 "evidence_steps": evidence_steps,
+                 "sandwich_steps": tuple(parse_steps(steps)) if steps else None}
+    budget = dataclasses.replace(budget, **{k: v for k, v in overrides.items() if v is not None})
+
+    name = ppl_label("numpyro", numpyro) if numpyro is not None else model
+    out = output_dir(out, f"audit-{name.replace(':', '-')}")
+    if numpyro is not None:
+        model_obj, _ = load_ppl_model("numpyro", numpyro, data=data, observed=observed, simulator=None)
+        arrays = _load_npz(data)
+        names = list(model_obj.observed)
+        given = [n for n in names if n in arrays]
+        if given and len(given) != len(names):
+            raise CLIError(f"--data holds observed site(s) {given} but not {sorted(set(names) - set(given))}; give "
+                           "all of them (real data) or none (simulated data only)")
+        real = {n: arrays[n] for n in names} if given else None
+    else:
+        model_obj, _ = builtin_model(model, option or [])
+        real = _builtin_data(data)
+    hyper = [h.strip() for h in hyperparameters.split(",") if h.strip()] if hyperparameters else None
+
+    stdout = console()
+    stdout.print(f"[bold]bdmc audit[/]  model [cyan]{escape(name)}[/] · sampler {escape(sampler)} · "
+                 f"{'real data from ' + escape(str(data)) if real is not None else 'simulated data'} · "
+                 f"{'quick' if quick else 'default'} budget · level {level:g} · seed {seed}", soft_wrap=True)
+    began = time.perf_counter()
+    status = stdout.status("starting", spinner="dots") if stdout.is_terminal else None
+    if status is not None:
+        status.start()
+
+    def stage(text: str) -> None:
+        if status is not None:
+            status.update(f"{escape(text)} [dim]({time.perf_counter() - began:.0f} s)[/]")
+        else:
+            stdout.print(f"[dim]{time.perf_counter() - began:6.1f} s[/]  {escape(text)} ...", soft_wrap=True)
+
+    def finished(outcome) -> None:
+        stdout.print(f"  [{STYLE[outcome.verdict]}]{outcome.verdict:>12}[/]  {escape(outcome.title)}", soft_wrap=True)
+
+    try:
+        result = audit(jax.random.key(seed), model_obj, sampler=sampler, data=real, budget=budget, level=level,
+                       hyperparameters=hyper, name=name, ppl="NumPyro" if numpyro else None, on_stage=stage,
+                       on_outcome=finished)
+    finally:
+        if status is not None:
+            status.stop()
+    paths = write_report(result, out)
+    print_summary(stdout, result)
+    wrote(stdout, *paths.values())
+
+
+def print_summary(out, result) -> None:
+    """The verdict table: one row per check, its verdict, level and statistic, then the audit's verdict."""
+    table = Table(title=f"audit of {result.model} with {result.sampler}", show_lines=False, expand=False)
+    table.add_column("check", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("level", justify="right", no_wrap=True)
+    table.add_column("statistic / summary")
+    for c in result.checks:
+        level = "-" if c.level is None else f"{c.level:.2g}"
+        text = c.summary if c.verdict == "not run" else c.statistic
+        table.add_row(c.name, f"[{STYLE[c.verdict]}]{c.verdict}[/]", level, escape(text))
+    out.print(table)
+    out.print(f"audit verdict: [{STYLE[result.verdict]}]{result.verdict}[/] "
+              f"({escape(str(result.settings.get('overall_level', '')))}; {result.seconds:.0f} s)", soft_wrap=True)
+
+
+def _builtin_data(path: Path | None):
+    if path is None:
+        return None
+    arrays = _load_npz(path)
+    if len(arrays) != 1:
+        raise CLIError(f"--data: a built-in model's data file must hold one array, got {sorted(arrays)}")
+    return np.asarray(next(iter(arrays.values())))

@@ -6,8 +6,11 @@ from .bread import BreadResult, bread
 from .compare import DensityComparison, ModelComparison, compare_models
 from .consistency import ConsistencyResult, conditional_consistency
 from .geweke import GewekeResult, geweke
+from .samplers import KernelSampler, NumPyroNUTS, Sampler
 from .sandwich import SandwichResult, sandwich
+from .sbc import SBCResult, sbc
 
 __all__ = ["BreadResult", "BugAlarm", "ConsistencyResult", "GewekeResult", "SandwichResult", "alarm_from_table",
            "bread", "bug_alarm", "conditional_consistency", "geweke", "sandwich",
-           "DensityComparison", "ModelComparison", "compare_models"]
+           "DensityComparison", "ModelComparison", "compare_models",
+           "KernelSampler", "NumPyroNUTS", "Sampler", "SBCResult", "sbc"]

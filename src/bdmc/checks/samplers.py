@@ -1,0 +1,162 @@
+"""Posterior samplers that simulation-based calibration (:func:`bdmc.checks.sbc`) audits.
+
+A sampler draws from ``p(x | y)`` of one data set: ``sampler.draws(key, data, *, num_draws)`` returns the
+latent pytree with a leading axis of ``num_draws`` draws. Every sampler here is pure JAX, so SBC runs all
+its replications as one compiled, ``vmap``-ped program (``traceable = True``); a sampler that leaves JAX
+(another PPL's own sampler) sets ``traceable = False`` and is called once per replication.
+
+Chains start from an independent prior draw, never from the latent that generated the data: a chain started
+there is already at an exact posterior sample and would hide a sampler that does not converge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import jax
+import jax.numpy as jnp
+
+from ..contracts.model import log_density
+from ..errors import BDMCError, require
+
+
+@runtime_checkable
+class Sampler(Protocol):
+    """``draws(key, data, *, num_draws) -> latents`` (leading axis ``num_draws``) from ``p(x | data)``.
+
+    ``traceable`` says whether ``draws`` is pure JAX (then SBC vmaps it over replications in one program).
+    ``settings()`` returns the sampler's options as a JSON-ready dict (recorded in SBC's result).
+    """
+
+    traceable: bool
+
+    def draws(self, key, data, *, num_draws: int) -> Any: ...
+
+    def settings(self) -> dict: ...
+
+
+@dataclass(frozen=True)
+class KernelSampler:
+    """Any bdmc kernel run at ``lam = 1`` (the posterior) as a posterior sampler.
+
+    One chain per data set starts from an independent prior draw, runs ``warmup`` transitions, then keeps
+    every ``thin``-th of ``num_draws * thin`` transitions.
+
+    Parameters
+    ----------
+    kernel : Kernel
+        ``kernel(key, latent, data, lam) -> (latent, info)``.
+    warmup : int
+        Transitions discarded before the first kept draw.
+    thin : int
+        Transitions between kept draws; raise it until the draws are near independent (SBC records their
+        effective sample size).
+    model : Model, optional
+        The model whose prior starts the chain; defaults to the kernel's own ``model`` attribute (gradient
+        kernels have one; a Gibbs sweep does not, so pass it).
+    """
+
+    kernel: Any
+    warmup: int = 100
+    thin: int = 1
+    model: Any = None
+    traceable: bool = True
+
+    def __post_init__(self):
+        if self.warmup < 0 or self.thin < 1:
+            raise BDMCError(f"KernelSampler needs warmup >= 0 and thin >= 1, got warmup={self.warmup}, "
+                            f"thin={self.thin}")
+        if self._model() is None:
+            raise BDMCError(f"KernelSampler: {type(self.kernel).__name__} holds no model to draw the chain's start "
+                            "from; pass model=...")
+
+    def _model(self):
+        return self.model if self.model is not None else getattr(self.kernel, "model", None)
+
+    def draws(self, key, data, *, num_draws: int):
+        model = self._model()
+        k_init, k_warm, k_run = jax.random.split(key, 3)
+        one = jnp.ones((), jnp.result_type(float))
+
+        def step(latent, k):
+            return self.kernel(k, latent, data, one)[0], None
+
+        latent = jax.lax.scan(step, model.sample_prior(k_init), jax.random.split(k_warm, self.warmup))[0]
+
+        def keep(latent, k):
+            latent = jax.lax.scan(step, latent, jax.random.split(k, self.thin))[0]
+            return latent, latent
+
+        return jax.lax.scan(keep, latent, jax.random.split(k_run, num_draws))[1]
+
+    def settings(self) -> dict:
+        return {"sampler": "kernel", "kernel": type(self.kernel).__name__, "warmup": self.warmup, "thin": self.thin}
+
+
+@dataclass(frozen=True, eq=False)
+class NumPyroNUTS:
+    """NumPyro's own NUTS (its functional ``hmc(algo="NUTS")``, with its warm-up adaptation) on a program from
+    :func:`bdmc.ppl.from_numpyro`.
+
+    The potential is the program's log joint on NumPyro's unconstrained space, as the adapter evaluates it
+    (the same density NumPyro's ``MCMC`` samples). The kernel is pure JAX, so SBC compiles it once and vmaps it
+    over replications (NumPyro's ``MCMC`` would re-enter Python per data set).
+
+    Parameters
+    ----------
+    model : NumPyroModel
+    num_warmup : int
+        NumPyro's warm-up (step-size and mass-matrix adaptation) transitions.
+    thin : int
+        Transitions between kept draws.
+    step_size : float
+        Initial step size (the fixed one when ``adapt_step_size=False``).
+    adapt_step_size, adapt_mass_matrix, dense_mass, target_accept_prob, max_tree_depth
+        As for ``numpyro.infer.NUTS``.
+    """
+
+    model: Any
+    num_warmup: int = 500
+    thin: int = 1
+    step_size: float = 1.0
+    adapt_step_size: bool = True
+    adapt_mass_matrix: bool = True
+    dense_mass: bool = False
+    target_accept_prob: float = 0.8
+    max_tree_depth: int = 10
+    traceable: bool = True
+
+    def __post_init__(self):
+        require("numpyro", extra="numpyro")
+        if self.num_warmup < 0 or self.thin < 1:
+            raise BDMCError(f"NumPyroNUTS needs num_warmup >= 0 and thin >= 1, got num_warmup={self.num_warmup}, "
+                            f"thin={self.thin}")
+
+    def draws(self, key, data, *, num_draws: int):
+        from numpyro.infer.hmc import hmc
+
+        model = self.model
+        k_init, k_run = jax.random.split(key)
+        init_kernel, sample_kernel = hmc(potential_fn=lambda u: -log_density(model, u, data, 1.0), algo="NUTS")
+        state = init_kernel(model.sample_prior(k_init), self.num_warmup, step_size=self.step_size,
+                            adapt_step_size=self.adapt_step_size, adapt_mass_matrix=self.adapt_mass_matrix,
+                            dense_mass=self.dense_mass, target_accept_prob=self.target_accept_prob,
+                            max_tree_depth=self.max_tree_depth, rng_key=k_run)
+
+        def step(state, _):
+            return sample_kernel(state), None
+
+        state = jax.lax.scan(step, state, None, length=self.num_warmup)[0]
+
+        def keep(state, _):
+            state = jax.lax.scan(step, state, None, length=self.thin)[0]
+            return state, state.z
+
+        return jax.lax.scan(keep, state, None, length=num_draws)[1]
+
+    def settings(self) -> dict:
+        return {"sampler": "numpyro-nuts", "num_warmup": self.num_warmup, "thin": self.thin,
+                "step_size": self.step_size, "adapt_step_size": self.adapt_step_size,
+                "adapt_mass_matrix": self.adapt_mass_matrix, "dense_mass": self.dense_mass,
+                "target_accept_prob": self.target_accept_prob, "max_tree_depth": self.max_tree_depth}

@@ -197,6 +197,9 @@ def test_writes_are_atomic_and_leave_no_temporary_files(tmp_path, result, monkey
     write_report(result, out, title="first")
     write_report(result, out, title="second")
     assert sorted(p.name for p in out.iterdir()) == sorted(REPORT_FILES.values())
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert {p.stat().st_mode & 0o777 for p in out.iterdir()} == {0o666 & ~mask}  # not mkstemp's private 0600
     assert "<h1>second</h1>" in (out / "report.html").read_text()
 
     # A write that fails at the rename leaves the previous files whole and no temporary file behind.
@@ -310,3 +313,13 @@ def test_results_json_rebuilds_the_audit_and_its_page(tmp_path, result):
     assert [len(c.figures) for c in AuditResult.from_dict(doc).checks] == [0, 0, 0]
     with pytest.raises(ValueError, match="check 'sbc': 2 figure captions but 1 PNGs"):
         AuditResult.from_dict(doc, pngs={"sbc": pngs["sbc"][:1]})
+
+
+def test_details_name_their_records_and_long_models_get_a_short_title():
+    check = CheckOutcome(name="sbc", title="t", verdict="pass", statistic="s", level=0.01, summary="s",
+                         details={"quantities": [{"q": "beta", "p": 0.3}, {"q": "s2", "p": 0.5}],
+                                  "settings": {"sampler": {"warmup": 150}}})
+    model = "LinearRegression(n=20, degree=3, tau=0.1, h0=1.0, k0=1.0, x_range=(-2.0, 2.0))"
+    page = render_html(AuditResult(model=model, ppl="p", sampler="s", data="d", checks=(check,)))
+    assert "2 records (in results.json)" in page and "settings.sampler.warmup" in page
+    assert "<h1>bdmc audit</h1>" in page and f"<dd>{model}</dd>" in page

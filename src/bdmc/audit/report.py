@@ -61,6 +61,12 @@ def tables_frame(result: AuditResult) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
+def current_umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Replace ``path`` by ``text``: a uniquely named temporary file beside it, synced, then renamed."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -69,6 +75,7 @@ def write_atomic(path: Path, text: str) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes it private; a report is an ordinary file
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -85,7 +92,7 @@ def write_report(result: AuditResult, out_dir: str | os.PathLike, *, title: str 
     out_dir : path
         The folder; existing report files in it are replaced atomically.
     title : str, optional
-        The page's heading; default ``"bdmc audit: <model>"``.
+        The page's heading; default ``"bdmc audit: <model>"`` (``"bdmc audit"`` for a long model name).
 
     Returns
     -------

@@ -66,8 +66,10 @@ table.verdicts th:nth-child(3) { width: 25%; }
 table.verdicts th:nth-child(5) { width: 38%; }
 table.verdicts td:nth-child(4) { white-space: normal; }
 table.verdicts th:nth-child(4) { white-space: normal; }
-table.numbers { width: auto; min-width: 50%; font-size: .88rem; }
+table.numbers { width: auto; min-width: 50%; font-size: .86rem; }
+table.numbers th, table.numbers td { padding: .3rem .5rem; }
 table.numbers td { white-space: nowrap; }
+table.numbers thead th { white-space: normal; vertical-align: bottom; }
 table.kv { width: auto; }
 table.kv th { font-weight: normal; color: var(--muted); white-space: nowrap; }
 table.kv td { overflow-wrap: anywhere; }
@@ -93,6 +95,8 @@ footer { margin-top: 2.5rem; padding-top: .75rem; border-top: 2px solid var(--ru
   section.check { break-before: auto; }
   h2, h3, .check-head { break-after: avoid; page-break-after: avoid; }
   tr { break-inside: avoid; }
+  .scroll { overflow: visible; }
+  table.numbers { font-size: 8.5pt; }
   .figures { grid-template-columns: 1fr 1fr; }
 }
 """
@@ -235,7 +239,9 @@ def rows_table(rows: list[Mapping[str, Any]], *, css: str, max_rows: int) -> str
     shown = rows[:max_rows]
     cells = [[fmt_cell(row.get(c)) for c in cols] for row in shown]
     numeric = [all(cell[i][1] for cell in cells) for i in range(len(cols))]
-    head = "".join(f'<th scope="col"{" class=num" if numeric[i] else ""}>{esc(c)}</th>' for i, c in enumerate(cols))
+    # Long snake_case headers may break after an underscore, so a wide table still fits the page.
+    head = "".join(f'<th scope="col"{" class=num" if numeric[i] else ""}>{esc(c).replace("_", "_<wbr>")}</th>'
+                   for i, c in enumerate(cols))
     body = "".join("<tr>" + "".join(f'<td{" class=num" if numeric[i] else ""}>{text}</td>'
                                     for i, (text, _) in enumerate(row)) + "</tr>" for row in cells)
     note = ""
@@ -258,9 +264,17 @@ def flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def fmt_detail(value: Any) -> str:
+    """A details cell: a list of records (a table kept in the details) is named, not dumped."""
+    value = to_plain(value)
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, Mapping) for v in value):
+        return esc(f"{len(value)} records (in results.json)")
+    return fmt_cell(value)[0]
+
+
 def kv_table(mapping: Mapping[str, Any], *, caption: str | None = None) -> str:
     mapping = flatten(mapping)
-    rows = "".join(f'<tr><th scope="row">{esc(k)}</th><td>{fmt_cell(v)[0]}</td></tr>' for k, v in mapping.items())
+    rows = "".join(f'<tr><th scope="row">{esc(k)}</th><td>{fmt_detail(v)}</td></tr>' for k, v in mapping.items())
     cap = f"<caption class=note>{esc(caption)}</caption>" if caption else ""
     return f'<div class="scroll"><table class="kv">{cap}<tbody>{rows}</tbody></table></div>'
 
@@ -317,7 +331,8 @@ def render_html(result: AuditResult, *, title: str | None = None, max_rows: int 
     result : AuditResult
         The audit's outcomes; nothing is computed here.
     title : str, optional
-        The page's heading; default ``"bdmc audit: <model>"``.
+        The page's heading; default ``"bdmc audit: <model>"`` (``"bdmc audit"`` when the model's name is long:
+        the header names it anyway).
     max_rows : int, optional
         Rows of each check's ``table`` shown in its section (all rows go to ``results_tables.csv``).
 
@@ -328,7 +343,8 @@ def render_html(result: AuditResult, *, title: str | None = None, max_rows: int 
     """
     if not isinstance(result, AuditResult):
         raise TypeError(f"render_html needs an AuditResult, got {type(result).__name__}")
-    title = title if title is not None else f"bdmc audit: {result.model}"
+    if title is None:
+        title = f"bdmc audit: {result.model}" if len(result.model) <= 48 else "bdmc audit"
     ids = section_ids(result)
     what = {"Model": result.model, "PPL": result.ppl, "Sampler": result.sampler, "Data": result.data}
     header = (

@@ -6,6 +6,11 @@ shared by every condition. For each PPL x representation, BREAD (paired forward 
 bound B-hat on the Jeffreys divergence at several chain lengths T, with its stderr and the seconds it took
 (compile excluded). A random-walk Metropolis kernel runs on the NumPyro version of both representations too.
 
+The paper's own samplers: Stan's NUTS (bdmc's NUTS on the in-process Stan density, ``--kernels nuts``) and
+WebPPL's single-site Metropolis-Hastings (``SingleSiteMH``: one uniformly chosen coordinate per step, redrawn
+from its N(0, 1) prior, accepted by the tempered density; ``--kernels ssmh``) on the WebPPL programs of
+:mod:`bdmc.realdata.webppl_models` and, to separate steps from WebPPL's cost per evaluation, on NumPyro's.
+
 Kernels (fixed per representation, identical for every PPL of it):
 
 - HMC with 10 leapfrog steps; step size and diagonal inverse mass from a BlackJAX window adaptation
@@ -44,9 +49,10 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import bdmc  # noqa: E402
-from bdmc.kernels import HMC, RandomWalkMH  # noqa: E402
+from bdmc.kernels import HMC, NUTS, RandomWalkMH, SingleSiteMH  # noqa: E402
 from bdmc.contracts.model import log_density  # noqa: E402
 from bdmc.realdata import factorization as fz  # noqa: E402
+from bdmc.realdata import webppl_models as wm  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
@@ -83,15 +89,30 @@ def adapt(representation, shared, *, num_steps, key):
             "rwm_scale": 2.38 / np.sqrt(dim) * np.sqrt(variance)}
 
 
-def make_kernel(kind, model, ppl, representation, settings):
+def build_model(rep, ppl):
+    return wm.webppl_factorization(rep) if ppl == "webppl" else fz.build(rep, ppl)
+
+
+def exact_latent(ppl, rep, shared):
+    if ppl == "webppl":
+        return jnp.asarray(wm.webppl_latent(rep, np.asarray(shared.U), np.asarray(shared.V)))
+    return fz.latent_from_factors(ppl, rep, shared.U, shared.V)
+
+
+def make_kernel(kind, model, ppl, representation, settings, *, tree_depth=6):
     if kind == "rwm":
         return RandomWalkMH(model, scale=settings["rwm_scale"])
+    if kind == "ssmh":  # WebPPL's MH: one uniformly chosen coordinate per step, redrawn from its N(0, 1) prior
+        return SingleSiteMH(model, proposal="independent", loc=0.0, scale=1.0, order="random")
     mass_U = None if settings["mass_U"] is None else np.asarray(settings["mass_U"])
     flat = fz.latent_from_factors(ppl, representation, mass_U, np.asarray(settings["mass_V"]))
     if isinstance(flat, dict):
         from jax.flatten_util import ravel_pytree
 
         flat = ravel_pytree(flat)[0]
+    if kind == "nuts":
+        return NUTS(model, step_size=settings["step_size"], inverse_mass=tuple(np.asarray(flat).tolist()),
+                    max_tree_depth=tree_depth)
     return HMC(model, step_size=settings["step_size"], num_integration_steps=LEAPFROG,
                inverse_mass=tuple(np.asarray(flat).tolist()))
 
@@ -106,10 +127,17 @@ def main(argv=None) -> int:
     ap.add_argument("--rwm-steps", default="100,1000,10000,30000", help="T for random-walk Metropolis, uncollapsed")
     ap.add_argument("--rwm-collapsed-steps", default="100,300,1000,3000",
                     help="T for random-walk Metropolis, collapsed")
+    ap.add_argument("--ssmh-steps", default="100,1000,10000,100000",
+                    help="T (single-site updates) for single-site MH in NumPyro, both representations")
+    ap.add_argument("--webppl-steps", default="100,300,1000,3000",
+                    help="T (single-site updates) for single-site MH in WebPPL, both representations")
+    ap.add_argument("--nuts-steps", default="10,30,100", help="T for NUTS in Stan, both representations")
+    ap.add_argument("--tree-depth", type=int, default=6, help="NUTS's largest tree depth (2^depth gradients)")
     ap.add_argument("--chains", type=int, default=8, help="chain pairs per T")
-    ap.add_argument("--ppls", default="numpyro,pymc,stan")
+    ap.add_argument("--ppls", default="numpyro,pymc,stan,webppl")
     ap.add_argument("--representations", default="collapsed,uncollapsed")
-    ap.add_argument("--kernels", default="hmc,rwm", help="rwm runs on NumPyro only")
+    ap.add_argument("--kernels", default="hmc,rwm,ssmh,nuts",
+                    help="hmc: NumPyro, PyMC, Stan; rwm: NumPyro; ssmh: NumPyro, WebPPL; nuts: Stan")
     ap.add_argument("--adapt-steps", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=OUT)
@@ -143,9 +171,13 @@ def main(argv=None) -> int:
         exact = {}
         for kind in parse_list(args.kernels, str):
             for ppl in parse_list(args.ppls, str):
-                if kind == "rwm" and ppl != "numpyro":
+                if ppl not in KERNEL_PPLS[kind]:
                     continue
-                if kind == "rwm":
+                if kind == "ssmh":
+                    steps = args.webppl_steps if ppl == "webppl" else args.ssmh_steps
+                elif kind == "nuts":
+                    steps = args.nuts_steps
+                elif kind == "rwm":
                     steps = args.rwm_collapsed_steps if rep == "collapsed" else args.rwm_steps
                 elif ppl == "stan":
                     steps = args.stan_steps
@@ -155,17 +187,19 @@ def main(argv=None) -> int:
                 todo = [T for T in steps if (ppl, rep, kind, T, args.chains) not in done]
                 if not todo:
                     continue
-                model = fz.build(rep, ppl)
+                model = build_model(rep, ppl)
                 if ppl not in exact:
-                    exact[ppl] = fz.latent_from_factors(ppl, rep, shared.U, shared.V)
-                kernel = make_kernel(kind, model, ppl, rep, settings[rep])
+                    exact[ppl] = exact_latent(ppl, rep, shared)
+                kernel = make_kernel(kind, model, ppl, rep, settings[rep], tree_depth=args.tree_depth)
                 run_key = jax.random.fold_in(k_runs, REP_INDEX[rep] * 10 + KIND_INDEX[kind])
                 for T in todo:
                     res = bdmc.bread(run_key, model, shared.data, exact[ppl], steps=[T], num_chains=args.chains,
                                      kernel=kernel, progress=False)
                     r = res.table.iloc[0]
-                    desc = (f"step={settings[rep]['step_size']:.4g},L={LEAPFROG},diag-mass" if kind == "hmc"
-                            else f"scale={settings[rep]['rwm_scale']:.4g}")
+                    desc = {"hmc": f"step={settings[rep]['step_size']:.4g},L={LEAPFROG},diag-mass",
+                            "nuts": f"step={settings[rep]['step_size']:.4g},depth<={args.tree_depth},diag-mass",
+                            "ssmh": "one random site per step,prior proposal N(0;1)",
+                            "rwm": f"scale={settings[rep]['rwm_scale']:.4g}"}[kind]
                     row = {"ppl": ppl, "representation": rep, "kernel": kind, "num_steps": T,
                            "num_chains": args.chains, "b_hat": float(r["b_hat"]),
                            "b_hat_stderr": float(r["b_hat_stderr"]), "seconds": float(r["seconds"]),
@@ -178,10 +212,13 @@ def main(argv=None) -> int:
 
 
 REP_INDEX = {"collapsed": 1, "uncollapsed": 2}
-KIND_INDEX = {"hmc": 1, "rwm": 2}
-STYLE = {"numpyro": "-", "pymc": "--", "stan": ":"}
+KIND_INDEX = {"hmc": 1, "rwm": 2, "ssmh": 3, "nuts": 4}
+KERNEL_PPLS = {"hmc": ("numpyro", "pymc", "stan"), "rwm": ("numpyro",), "ssmh": ("numpyro", "webppl"),
+               "nuts": ("stan",)}
+STYLE = {"numpyro": "-", "pymc": "--", "stan": ":", "webppl": "-."}
 COLOR = {("collapsed", "hmc"): "C0", ("uncollapsed", "hmc"): "C3", ("collapsed", "rwm"): "C2",
-         ("uncollapsed", "rwm"): "C1"}
+         ("uncollapsed", "rwm"): "C1", ("collapsed", "ssmh"): "C4", ("uncollapsed", "ssmh"): "C5",
+         ("collapsed", "nuts"): "C9", ("uncollapsed", "nuts"): "C6"}
 
 
 def plot(frame, path):

@@ -17,6 +17,8 @@ TINY = Budget(triples=8, sbc_replications=60, sbc_draws=19, sbc_warmup=10, sbc_t
               evidence_draws=100)
 MODEL = LinearRegression(n=10, degree=1)
 LEVEL = 0.01
+# Each full audit compiles a dozen programs: 60-120 s on the shared 2-core machine, so these are slow tests.
+slow = pytest.mark.slow
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +41,7 @@ def broken() -> AuditResult:
     return audit(jax.random.key(3), MODEL, sampler=wide, budget=TINY, level=LEVEL)
 
 
+@slow
 def test_correct_model_passes_every_check(correct):
     verdicts = {c.name: c.verdict for c in correct.checks}
     assert verdicts == {"simulator-density": "pass", "sbc": "pass", "geweke": "pass", "bdmc": "pass",
@@ -47,6 +50,7 @@ def test_correct_model_passes_every_check(correct):
     assert correct.sampler == "the model's Gibbs kernel"
 
 
+@slow
 def test_levels_add_up_to_the_audit_level(correct):
     tested = [c for c in correct.checks if c.level is not None]
     assert {c.name for c in tested} == {"sbc", "geweke", "bdmc"}
@@ -54,11 +58,13 @@ def test_levels_add_up_to_the_audit_level(correct):
     assert correct.settings["level"] == LEVEL
 
 
+@slow
 def test_every_run_check_has_figures_statistic_and_remedy(correct):
     for c in correct.checks:
         assert c.figures and c.statistic and c.meaning and c.remedy, c.name
 
 
+@slow
 def test_evidence_brackets_the_exact_value(correct):
     ev = next(c for c in correct.checks if c.name == "evidence")
     exact = ev.details["exact"]
@@ -69,6 +75,7 @@ def test_evidence_brackets_the_exact_value(correct):
     assert lower["value"] <= exact + 4 * lower["stderr"]
 
 
+@slow
 def test_broken_kernel_fails_the_checks_that_see_it(broken):
     verdicts = {c.name: c.verdict for c in broken.checks}
     # Geweke compares the kernel with the simulator: a kernel invariant for the wrong posterior fails it.

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..checks.sbc import sbc
+from ..plotting.audit import png_bytes
+from ..plotting.sbc import plot_sbc_ecdf, plot_sbc_histograms
 from .result import CheckOutcome, Figure
 
 NAME = "sbc"
@@ -65,4 +67,12 @@ def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replicatio
 
 
 def _figures(res) -> tuple[Figure, ...]:
-    return ()
+    shown = min(12, len(res.names))
+    return (
+        Figure(png_bytes(plot_sbc_ecdf(res)),
+               f"Rank ECDF minus the uniform CDF for the first {shown} of {len(res.names)} quantities, with the "
+               "simultaneous band of each test: a curve leaving its band fails."),
+        Figure(png_bytes(plot_sbc_histograms(res)),
+               f"Rank histograms ({res.num_replications} data sets x {res.num_draws} draws) with the central 99% "
+               "band of a uniform rank per bin: U shapes mean draws too narrow, humps too wide, slopes biased."),
+    )

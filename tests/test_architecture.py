@@ -17,7 +17,7 @@ LAYERS = (
     ("checks",),
     ("estimators", "bracketing", "generative"),
     ("plotting", "interop"),
-    ("experiments", "realdata", "audit"),
+    ("experiments", "realdata", "auditing"),
     ("cli",),
     ("__init__",),
 )

@@ -23,7 +23,7 @@ from .errors import (BDMCError, DataError, MissingCapabilityError, MissingExtraE
 from .version import __version__
 
 
-__all__ = [
+__all__ = ["audit", 
     "AnnealResult", "BDMCError", "BreadResult", "BugAlarm", "DataError", "ESTIMATORS", "Estimate",
     "MissingCapabilityError", "MissingExtraError", "NonFiniteLogDensityError", "NonFiniteLogWeightError",
     "SandwichResult", "ScheduleError", "Simulated", "StepInfo", "__version__", "anneal", "bracket", "bread",
@@ -31,3 +31,13 @@ __all__ = [
     "exact", "forward_ais", "gap", "kernels", "log_harmonic_mean", "log_mean_exp", "models", "ppl",
     "reverse_ais", "sandwich", "schedules", "shme", "simulate", "smc",
 ]
+
+
+def audit(key, model, **options):
+    """Run the project's checks on a model and its sampler, as one report (see :func:`bdmc.auditing.audit`).
+
+    Imported on first use: the audit draws figures, and ``import bdmc`` should not load matplotlib.
+    """
+    from .auditing import audit as run
+
+    return run(key, model, **options)

@@ -8,7 +8,7 @@ import jax
 import pytest
 
 import bdmc
-from bdmc.audit import AuditResult, Budget, audit
+from bdmc.auditing import AuditResult, Budget, audit
 from bdmc.models import LinearRegression
 
 # Tiny budgets: every check runs, with a fixed key, in a few seconds once compiled.

@@ -15,9 +15,9 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from bdmc.audit import AuditResult, CheckOutcome, Figure  # noqa: E402
-from bdmc.audit import report as report_module  # noqa: E402
-from bdmc.audit.report import REPORT_FILES, REPORT_VERSION, render_html, write_report  # noqa: E402
+from bdmc.auditing import AuditResult, CheckOutcome, Figure  # noqa: E402
+from bdmc.auditing import report as report_module  # noqa: E402
+from bdmc.auditing.report import REPORT_FILES, REPORT_VERSION, render_html, write_report  # noqa: E402
 from bdmc.version import __version__  # noqa: E402
 
 EVIL = '<script>alert("x")</script> & "quoted"'
@@ -292,7 +292,7 @@ def contrast(fg, bg):
 
 def test_verdict_colours_are_readable():
     """Each verdict's text colour on its background meets WCAG AA for normal text (4.5:1)."""
-    from bdmc.audit.report_html import CSS
+    from bdmc.auditing.report_html import CSS
     colours = dict(re.findall(r"--([a-z-]+):\s*(#[0-9a-f]{6})", CSS))
     for v in ("pass", "fail", "inc", "nr"):
         assert contrast(colours[f"{v}-fg"], colours[f"{v}-bg"]) >= 4.5, v

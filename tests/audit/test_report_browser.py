@@ -20,8 +20,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from bdmc.audit import AuditResult, CheckOutcome, Figure  # noqa: E402
-from bdmc.audit.report import render_html, write_report  # noqa: E402
+from bdmc.auditing import AuditResult, CheckOutcome, Figure  # noqa: E402
+from bdmc.auditing.report import render_html, write_report  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 REQUIRED = os.environ.get("BDMC_REQUIRE_BROWSER", "") not in ("", "0")

@@ -1,6 +1,6 @@
 """What an audit returns: one outcome per check, each with its verdict, statistic and false-alarm level.
 
-The report (:mod:`bdmc.audit.report`) only lays these out: every number and every figure is made before it
+The report (:mod:`bdmc.auditing.report`) only lays these out: every number and every figure is made before it
 is called, so a report can be rebuilt from ``results.json`` plus the saved figures without rerunning.
 """
 

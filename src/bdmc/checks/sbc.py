@@ -172,7 +172,7 @@ def sbc(
 ) -> SBCResult:
     """Simulation-based calibration of ``sampler`` on ``model``.
 
-    Signature (kept stable for :mod:`bdmc.audit`)::
+    Signature (kept stable for :mod:`bdmc.auditing`)::
 
         sbc(key, model, sampler, *, num_replications=100, num_draws=99, level=0.01, batch_size=None)
             -> SBCResult

@@ -55,8 +55,8 @@ def audit_command(
     """
     import jax
 
-    from ..audit import Budget, audit
-    from ..audit.report import write_report
+    from ..auditing import Budget, audit
+    from ..auditing.report import write_report
 
     if (numpyro is None) == (model is None):
         raise CLIError("give either --model NAME or --numpyro PATH.py:FN")

@@ -1,0 +1,361 @@
+"""Simulator against density for a model without conditionals: forward simulation only, no kernel.
+
+The conditional-vs-joint check needs a model's conditionals and Geweke needs a kernel; a program in a PPL has
+neither. What every model has is a simulator (``sample_prior``, ``sample_data``) and a log density
+(``log_prior``, ``log_likelihood``), and both must describe one distribution. Latents ``x`` are drawn from
+the prior simulator, data sets from ``sample_data(x)``, and three families of identities are tested:
+
+- **normalization** of each likelihood term: ``int p(y_i | x) dy_i = 1``, by importance sampling from a
+  Student-t fitted to the simulated ``y_i`` (continuous data), or as the pmf summed over the values seen in
+  simulation, whose shortfall must match the share of fresh draws outside them (discrete data). It sees a
+  wrong constant.
+- **score (Stein) identities** under the simulator, for continuous data: ``E[d/dy log p(y|x)] = 0`` and
+  ``E[(y_j - m_j) d/dy_k log p(y|x)] = -delta_jk`` (gradients by ``jax.grad`` with respect to the data; on
+  data that are all positive, or all in (0, 1), with a weight vanishing at the boundary). They see a
+  simulator and a density that disagree in location, scale or correlation. For discrete data the simulated
+  first and second moments are compared with the density's instead.
+- the same for the **prior**: its score identities on the floating-point latents, and its normalization when
+  the latent dimension is small.
+
+Each test is a t-test over independent cells (one latent, one case), pooled and per case or coordinate;
+"spread" tests average an unbiased estimate of each cell's squared mean, so disagreements whose sign varies
+from cell to cell (a wrong sign in a regression) do not cancel. The verdict is Holm's procedure at ``level``
+over every test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..contracts.model import n_cases
+from .simulator_density_cells import MAX_CROSS, CaseLayout, LatentLayout, Sizes, cells
+
+LEVEL = 0.01
+COLUMNS = ["part", "test", "where", "estimate", "stderr", "statistic", "p_value", "cells", "fired"]
+
+
+@dataclass(frozen=True)
+class SimulatorDensityResult:
+    """Every test of :func:`simulator_density`, its p-value and whether Holm's procedure rejects it.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per test: ``part`` (likelihood or prior), ``test``, ``where`` (all cases, a case, a
+        coordinate), ``estimate`` (the mean of the identity's terms; for normalization the log of the
+        estimated integral), ``stderr``, ``statistic`` (t), ``p_value``, ``cells`` and ``fired``.
+    level : float
+        Family-wise false-alarm rate of the verdict.
+    not_checked : tuple of (what, why)
+    settings : dict
+    """
+
+    table: pd.DataFrame = field(repr=False)
+    level: float
+    not_checked: tuple
+    settings: dict = field(repr=False)
+
+    @property
+    def verdict(self) -> str:
+        """``"inconsistent"`` when any test is rejected, else ``"consistent"``."""
+        return "inconsistent" if bool(self.table["fired"].any()) else "consistent"
+
+    @property
+    def p_values(self) -> pd.Series:
+        """Each test's p-value, indexed ``"part: test (where)"``."""
+        t = self.table
+        return pd.Series(t["p_value"].to_numpy(), index=t["part"] + ": " + t["test"] + " (" + t["where"] + ")")
+
+    @property
+    def fired(self) -> pd.DataFrame:
+        """The rejected tests, smallest p-value first."""
+        return self.table[self.table["fired"]].sort_values("p_value")
+
+    def message(self) -> str:
+        lines = [f"simulator vs density: {self.verdict} at level {self.level:g} (Holm over {len(self.table)} tests)"]
+        for row in self.fired.head(8).itertuples():
+            lines.append(f"  {row.part}: {row.test} ({row.where}): estimate {row.estimate:+.4g} "
+                         f"+- {row.stderr:.2g}, p = {row.p_value:.2g}")
+        for what, why in self.not_checked:
+            lines.append(f"  not checked: {what}: {why}")
+        return "\n".join(lines)
+
+
+def simulator_density(
+    key,
+    model,
+    *,
+    num_latents: int = 64,
+    num_data: int = 64,
+    num_proposals: int = 64,
+    num_prior: int = 4000,
+    max_prior_dim: int = 10,
+    level: float = LEVEL,
+) -> SimulatorDensityResult:
+    """Test a model's simulator against its log density, without conditionals or a kernel.
+
+    Parameters
+    ----------
+    key : PRNG key
+    model : Model
+        Needs only ``sample_prior``, ``sample_data``, ``log_prior`` and ``log_likelihood`` (one term per
+        case, the case being the leading axis of every data leaf, and term ``i`` depending on case ``i``
+        only: checked on continuous data, assumed on discrete data).
+    num_latents : int
+        Prior draws ``x`` at which the likelihood is tested (the cells of the per-case tests).
+    num_data : int
+        Data sets simulated per latent for the identities; as many again shape the proposals and scales
+        (continuous) or form the seen support (discrete).
+    num_proposals : int
+        Importance draws per latent for the normalization of continuous likelihood terms.
+    num_prior : int
+        Prior draws for the prior's identities, and importance draws for its normalization.
+    max_prior_dim : int
+        Largest latent dimension whose prior normalization is estimated.
+    level : float
+        Family-wise false-alarm rate (Holm over every test).
+
+    Returns
+    -------
+    SimulatorDensityResult
+    """
+    dtype_eps = float(jnp.finfo(jnp.result_type(float)).eps)
+    not_checked: list[tuple[str, str]] = []
+    cases = _case_layout(model, not_checked)
+    latent = _latent_layout(model, not_checked)
+    prior_norm = latent is not None and _prior_normalizable(latent, max_prior_dim, not_checked)
+    sizes = Sizes(num_latents=int(num_latents), num_fit=int(num_data), num_data=int(num_data),
+                  num_proposals=int(num_proposals), num_prior=int(num_prior), prior_fit=max(int(num_prior) // 4, 64),
+                  prior_normalization=bool(prior_norm), batch=_batch(cases, num_latents, num_data, num_proposals))
+    out = jax.tree.map(np.asarray, cells(key, model=model, cases=cases, latent=latent, sizes=sizes))
+    rows: list[dict] = []
+    if cases is not None:
+        if float(np.max(out["coupling"])) > 64 * dtype_eps:
+            not_checked.append(("likelihood", "term i changes with data cases other than case i, so the "
+                                              "per-case normalization and identities do not apply"))
+        elif all(cases.discrete):
+            rows += _discrete_rows(out, _coordinate_names(model, cases), 256 * dtype_eps)
+        else:
+            rows += _continuous_rows(out, _coordinate_names(model, cases), not_checked)
+    if latent is not None:
+        rows += _prior_rows(out, _latent_names(latent, model), sizes, not_checked)
+    table = pd.DataFrame(rows, columns=COLUMNS[:-1])
+    table["fired"] = holm(table["p_value"].to_numpy(), level)
+    settings = dict(num_latents=sizes.num_latents, num_data=sizes.num_data, num_proposals=sizes.num_proposals,
+                    num_prior=sizes.num_prior, prior_fit=sizes.prior_fit, max_prior_dim=int(max_prior_dim),
+                    level=float(level))
+    return SimulatorDensityResult(table=table, level=float(level), not_checked=tuple(not_checked), settings=settings)
+
+
+# ------------------------------------------------------------------------------------------ statistics
+
+def holm(p_values, level: float) -> np.ndarray:
+    """Holm's step-down rejections at family-wise level ``level`` (NaN p-values count as 0)."""
+    p = np.nan_to_num(np.asarray(p_values, np.float64), nan=0.0)
+    order = np.argsort(p)
+    thresholds = level / (len(p) - np.arange(len(p)))
+    passed = p[order] <= thresholds
+    k = len(p) if passed.all() else int(np.argmin(passed))
+    fired = np.zeros(len(p), bool)
+    fired[order[:k]] = True
+    return fired
+
+
+def _t_test(values, *, one_sided: bool = False, centre: float = 0.0):
+    """(mean, stderr, t, p) of H0: E[values] = centre over independent cells (non-finite cells: p = 0)."""
+    v = np.asarray(values, np.float64).ravel()
+    n = v.size
+    if not np.all(np.isfinite(v)):
+        return float(np.nanmean(v)), float("nan"), float("nan"), 0.0, n
+    mean = float(v.mean())
+    se = float(v.std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0
+    if se == 0.0:
+        off = abs(mean - centre) > 1e-12 * (1 + abs(centre))
+        return mean, se, float("inf") if off else 0.0, (0.0 if off and (mean > centre or not one_sided) else 1.0), n
+    t = (mean - centre) / se
+    p = stats.t.sf(t, n - 1) if one_sided else 2 * stats.t.sf(abs(t), n - 1)
+    return mean, se, t, float(p), n
+
+
+def _row(part, test, where, result, *, estimate=None):
+    mean, se, t, p, n = result
+    return dict(part=part, test=test, where=where, estimate=mean if estimate is None else estimate, stderr=se,
+                statistic=t, p_value=p, cells=n)
+
+
+def _support_row(part, bad):
+    bad = int(np.sum(bad))
+    return dict(part=part, test="support", where="simulated draws", estimate=float(bad), stderr=0.0,
+                statistic=float(bad), p_value=0.0 if bad else 1.0, cells=1)
+
+
+def _normalization_row(part, where, w_mean):
+    r = _t_test(w_mean, centre=1.0)
+    mean, se = r[0], r[1]
+    log_z = float(np.log(mean)) if mean > 0 else -np.inf
+    return dict(part=part, test="normalization", where=where, estimate=log_z,
+                stderr=se / mean if mean > 0 else float("nan"), statistic=r[2], p_value=r[3], cells=r[4])
+
+
+def _continuous_rows(out, names, not_checked):
+    d = len(names)
+    t1m, t1u, gm, gu, w = out["t1_mean"], out["t1_u"], out["g_mean"], out["g_u"], out["w_mean"]
+    cross = gm.ndim == 4
+    gd = np.diagonal(gm, axis1=-2, axis2=-1) if cross else gm  # (L, N, d)
+    part = "likelihood"
+    rows = [_support_row(part, out["bad"]), _normalization_row(part, "all cases", w)]
+    rows += [_row(part, "score mean", "all cases", _t_test(t1m)),
+             _row(part, "score mean spread", "all cases", _t_test(t1u, one_sided=True)),
+             _row(part, "score scale", "all cases", _t_test(gd)),
+             _row(part, "score scale spread", "all cases", _t_test(gu, one_sided=True))]
+    if d > 1:
+        for j, name in enumerate(names):
+            rows += [_row(part, "score mean", name, _t_test(t1m[..., j])),
+                     _row(part, "score mean spread", name, _t_test(t1u[..., j], one_sided=True)),
+                     _row(part, "score scale", name, _t_test(gd[..., j]))]
+        if cross:
+            rows += [_row(part, "score cross", f"{names[j]}, {names[k]}", _t_test(gm[..., j, k]))
+                     for j in range(d) for k in range(d) if j != k]
+        else:
+            not_checked.append(("likelihood score cross terms", f"a case has {d} > {MAX_CROSS} coordinates"))
+    for i in range(w.shape[1]):
+        rows += [_normalization_row(part, f"case {i}", w[:, i]),
+                 _row(part, "score mean spread", f"case {i}", _t_test(t1u[:, i], one_sided=True)),
+                 _row(part, "score scale", f"case {i}", _t_test(gd[:, i]))]
+    return rows
+
+
+def _discrete_rows(out, names, tol):
+    mass, unseen = out["mass"], out["unseen"]  # (L, N)
+    binary = bool(np.all(out["binary"]))
+    part = "likelihood"
+
+    def normalization(where, m, u):
+        r = _t_test(u)
+        if np.any(m > 1 + tol):  # more than all the probability there is on the values seen
+            r = r[:3] + (0.0, r[4])
+        return _row(part, "normalization (seen support)", where, r, estimate=float(np.log(np.max(m))))
+
+    moments = [("mean", "m1")] + ([] if binary else [("second moment", "m2")])
+    rows = [_support_row(part, out["bad"]), normalization("all cases", mass, unseen)]
+    for label, k in moments:
+        rows += [_row(part, label, "all cases", _t_test(out[f"{k}_mean"])),
+                 _row(part, f"{label} spread", "all cases", _t_test(out[f"{k}_u"], one_sided=True))]
+        if len(names) > 1:
+            rows += [_row(part, f"{label} spread", name, _t_test(out[f"{k}_u"][..., j], one_sided=True))
+                     for j, name in enumerate(names)]
+    for i in range(mass.shape[1]):
+        rows.append(normalization(f"case {i}", mass[:, i], unseen[:, i]))
+        rows += [_row(part, f"{label} spread", f"case {i}", _t_test(out[f"{k}_u"][:, i], one_sided=True))
+                 for label, k in moments]
+    return rows
+
+
+def _prior_rows(out, names, sizes, not_checked):
+    fit = out.get("prior_fit")
+    if fit is not None and fit.shape[1] > 1 and not np.linalg.eigvalsh(np.corrcoef(fit, rowvar=False))[0] > 1e-8:
+        not_checked.append(("prior", "its draws lie on a lower-dimensional set (e.g. a simplex): the prior has "
+                                     "no density on the latent coordinates"))
+        return []
+    n, part = sizes.num_prior, "prior"
+
+    def summary(mean, sd):
+        se = sd / np.sqrt(n)
+        if not (np.isfinite(mean) and np.isfinite(se)):
+            return float(mean), float(se), float("nan"), 0.0, n
+        if se == 0:
+            return float(mean), 0.0, 0.0, float(mean == 0), n
+        t = mean / se
+        return float(mean), float(se), float(t), float(2 * stats.t.sf(abs(t), n - 1)), n
+
+    rows = [_support_row(part, out["prior_bad"])]
+    gm, gs = out["prior_g_mean"], out["prior_g_sd"]
+    cross = gm.ndim == 2
+    for j, name in enumerate(names):
+        rows.append(_row(part, "score mean", name, summary(out["prior_t1_mean"][j], out["prior_t1_sd"][j])))
+        jj = (j, j) if cross else (j,)
+        rows.append(_row(part, "score scale", name, summary(gm[jj], gs[jj])))
+    if cross:
+        rows += [_row(part, "score cross", f"{names[j]}, {names[k]}", summary(gm[j, k], gs[j, k]))
+                 for j in range(len(names)) for k in range(len(names)) if j != k]
+    elif names:
+        not_checked.append(("prior score cross terms", f"latent dimension {len(names)} > {MAX_CROSS}"))
+    if "prior_w" in out:
+        rows.append(_normalization_row(part, "all latents", out["prior_w"]))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------- layouts
+
+def _case_layout(model, not_checked):
+    latent = jax.eval_shape(model.sample_prior, jax.random.key(0))
+    data = jax.eval_shape(model.sample_data, jax.random.key(0), latent)
+    n = n_cases(model, data)
+    leaves, treedef = jax.tree.flatten(data)
+    shapes = tuple(tuple(x.shape) for x in leaves)
+    if any(len(s) == 0 or s[0] != n for s in shapes):
+        not_checked.append(("likelihood", f"data leaves of shapes {list(shapes)} do not all have the {n} cases "
+                                          "of log_likelihood on their leading axis"))
+        return None
+    layout = CaseLayout(treedef, shapes, tuple(np.dtype(x.dtype) for x in leaves), n)
+    if any(layout.discrete) and not all(layout.discrete):
+        not_checked.append(("likelihood", "data mix discrete and continuous leaves"))
+        return None
+    return layout
+
+
+def _latent_layout(model, not_checked):
+    latent = jax.eval_shape(model.sample_prior, jax.random.key(0))
+    leaves, treedef = jax.tree.flatten(latent)
+    floating = tuple(bool(jnp.issubdtype(x.dtype, jnp.floating)) for x in leaves)
+    if not any(floating):
+        not_checked.append(("prior", "no floating-point latent variables"))
+        return None
+    return LatentLayout(treedef, tuple(tuple(x.shape) for x in leaves), floating)
+
+
+def _prior_normalizable(latent, max_dim, not_checked) -> bool:
+    if not all(latent.floating):
+        not_checked.append(("prior normalization", "the latent has discrete variables"))
+        return False
+    if latent.d > max_dim:
+        not_checked.append(("prior normalization", f"latent dimension {latent.d} > max_prior_dim = {max_dim}"))
+        return False
+    return True
+
+
+def _batch(cases, num_latents, num_data, num_proposals):
+    """Latents per step: all at once unless one latent's arrays times the latents exceed about 2^23 numbers."""
+    if cases is None:
+        return None
+    per_latent = (2 * num_data + num_proposals) * cases.n * cases.d * (cases.d if cases.d <= MAX_CROSS else 1)
+    if all(cases.discrete):
+        per_latent = max(per_latent, 2 * num_data * num_data * cases.n)
+    if per_latent * num_latents <= 2**23:
+        return None
+    return max(1, min(int(num_latents), 2**23 // per_latent))
+
+
+def _element_names(base: str, shape: tuple) -> list[str]:
+    if not shape or int(np.prod(shape)) == 1:
+        return [base]
+    return [f"{base}[{', '.join(map(str, idx))}]" for idx in np.ndindex(*shape)]
+
+
+def _coordinate_names(model, cases: CaseLayout) -> list[str]:
+    latent = jax.eval_shape(model.sample_prior, jax.random.key(0))
+    data = jax.eval_shape(model.sample_data, jax.random.key(0), latent)
+    paths = [jax.tree_util.keystr(p) or "y" for p, _ in jax.tree_util.tree_flatten_with_path(data)[0]]
+    return [n for p, s in zip(paths, cases.shapes) for n in _element_names(p, s[1:])]
+
+
+def _latent_names(latent: LatentLayout, model) -> list[str]:
+    tree = jax.eval_shape(model.sample_prior, jax.random.key(0))
+    paths = [jax.tree_util.keystr(p) or "x" for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
+    return [n for p, s, f in zip(paths, latent.shapes, latent.floating) if f for n in _element_names(p, s)]

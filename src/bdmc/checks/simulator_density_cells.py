@@ -1,0 +1,327 @@
+"""The compiled part of :func:`bdmc.checks.simulator_density`: statistics per (latent, case) cell.
+
+Everything here runs as one ``jax.jit`` program per (model, sizes): prior draws, data simulated from each
+latent, importance weights for the normalization of each likelihood term, score (Stein) identities under the
+simulator, the seen-support sums of a discrete likelihood, and the prior's own identities. The host side
+(:mod:`bdmc.checks.simulator_density`) turns the returned cells into tests.
+
+Data cases are the leading axis of every data leaf; a case is flattened to a vector of ``d`` coordinates.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+REAL, POSITIVE, UNIT = 0, 1, 2  # support of a data coordinate, judged from simulated values
+PROPOSAL_INFLATION = 1.5  # proposal scale over the simulated spread, so the weights p/q stay bounded
+MAX_CROSS = 10  # largest case (or latent) dimension for which the off-diagonal identities are formed
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How many draws of each kind (static: they fix the compiled program's shapes)."""
+
+    num_latents: int
+    num_fit: int
+    num_data: int
+    num_proposals: int
+    num_prior: int
+    prior_fit: int
+    prior_normalization: bool
+    batch: int | None  # latents per step of a sequential map; None: all at once
+
+
+@dataclass(frozen=True)
+class CaseLayout:
+    """How a data set's leaves map to an (N, d) array of cases (static, hashable)."""
+
+    treedef: object
+    shapes: tuple  # per-leaf shapes, leading axis N
+    dtypes: tuple
+    n: int
+
+    @property
+    def widths(self) -> tuple:
+        return tuple(int(np.prod(s[1:], dtype=int)) for s in self.shapes)
+
+    @property
+    def d(self) -> int:
+        return sum(self.widths)
+
+    @property
+    def discrete(self) -> tuple:
+        return tuple(not jnp.issubdtype(t, jnp.floating) for t in self.dtypes)
+
+    def flatten(self, data, dtype):
+        leaves = jax.tree.leaves(data)
+        return jnp.concatenate([jnp.reshape(x, (self.n, -1)).astype(dtype) for x in leaves], axis=1)
+
+    def unflatten(self, flat):
+        cuts = np.cumsum((0,) + self.widths)
+        leaves = [jnp.reshape(flat[:, a:b], s).astype(t)
+                  for a, b, s, t in zip(cuts[:-1], cuts[1:], self.shapes, self.dtypes)]
+        return jax.tree.unflatten(self.treedef, leaves)
+
+
+@dataclass(frozen=True)
+class LatentLayout:
+    """The floating-point leaves of a latent as one vector (integer leaves are held fixed)."""
+
+    treedef: object
+    shapes: tuple
+    floating: tuple  # per leaf
+
+    @property
+    def d(self) -> int:
+        return sum(int(np.prod(s, dtype=int)) for s, f in zip(self.shapes, self.floating) if f)
+
+    def split(self, latent):
+        leaves = jax.tree.leaves(latent)
+        flat = [jnp.ravel(x) for x, f in zip(leaves, self.floating) if f]
+        return jnp.concatenate(flat) if flat else jnp.zeros((0,)), leaves
+
+    def merge(self, flat, leaves):
+        out, at = [], 0
+        for x, s, f in zip(leaves, self.shapes, self.floating):
+            if f:
+                size = int(np.prod(s, dtype=int))
+                out.append(jnp.reshape(flat[at:at + size], s).astype(x.dtype))
+                at += size
+            else:
+                out.append(x)
+        return jax.tree.unflatten(self.treedef, out)
+
+
+# ------------------------------------------------------------------------------------------------ pieces
+
+def _support(values, axis):
+    """REAL, POSITIVE or UNIT per coordinate: the smallest set holding every simulated value."""
+    positive = jnp.all(values > 0, axis=axis)
+    unit = positive & jnp.all(values < 1, axis=axis)
+    return jnp.where(unit, UNIT, jnp.where(positive, POSITIVE, REAL))
+
+
+def _to_u(y, support):
+    """The coordinate on which the proposal is a Student-t: y, log y or logit y."""
+    safe_pos = jnp.where(support == REAL, 1.0, y)
+    safe_unit = jnp.where(support == UNIT, y, 0.5)
+    return jnp.where(support == REAL, y, jnp.where(support == POSITIVE, jnp.log(safe_pos),
+                                                   jnp.log(safe_unit) - jnp.log1p(-safe_unit)))
+
+
+def _from_u(u, support):
+    """Inverse of :func:`_to_u` and ``log |du/dy|`` at the result."""
+    y = jnp.where(support == REAL, u, jnp.where(support == POSITIVE, jnp.exp(u), jax.nn.sigmoid(u)))
+    log_jac = jnp.where(support == REAL, 0.0, jnp.where(support == POSITIVE, -u,
+                                                        jax.nn.softplus(u) + jax.nn.softplus(-u)))
+    return y, log_jac
+
+
+def _weights_h(y, support):
+    """Stein weight ``h(y)`` vanishing at the support's boundaries, and ``h'(y)`` (1 and 0 on the real line)."""
+    one = jnp.ones_like(y)
+    h = jnp.where(support == REAL, one, jnp.where(support == POSITIVE, y**2, y**2 * (1 - y) ** 2))
+    dh = jnp.where(support == REAL, 0 * y, jnp.where(support == POSITIVE, 2 * y, 2 * y * (1 - y) * (1 - 2 * y)))
+    return h, dh
+
+
+def _stein(y, score, m, support, cross):
+    """Per draw: ``T1 = h' + h s`` (mean 0) and ``G_jk = (y_j - m_j) T1_k + delta_jk h_k`` (mean 0).
+
+    ``y``, ``score`` (..., d); ``m`` (d,); returns T1 (..., d) and G (..., d, d), or its diagonal when not
+    ``cross``. Both are integration by parts of ``d/dy_k [phi(y) h_k(y_k) p(y)]`` over ``y_k``.
+    """
+    h, dh = _weights_h(y, support)
+    t1 = dh + h * score
+    c = y - m
+    if cross:
+        g = c[..., :, None] * t1[..., None, :] + h[..., None, :] * jnp.eye(y.shape[-1], dtype=y.dtype)
+    else:
+        g = c * t1 + h
+    return t1, g
+
+
+def _cell(t, axis=0):
+    """Mean over draws and the unbiased estimate of its square, ``((sum t)^2 - sum t^2) / (M (M - 1))``."""
+    m = t.shape[axis]
+    total = jnp.sum(t, axis=axis)
+    return total / m, (total**2 - jnp.sum(t**2, axis=axis)) / (m * (m - 1))
+
+
+def _sd(t, axis=0):
+    sd = jnp.std(t, axis=axis, ddof=1)
+    return jnp.where(sd > 0, sd, 1.0)
+
+
+def _proposal(key, fit, support, num):
+    """``num`` draws from a product of Student-t(2) fitted to ``fit`` (axis 0) on the u scale, and log q.
+
+    Location: the median; scale: 1.5 times the interquartile range over 1.349 (robust to heavy tails). t(2)
+    is a normal over the root of an Exp(1), so no gamma sampler is compiled. Also returns ``m``, the median
+    in the data's own coordinates (the centre of the score identities).
+    """
+    u = _to_u(fit, support)
+    q25, loc, q75 = jnp.quantile(u, jnp.asarray([0.25, 0.5, 0.75], u.dtype), axis=0)
+    floor = jnp.sqrt(jnp.finfo(u.dtype).eps) * (1 + jnp.abs(loc))
+    scale = jnp.maximum(PROPOSAL_INFLATION * (q75 - q25) / 1.349, floor)
+    k1, k2 = jax.random.split(key)
+    shape = (num,) + fit.shape[1:]
+    t = jax.random.normal(k1, shape, u.dtype) / jnp.sqrt(jax.random.exponential(k2, shape, u.dtype))
+    y, log_jac = _from_u(loc + scale * t, support)
+    log_t2 = -1.5 * jnp.log1p(t**2 / 2) - math.log(2 * math.sqrt(2))
+    log_q = jnp.sum(log_t2 - jnp.log(scale) + log_jac, axis=-1)
+    return y, log_q, _from_u(loc, support)[0]
+
+
+def _importance(log_p, y, log_q):
+    """``p / q`` per draw, 0 where the proposal left the floating-point range."""
+    return jnp.exp(jnp.where(jnp.all(jnp.isfinite(y), axis=-1), log_p - log_q, -jnp.inf))
+
+
+def _mixed(y):
+    """Two data sets mixed case by case from ``y[0:2]`` and ``y[2:4]``, and the masks (True: from the first).
+
+    The first mix alternates cases, the second follows the order of two other simulated values, so a term
+    that reads a neighbouring case, or any other, sees a changed input.
+    """
+    masks = jnp.stack([jnp.arange(y.shape[1]) % 2 == 0, y[4, :, 0] > y[5, :, 0]])
+    return jnp.where(masks[..., None], y[:2], y[2:4]), masks
+
+
+# ---------------------------------------------------------------------------------------- the program
+
+@partial(jax.jit, static_argnames=("model", "cases", "latent", "sizes"))
+def cells(key, *, model, cases, latent, sizes):
+    """All cell statistics of one call; ``cases`` (``latent``) is None when the likelihood (prior) is not
+    checked. One set of prior draws serves both: the first ``num_latents`` condition the likelihood."""
+    k_draw, k_like, k_prior = jax.random.split(key, 3)
+    total = sizes.num_latents + sizes.prior_fit + sizes.num_prior
+    draws = jax.vmap(model.sample_prior)(jax.random.split(k_draw, total))
+    out = {}
+    if latent is not None:
+        out.update(_prior(k_prior, model, latent, sizes, jax.tree.map(lambda v: v[sizes.num_latents:], draws)))
+    if cases is not None:
+        latents = jax.tree.map(lambda v: v[:sizes.num_latents], draws)
+        out.update(_likelihood(k_like, model, cases, sizes, latents))
+    return out
+
+
+def _likelihood(key, model, cases, sizes, latents):
+    k_fit, k_rest = jax.random.split(key)
+    # Discrete values travel as floats of the active dtype: equality stays exact and moments do not overflow.
+    dtype = jnp.result_type(float) if all(cases.discrete) else jnp.result_type(*cases.dtypes)
+
+    def simulate(k, x, num):
+        return jax.vmap(lambda kk: cases.flatten(model.sample_data(kk, x), dtype))(jax.random.split(k, num))
+
+    fit = jax.vmap(lambda k, x: simulate(k, x, sizes.num_fit))(jax.random.split(k_fit, sizes.num_latents), latents)
+    keys = jax.random.split(k_rest, sizes.num_latents)
+    if all(cases.discrete):
+        one = partial(_discrete_latent, model=model, cases=cases, sizes=sizes, simulate=simulate)
+        out = _map(one, (keys, latents, fit), sizes.batch)
+        out["binary"] = jnp.all((fit == 0) | (fit == 1), axis=(0, 1))
+        return out
+    support = _support(fit, axis=(0, 1))  # over every latent and draw, so one proposal family per coordinate
+    one = partial(_continuous_latent, model=model, cases=cases, sizes=sizes, support=support, simulate=simulate)
+    out = _map(one, (keys, latents, fit), sizes.batch)
+    out["support_kind"] = support
+    return out
+
+
+def _map(fn, xs, batch):
+    """``vmap`` over latents, or ``lax.map`` in batches when the arrays would be large (it compiles slower)."""
+    return jax.vmap(fn)(xs) if batch is None else jax.lax.map(fn, xs, batch_size=batch)
+
+
+def _coupling(terms, mixed, masks):
+    """Largest relative change of a term between a data set and a case-wise mix of two: 0 when term ``i``
+    reads only case ``i``."""
+    expected = jnp.where(masks, terms[:2], terms[2:4])
+    diff = jnp.where(mixed == expected, 0.0, jnp.abs(mixed - expected) / (1 + jnp.abs(expected)))
+    return jnp.max(jnp.where(jnp.isnan(diff), 0.0, diff))
+
+
+def _continuous_latent(args, *, model, cases, sizes, support, simulate):
+    key, x, fit = args  # fit: (F, N, d) simulated cases, used only to shape the proposal and the scales
+    k_data, k_prop = jax.random.split(key)
+    f, m, k = sizes.num_fit, sizes.num_data, sizes.num_proposals
+    cross = cases.d <= MAX_CROSS
+    y = simulate(k_data, x, m)
+    yp, log_q, centre = _proposal(k_prop, fit, support, k)
+    mixed, masks = _mixed(y)
+    batch = jnp.concatenate([fit, y, jnp.where(jnp.isfinite(yp), yp, 0.0), mixed])
+
+    def summed(flat):
+        terms = model.log_likelihood(x, cases.unflatten(flat))
+        return jnp.sum(terms), terms
+
+    # One traced gradient for every data set of this latent (the proposals' gradients go unused).
+    (_, terms), scores = jax.vmap(jax.value_and_grad(summed, has_aux=True))(batch)
+    t1_fit, g_fit = _stein(fit, scores[:f], centre, support, cross)
+    t1, g = _stein(y, scores[f:f + m], centre, support, cross)
+    t1, g = t1 / _sd(t1_fit), g / _sd(g_fit)  # each cell standardized by draws independent of its own
+    own = terms[:f + m]
+    out = {"bad": jnp.sum(~(own > -jnp.inf)) + jnp.sum(~jnp.isfinite(scores[:f + m])),
+           "coupling": _coupling(terms[f:f + 4], terms[f + m + k:], masks)}
+    out["t1_mean"], out["t1_u"] = _cell(t1)
+    out["g_mean"] = jnp.mean(g, axis=0)
+    _, out["g_u"] = _cell(jnp.diagonal(g, axis1=-2, axis2=-1) if cross else g)
+    out["w_mean"] = jnp.mean(_importance(terms[f + m:f + m + k], yp, log_q), axis=0)  # (N,)
+    return out
+
+
+def _discrete_latent(args, *, model, cases, sizes, simulate):
+    key, x, seen = args  # seen: (F, N, d) simulated cases whose distinct values form the seen support
+    f, m = sizes.num_fit, sizes.num_data
+    y = simulate(key, x, m)  # (M, N, d)
+    mixed, masks = _mixed(y)
+    terms = jax.vmap(lambda flat: model.log_likelihood(x, cases.unflatten(flat)))(
+        jnp.concatenate([seen, y, mixed]))
+    log_p = terms[:f]
+    same = jnp.all(seen[:, None] == seen[None, :], axis=-1)  # (F, F, N)
+    p = jnp.exp(log_p) / jnp.sum(same, axis=1)  # each distinct value counted once
+    mass = jnp.sum(p, axis=0)  # (N,): the pmf summed over the seen support
+    norm = jnp.where(mass > 0, mass, 1.0)[:, None]
+    mean, second, fourth = (jnp.sum(p[..., None] * seen**j, axis=0) / norm for j in (1, 2, 4))
+    sd1, sd2 = jnp.sqrt(jnp.maximum(second - mean**2, 0)), jnp.sqrt(jnp.maximum(fourth - second**2, 0))
+    inside = jnp.any(jnp.all(y[:, None] == seen[None, :], axis=-1), axis=1)  # (M, N)
+    g1 = jnp.where(sd1 > 0, (y - mean) / jnp.where(sd1 > 0, sd1, 1.0), 0.0)
+    g2 = jnp.where(sd2 > 0, (y**2 - second) / jnp.where(sd2 > 0, sd2, 1.0), 0.0)
+    own = terms[:f + m]
+    out = {"bad": jnp.sum(~(own > -jnp.inf)), "mass": mass, "unseen": jnp.mean(~inside, axis=0) - (1 - mass),
+           "coupling": _coupling(terms[f:f + 4], terms[f + m:], masks)}
+    out["m1_mean"], out["m1_u"] = _cell(g1)
+    out["m2_mean"], out["m2_u"] = _cell(g2)
+    return out
+
+
+def _prior(key, model, latent, sizes, draws):
+    """The prior's score identities over its floating-point coordinates and, when asked, its normalization."""
+    flat, leaves = jax.vmap(latent.split)(draws)
+    fit = flat[:sizes.prior_fit]
+    support = _support(fit, axis=0) if sizes.prior_normalization else jnp.full(flat.shape[-1], REAL)
+    xp, log_q, centre = _proposal(key, fit, support, sizes.num_prior)
+    if sizes.prior_normalization:  # every leaf is floating point: nothing is held
+        flat = jnp.concatenate([flat, jnp.where(jnp.isfinite(xp), xp, 0.0)])
+        leaves = jax.tree.map(lambda v: jnp.concatenate([v, v[:sizes.num_prior]]), leaves)
+
+    def log_prior(v, held):
+        return model.log_prior(latent.merge(v, held))
+
+    lp, s = jax.vmap(jax.value_and_grad(log_prior))(flat, leaves)
+    n0, n1 = sizes.prior_fit, sizes.prior_fit + sizes.num_prior
+    t1, g = _stein(flat[n0:n1], s[n0:n1], centre, jnp.full(flat.shape[-1], REAL), latent.d <= MAX_CROSS)
+    out = {"prior_bad": jnp.sum(~(lp[:n1] > -jnp.inf)) + jnp.sum(~jnp.isfinite(s[:n1])),
+           "prior_t1_mean": jnp.mean(t1, 0), "prior_t1_sd": jnp.std(t1, 0, ddof=1),
+           "prior_g_mean": jnp.mean(g, 0), "prior_g_sd": jnp.std(g, 0, ddof=1)}
+    if latent.d <= MAX_CROSS:
+        out["prior_fit"] = fit  # the host looks for a degenerate (e.g. simplex) prior
+    if sizes.prior_normalization:
+        out["prior_w"] = _importance(lp[n1:], xp, log_q)
+    return out

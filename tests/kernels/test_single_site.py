@@ -42,10 +42,11 @@ class MissingHastings(SingleSiteMH):
         return jnp.zeros_like(old)
 
 
-@pytest.mark.parametrize("name, lam_name", [("random-walk, random order", "0.3"),
-                                             ("random-walk, random order", "per-case"),
-                                             ("random-walk per-coordinate scale, sweep", "1.0"),
-                                             ("independent (prior-like), sweep", "per-case")])
+@pytest.mark.parametrize("name, lam_name", [
+    pytest.param("random-walk, random order", "0.3", marks=pytest.mark.slow),
+    ("random-walk, random order", "per-case"),
+    pytest.param("random-walk per-coordinate scale, sweep", "1.0", marks=pytest.mark.slow),
+    ("independent (prior-like), sweep", "per-case")])
 def test_single_site_mh_leaves_intermediate_distribution_invariant(name, lam_name, key):
     z = invariance_z_scores(key, MODEL, _data(), KERNELS[name], _lams()[lam_name], n=4000, steps=10)
     assert np.max(np.abs(z)) < THRESHOLD, z

@@ -75,6 +75,7 @@ def sandwich(
     skip: Iterable[tuple[int, str]] = (),
     on_row: Callable[[dict], None] | None = None,
     progress="auto",
+    forward_only: bool = False,
 ) -> SandwichResult:
     """Sandwich ``log p(y)`` between forward AIS (lower) and reverse AIS (upper) at several chain lengths.
 
@@ -104,13 +105,20 @@ def sandwich(
         Rows already computed elsewhere (resume); they are not run and not in the returned table.
     on_row : callable, optional
         Called with each finished row (a dict), e.g. to print it or append it to a file.
+    forward_only : bool
+        Run only the lower bound, for observed (real) data: it has no exact posterior sample, so no reverse
+        run, no gap and no bug alarm; ``exact_latent`` may then be omitted and ``until_gap`` is refused.
 
     Returns
     -------
     SandwichResult
     """
     key_data, key_runs = jax.random.split(key)
-    data, exact_latent = given_or_simulated(key_data, model, data, exact_latent)
+    if forward_only and until_gap is not None:
+        raise BDMCError("until_gap stops on the gap between the bounds, and forward_only runs no upper bound; "
+                        "give the chain lengths in steps instead")
+    if not (forward_only and data is not None):  # real data have no exact latent and need none
+        data, exact_latent = given_or_simulated(key_data, model, data, exact_latent)
     data = validate_data(model, data)
     exact = exact_log_marginal_or_none(model, data)
     steps = checked_steps(method, steps)
@@ -130,7 +138,7 @@ def sandwich(
             lower, upper = smc, shme
         if (T, "forward") not in skip:
             pair["forward"] = lower(k_fwd, model, data, **common)
-        if (T, "reverse") not in skip:
+        if not forward_only and (T, "reverse") not in skip:
             pair["reverse"] = upper(k_rev, model, data, exact_latent=exact_latent, **common)
         pair_stats = _pair_stats(pair) if len(pair) == 2 else {}
         for direction, est in pair.items():

@@ -1,11 +1,18 @@
-"""``bdmc sandwich``: bounds on log p(y) of simulated data at several chain lengths, resumable, with a verdict."""
+"""``bdmc sandwich``: bounds on log p(y) of simulated data at several chain lengths, resumable, with a verdict.
+
+With ``--real-data`` the data are the user's observed arrays from ``--data``: only the forward (lower) bounds
+run, since real data have no exact posterior sample for a reverse chain, and every output says so.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import math
 from pathlib import Path
 from typing import Optional
 
 import jax
+import numpy as np
 import pandas as pd
 import typer
 from rich.markup import escape
@@ -16,15 +23,17 @@ import bdmc
 from ..checks.sandwich import exact_log_marginal_or_none
 from ..core.ais import SCHEDULES
 from ..experiments import sandwich_runs
+from ..experiments.sandwich_runs import FORWARD_ONLY, data_array_names, real_data_like
 from ..plotting import plot_sandwich
 from ._common import (CLIError, at_least, command, console, count, fmt_options, model_option_option, num,
                       out_option, output_dir, overwrite_option, parse_steps, positive_number, print_verdict,
                       refuse_together, seconds, wrote)
-from ._models import builtin_model, load_ppl_model, model_settings, ppl_given, ppl_label
+from ._models import _load_npz, builtin_model, load_ppl_model, model_settings, ppl_given, ppl_label
 
 PNG_NAME = "sandwich.png"
 DIRECTIONS = sandwich_runs.DIRECTIONS
 NOISE_STDERRS = 2.0  # a bound beyond the exact value by at most this many stderr is reported as noise
+CERTIFY_B = 3.0  # the Markov-certified lower bound value - b holds with probability >= 1 - e^-b (the table's b)
 
 
 @command
@@ -37,7 +46,12 @@ def sandwich_command(
     stan: Optional[str] = typer.Option(None, "--stan", metavar="PATH.stan",
                                        help="A Stan program whose likelihood is multiplied by data bdmc_lambda."),
     data: Optional[Path] = typer.Option(None, "--data", metavar="FILE.npz",
-                                        help="Arguments of the PPL program (covariates, sizes, Stan data)."),
+                                        help="Arguments of the PPL program (covariates, sizes, Stan data); with "
+                                             "--real-data also the observed arrays."),
+    real_data: bool = typer.Option(
+        False, "--real-data",
+        help="Bound log p(y) of the observed arrays in --data (the --observed sites; a built-in model's one data "
+             "array) instead of simulated data: forward (lower) bounds only, no upper bound and no bug alarm."),
     observed: Optional[str] = typer.Option(None, "--observed", metavar="NAMES",
                                            help="The program's observed variable(s), comma-separated."),
     simulator: Optional[str] = typer.Option(None, "--simulator", metavar="PATH.py:FN",
@@ -66,7 +80,8 @@ def sandwich_command(
     """Sandwich log p(y) of a simulated data set between stochastic lower and upper bounds.
 
     The model is a built-in one (--model) or a program in a PPL (--numpyro, --pymc, --stan). Rows are appended
-    to OUT/sandwich.csv as they finish; rerunning the same command resumes.
+    to OUT/sandwich.csv as they finish; rerunning the same command resumes. With --real-data the user's observed
+    data from --data are bounded from below only, with the Markov-certified lower bound.
     """
     # Every option is checked before any work.
     ppl = ppl_given(numpyro=numpyro, pymc=pymc, stan=stan)
@@ -74,9 +89,17 @@ def sandwich_command(
         raise CLIError("give either --model NAME or one of --numpyro, --pymc, --stan")
     if ppl is not None and option:
         raise CLIError("--option applies to built-in models; a PPL program takes its arguments from --data")
-    if ppl is None and (data or observed or simulator):
-        raise CLIError("--data, --observed and --simulator apply to PPL programs (--numpyro, --pymc, --stan), "
-                       "not to --model")
+    if ppl is None and (observed or simulator):
+        raise CLIError("--observed and --simulator apply to PPL programs (--numpyro, --pymc, --stan), not to --model")
+    if ppl is None and data and not real_data:
+        raise CLIError("--data with --model holds the model's observed data, used only with --real-data; a "
+                       "built-in model takes its options from --option")
+    if real_data and data is None:
+        raise CLIError("--real-data reads the observed data from --data FILE.npz; give the file")
+    if real_data and until_gap is not None:
+        raise CLIError("--until-gap stops when the gap between the lower and the upper bound is small, but real "
+                       "data have no upper bound (no exact posterior sample to start reverse chains from); list "
+                       "the chain lengths in --steps instead")
     if method not in ("ais", "smc"):
         raise CLIError(f"--method: unknown method {method!r}; choose ais or smc")
     refuse_together({"--particles": particles is not None, "--method ais": method == "ais"},
@@ -105,23 +128,42 @@ def sandwich_command(
         model_obj, model_options = load_ppl_model(*ppl, data=data, observed=observed, simulator=simulator)
     else:
         model_obj, model_options = builtin_model(model, option or [])
+    key = jax.random.key(seed)
+    # The data sandwich() would simulate from this key: the structure real data are read into, and whether an
+    # exact value is affordable (enumeration and quadrature only work on small instances).
+    data_sim, exact_latent = bdmc.simulate(jax.random.split(key)[0], model_obj)
+    stdout = console()
+    if real_data:
+        hint = (" (the program's arguments in the same file set its size)" if ppl is not None else
+                " (set the model's size with --option, e.g. --option n=...)")
+        arrays = _load_npz(data)
+        names = data_array_names(data_sim) or list(arrays)
+        data_sim, exact_latent = real_data_like(data_sim, arrays, source=f"--data {data}", hint=hint), None
+    elif ppl is not None and data is not None:
+        ignored = sorted(set(_load_npz(data)) & set(model_obj.observed))
+        if ignored:
+            stdout.print(f"[yellow]note:[/] --data holds the observed {', '.join(ignored)}, not used: the sandwich "
+                         "runs on simulated data (add --real-data to bound log p(y) of the observed data)",
+                         soft_wrap=True)
     settings = {
         "command": "sandwich", "model": name, "options": model_settings(model_obj, model_options), "seed": seed,
         "chains": chains, "schedule": schedule, "method": method, "particles": particles,
         "x64": bool(jax.config.jax_enable_x64), "until_gap": until_gap,
         "max_steps": max_steps if until_gap is not None else None, "bdmc_version": bdmc.__version__,
+        "data_file": str(data) if real_data else None,
+        "data": _real_data_settings(names, data_sim) if real_data else "simulated",
     }
-    store = sandwich_runs.open_sandwich_store(out, settings, overwrite=overwrite, discard=(PNG_NAME,))
+    store = sandwich_runs.open_sandwich_store(out, settings, overwrite=overwrite, discard=(PNG_NAME,),
+                                              real_data=real_data)
 
-    stdout = console()
-    key = jax.random.key(seed)
-    # The data sandwich() would simulate from this key, simulated here so the table knows whether an exact
-    # value is affordable (enumeration and quadrature only work on small instances).
-    data_sim, exact_latent = bdmc.simulate(jax.random.split(key)[0], model_obj)
     exact_known = exact_log_marginal_or_none(model_obj, data_sim) is not None
-    printer = RowPrinter(stdout, exact_known=exact_known, knob="moves" if method == "smc" else "T")
+    printer = RowPrinter(stdout, exact_known=exact_known, knob="moves" if method == "smc" else "T",
+                         real_data=real_data)
     stdout.print(f"[bold]bdmc sandwich[/]  model [cyan]{escape(name)}[/] {escape(fmt_options(settings['options']))}",
                  soft_wrap=True)
+    if real_data:
+        stdout.print(f"data: [bold]real[/], {escape(', '.join(settings['data']['arrays']))} from "
+                     f"{escape(str(data))}", soft_wrap=True)
     lengths = (f"until single-run gap < {until_gap:g} nats (T = {step_list[0]}, doubling, <= {max_steps})"
                if until_gap is not None else f"T = {', '.join(map(str, step_list))}")
     stdout.print(f"chains {chains} · seed {seed} · schedule {schedule} · {lengths}", soft_wrap=True)
@@ -135,12 +177,23 @@ def sandwich_command(
     run = sandwich_runs.run_sandwich(
         key, model_obj, data_sim, exact_latent, store=store, steps=step_list, num_chains=chains, schedule=schedule,
         method=method, num_particles=particles, until_gap=until_gap, max_steps=max_steps, on_row=printer.row,
-        progress=not no_progress and stdout.is_terminal)
+        progress=not no_progress and stdout.is_terminal, real_data=real_data)
 
-    title = f"{name}: BDMC sandwich, {chains} chains per direction, seed {seed}"
+    title = (f"{name}: {FORWARD_ONLY} (no upper bound), {chains} chains, seed {seed}" if real_data else
+             f"{name}: BDMC sandwich, {chains} chains per direction, seed {seed}")
     plot_sandwich(run.table, title=title).savefig(out / PNG_NAME, dpi=150)
     printer.summary(run.table, until_gap=until_gap, verdict=run.verdict)
     wrote(stdout, store.csv, store.json, out / PNG_NAME, note=f" ({len(run.table)} rows, {run.new} new)")
+
+
+def _real_data_settings(names: list[str], data) -> dict:
+    """What settings.json records of real data: the file, the arrays read (name: shape) and a digest of them."""
+    digest = hashlib.sha256()
+    arrays = {}
+    for name, leaf in zip(names, jax.tree.leaves(data)):
+        arrays[name] = list(np.shape(leaf))
+        digest.update(name.encode() + np.ascontiguousarray(leaf).tobytes())
+    return {"source": "real", "arrays": arrays, "sha256": digest.hexdigest()[:16]}
 
 
 def _row_order(row: dict):
@@ -150,13 +203,15 @@ def _row_order(row: dict):
 class RowPrinter:
     """Prints rows of the sandwich table one at a time, as one continuous rich table (fits 80 columns)."""
 
-    def __init__(self, out, *, exact_known: bool, knob: str = "T"):
-        self.console, self.exact_known, self.knob = out, exact_known, knob
+    def __init__(self, out, *, exact_known: bool, knob: str = "T", real_data: bool = False):
+        self.console, self.exact_known, self.knob, self.real_data = out, exact_known, knob, real_data
         self.columns = [(knob, 5, "right"), ("direction", 9, "left"), ("value ± stderr", 16, "right")]
         if exact_known:
             self.columns.append(("− exact", 7, "right"))
-        self.columns += [("mean\nsingle", 8, "right"), ("gap\nsingle", 7, "right"), ("seconds", 7, "right"),
-                         ("compile\ns", 7, "right"), ("lik.\nevals", 6, "right")]
+        # Real data have no gap; their column is the Markov-certified lower bound instead.
+        self.columns += [("mean\nsingle", 8, "right"),
+                         (f"certified\nb={CERTIFY_B:g}", 9, "right") if real_data else ("gap\nsingle", 7, "right"),
+                         ("seconds", 7, "right"), ("compile\ns", 7, "right"), ("lik.\nevals", 6, "right")]
         self.width = sum(w for _, w, _ in self.columns) + len(self.columns) - 1
 
     def _print(self, show_header: bool, cells=None, style=None) -> None:
@@ -170,6 +225,9 @@ class RowPrinter:
         self.console.print(table, width=max(self.console.width, self.width))
 
     def header(self) -> None:
+        if self.real_data:
+            self.console.print(f"[bold yellow]{FORWARD_ONLY}[/] (no exact posterior sample: no upper bound, no gap, "
+                               "no bug alarm)", soft_wrap=True)
         self._print(show_header=True)
         self.console.print("─" * self.width, style="dim", width=max(self.console.width, self.width))
 
@@ -181,7 +239,8 @@ class RowPrinter:
                  f"{num(stderr, '.3f' if not stderr >= 10 else '.2f')}"]
         if self.exact_known:
             cells.append(num(value - float(row["exact"]), "+.3f"))
-        cells += [num(row["mean_single"], ".3f"), num(row["gap_single"], ".3f"), seconds(row["seconds"]),
+        last = row["certified_b3"] if self.real_data else row["gap_single"]
+        cells += [num(row["mean_single"], ".3f"), num(last, ".3f"), seconds(row["seconds"]),
                   seconds(row["compile_seconds"]), count(row["n_evals"])]
         self._print(show_header=False, cells=cells, style="dim" if resumed else None)
 
@@ -196,6 +255,9 @@ class RowPrinter:
         exact = float(exact.iloc[0]) if len(exact) else None
         if exact is not None:
             say(f"exact log p(y) = [bold]{exact:.4f}[/]")
+        if self.real_data:
+            self.forward_only(table, exact)
+            return
         # pivot, not pivot_table: a single chain has NaN standard errors, which pivot_table would drop.
         pairs = table.pivot(index="num_steps", columns="direction", values=["value", "stderr"])
         if not set(DIRECTIONS) <= set(pairs["value"].columns):
@@ -238,6 +300,35 @@ class RowPrinter:
             bad = ", ".join(str(int(t)) for t in within.index[~within.to_numpy(dtype=bool)])
             say(f"[bold red]a bound is off by more than {NOISE_STDERRS:g} stderr at {self.knob} = {bad}: unlikely "
                 "by chance, though with few chains the stderr itself is unreliable[/]")
+
+    def forward_only(self, table, exact) -> None:
+        """The lower bound on real data at the longest chain length, its certified form, and the exact value."""
+
+        def say(text):
+            self.console.print(text, soft_wrap=True)
+
+        say(f"[bold yellow]{FORWARD_ONLY}[/]: no exact posterior sample exists for observed data, so there is no "
+            "upper bound, no gap and no bug alarm; check the sampler on simulated data (bdmc sandwich without "
+            "--real-data, or bdmc audit)")
+        if table.empty:
+            return
+        last = table.loc[table["num_steps"].idxmax()]
+        T, value, stderr = int(last["num_steps"]), float(last["value"]), float(last["stderr"])
+        certified = float(last["certified_b3"])
+        say(f"lower bound at {self.knob}={T}: [bold]{value:.4f}[/] ± {num(stderr, '.4f')} nats")
+        # Markov: P(value > log p(y) + b) <= e^-b for an unbiased estimate of p(y) (BDMC paper Eq. 25).
+        say(f"certified: log p(y) >= [bold]{certified:.4f}[/] with probability >= {1 - math.exp(-CERTIFY_B):.3f} "
+            f"(value - b, b = {CERTIFY_B:g} nats, Markov's inequality)")
+        if exact is not None:
+            excess = value - exact
+            slack = 1e-9 * max(1.0, abs(exact))
+            if excess <= slack:
+                state = "[green]holds[/]"
+            elif excess <= NOISE_STDERRS * (0.0 if math.isnan(stderr) else stderr) + slack:
+                state = f"[yellow]holds within noise[/] (above by <= {NOISE_STDERRS:g} stderr)"
+            else:
+                state = f"[bold red]VIOLATED[/] (above by more than {NOISE_STDERRS:g} stderr)"
+            say(f"lower bound against the exact value at {self.knob}={T}: {state}; {excess:+.4f} nats from exact")
 
     def alarm(self, verdict) -> None:
         """The run-level bug alarm over every lower and upper bound, prominently when it fires."""

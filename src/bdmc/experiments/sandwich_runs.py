@@ -3,16 +3,23 @@
 ``bdmc sandwich`` and ``bdmc bread --model`` both run through :func:`run_sandwich`: the rows already in the
 store are skipped, each new row is appended as it finishes, and the final table (every row in the store)
 carries the run-level bug alarm.
+
+On the user's observed data (``real_data=True``) only the forward rows run: real data have no exact posterior
+sample to start a reverse chain from, so there is no upper bound, no gap and no alarm. Such a store says so in
+``settings.json`` (``data``, ``bounds``) and in a last CSV column, ``data``, whose every value is ``real``.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
 
+import jax
+import numpy as np
 import pandas as pd
 
+from ..errors import BDMCError, DataError
 from ..checks.alarm import BugAlarm, alarm_from_table, crossing_p_bound
 from ..checks.sandwich import COLUMNS, mark_alarms, sandwich
 from .store import RunStore
@@ -23,8 +30,14 @@ KEY = ("num_steps", "direction")
 # Column types of the sandwich table, in file order.
 DTYPES = {c: float for c in COLUMNS}
 DTYPES.update(method=str, num_steps=int, direction=str, bound=str, alarm=bool, num_chains=int, n_evals=int)
-# Settings on which a row's numbers depend; a resumed run must agree on all of them.
-ROW_DETERMINING = ("command", "model", "options", "seed", "chains", "schedule", "method", "particles", "x64")
+# Settings on which a row's numbers depend; a resumed run must agree on all of them. ``data`` is "simulated"
+# or, for the user's observed data, a record of the arrays read (names, shapes) and a digest of their values.
+ROW_DETERMINING = ("command", "model", "options", "seed", "chains", "schedule", "method", "particles", "x64",
+                   "data")
+CSV_COLUMN = "data"  # the extra column of a real-data store
+REAL = "real"  # the value of the ``data`` column of a real-data store
+FORWARD_ONLY = "forward bounds only: real data"
+BOUNDS = {False: "forward and reverse", True: FORWARD_ONLY}
 
 
 @dataclass(frozen=True)
@@ -46,13 +59,21 @@ class SandwichRun:
     new: int
 
 
-def open_sandwich_store(out, settings: dict, *, overwrite: bool, discard=()) -> RunStore:
+def open_sandwich_store(out, settings: dict, *, overwrite: bool, discard=(), real_data: bool = False) -> RunStore:
     """The store of a sandwich run in ``out``: ``sandwich.csv`` and ``settings.json``.
 
-    ``settings`` holds the keys of :data:`ROW_DETERMINING` and any informational ones; the store keeps
-    ``settings["steps"]`` equal to the chain lengths the CSV holds.
+    ``settings`` holds the keys of :data:`ROW_DETERMINING` (``data`` defaults to "simulated") and any
+    informational ones; the store keeps ``settings["steps"]`` equal to the chain lengths the CSV holds. With
+    ``real_data`` the settings must describe the data (not "simulated"), ``settings["bounds"]`` reads
+    :data:`FORWARD_ONLY` and the CSV has the extra column ``data``.
     """
-    store = RunStore(out, csv_name=CSV_NAME, dtypes=DTYPES, key=KEY, settings={**settings, "steps": []},
+    settings = dict(settings)
+    settings.setdefault("data", "simulated")
+    if real_data == (settings["data"] == "simulated"):
+        raise BDMCError("settings['data'] must describe the real data exactly when real_data is true")
+    dtypes = {**DTYPES, CSV_COLUMN: str} if real_data else DTYPES
+    store = RunStore(out, csv_name=CSV_NAME, dtypes=dtypes, key=KEY,
+                     settings={**settings, "bounds": BOUNDS[real_data], "steps": []},
                      compare=ROW_DETERMINING, overwrite=overwrite, discard=discard, legacy=_legacy)
     store.update_settings(steps=_steps_of(store.rows))
     return store
@@ -61,24 +82,32 @@ def open_sandwich_store(out, settings: dict, *, overwrite: bool, discard=()) -> 
 def run_sandwich(key, model, data, exact_latent, *, store: RunStore, steps: list[int], num_chains: int,
                  schedule: str = "sigmoidal", method: str = "ais", num_particles: int = 1,
                  until_gap: float | None = None, max_steps: int = 100_000,
-                 on_row: Callable[[dict], None] | None = None, progress="auto") -> SandwichRun:
+                 on_row: Callable[[dict], None] | None = None, progress="auto", real_data: bool = False
+                 ) -> SandwichRun:
     """Run :func:`bdmc.sandwich` on the rows ``store`` lacks, appending each as it finishes.
 
     Parameters
     ----------
     key, model, data, exact_latent
-        As for :func:`bdmc.sandwich`; ``data`` and ``exact_latent`` are the ones it would simulate from ``key``.
+        As for :func:`bdmc.sandwich`; ``data`` and ``exact_latent`` are the ones it would simulate from ``key``,
+        or, with ``real_data``, the user's observed data and None.
     store : RunStore
         From :func:`open_sandwich_store`.
     steps, num_chains, schedule, method, num_particles, until_gap, max_steps, progress
         As for :func:`bdmc.sandwich`.
     on_row : callable, optional
         Called with each new row after it is saved.
+    real_data : bool
+        ``data`` are observed, not simulated: forward rows only (``forward_only`` of :func:`bdmc.sandwich`),
+        each with ``data = "real"``, in a store opened with ``real_data=True``; ``until_gap`` is refused.
 
     Returns
     -------
     SandwichRun
     """
+    if real_data != (CSV_COLUMN in store.columns):
+        raise BDMCError("open the store with the same real_data as the run: a real-data store has the data "
+                        "column")
     if until_gap is not None:
         # sandwich() cannot see skipped rows' gaps: drop half-finished pairs (recomputed identically) and stop
         # at a length the store already shows converged.
@@ -93,6 +122,8 @@ def run_sandwich(key, model, data, exact_latent, *, store: RunStore, steps: list
 
     def finished(row: dict) -> None:
         row = _fill_partner_gap(row, old + new)
+        if real_data:
+            row = {**row, CSV_COLUMN: REAL}
         new.append(row)
         store.settings["steps"] = _steps_of(old + new)  # settings.json states what the CSV holds
         store.append(row)
@@ -102,8 +133,8 @@ def run_sandwich(key, model, data, exact_latent, *, store: RunStore, steps: list
     skip = {(int(r["num_steps"]), str(r["direction"])) for r in old}
     sandwich(key, model, data, exact_latent, steps=steps, num_chains=num_chains, schedule=schedule, method=method,
              num_particles=num_particles, until_gap=until_gap, max_steps=max_steps, on_row=finished, skip=skip,
-             progress=progress)
-    table = pd.DataFrame(store.rows, columns=COLUMNS)
+             progress=progress, forward_only=real_data)
+    table = pd.DataFrame(store.rows, columns=store.columns)
     table = table.sort_values(["num_steps", "direction"], key=_sort_key, kind="stable").reset_index(drop=True)
     verdict = None
     if set(table["direction"]) == set(DIRECTIONS):
@@ -114,6 +145,77 @@ def run_sandwich(key, model, data, exact_latent, *, store: RunStore, steps: list
     return SandwichRun(table=table, verdict=verdict, new=len(new))
 
 
+def real_data_like(template, arrays: Mapping[str, np.ndarray], *, source: str = "--data", hint: str = ""):
+    """The user's observed arrays in the structure of one simulated data set.
+
+    Parameters
+    ----------
+    template : pytree
+        One simulated data set of the model (:func:`bdmc.simulate`); its leaves give the names, shapes and
+        dtypes the observed arrays must have. A leaf is named by its path (a dict key such as a PPL program's
+        observed site ``y``, an attribute, an index), parts joined by ``.``. A data set that is one bare array
+        takes the file's only array, whatever its name.
+    arrays : mapping of str to array
+        The observed arrays by name (e.g. an ``.npz`` file's); names the template lacks are ignored.
+    source : str
+        The arrays' origin, named in errors.
+    hint : str
+        Appended to a shape error, e.g. how to set the model's size.
+
+    Returns
+    -------
+    pytree
+        ``template``'s structure holding the observed arrays, cast to its dtypes.
+
+    Raises
+    ------
+    bdmc.DataError
+        Naming an array that is missing or misshaped, or non-integer values where the model's data are integers.
+    """
+    leaves, treedef = jax.tree.flatten(template)
+    names = data_array_names(template)
+    if names is None:
+        if len(arrays) != 1:
+            raise DataError(f"{source}: the model's data are one array of shape {tuple(np.shape(leaves[0]))}, so "
+                            f"the file must hold exactly one array; it holds {sorted(arrays) or 'none'}")
+        names = list(arrays)
+    named = list(zip(names, leaves))
+    missing = [f"{n!r} (shape {tuple(np.shape(leaf))})" for n, leaf in named if n not in arrays]
+    if missing:
+        raise DataError(f"{source} holds no observed array {', '.join(missing)}; it holds {sorted(arrays) or 'none'}")
+    out = []
+    for name, leaf in named:
+        array, want = np.asarray(arrays[name]), tuple(np.shape(leaf))
+        if array.shape != want:
+            raise DataError(f"{source}: observed array {name!r} has shape {array.shape}, but the model's data "
+                            f"{name!r} have shape {want}{hint}")
+        dtype = np.asarray(leaf).dtype
+        if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+            raise DataError(f"{source}: observed array {name!r} has dtype {array.dtype}; the model's are {dtype}")
+        cast = array.astype(dtype)
+        if (np.issubdtype(dtype, np.integer) or dtype == bool) and np.any(cast != array):
+            raise DataError(f"{source}: observed array {name!r} holds values that are not {dtype} (the model's "
+                            f"data {name!r} are {dtype}), e.g. {array[cast != array].flat[0].item()!r}")
+        out.append(cast)
+    return jax.tree_util.tree_unflatten(treedef, out)
+
+
+def data_array_names(data) -> list[str] | None:
+    """The names :func:`real_data_like` reads ``data``'s leaves by, in leaf order; None for one bare array."""
+    paths = [path for path, _ in jax.tree_util.tree_flatten_with_path(data)[0]]
+    if len(paths) == 1 and not paths[0]:
+        return None
+    return [".".join(_entry_name(entry) for entry in path) for path in paths]
+
+
+def _entry_name(entry) -> str:
+    for kind, attr in ((jax.tree_util.DictKey, "key"), (jax.tree_util.GetAttrKey, "name"),
+                       (jax.tree_util.SequenceKey, "idx"), (jax.tree_util.FlattenedIndexKey, "key")):
+        if isinstance(entry, kind):
+            return str(getattr(entry, attr))
+    return str(entry)
+
+
 def _steps_of(rows: list[dict]) -> list[int]:
     return sorted({int(r["num_steps"]) for r in rows})
 
@@ -121,6 +223,7 @@ def _steps_of(rows: list[dict]) -> list[int]:
 def _legacy(previous: dict | None) -> dict | None:
     if previous is not None:
         previous.setdefault("command", "sandwich")  # flat settings files of older versions: sandwich runs
+        previous.setdefault("data", "simulated")  # before real data, every sandwich ran on simulated data
     return previous
 
 

@@ -93,7 +93,9 @@ def plot_sandwich(table: pd.DataFrame, *, exact: float | None = None, ax=None, t
     ax.set_title(title)
     handles, labels = ax.get_legend_handles_labels()
     if handles:
-        # Bounds first, then band and exact line; upper right is usually empty once the bounds converge.
+        # Bounds first, then band and exact line; upper right is usually empty once the bounds converge, but
+        # a lower bound alone (real data) rises into it, leaving lower right empty.
         order = sorted(range(len(labels)), key=lambda i: (not labels[i].startswith(("lower", "upper")), labels[i]))
-        ax.legend([handles[i] for i in order], [labels[i] for i in order], loc="upper right", framealpha=0.9)
+        ax.legend([handles[i] for i in order], [labels[i] for i in order], framealpha=0.9,
+                  loc="upper right" if len(sides["reverse"]) else "lower right")
     return fig

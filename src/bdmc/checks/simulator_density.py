@@ -34,6 +34,7 @@ import pandas as pd
 from scipy import stats
 
 from ..contracts.model import n_cases
+from ..errors import BDMCError
 from .simulator_density_cells import MAX_CROSS, CaseLayout, LatentLayout, Sizes, cells
 
 LEVEL = 0.01
@@ -125,6 +126,12 @@ def simulator_density(
     -------
     SimulatorDensityResult
     """
+    for name, value, least in (("num_latents", num_latents, 2), ("num_data", num_data, 8),
+                               ("num_proposals", num_proposals, 2), ("num_prior", num_prior, 8)):
+        if int(value) < least:
+            raise BDMCError(f"simulator_density needs {name} >= {least}, got {value}")
+    if not 0 < level < 1:
+        raise BDMCError(f"level must lie in (0, 1), got {level}")
     dtype_eps = float(jnp.finfo(jnp.result_type(float)).eps)
     not_checked: list[tuple[str, str]] = []
     cases = _case_layout(model, not_checked)
@@ -140,7 +147,7 @@ def simulator_density(
             not_checked.append(("likelihood", "term i changes with data cases other than case i, so the "
                                               "per-case normalization and identities do not apply"))
         elif all(cases.discrete):
-            rows += _discrete_rows(out, _coordinate_names(model, cases), 256 * dtype_eps)
+            rows += _discrete_rows(out, _coordinate_names(model, cases), 256 * dtype_eps, sizes.num_data)
         else:
             rows += _continuous_rows(out, _coordinate_names(model, cases), not_checked)
     if latent is not None:
@@ -231,19 +238,28 @@ def _continuous_rows(out, names, not_checked):
     return rows
 
 
-def _discrete_rows(out, names, tol):
-    mass, unseen = out["mass"], out["unseen"]  # (L, N)
+def _discrete_rows(out, names, tol, num_data):
+    mass, outside = out["mass"], out["outside"]  # (L, N)
     binary = bool(np.all(out["binary"]))
     part = "likelihood"
 
-    def normalization(where, m, u):
-        r = _t_test(u)
-        if np.any(m > 1 + tol):  # more than all the probability there is on the values seen
-            r = r[:3] + (0.0, r[4])
-        return _row(part, "normalization (seen support)", where, r, estimate=float(np.log(np.max(m))))
+    def normalization(where, m, x):
+        # Fresh draws outside the seen values: Poisson-binomial with mean num_data * sum(1 - mass) when the
+        # pmf is right; a Poisson tail of that mean (its variance is no smaller), two-sided.
+        lam, x = float(num_data * np.sum(np.clip(1 - m, 0, None))), int(np.sum(x))
+        if np.any(m > 1 + tol) or not np.all(np.isfinite(m)):  # more probability than there is on seen values
+            p = 0.0
+        elif lam == 0:
+            p = 0.0 if x else 1.0
+        else:
+            p = min(1.0, 2 * min(stats.poisson.cdf(x, lam), stats.poisson.sf(x - 1, lam)))
+        z = float(np.mean(m)) + x / (num_data * m.size)
+        return dict(part=part, test="normalization (seen support)", where=where,
+                    estimate=float(np.log(z)) if z > 0 else -np.inf, stderr=float(np.sqrt(max(lam, x, 1)) / (num_data * m.size)),
+                    statistic=float(x - lam), p_value=float(p), cells=int(m.size))
 
     moments = [("mean", "m1")] + ([] if binary else [("second moment", "m2")])
-    rows = [_support_row(part, out["bad"]), normalization("all cases", mass, unseen)]
+    rows = [_support_row(part, out["bad"]), normalization("all cases", mass, outside)]
     for label, k in moments:
         rows += [_row(part, label, "all cases", _t_test(out[f"{k}_mean"])),
                  _row(part, f"{label} spread", "all cases", _t_test(out[f"{k}_u"], one_sided=True))]
@@ -251,7 +267,7 @@ def _discrete_rows(out, names, tol):
             rows += [_row(part, f"{label} spread", name, _t_test(out[f"{k}_u"][..., j], one_sided=True))
                      for j, name in enumerate(names)]
     for i in range(mass.shape[1]):
-        rows.append(normalization(f"case {i}", mass[:, i], unseen[:, i]))
+        rows.append(normalization(f"case {i}", mass[:, i], outside[:, i]))
         rows += [_row(part, f"{label} spread", f"case {i}", _t_test(out[f"{k}_u"][:, i], one_sided=True))
                  for label, k in moments]
     return rows

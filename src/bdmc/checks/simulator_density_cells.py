@@ -294,7 +294,7 @@ def _discrete_latent(args, *, model, cases, sizes, simulate):
     g1 = jnp.where(sd1 > 0, (y - mean) / jnp.where(sd1 > 0, sd1, 1.0), 0.0)
     g2 = jnp.where(sd2 > 0, (y**2 - second) / jnp.where(sd2 > 0, sd2, 1.0), 0.0)
     own = terms[:f + m]
-    out = {"bad": jnp.sum(~(own > -jnp.inf)), "mass": mass, "unseen": jnp.mean(~inside, axis=0) - (1 - mass),
+    out = {"bad": jnp.sum(~(own > -jnp.inf)), "mass": mass, "outside": jnp.sum(~inside, axis=0),
            "coupling": _coupling(terms[f:f + 4], terms[f + m:], masks)}
     out["m1_mean"], out["m1_u"] = _cell(g1)
     out["m2_mean"], out["m2_u"] = _cell(g2)

@@ -1,5 +1,5 @@
 """Tools users point at their own models and samplers: the BDMC sandwich and its bug alarm, BREAD, conditional
-consistency and the Geweke test."""
+consistency, the simulator against the density, the Geweke test and simulation-based calibration."""
 
 from .alarm import BugAlarm, alarm_from_table, bug_alarm
 from .bread import BreadResult, bread
@@ -9,8 +9,10 @@ from .geweke import GewekeResult, geweke
 from .samplers import KernelSampler, NumPyroNUTS, Sampler
 from .sandwich import SandwichResult, sandwich
 from .sbc import SBCResult, sbc
+from .simulator_density import SimulatorDensityResult, simulator_density
 
 __all__ = ["BreadResult", "BugAlarm", "ConsistencyResult", "GewekeResult", "SandwichResult", "alarm_from_table",
            "bread", "bug_alarm", "conditional_consistency", "geweke", "sandwich",
            "DensityComparison", "ModelComparison", "compare_models",
-           "KernelSampler", "NumPyroNUTS", "Sampler", "SBCResult", "sbc"]
+           "KernelSampler", "NumPyroNUTS", "Sampler", "SBCResult", "sbc",
+           "SimulatorDensityResult", "simulator_density"]

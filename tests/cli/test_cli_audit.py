@@ -1,13 +1,20 @@
-"""``bdmc audit --quick`` on a tiny NumPyro program writes the report's three files and exits 0; refusals."""
+"""``bdmc audit`` passes its options to the audit and writes the report's files; refusals. The slow test runs the
+real ``--quick`` audit of a tiny NumPyro program end to end."""
 
+import dataclasses
 import json
+import struct
 import textwrap
+import zlib
 
 import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+import bdmc.auditing
+from bdmc.auditing import AuditResult, Budget, CheckOutcome, Figure
 from bdmc.cli import app
+from bdmc.models import GaussianMean
 from helpers import assert_one_red_line
 
 runner = CliRunner()
@@ -46,6 +53,51 @@ def test_quick_audit_writes_the_report(program, tmp_path):
     assert {c["name"] for c in doc["checks"]} == {"simulator-density", "sbc", "geweke", "bdmc", "evidence"}
     assert doc["sampler"] == "NumPyro's NUTS"
     assert "audit verdict" in result.output
+
+
+def _png(width: int = 2, height: int = 1) -> bytes:
+    """A tiny valid PNG (white pixels)."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    raw = b"".join(b"\x00" + b"\xff\xff\xff" * width for _ in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+RECORDED = AuditResult(
+    model="gaussian-mean", ppl="bdmc (built-in)", sampler="the model's Gibbs kernel", data="simulated",
+    checks=(CheckOutcome(name="sbc", title="Simulation-based calibration", verdict="pass", statistic="gamma 0.2",
+                         level=0.005, summary="ranks uniform", figures=(Figure(_png(), "rank ECDF"),),
+                         table=({"quantity": "mu[0]", "gamma": 0.2},)),
+            CheckOutcome(name="bdmc", title="BDMC on simulated data", verdict="fail", statistic="crossing +9",
+                         level=0.005, summary="BUG ALARM")),
+    settings={"overall_level": "each statistical check at 0.005"}, seconds=1.0)
+
+
+def test_options_reach_the_audit_and_the_report_is_written(tmp_path, monkeypatch):
+    """The command is thin: its options become the audit's arguments, and the result becomes the files."""
+    calls = []
+    monkeypatch.setattr(bdmc.auditing, "audit", lambda key, model, **kw: calls.append((model, kw)) or RECORDED)
+    out = tmp_path / "report"
+    result = runner.invoke(app, ["audit", "--model", "gaussian-mean", "--option", "n=3", "--option", "dim=1",
+                                 "--sampler", "gibbs", "--quick", "--sbc-replications", "20", "--steps", "5,20",
+                                 "--chains", "4", "--level", "0.02", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    (model, kw), = calls
+    assert model == GaussianMean(n=3, dim=1)
+    assert (kw["sampler"], kw["level"], kw["data"]) == ("gibbs", 0.02, None)
+    expected = dataclasses.replace(Budget.quick(), sbc_replications=20, sandwich_steps=(5, 20),
+                                   sandwich_chains=4, evidence_chains=4)
+    assert kw["budget"] == expected
+    for name in ("report.html", "results.json", "results.csv"):
+        assert (out / name).stat().st_size > 0, name
+    doc = json.loads((out / "results.json").read_text())
+    assert [(c["name"], c["verdict"]) for c in doc["checks"]] == [("sbc", "pass"), ("bdmc", "fail")]
+    assert doc["verdict"] == "fail"
+    html = (out / "report.html").read_text()
+    assert "data:image/png;base64," in html and "BUG ALARM" in html
+    assert "audit verdict: fail" in " ".join(result.output.split())
 
 
 def test_observed_without_a_program_is_refused(tmp_path):

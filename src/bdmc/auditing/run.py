@@ -54,6 +54,8 @@ class Budget:
         T and chains of the forward AIS run on the user's data.
     evidence_draws : int
         Posterior draws of the sampler for the bracketing bounds (0: none).
+    evidence_bracket_draws : int
+        Draws of the Gaussian fitted to them, for the bracketing lower bound.
     real_steps : tuple of int
         Chain lengths of the real-data protocol.
     real_chains : int
@@ -78,6 +80,7 @@ class Budget:
     evidence_steps: int = 1000
     evidence_chains: int = 16
     evidence_draws: int = 1000
+    evidence_bracket_draws: int = 2000
     real_steps: tuple = (10, 100, 1000)
     real_chains: int = 20
     real_mcmc_steps: tuple = (100, 1000)
@@ -205,7 +208,8 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
         draws = resolved.sampler.draws(jax.random.fold_in(key, 6), evidence_data, num_draws=budget.evidence_draws)
     done(checks_evidence.evidence_outcome(
         jax.random.fold_in(key, 7), model, evidence_data, kernel=resolved.kernel, num_steps=budget.evidence_steps,
-        num_chains=budget.evidence_chains, data_label=label, draws=draws, progress=progress))
+        num_chains=budget.evidence_chains, data_label=label, draws=draws,
+        num_draws=budget.evidence_bracket_draws, progress=progress))
 
     settings = {"budget": _jsonable(dataclasses.asdict(budget)), "level": level, "level_per_check": each,
                 "statistical_checks": statistical, "seed": list(seed_of(key)), "sampler": dict(resolved.settings),

@@ -197,10 +197,12 @@ def run_one(bug: str, seed: int) -> dict:
 def read_rows(path: Path) -> list[dict]:
     if not path.exists():
         return []
-    rows = []
+    rows, seen = [], set()
     for line in path.read_text().splitlines():
-        if line.strip():
-            rows.append(json.loads(line))
+        row = json.loads(line) if line.strip() else None
+        if row is not None and (row["bug"], row["seed"]) not in seen:  # the first row of a (bug, seed) counts
+            seen.add((row["bug"], row["seed"]))
+            rows.append(row)
     return rows
 
 

@@ -13,11 +13,10 @@ run logistic-regression-numpyro --model logistic-regression
 run linear-regression-numpyro --model linear-regression
 run linear-regression-pymc --model linear-regression --ppl pymc
 run logistic-regression-pymc --model logistic-regression --ppl pymc
-# Stan answers every gradient in a helper process (httpstan rebuilds the model from the data at each call):
-# about 100x NumPyro's cost per step, so HMC's fixed 10 leapfrog steps, and fewer chains, T and S.
-run linear-regression-stan --model linear-regression --ppl stan --kernel hmc --chains 50 --steps 10,100 --mcmc-steps 10,1000
-run logistic-regression-stan --model logistic-regression --ppl stan --kernel hmc --chains 50 --steps 10,100 --mcmc-steps 10,1000
-# The other three models in Stan (same HMC settings as the Stan regressions; not run yet, uncomment to run):
-# run ar1-stan --model ar1 --ppl stan --kernel hmc --chains 50 --steps 10,100 --mcmc-steps 10,1000
-# run mixture-stan --model mixture --ppl stan --kernel hmc --chains 50 --steps 10,100 --mcmc-steps 10,1000
-# run matrix-factorization-stan --model matrix-factorization --ppl stan --kernel hmc --chains 50 --steps 10,100 --mcmc-steps 10,1000
+# Stan in-process (bdmc.ppl.from_stan's default backend) at the paper's settings, as the NumPyro runs: NUTS,
+# 100 chains, T = 10, 100, 1000, S = 10 ... 10,000 (matrix factorization with HMC, as in NumPyro).
+run ar1-stan --model ar1 --ppl stan
+run linear-regression-stan --model linear-regression --ppl stan
+run logistic-regression-stan --model logistic-regression --ppl stan
+run matrix-factorization-stan --model matrix-factorization --ppl stan --kernel hmc
+run mixture-stan --model mixture --ppl stan

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import numpy as np
 
 from ..checks.sbc import sbc
+from ..errors import BDMCError
 from ..plotting.audit import png_bytes
 from ..plotting.sbc import plot_sbc_ecdf, plot_sbc_histograms
 from .result import CheckOutcome, Figure
 
 NAME = "sbc"
-LOW_ESS = 0.5  # median ESS below this fraction of the draws: autocorrelation can fail a correct sampler
+# The worst quantity's median ESS below this fraction of the draws: ranks of a correct sampler are not uniform,
+# so the test's level does not hold and a failure is "inconclusive".
+LOW_ESS = 0.5
+MAX_THIN = 50  # cap on the automatic thinning
+PILOT_REPLICATIONS = 2  # data sets of the thinning pilot (sbc needs two; the ESS is their median)
+PILOT_DRAWS = 200  # at least this many unthinned draws per pilot chain, so lags up to MAX_THIN are seen
 
 MEANING = (
     "Many data sets are simulated from the prior and the likelihood; the sampler runs on each, and the rank of "
@@ -22,14 +31,59 @@ MEANING = (
     "density it is given.")
 REMEDY = (
     "Check first that the draws are near independent (the effective sample size in the table): autocorrelated "
-    "draws make ranks look miscalibrated, so raise the thinning. Then run longer warm-up, a smaller step size "
+    "draws make ranks look miscalibrated (the verdict is then inconclusive), so thin more or run longer (the "
+    "audit picks the thinning of a fixed kernel from a pilot unless the budget's sbc_thin is given). Then run longer warm-up, a smaller step size "
     "or a higher target acceptance; if the failure persists at every budget, suspect the kernel's invariance "
     "(the Geweke test localizes it) or a simulator that does not match the density.")
 
 
+def pilot_thin(key, model, sampler, *, num_draws: int, cap: int = MAX_THIN) -> tuple[int, dict]:
+    """The thinning that makes ``sampler``'s draws near independent, from a short unthinned pilot.
+
+    The sampler runs unthinned (``thin=1``) on ``PILOT_REPLICATIONS`` simulated data sets for
+    ``max(PILOT_DRAWS, 4 * num_draws)`` draws; SBC's own effective sample size of each quantity (every latent
+    scalar and the log-likelihood) gives the ESS per draw of the worst quantity (smallest median over the data
+    sets), and the thinning is ``ceil(1 / ess_per_draw)``, between 1 and ``cap``.
+
+    Parameters
+    ----------
+    key : PRNG key
+    model : Model
+    sampler : Sampler
+        A sampler with a ``thin`` field (a dataclass, as :class:`bdmc.checks.samplers.KernelSampler`).
+    num_draws : int
+        Draws SBC will keep per data set.
+    cap : int
+        Largest thinning chosen (a chain this slow needs a better sampler, not more thinning).
+
+    Returns
+    -------
+    (int, dict)
+        The thinning and what it rests on (pilot sizes, the worst quantity and its ESS per draw).
+    """
+    if cap < 1:
+        raise BDMCError(f"pilot_thin: cap must be >= 1, got {cap}")
+    if not dataclasses.is_dataclass(sampler) or not hasattr(sampler, "thin"):
+        raise BDMCError(f"pilot_thin needs a sampler dataclass with a thin field, got {type(sampler).__name__}")
+    length = max(PILOT_DRAWS, 4 * int(num_draws))
+    res = sbc(key, model, dataclasses.replace(sampler, thin=1), num_replications=PILOT_REPLICATIONS,
+              num_draws=length, level=0.5)
+    per_draw = np.median(res.ess, axis=0) / length
+    worst = int(np.argmin(per_draw))
+    ess_per_draw = float(per_draw[worst])
+    thin = cap if ess_per_draw <= 1.0 / cap else max(1, min(cap, math.ceil(1.0 / ess_per_draw)))
+    return thin, {"thin": thin, "automatic": True, "cap": cap, "pilot_data_sets": PILOT_REPLICATIONS,
+                  "pilot_draws": length, "worst_quantity": res.names[worst], "ess_per_draw": ess_per_draw,
+                  "capped": bool(ess_per_draw * cap < 1.0)}
+
+
 def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replications: int,
-                num_draws: int) -> CheckOutcome:
+                num_draws: int, thinning: dict | None = None) -> CheckOutcome:
     """Run SBC and describe it as a :class:`CheckOutcome`.
+
+    The rank test assumes independent draws. When the worst quantity's median effective sample size is below
+    ``LOW_ESS`` of the draws, ranks of a correct sampler are not uniform either, so a failure is reported as
+    "inconclusive" (thin more or run longer), not "fail".
 
     Parameters
     ----------
@@ -42,6 +96,8 @@ def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replicatio
     level : float
         Family-wise false-alarm level over the quantities.
     num_replications, num_draws : int
+    thinning : dict, optional
+        How the sampler's thinning was chosen (:func:`pilot_thin`), recorded in the details.
 
     Returns
     -------
@@ -52,18 +108,44 @@ def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replicatio
     bad = res.miscalibrated
     worst, gamma = res.worst
     ess = float(np.median(res.ess))
+    by_quantity = np.median(res.ess, axis=0)
+    low_q = int(np.argmin(by_quantity))
+    low_ess = float(by_quantity[low_q])
+    autocorrelated = low_ess < LOW_ESS * res.num_draws
+    thin = res.settings.get("sampler", {}).get("thin")
+    ess_text = (f"median ESS of the worst quantity ({res.names[low_q]}) {low_ess:.0f} of {res.num_draws} draws"
+                + (f" at thin {thin}" if thin is not None else ""))
     statistic = (f"smallest gamma {gamma:.3g} ({worst}) over {len(res.names)} quantities; "
                  f"{len(bad)} leave their simultaneous ECDF band at {level / len(res.names):.2g} each (Bonferroni)")
-    summary = (f"ranks of {', '.join(bad[:4])}{' ...' if len(bad) > 4 else ''} are not uniform: the draws are "
-               "not from the posterior" if bad else
-               f"ranks of all {len(res.names)} quantities are uniform within their bands")
-    if ess < LOW_ESS * res.num_draws:
-        summary += f" (median ESS {ess:.0f} of {res.num_draws} draws: autocorrelated; raise the thinning)"
+    if autocorrelated:
+        statistic += f"; {ess_text}, below {LOW_ESS:g} of them"
+    if bad and autocorrelated:
+        verdict = "inconclusive"
+        summary = (f"ranks of {_listed(bad)} are not uniform, but the draws are autocorrelated ({ess_text}): "
+                   "ranks of autocorrelated draws are not uniform even for a correct sampler, so the test's level "
+                   "does not hold: thin more / run longer")
+    elif bad:
+        verdict = "fail"
+        summary = f"ranks of {_listed(bad)} are not uniform: the draws are not from the posterior"
+    else:
+        verdict = "pass"
+        summary = f"ranks of all {len(res.names)} quantities are uniform within their bands"
+        if autocorrelated:
+            summary += f" ({ess_text}: autocorrelated, which lowers the test's power; thin more / run longer)"
+    if thinning is not None and thinning.get("automatic"):
+        summary += (f"; thin {thinning['thin']} chosen by a pilot (ESS per draw {thinning['ess_per_draw']:.2g} "
+                    f"of {thinning['worst_quantity']}{', capped' if thinning.get('capped') else ''})")
     return CheckOutcome(
-        name=NAME, title=f"Simulation-based calibration of {label}", verdict="fail" if bad else "pass",
+        name=NAME, title=f"Simulation-based calibration of {label}", verdict=verdict,
         statistic=statistic, level=level, summary=summary, meaning=MEANING, remedy=REMEDY,
         figures=_figures(res), table=tuple(frame.to_dict("records")),
-        details={**res.to_dict(), "median_ess": ess})
+        details={**res.to_dict(), "median_ess": ess, "worst_median_ess": low_ess,
+                 "worst_ess_quantity": res.names[low_q], "autocorrelated": autocorrelated, "thin": thin,
+                 "thinning": dict(thinning) if thinning is not None else None})
+
+
+def _listed(names) -> str:
+    return f"{', '.join(names[:4])}{' ...' if len(names) > 4 else ''}"
 
 
 def _figures(res) -> tuple[Figure, ...]:

@@ -29,6 +29,7 @@ from .result import AuditResult, CheckOutcome
 
 SAMPLERS = ("auto", "gibbs", "nuts", "hmc", "mala", "rwm", "numpyro-nuts")
 PILOT_STEPS = 100  # length of the path the step-size pilot of a named gradient kernel is tuned for
+ADAPTIVE_THIN = 2  # thinning of NumPyro's NUTS when the budget leaves it automatic (no pilot: it adapts)
 
 
 @dataclass(frozen=True)
@@ -41,9 +42,12 @@ class Budget:
         Random triples per conditional and lambda (simulator vs density, for models with conditionals).
     simulator_latents, simulator_data, simulator_prior : int
         Prior draws, data sets per draw and prior draws of the forward-simulation check (models without).
-    sbc_replications, sbc_draws, sbc_warmup, sbc_thin : int
-        Simulated data sets, posterior draws kept per data set, warm-up transitions and thinning of the
-        sampler.
+    sbc_replications, sbc_draws, sbc_warmup : int
+        Simulated data sets, posterior draws kept per data set and warm-up transitions of the sampler.
+    sbc_thin : int or None
+        Transitions between kept draws. ``None`` (the default): for a fixed kernel, chosen from a pilot so
+        that the draws are near independent (:func:`bdmc.auditing.checks_sbc.pilot_thin`, at most
+        ``checks_sbc.MAX_THIN``); ``ADAPTIVE_THIN`` for NumPyro's NUTS. A number is kept as given.
     geweke_samples, geweke_steps : int
         Chains of each Geweke simulation, and kernel steps per successive-conditional chain.
     sandwich_steps : tuple of int
@@ -72,7 +76,7 @@ class Budget:
     sbc_replications: int = 200
     sbc_draws: int = 100
     sbc_warmup: int = 500
-    sbc_thin: int = 2
+    sbc_thin: int | None = None
     geweke_samples: int = 2000
     geweke_steps: int = 50
     sandwich_steps: tuple = (10, 100, 1000)
@@ -93,7 +97,7 @@ class Budget:
     @classmethod
     def quick(cls) -> "Budget":
         """A first look in about a minute on a small model: every check runs, with little power."""
-        return cls(triples=16, simulator_latents=32, simulator_data=32, simulator_prior=1000, sbc_replications=50, sbc_draws=50, sbc_warmup=150, sbc_thin=1, geweke_samples=500,
+        return cls(triples=16, simulator_latents=32, simulator_data=32, simulator_prior=1000, sbc_replications=50, sbc_draws=50, sbc_warmup=150, sbc_thin=None, geweke_samples=500,
                    geweke_steps=20, sandwich_steps=(10, 100), sandwich_chains=8, evidence_steps=200,
                    evidence_chains=8, evidence_draws=200, real_steps=(10, 100), real_chains=8,
                    real_mcmc_steps=(), real_warmup=150)
@@ -159,7 +163,7 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
     if data is not None:
         data = validate_data(model, data)
     resolved = resolve_sampler(jax.random.fold_in(key, 100), model, sampler, warmup=budget.sbc_warmup,
-                                thin=budget.sbc_thin)
+                                thin=budget.sbc_thin, num_draws=budget.sbc_draws)
     statistical = ["sbc", "bdmc"] + (["geweke"] if resolved.kernel is not None else [])
     if not supports(model, GibbsConditionals):
         statistical.append("simulator-density")
@@ -178,7 +182,8 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
 
     say(f"simulation-based calibration of {resolved.label}")
     done(checks_sbc.sbc_outcome(jax.random.fold_in(key, 2), model, resolved.sampler, label=resolved.label, level=each,
-                                num_replications=budget.sbc_replications, num_draws=budget.sbc_draws))
+                                num_replications=budget.sbc_replications, num_draws=budget.sbc_draws,
+                                thinning=resolved.settings.get("thinning")))
 
     if resolved.kernel is not None:
         say(f"Geweke test of {resolved.label}")
@@ -221,10 +226,14 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
                        settings=settings, seconds=time.perf_counter() - began)
 
 
-def resolve_sampler(key, model, sampler: Any, *, warmup: int = 500, thin: int = 1) -> ResolvedSampler:
+def resolve_sampler(key, model, sampler: Any, *, warmup: int = 500, thin: int | None = 1,
+                    num_draws: int = 100) -> ResolvedSampler:
     """The sampler an audit runs, from its name or object (see :func:`audit`).
 
     ``warmup`` and ``thin`` configure the sampler built from a name or a kernel (a sampler object is kept as it is).
+    ``thin=None`` picks the thinning of a fixed kernel from a pilot of ``num_draws`` kept draws
+    (:func:`bdmc.auditing.checks_sbc.pilot_thin`, driven by ``fold_in(key, 1)``), recorded under
+    ``settings["thinning"]``; NumPyro's NUTS then gets ``ADAPTIVE_THIN``.
 
     A named gradient kernel gets its step size from a pilot (:func:`bdmc.core.pilot.tune`) on one data set
     simulated with ``key``: HMC keeps the pilot's table by lambda, NUTS, MALA and random-walk Metropolis its
@@ -237,20 +246,34 @@ def resolve_sampler(key, model, sampler: Any, *, warmup: int = 500, thin: int = 
         if sampler == "auto":
             sampler = ("numpyro-nuts" if isinstance(model, NumPyroModel) else
                        "gibbs" if supports(model, OwnKernel) else "nuts")
-        return _named(key, model, sampler, warmup=warmup, thin=thin)
+        return _thinned(key, model, _named(key, model, sampler, warmup=warmup, thin=thin),
+                        thin, num_draws)
     if isinstance(sampler, Sampler):
         kernel = sampler.kernel if isinstance(sampler, KernelSampler) else None
         return ResolvedSampler(type(sampler).__name__, sampler, kernel, sampler.settings())
     if callable(sampler):
         label = f"the kernel {type(sampler).__name__}"
-        return ResolvedSampler(label, KernelSampler(sampler, warmup=warmup, thin=thin, model=model), sampler, {"sampler": "kernel",
-                                                                                 "kernel": repr(sampler)})
+        built = KernelSampler(sampler, warmup=warmup, thin=1 if thin is None else thin, model=model)
+        return _thinned(key, model, ResolvedSampler(label, built, sampler, {"sampler": "kernel",
+                                                                             "kernel": repr(sampler)}),
+                        thin, num_draws)
     raise BDMCError(f"sampler must be a name ({', '.join(SAMPLERS)}), a sampler with draws(...) or a kernel, got "
                     f"{type(sampler).__name__}")
 
 
-def _named(key, model, name: str, *, warmup: int, thin: int) -> ResolvedSampler:
+def _thinned(key, model, resolved: ResolvedSampler, thin: int | None, num_draws: int) -> ResolvedSampler:
+    """``resolved`` with its thinning: as given, or (``thin=None``, a fixed kernel) from a pilot."""
+    if thin is not None or resolved.kernel is None:
+        how = {"thin": getattr(resolved.sampler, "thin", thin), "automatic": False}
+        return dataclasses.replace(resolved, settings={**resolved.settings, "thinning": how})
+    chosen, how = checks_sbc.pilot_thin(jax.random.fold_in(key, 1), model, resolved.sampler, num_draws=num_draws)
+    return dataclasses.replace(resolved, sampler=dataclasses.replace(resolved.sampler, thin=chosen),
+                               settings={**resolved.settings, "thinning": how})
+
+
+def _named(key, model, name: str, *, warmup: int, thin: int | None) -> ResolvedSampler:
     if name == "numpyro-nuts":
+        thin = ADAPTIVE_THIN if thin is None else thin
         if not isinstance(model, NumPyroModel):
             raise BDMCError(f"sampler 'numpyro-nuts' needs a NumPyro program (bdmc.ppl.from_numpyro), got {model!r}")
         s = NumPyroNUTS(model, num_warmup=warmup, thin=thin)
@@ -260,8 +283,10 @@ def _named(key, model, name: str, *, warmup: int, thin: int) -> ResolvedSampler:
             raise BDMCError(f"sampler 'gibbs' needs a model with its own kernel (default_kernel); {model!r} has none: "
                             "choose nuts, hmc, mala or rwm")
         kernel = model.default_kernel()
+        thin = 1 if thin is None else thin
         return ResolvedSampler("the model's Gibbs kernel", KernelSampler(kernel, warmup=warmup, thin=thin, model=model), kernel,
                                {"sampler": "gibbs", "kernel": repr(kernel)})
+    thin = 1 if thin is None else thin
     data = simulate(key, model).data
     tuned = tune(key, model, validate_data(model, data), HMC(model), PILOT_STEPS)
     table = tuned.kernel.step_size

@@ -112,6 +112,8 @@ def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replicatio
     low_q = int(np.argmin(by_quantity))
     low_ess = float(by_quantity[low_q])
     autocorrelated = low_ess < LOW_ESS * res.num_draws
+    # Chains that never moved (ESS below one draw in some quantity): a stuck sampler, not mere autocorrelation.
+    stuck = int(np.sum(res.ess.min(axis=1) < 1.0))
     thin = res.settings.get("sampler", {}).get("thin")
     ess_text = (f"median ESS of the worst quantity ({res.names[low_q]}) {low_ess:.0f} of {res.num_draws} draws"
                 + (f" at thin {thin}" if thin is not None else ""))
@@ -127,6 +129,9 @@ def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replicatio
     elif bad:
         verdict = "fail"
         summary = f"ranks of {_listed(bad)} are not uniform: the draws are not from the posterior"
+        if stuck:
+            summary += (f"; on {stuck} of {res.num_replications} data sets the chain barely moved (ESS below 1): "
+                        "a step size too large for those posteriors, or too short a warm-up")
     else:
         verdict = "pass"
         summary = f"ranks of all {len(res.names)} quantities are uniform within their bands"
@@ -141,6 +146,7 @@ def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replicatio
         figures=_figures(res), table=tuple(frame.to_dict("records")),
         details={**res.to_dict(), "median_ess": ess, "worst_median_ess": low_ess,
                  "worst_ess_quantity": res.names[low_q], "autocorrelated": autocorrelated, "thin": thin,
+                 "stuck_replications": stuck,
                  "thinning": dict(thinning) if thinning is not None else None})
 
 

@@ -92,6 +92,14 @@ def test_budget_leaves_thinning_automatic_and_keeps_a_given_one():
     assert resolved.sampler.thin == 7 and resolved.settings["thinning"] == {"thin": 7, "automatic": False}
 
 
+def test_chains_that_never_move_fail_not_inconclusive():
+    # rho = 1: the kernel leaves the posterior invariant but never moves, so every draw is the chain's start (a
+    # prior draw). With ESS 0 that is a sampler that does not sample the posterior, not autocorrelation.
+    _, out = _outcome(ARKernel(MODEL, 1.0), thin=1, replications=100)
+    assert out.details["worst_median_ess"] < 1 and out.details["autocorrelated"]
+    assert out.verdict == "fail" and "did not move" in out.summary
+
+
 @pytest.mark.slow
 def test_slow_wrong_kernel_still_fails():
     # The same slow AR(1) move leaving half the posterior variance invariant: after automatic thinning the

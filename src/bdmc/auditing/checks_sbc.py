@@ -83,7 +83,8 @@ def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replicatio
 
     The rank test assumes independent draws. When the worst quantity's median effective sample size is below
     ``LOW_ESS`` of the draws, ranks of a correct sampler are not uniform either, so a failure is reported as
-    "inconclusive" (thin more or run longer), not "fail".
+    "inconclusive" (thin more or run longer), not "fail" -- unless that median is below one draw: chains that
+    did not move from their starts do not sample the posterior, and the failure stands.
 
     Parameters
     ----------
@@ -112,6 +113,9 @@ def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replicatio
     low_q = int(np.argmin(by_quantity))
     low_ess = float(by_quantity[low_q])
     autocorrelated = low_ess < LOW_ESS * res.num_draws
+    # Below one effective draw on most data sets the chains did not move from their starts: that is a sampler
+    # that does not sample the posterior as configured (a fail), not a mixing one whose ranks are autocorrelated.
+    frozen = low_ess < 1.0
     # Chains that never moved (ESS below one draw in some quantity): a stuck sampler, not mere autocorrelation.
     stuck = int(np.sum(res.ess.min(axis=1) < 1.0))
     thin = res.settings.get("sampler", {}).get("thin")
@@ -121,7 +125,12 @@ def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replicatio
                  f"{len(bad)} leave their simultaneous ECDF band at {level / len(res.names):.2g} each (Bonferroni)")
     if autocorrelated:
         statistic += f"; {ess_text}, below {LOW_ESS:g} of them"
-    if bad and autocorrelated:
+    if bad and frozen:
+        verdict = "fail"
+        summary = (f"ranks of {_listed(bad)} are not uniform and the chains did not move on most data sets "
+                   f"({ess_text}): the sampler does not sample the posterior as configured (a step size too "
+                   "large, or too short a warm-up)")
+    elif bad and autocorrelated:
         verdict = "inconclusive"
         summary = (f"ranks of {_listed(bad)} are not uniform, but the draws are autocorrelated ({ess_text}): "
                    "ranks of autocorrelated draws are not uniform even for a correct sampler, so the test's level "

@@ -51,6 +51,7 @@ from check_power import (MODELS, NoiseLR, OffsetLR, ScaledLR, TransposedCG, Wide
 
 import bdmc  # noqa: E402
 from bdmc.auditing import Budget, audit, resolve_sampler  # noqa: E402
+from bdmc.auditing.run import ADAPTIVE_THIN  # noqa: E402
 from bdmc.checks.samplers import NumPyroNUTS  # noqa: E402
 from bdmc.kernels import NUTS  # noqa: E402
 
@@ -59,9 +60,11 @@ bdmc.enable_x64()
 LEVEL = 0.01
 OUT = Path(__file__).resolve().parent / "results" / "audit"
 # Affordable on the shared 2-core machine (about 20-60 s an audit, compilation included), with power where the
-# checks have it: Geweke at 10,000 chains (check_power.py's setting), SBC at 100 data sets of 49 draws.
+# checks have it: Geweke at 10,000 chains (check_power.py's setting), SBC at 100 data sets of 49 draws. The
+# SBC thinning of a fixed kernel comes from the audit's pilot (sbc_thin=None); NumPyro's NUTS keeps
+# ADAPTIVE_THIN. Rows written before the pilot existed (the Gibbs rows' seeds 0-4) ran at thin 2.
 BUDGET = Budget(triples=16, simulator_latents=32, simulator_data=32, simulator_prior=1000,
-                sbc_replications=100, sbc_draws=49, sbc_warmup=100, sbc_thin=2,
+                sbc_replications=100, sbc_draws=49, sbc_warmup=100, sbc_thin=None,
                 geweke_samples=10_000, geweke_steps=10, sandwich_steps=(10, 100), sandwich_chains=16,
                 evidence_steps=100, evidence_chains=16, evidence_draws=0)
 STEP_FACTOR = 10.0  # the too-large NUTS step: this times the pilot's
@@ -136,7 +139,7 @@ def wide_kernel():
 def numpyro_nuts(bug: str):
     # One object per bug: NumPyroNUTS compares by identity, so a new one per seed would recompile SBC.
     return NumPyroNUTS(model_of(bug), num_warmup=FEW_WARMUP if bug.startswith("NUTS with") else BUDGET.sbc_warmup,
-                       thin=BUDGET.sbc_thin)
+                       thin=ADAPTIVE_THIN if BUDGET.sbc_thin is None else BUDGET.sbc_thin)
 
 
 def sampler_of(bug: str, key):
@@ -168,6 +171,12 @@ def numbers(check) -> dict:
         out["min_gamma"] = float(min(q["gamma"] for q in d["quantities"])) if d.get("quantities") else None
         out["miscalibrated"] = list(d.get("miscalibrated", []))
         out["median_ess"] = d.get("median_ess")
+        out["worst_median_ess"] = d.get("worst_median_ess")
+        out["autocorrelated"] = d.get("autocorrelated")
+        out["thin"] = d.get("thin")
+        pilot = d.get("thinning") or {}
+        out["thin_automatic"] = pilot.get("automatic")
+        out["pilot_ess_per_draw"] = pilot.get("ess_per_draw")
     elif check.name == "geweke":
         out["worst_abs_z"] = abs(float(d["worst_z"])) if "worst_z" in d else None
         out["threshold"] = d.get("threshold")
@@ -236,19 +245,34 @@ def write_table(rows: list[dict], path: Path) -> None:
         cells = []
         for name in CHECKS:
             got = [r["checks"].get(name, {}) for r in mine]
-            ran = [g for g in got if g.get("verdict") in ("pass", "fail")]
+            ran = [g for g in got if g.get("verdict") in ("pass", "fail", "inconclusive")]
             if not ran:
                 cells.append("not run")
                 continue
             fired = sum(g["verdict"] == "fail" for g in ran)
+            unsure = sum(g["verdict"] == "inconclusive" for g in ran)
             key = stat[name] or ("worst_violation" if "worst_violation" in ran[0] else "min_p")
-            cells.append(f"{'**' if fired else ''}{fired}/{len(ran)}{'**' if fired else ''} "
-                         f"({key.replace('_', ' ')} {_median([g.get(key) for g in ran])})")
+            extra = ""
+            if name == "sbc":
+                thins = sorted({g.get("thin", 2) for g in ran})  # rows before the pilot existed: thin 2
+                extra = f", thin {'/'.join(map(str, thins))}, worst ESS {_median([g.get('worst_median_ess') for g in ran])}"
+            cells.append(f"{'**' if fired else ''}{fired}/{len(ran)}{'**' if fired else ''}"
+                         f"{f' (+{unsure} inconclusive)' if unsure else ''} "
+                         f"({key.replace('_', ' ')} {_median([g.get(key) for g in ran])}{extra})")
         b_hat = _median([r["checks"].get("bdmc", {}).get("b_hat") for r in mine])
         fails = sum(r["verdict"] == "fail" for r in mine)
+        unsure = sum(r["verdict"] == "inconclusive" for r in mine)
         lo, hi = clopper_pearson(fails, len(mine))
         lines.append(f"| {bug} | {mine[0]['sampler']} | " + " | ".join(cells) +
-                     f" | {b_hat} | {fails}/{len(mine)} | [{lo:.2f}, {hi:.2f}] |")
+                     f" | {b_hat} | {fails}/{len(mine)}{f' (+{unsure} inconclusive)' if unsure else ''} | "
+                     f"[{lo:.2f}, {hi:.2f}] |")
+    correct = [r for r in rows if r["kind"] == "correct"]
+    if correct:
+        fails = sum(r["verdict"] == "fail" for r in correct)
+        unsure = sum(r["verdict"] == "inconclusive" for r in correct)
+        lo, hi = clopper_pearson(fails, len(correct))
+        lines += ["", f"Correct models pooled (the audit's false-alarm rate at level {LEVEL:g}): {fails}/{len(correct)} "
+                      f"audits fail, 95% Clopper-Pearson interval [{lo:.3f}, {hi:.3f}]; {unsure} inconclusive."]
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -276,7 +300,10 @@ def main(argv=None) -> None:
             {"budget": {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(BUDGET).items()},
              "level": LEVEL, "seeds": args.seeds, "correct_seeds": args.correct_seeds,
              "nuts_seeds": args.nuts_seeds,
-             "step_factor": STEP_FACTOR, "few_warmup": FEW_WARMUP, "bdmc_version": bdmc.__version__}, indent=2))
+             "step_factor": STEP_FACTOR, "few_warmup": FEW_WARMUP, "adaptive_thin": ADAPTIVE_THIN,
+             "note": "sbc_thin null: a fixed kernel's SBC thinning is chosen by the audit's pilot (each row records "
+                     "it under checks.sbc.thin); rows without it ran at thin 2, before the pilot existed",
+             "bdmc_version": bdmc.__version__}, indent=2))
         done = {(r["bug"], r["seed"]) for r in read_rows(rows_path)}
         todo = [(b, s) for b, s in plan(args) if (b, s) not in done]
         print(f"{len(todo)} audits to run ({len(done)} rows already in {rows_path})", flush=True)

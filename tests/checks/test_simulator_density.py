@@ -125,6 +125,7 @@ def test_density_noise_variance_is_seen_by_the_score_scale_alone():
     assert not _row(result, "likelihood", "normalization").fired
 
 
+@pytest.mark.slow  # the score identities' power; default runs keep the density bugs and the discrete path
 def test_simulator_variance_is_seen_by_the_score_scale():
     bugs = _bugs()
     model = bugs.ScaledCG(**dataclasses.asdict(CG), factor=1.1)

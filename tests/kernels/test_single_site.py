@@ -140,6 +140,7 @@ def test_validation_and_cost_accounting():
     assert SingleSiteMH(MODEL, num_updates=7).evals_per_step == 8
 
 
+@pytest.mark.slow  # the float32 CI pass runs this whole file in float32 too
 def test_float32(key):
     with float32():
         data = jnp.asarray(np.asarray(_data()), jnp.float32)

@@ -102,10 +102,42 @@ def test_options_reach_the_audit_and_the_report_is_written(tmp_path, monkeypatch
 
 def test_observed_without_a_program_is_refused(tmp_path):
     result = runner.invoke(app, ["audit", "--model", "gaussian-mean", "--observed", "y", "--out", str(tmp_path)])
-    assert_one_red_line(result, "--observed applies to a NumPyro program")
+    assert_one_red_line(result, "--observed applies to a PPL program")
 
 
 def test_hyperparameters_need_data(tmp_path):
     result = runner.invoke(app, ["audit", "--model", "gaussian-mean", "--hyperparameters", "s", "--out",
                                  str(tmp_path)])
     assert_one_red_line(result, "--hyperparameters names sites to fit on real data")
+
+
+PYMC_PROGRAM = textwrap.dedent("""
+    import pymc as pm
+
+
+    def tiny(x):
+        with pm.Model() as model:
+            mu = pm.Normal("mu", 0.0, 1.0)
+            pm.Normal("y", mu * x, 1.0, observed=x * 0.0)
+        return model
+""")
+
+
+def test_a_pymc_program_with_real_data_reaches_the_audit(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(bdmc.auditing, "audit", lambda key, model, **kw: calls.append((model, kw)) or RECORDED)
+    (tmp_path / "tiny.py").write_text(PYMC_PROGRAM)
+    y = np.array([0.3, -1.2, 0.8, 2.0])
+    np.savez(tmp_path / "data.npz", x=np.ones(4), y=y)
+    result = runner.invoke(app, ["audit", "--pymc", f"{tmp_path / 'tiny.py'}:tiny", "--observed", "y", "--data",
+                                 str(tmp_path / "data.npz"), "--quick", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    (model, kw), = calls
+    assert type(model).__name__ == "PyMCModel" and kw["ppl"] == "PyMC"
+    np.testing.assert_array_equal(kw["data"]["y"], y)  # the user's observations, not simulated ones
+
+
+def test_simulator_without_a_stan_program_is_refused(tmp_path):
+    result = runner.invoke(app, ["audit", "--model", "gaussian-mean", "--simulator", "sim.py:f", "--out",
+                                 str(tmp_path)])
+    assert_one_red_line(result, "--simulator applies to a Stan program")

@@ -316,8 +316,13 @@ def _real_data(key, model, data, hyperparameters, *, budget: Budget, say, progre
                                          on_stage=say, progress=progress)
 
 
+PPL_OF_MODULE = {"bdmc.ppl.numpyro": "NumPyro", "bdmc.ppl.pymc": "PyMC", "bdmc.ppl.stan": "Stan",
+                 "bdmc.ppl.webppl": "WebPPL"}
+
+
 def _ppl_of(model) -> str:
-    return "NumPyro" if isinstance(model, NumPyroModel) else "bdmc (built-in)"
+    # By the adapter's module, so that naming the language does not import PyMC or Stan.
+    return PPL_OF_MODULE.get(type(model).__module__, "bdmc (built-in)")
 
 
 def _jsonable(value):

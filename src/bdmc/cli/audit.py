@@ -14,7 +14,9 @@ from rich.table import Table
 
 from ._common import (CLIError, at_least, command, console, model_option_option, out_option, output_dir, parse_steps,
                       wrote)
-from ._models import _load_npz, builtin_model, load_ppl_model, ppl_label
+from ._models import _load_npz, builtin_model, load_ppl_model, ppl_given, ppl_label
+
+PPL_NAMES = {"numpyro": "NumPyro", "pymc": "PyMC", "stan": "Stan"}
 
 STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow", "not run": "dim"}
 
@@ -24,6 +26,12 @@ def audit_command(
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Built-in model name (see `bdmc models`)."),
     numpyro: Optional[str] = typer.Option(None, "--numpyro", metavar="PATH.py:FN",
                                           help="A NumPyro model function instead of a built-in model."),
+    pymc: Optional[str] = typer.Option(None, "--pymc", metavar="PATH.py:NAME",
+                                       help="A PyMC model, or a function of the --data arrays returning one."),
+    stan: Optional[str] = typer.Option(None, "--stan", metavar="PATH.stan",
+                                       help="A Stan program whose likelihood is multiplied by data bdmc_lambda."),
+    simulator: Optional[str] = typer.Option(None, "--simulator", metavar="PATH.py:FN",
+                                            help="Python simulator of a Stan program: fn(rng) -> (params, data)."),
     data: Optional[Path] = typer.Option(
         None, "--data", metavar="FILE.npz",
         help="The program's arguments (covariates, sizes) and, under the --observed names, the user's real "
@@ -31,7 +39,8 @@ def audit_command(
     observed: Optional[str] = typer.Option(None, "--observed", metavar="NAMES",
                                            help="The program's observed variable(s), comma-separated."),
     sampler: str = typer.Option("auto", "--sampler",
-                                help="auto, gibbs, nuts, hmc, mala, rwm (bdmc kernels) or numpyro-nuts."),
+                                help="auto, gibbs, nuts, hmc, mala, rwm (bdmc kernels) or numpyro-nuts; PyMC and "
+                                     "Stan programs are audited under bdmc's kernels on their densities."),
     hyperparameters: Optional[str] = typer.Option(
         None, "--hyperparameters", metavar="NAMES",
         help="Sites fitted on the real data for BREAD's real-data protocol, comma-separated (needs --data)."),
@@ -58,12 +67,16 @@ def audit_command(
     from ..auditing import Budget, audit
     from ..auditing.report import write_report
 
-    if (numpyro is None) == (model is None):
-        raise CLIError("give either --model NAME or --numpyro PATH.py:FN")
-    if numpyro is None and observed:
-        raise CLIError("--observed applies to a NumPyro program (--numpyro), not to --model")
-    if numpyro is not None and option:
-        raise CLIError("--option applies to built-in models; a NumPyro program takes its arguments from --data")
+    program = ppl_given(numpyro=numpyro, pymc=pymc, stan=stan)
+    if (program is None) == (model is None):
+        raise CLIError("give either --model NAME or one program: --numpyro PATH.py:FN, --pymc PATH.py:NAME or "
+                       "--stan PATH.stan")
+    if program is None and observed:
+        raise CLIError("--observed applies to a PPL program (--numpyro, --pymc, --stan), not to --model")
+    if program is not None and option:
+        raise CLIError("--option applies to built-in models; a program takes its arguments from --data")
+    if simulator and (program is None or program[0] != "stan"):
+        raise CLIError("--simulator applies to a Stan program (--stan) only")
     if hyperparameters and data is None:
         raise CLIError("--hyperparameters names sites to fit on real data: give the data with --data")
     if not 0 < level < 1:
@@ -81,10 +94,10 @@ def audit_command(
                  "sandwich_steps": tuple(parse_steps(steps)) if steps else None}
     budget = dataclasses.replace(budget, **{k: v for k, v in overrides.items() if v is not None})
 
-    name = ppl_label("numpyro", numpyro) if numpyro is not None else model
+    name = ppl_label(*program) if program is not None else model
     out = output_dir(out, f"audit-{name.replace(':', '-')}")
-    if numpyro is not None:
-        model_obj, _ = load_ppl_model("numpyro", numpyro, data=data, observed=observed, simulator=None)
+    if program is not None:
+        model_obj, _ = load_ppl_model(*program, data=data, observed=observed, simulator=simulator)
         arrays = _load_npz(data)
         names = list(model_obj.observed)
         given = [n for n in names if n in arrays]
@@ -117,7 +130,7 @@ def audit_command(
 
     try:
         result = audit(jax.random.key(seed), model_obj, sampler=sampler, data=real, budget=budget, level=level,
-                       hyperparameters=hyper, name=name, ppl="NumPyro" if numpyro else None, on_stage=stage,
+                       hyperparameters=hyper, name=name, ppl=PPL_NAMES[program[0]] if program else None, on_stage=stage,
                        on_outcome=finished)
     finally:
         if status is not None:

@@ -190,6 +190,19 @@ def _t_test(values, *, one_sided: bool = False, centre: float = 0.0):
     return mean, se, t, float(p), n
 
 
+def _z_test(sums, variances):
+    """(mean residual, stderr, z, p) of H0: the summed residuals have mean 0, with their variance known from the
+    pmf; cells with no spread are left out (their residuals are 0)."""
+    s, v = np.asarray(sums, np.float64).ravel(), np.asarray(variances, np.float64).ravel()
+    if not (np.all(np.isfinite(s)) and np.all(np.isfinite(v))):
+        return float("nan"), float("nan"), float("nan"), 0.0, s.size
+    total, var = float(s.sum()), float(v.sum())
+    if var <= 0.0:
+        return 0.0, 0.0, 0.0, float(total == 0.0), s.size
+    z = total / np.sqrt(var)
+    return total / s.size, float(np.sqrt(var)) / s.size, float(z), float(2 * stats.norm.sf(abs(z))), s.size
+
+
 def _row(part, test, where, result, *, estimate=None):
     mean, se, t, p, n = result
     return dict(part=part, test=test, where=where, estimate=mean if estimate is None else estimate, stderr=se,
@@ -261,7 +274,7 @@ def _discrete_rows(out, names, tol, num_data):
     moments = [("mean", "m1")] + ([] if binary else [("second moment", "m2")])
     rows = [_support_row(part, out["bad"]), normalization("all cases", mass, outside)]
     for label, k in moments:
-        rows += [_row(part, label, "all cases", _t_test(out[f"{k}_mean"])),
+        rows += [_row(part, label, "all cases", _z_test(out[f"{k}_sum"], out[f"{k}_var"])),
                  _row(part, f"{label} spread", "all cases", _t_test(out[f"{k}_u"], one_sided=True))]
         if len(names) > 1:
             rows += [_row(part, f"{label} spread", name, _t_test(out[f"{k}_u"][..., j], one_sided=True))

@@ -3,5 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -c "import numpy as np; from bdmc.datasets import load_pima; d = load_pima(); np.savez('examples/audit_pima/pima.npz', x=d['x'], y=d['y'])"
-bdmc audit --numpyro examples/audit_pima/program.py:logistic_regression_program --observed y \
+bdmc audit --numpyro examples/audit_pima/pima_logistic_regression.py:logistic_regression_program --observed y \
     --data examples/audit_pima/pima.npz --hyperparameters scale_sq --quick --seed 0 --out examples/audit_pima

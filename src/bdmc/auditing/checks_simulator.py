@@ -35,7 +35,8 @@ MEANING_FORWARD = (
     "likelihood term integrates to one over the data (it sees a wrong constant), the score identities "
     "E[d/dy log p(y|x)] = 0 and E[(y - m) d/dy log p(y|x)] = -I under the simulator (they see a simulator and "
     "a density that disagree in location, scale or correlation), and the same for the prior. Every test is a "
-    "t-test over independent cells; Holm's procedure keeps the family-wise false-alarm rate at the level.")
+    "t-test over independent cells (for integer data the moment tests are z-tests against the pmf's own "
+    "variance); Holm's procedure keeps the family-wise false-alarm rate at the level.")
 REMEDY_FORWARD = (
     "The rejected tests name the part (likelihood or prior), the identity and where (a case, a coordinate). "
     "A normalization failure is a wrong constant in the log density (a missing log 2 pi, a hand-written "

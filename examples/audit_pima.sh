@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The audit of the Pima logistic regression (NumPyro's NUTS, the real Pima data) at the default budgets, written to
-# examples/audit_pima/ (about 6 minutes on two cores; `bash examples/audit_pima.sh --quick` gives a first look
+# examples/audit_pima/ (about 3 minutes on two cores; `bash examples/audit_pima.sh --quick` gives a first look
 # in under a minute).
 set -euo pipefail
 cd "$(dirname "$0")/.."

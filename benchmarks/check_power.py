@@ -49,7 +49,7 @@ from scipy import stats
 
 import bdmc
 from bdmc.checks import compare_models, conditional_consistency, geweke
-from bdmc.checks.geweke import DefaultStatistics
+from bdmc.checks.geweke import DataAtOne, DefaultStatistics  # DataAtOne: Geweke through sample_data at lambda = 1
 from bdmc.contracts.estimate import log_harmonic_mean, log_mean_exp
 from bdmc.kernels import RandomWalkMH
 from bdmc.models import CorrelatedGaussianMean, LinearRegression
@@ -190,16 +190,6 @@ def cell(bug: str, name: str):
 
 
 # ------------------------------------------------------------------------------------------ Geweke pieces
-
-@dataclasses.dataclass(frozen=True)
-class DataAtOne:
-    """``sample_data`` for Geweke at lambda = 1 (a value object, so its compilation is reused across seeds)."""
-
-    model: object
-
-    def __call__(self, key, latent, lam):
-        return self.model.sample_data(key, latent)
-
 
 @dataclasses.dataclass(frozen=True)
 class EigenMoments:

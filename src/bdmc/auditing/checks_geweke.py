@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from ..checks import geweke
-from ..contracts.capabilities import TemperedSimulation, supports
 from ..plotting import plot_geweke
 from ..plotting.audit import png_bytes
 from .result import CheckOutcome, Figure
@@ -17,16 +14,6 @@ from .result import CheckOutcome, Figure
 NAME = "geweke"
 MAX_PANELS = 8
 
-
-@dataclass(frozen=True)
-class DataAtOne:
-    """``sample_data(key, latent, lam)`` at lambda = 1 for a model without tempered simulation; equal for equal
-    models, so Geweke's compiled program is found again."""
-
-    model: Any
-
-    def __call__(self, key, latent, lam):
-        return self.model.sample_data(key, latent)
 
 MEANING = (
     "Forward simulation (x from the prior, y from the likelihood) and successive-conditional simulation (start "
@@ -64,10 +51,7 @@ def geweke_outcome(key, model, kernel, *, level: float, num_samples: int, num_st
     -------
     CheckOutcome
     """
-    # A value object (not a fresh lambda) so the compiled simulation is reused by the next audit of this model.
-    sample_data = None if supports(model, TemperedSimulation) else DataAtOne(model)
-    res = geweke(key, model, kernel, lam=1.0, num_samples=int(num_samples), num_steps=int(num_steps), alpha=level,
-                 sample_data=sample_data)
+    res = geweke(key, model, kernel, lam=1.0, num_samples=int(num_samples), num_steps=int(num_steps), alpha=level)
     worst, z = res.worst
     verdict = "pass" if res.passed else "fail"
     bad = [n for n, zj in zip(res.names, res.z) if abs(zj) >= res.threshold]

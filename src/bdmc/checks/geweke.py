@@ -162,9 +162,20 @@ def _simulate(keys_fwd, keys_sc, lam, *, model, kernel, statistics, sample_data,
     return fwd, sc
 
 
+@dataclass(frozen=True)
+class DataAtOne:
+    """``sample_data(key, latent, lam)`` at lambda = 1 for a model without tempered simulation: a value (equal for
+    equal models), not a fresh lambda, so the next Geweke test of the same model finds its compiled program."""
+
+    model: object
+
+    def __call__(self, key, latent, lam):
+        return self.model.sample_data(key, latent)
+
+
 def _data_sampler(model, lam):
     if supports(model, TemperedSimulation):
         return model.sample_data_tempered
     if np.all(np.asarray(lam) == 1.0):
-        return lambda key, latent, _lam: model.sample_data(key, latent)
+        return DataAtOne(model)
     require(model, TemperedSimulation, purpose="a Geweke test at lam != 1 (or pass sample_data=...)")

@@ -106,6 +106,19 @@ def model_option_option(help: str = "Model option KEY=VALUE (repeatable).") -> A
     return typer.Option(None, "--option", help=help, metavar="KEY=VALUE")
 
 
+# The --numpyro, --pymc, --stan and --simulator declarations of the commands that take a program.
+PPL_OPTIONS: dict[str, Any] = {
+    "numpyro": typer.Option(None, "--numpyro", metavar="PATH.py:FN",
+        help="A NumPyro model function instead of a built-in model."),
+    "pymc": typer.Option(None, "--pymc", metavar="PATH.py:NAME",
+        help="A PyMC model, or a function of the --data arrays returning one."),
+    "stan": typer.Option(None, "--stan", metavar="PATH.stan",
+        help="A Stan program whose likelihood is multiplied by data bdmc_lambda."),
+    "simulator": typer.Option(None, "--simulator", metavar="PATH.py:FN",
+        help="Python simulator of a Stan program: fn(rng) -> (params, data)."),
+}
+
+
 def out_option(show_default: str, help: str = "Output directory.") -> Any:
     """The ``--out`` / ``-o`` declaration; ``show_default`` names the directory used when it is not given."""
     return typer.Option(None, "--out", "-o", help=help, show_default=show_default)

@@ -12,8 +12,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ._common import (CLIError, at_least, command, console, model_option_option, out_option, output_dir, parse_steps,
-                      wrote)
+from ._common import (PPL_OPTIONS, CLIError, at_least, command, console, model_option_option, out_option,
+                      output_dir, parse_steps, wrote)
 from ._models import _load_npz, builtin_model, load_ppl_model, ppl_given, ppl_label
 
 PPL_NAMES = {"numpyro": "NumPyro", "pymc": "PyMC", "stan": "Stan"}
@@ -24,14 +24,10 @@ STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow", "not run
 @command
 def audit_command(
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Built-in model name (see `bdmc models`)."),
-    numpyro: Optional[str] = typer.Option(None, "--numpyro", metavar="PATH.py:FN",
-                                          help="A NumPyro model function instead of a built-in model."),
-    pymc: Optional[str] = typer.Option(None, "--pymc", metavar="PATH.py:NAME",
-                                       help="A PyMC model, or a function of the --data arrays returning one."),
-    stan: Optional[str] = typer.Option(None, "--stan", metavar="PATH.stan",
-                                       help="A Stan program whose likelihood is multiplied by data bdmc_lambda."),
-    simulator: Optional[str] = typer.Option(None, "--simulator", metavar="PATH.py:FN",
-                                            help="Python simulator of a Stan program: fn(rng) -> (params, data)."),
+    numpyro: Optional[str] = PPL_OPTIONS["numpyro"],
+    pymc: Optional[str] = PPL_OPTIONS["pymc"],
+    stan: Optional[str] = PPL_OPTIONS["stan"],
+    simulator: Optional[str] = PPL_OPTIONS["simulator"],
     data: Optional[Path] = typer.Option(
         None, "--data", metavar="FILE.npz",
         help="The program's arguments (covariates, sizes) and, under the --observed names, the user's real "

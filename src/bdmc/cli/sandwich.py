@@ -25,8 +25,8 @@ from ..core.ais import SCHEDULES
 from ..experiments import sandwich_runs
 from ..experiments.sandwich_runs import FORWARD_ONLY, data_array_names, real_data_like
 from ..plotting import plot_sandwich
-from ._common import (CLIError, at_least, command, console, count, fmt_options, model_option_option, num,
-                      out_option, output_dir, overwrite_option, parse_steps, positive_number, print_verdict,
+from ._common import (PPL_OPTIONS, CLIError, at_least, command, console, count, fmt_options, model_option_option,
+                      num, out_option, output_dir, overwrite_option, parse_steps, positive_number, print_verdict,
                       refuse_together, seconds, wrote)
 from ._models import _load_npz, builtin_model, load_ppl_model, model_settings, ppl_given, ppl_label
 
@@ -39,12 +39,9 @@ CERTIFY_B = 3.0  # the Markov-certified lower bound value - b holds with probabi
 @command
 def sandwich_command(
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Built-in model name (see `bdmc models`)."),
-    numpyro: Optional[str] = typer.Option(None, "--numpyro", metavar="PATH.py:FN",
-                                          help="A NumPyro model function instead of a built-in model."),
-    pymc: Optional[str] = typer.Option(None, "--pymc", metavar="PATH.py:NAME",
-                                       help="A PyMC model, or a function of the --data arrays returning one."),
-    stan: Optional[str] = typer.Option(None, "--stan", metavar="PATH.stan",
-                                       help="A Stan program whose likelihood is multiplied by data bdmc_lambda."),
+    numpyro: Optional[str] = PPL_OPTIONS["numpyro"],
+    pymc: Optional[str] = PPL_OPTIONS["pymc"],
+    stan: Optional[str] = PPL_OPTIONS["stan"],
     data: Optional[Path] = typer.Option(None, "--data", metavar="FILE.npz",
                                         help="Arguments of the PPL program (covariates, sizes, Stan data); with "
                                              "--real-data also the observed arrays."),
@@ -54,8 +51,7 @@ def sandwich_command(
              "array) instead of simulated data: forward (lower) bounds only, no upper bound and no bug alarm."),
     observed: Optional[str] = typer.Option(None, "--observed", metavar="NAMES",
                                            help="The program's observed variable(s), comma-separated."),
-    simulator: Optional[str] = typer.Option(None, "--simulator", metavar="PATH.py:FN",
-                                            help="Python simulator of a Stan program: fn(rng) -> (params, data)."),
+    simulator: Optional[str] = PPL_OPTIONS["simulator"],
     chains: int = typer.Option(16, "--chains", "-c", help="Chains per direction and chain length."),
     steps: str = typer.Option("10,100,1000", "--steps", "-s",
                               help="Comma-separated numbers of intermediate distributions T (each >= 2)."),

@@ -12,8 +12,9 @@ seconds per 1,000 chain-steps (compilation excluded) of each, side by side in on
 
 ``--nhefs`` measures cost instead, on the BREAD paper's NHEFS linear regression (1,566 rows, 5 inputs): seconds
 per 1,000 chain-steps of HMC (10 leapfrog steps) in NumPyro, PyMC, Stan in-process (``backend="native"``,
-one thread and ``--stan-threads``) and Stan through httpstan's helper process, and the in-process path's
-first build (shim and program compiled into an empty cache):
+one thread and ``--stan-threads``; the shipped program with ``normal_id_glm_lpdf``, and the appendix's
+``normal_lpdf(y | x * beta + alpha, ...)``), Stan through httpstan's helper process and WebPPL, and the
+in-process path's first build (shim and program compiled into an empty cache):
 
     python benchmarks/ppl_adapters.py --nhefs --steps 200 --chains 32
 """
@@ -188,15 +189,25 @@ model
 """
 
 
+def appendix_likelihood_program() -> str:
+    """The shipped NHEFS program with the appendix's ``normal_lpdf(y | x * beta + alpha, ...)`` in place of
+    ``normal_id_glm_lpdf``: the same density, autodiff through the matrix product instead of analytic gradients."""
+    from bdmc.realdata.stan_models import LINEAR_REGRESSION_PROGRAM
+
+    glm = "normal_id_glm_lpdf(y | x, alpha, beta, sqrt(sigma_sq))"
+    assert glm in LINEAR_REGRESSION_PROGRAM
+    return LINEAR_REGRESSION_PROGRAM.replace(glm, "normal_lpdf(y | x * beta + alpha, sqrt(sigma_sq))")
+
+
 def nhefs_models(x, skip, stan_threads):
     """(name, model) of the NHEFS regression in each implementation (the BREAD paper's Appendix C model)."""
     from bdmc.realdata import models, pymc_models
     from bdmc.realdata.stan_models import LINEAR_REGRESSION_PROGRAM, linear_regression_simulator
 
-    def stan(**options):
+    def stan(program=LINEAR_REGRESSION_PROGRAM, **options):
         data = {"N": x.shape[0], "K": x.shape[1], "x": x, "y": np.zeros(x.shape[0])}
-        return bdmc.ppl.from_stan(LINEAR_REGRESSION_PROGRAM, data=data, observed="y",
-                                  simulate=linear_regression_simulator(x), name="nhefs-linear-regression", **options)
+        return bdmc.ppl.from_stan(program, data=data, observed="y", simulate=linear_regression_simulator(x),
+                                  name="nhefs-linear-regression", **options)
 
     out = []
     if "numpyro" not in skip:
@@ -205,6 +216,7 @@ def nhefs_models(x, skip, stan_threads):
         out.append(("PyMC", pymc_models.linear_regression(x)))
     if "stan" not in skip:
         out.append(("Stan in-process", stan()))
+        out.append(("Stan in-process, the appendix's likelihood", stan(appendix_likelihood_program())))
         if stan_threads > 1:
             out.append((f"Stan in-process, {stan_threads} threads", stan(num_threads=stan_threads)))
         out.append(("Stan via httpstan", stan(backend="httpstan")))

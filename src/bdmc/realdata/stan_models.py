@@ -6,6 +6,10 @@ The programs are the appendix's, with two changes the Stan adapter needs (:mod:`
 term is a normalized ``target += ..._lpdf`` (the appendix's ``~`` statements drop constants), so ``log_prior``
 is normalized and equals the NumPyro and PyMC versions' (:mod:`bdmc.realdata.models`,
 :mod:`bdmc.realdata.pymc_models`); and the likelihood is multiplied by the data variable ``bdmc_lambda``.
+Three likelihoods are written in the forms Stan evaluates fastest, with the same density: the regressions
+use Stan's GLM functions (``normal_id_glm_lpdf``, ``bernoulli_logit_glm_lpmf``, whose gradients are
+analytic: 6x faster than ``normal_lpdf(y | x * beta + alpha, ...)`` on NHEFS), and the mixture takes the
+log-sum-exp over components of one matrix product rather than a normal density per case and component (4.6x).
 The parameters are ``sigma_sq, scale_sq, alpha, beta`` in that order, so Stan's unconstrained vector is
 ``[log sigma_sq, log scale_sq, alpha, beta_1..beta_K]`` (``[log scale_sq, alpha, beta]`` for the logistic
 model).
@@ -46,7 +50,7 @@ model {
   target += inv_gamma_lpdf(scale_sq | 1, 1);
   target += normal_lpdf(alpha | 0, sqrt(scale_sq));
   target += normal_lpdf(beta | 0, sqrt(scale_sq));
-  target += bdmc_lambda * normal_lpdf(y | x * beta + alpha, sqrt(sigma_sq));
+  target += bdmc_lambda * normal_id_glm_lpdf(y | x, alpha, beta, sqrt(sigma_sq));
 }
 """
 
@@ -67,7 +71,7 @@ model {
   target += inv_gamma_lpdf(scale_sq | 1, 1);
   target += normal_lpdf(alpha | 0, sqrt(scale_sq));
   target += normal_lpdf(beta | 0, sqrt(scale_sq));
-  target += bdmc_lambda * bernoulli_logit_lpmf(y | x * beta + alpha);
+  target += bdmc_lambda * bernoulli_logit_glm_lpmf(y | x, alpha, beta);
 }
 """
 
@@ -270,6 +274,9 @@ data {
   matrix[N, D] y;
   real<lower=0, upper=1> bdmc_lambda;
 }
+transformed data {
+  real y_sq = sum(columns_dot_self(y));
+}
 parameters {
   real<lower=0> scale_sq;
   real<lower=0> sigma_sq;
@@ -282,16 +289,14 @@ model {
   target += normal_lpdf(to_vector(mu) | 0, sqrt(scale_sq));
   target += dirichlet_lpdf(pi | rep_vector(1, K));
   {
-    vector[K] log_pi = log(pi);
-    vector[K] lp;
-    real loglik = 0;
-    for (n in 1:N) {
-      for (k in 1:K) {
-        lp[k] = log_pi[k] + normal_lpdf(y[n] | mu[k], sqrt(sigma_sq));
-      }
-      loglik += log_sum_exp(lp);
-    }
-    target += bdmc_lambda * loglik;
+    // log N(y_n | mu_k, sigma_sq I) = -(|y_n|^2 - 2 y_n . mu_k + |mu_k|^2) / (2 sigma_sq) - D log(2 pi sigma_sq) / 2:
+    // the |y_n|^2 part is the same for every k, so it leaves the log-sum-exp over components, summed once.
+    matrix[N, K] cross = y * (mu' / sigma_sq);
+    vector[K] shift = log(pi) - columns_dot_self(mu')' / (2 * sigma_sq);
+    vector[N] lse = col(cross, 1) + shift[1];
+    for (k in 2:K) lse = log_sum_exp(lse, col(cross, k) + shift[k]);
+    // 1.8378770664093453 is log(2 pi) (the parameter pi hides Stan's pi()).
+    target += bdmc_lambda * (sum(lse) - y_sq / (2 * sigma_sq) - 0.5 * N * D * (1.8378770664093453 + log(sigma_sq)));
   }
 }
 """

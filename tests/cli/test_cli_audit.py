@@ -141,3 +141,44 @@ def test_simulator_without_a_stan_program_is_refused(tmp_path):
     result = runner.invoke(app, ["audit", "--model", "gaussian-mean", "--simulator", "sim.py:f", "--out",
                                  str(tmp_path)])
     assert_one_red_line(result, "--simulator applies to a Stan program")
+
+
+WEBPPL_PROGRAM = """
+var model = function(data) {
+  var mu = sample(Gaussian({mu: 0, sigma: 1}));
+  mapData({data: data.y}, function(y) { observe(Gaussian({mu: mu * data.scale, sigma: 1}), y); });
+};
+model
+"""
+
+
+def test_a_webppl_program_with_real_data_reaches_the_audit(tmp_path, monkeypatch):
+    import shutil
+
+    if shutil.which("node") is None:
+        pytest.skip("the WebPPL adapter needs Node.js (`node` is not on the PATH)")
+    calls = []
+    monkeypatch.setattr(bdmc.auditing, "audit", lambda key, model, **kw: calls.append((model, kw)) or RECORDED)
+    (tmp_path / "mean.wppl").write_text(WEBPPL_PROGRAM)
+    y = np.array([0.3, -1.2, 0.8, 2.0])
+    np.savez(tmp_path / "data.npz", scale=np.array(2.0), y=y)
+    result = runner.invoke(app, ["audit", "--webppl", str(tmp_path / "mean.wppl"), "--observed", "y", "--data",
+                                 str(tmp_path / "data.npz"), "--quick", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    (model, kw), = calls
+    assert type(model).__name__ == "WebPPLModel" and kw["ppl"] == "WebPPL"
+    np.testing.assert_array_equal(kw["data"]["y"], y)
+    # The program reads data.scale from the file: its likelihood is N(y | 2 mu, 1).
+    import jax.numpy as jnp
+    from scipy import stats
+    ll = model.log_likelihood(jnp.asarray([0.4]), {"y": jnp.asarray(y)})
+    np.testing.assert_allclose(np.sum(ll), stats.norm(0.8, 1.0).logpdf(y).sum(), rtol=1e-6)
+
+
+def test_a_missing_webppl_program_and_two_programs_are_refused(tmp_path):
+    result = runner.invoke(app, ["audit", "--webppl", str(tmp_path / "none.wppl"), "--observed", "y", "--out",
+                                 str(tmp_path / "out")])
+    assert_one_red_line(result, "--webppl: no WebPPL program at")
+    result = runner.invoke(app, ["audit", "--webppl", "a.wppl", "--stan", "b.stan", "--observed", "y", "--out",
+                                 str(tmp_path / "out")])
+    assert_one_red_line(result, "give one of --numpyro, --pymc, --stan, --webppl, not --stan and --webppl")

@@ -133,6 +133,27 @@ def test_bug_alarm_catches_misreported_exact_sample(model, hmc):
     assert not right.table.alarm.any()
 
 
+def test_observed_variables_holding_equal_data_keep_their_own_terms():
+    """Two observed variables built with the same placeholder data (zeros) are still scored on their own data.
+
+    PyMC's log-density graph merges equal constants; had bdmc substituted its data inputs into that graph,
+    y's term would read z's data (the bug this guards against: its likelihood was off by tens of nats).
+    """
+    with pm.Model() as program:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        s2 = pm.InverseGamma("s2", 2.0, 2.0)
+        pm.Normal("y", mu, 1.0, observed=np.zeros(5))
+        pm.Normal("z", 0.0, pm.math.sqrt(s2), observed=np.zeros(5))
+    model = from_pymc(program, observed=["y", "z"])
+    y, z = np.array([-2.7, -3.6, -2.4, -1.1, -2.3]), np.array([1.4, -0.6, 0.9, -0.6, -0.1])
+    latent = {"mu": jnp.asarray(-2.9), "s2_log__": jnp.asarray(-0.7)}
+    expected = stats.norm(-2.9, 1.0).logpdf(y) + stats.norm(0.0, np.exp(-0.35)).logpdf(z)
+    got = model.log_likelihood(latent, {"y": jnp.asarray(y), "z": jnp.asarray(z)})
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+    swapped = stats.norm(-2.9, 1.0).logpdf(z) + stats.norm(0.0, np.exp(-0.35)).logpdf(y)
+    assert np.max(np.abs(np.asarray(got) - swapped)) > 1.0  # the two readings differ: the test can fail
+
+
 def test_discrete_free_variable_is_refused():
     with pm.Model() as mixture:
         k = pm.Bernoulli("k", 0.5)

@@ -27,9 +27,11 @@ from ..ppl.numpyro import NumPyroModel
 from . import checks_bdmc, checks_evidence, checks_geweke, checks_sbc, checks_simulator
 from .result import AuditResult, CheckOutcome
 
-SAMPLERS = ("auto", "gibbs", "nuts", "hmc", "mala", "rwm", "numpyro-nuts")
+SAMPLERS = ("auto", "gibbs", "nuts", "hmc", "mala", "rwm", "numpyro-nuts", "pymc-nuts", "stan-nuts")
+# Each PPL's own NUTS, the sampler "auto" audits for a program in that language.
+OWN_NUTS = {"NumPyro": "numpyro-nuts", "PyMC": "pymc-nuts", "Stan": "stan-nuts"}
 PILOT_STEPS = 100  # length of the path the step-size pilot of a named gradient kernel is tuned for
-ADAPTIVE_THIN = 2  # thinning of NumPyro's NUTS when the budget leaves it automatic (no pilot: it adapts)
+ADAPTIVE_THIN = 2  # thinning of a PPL's NUTS when the budget leaves it automatic (no pilot: it adapts)
 
 
 @dataclass(frozen=True)
@@ -127,10 +129,11 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
     model : Model
         A built-in model or a PPL program (:func:`bdmc.ppl.from_numpyro` and the other adapters).
     sampler : str, Sampler or kernel
-        ``"auto"`` (NumPyro's NUTS for a NumPyro program, the model's own Gibbs kernel when it has one, else
-        bdmc's NUTS), one of ``"gibbs"``, ``"nuts"``, ``"hmc"``, ``"mala"``, ``"rwm"`` (bdmc kernels; step sizes
-        from a pilot on one simulated data set, frozen), ``"numpyro-nuts"``, an object with
-        ``draws(key, data, *, num_draws)`` (:mod:`bdmc.checks.samplers`) or a kernel
+        ``"auto"`` (the program's own PPL's NUTS for a NumPyro, PyMC or Stan program, the model's own Gibbs
+        kernel when it has one, else bdmc's NUTS), one of ``"gibbs"``, ``"nuts"``, ``"hmc"``, ``"mala"``,
+        ``"rwm"`` (bdmc kernels; step sizes from a pilot on one simulated data set, frozen), ``"numpyro-nuts"``,
+        ``"pymc-nuts"`` (``pymc.sample``), ``"stan-nuts"`` (Stan's NUTS through pystan), an object with
+        ``draws(key, data, *, num_draws)`` (:mod:`bdmc.checks.samplers`, :mod:`bdmc.ppl.samplers`) or a kernel
         ``kernel(key, latent, data, lam) -> (latent, info)``.
     data : pytree, optional
         The user's observed data. The evidence is then that of these data, and BREAD's real-data protocol
@@ -233,7 +236,7 @@ def resolve_sampler(key, model, sampler: Any, *, warmup: int = 500, thin: int | 
     ``warmup`` and ``thin`` configure the sampler built from a name or a kernel (a sampler object is kept as it is).
     ``thin=None`` picks the thinning of a fixed kernel from a pilot of ``num_draws`` kept draws
     (:func:`bdmc.auditing.checks_sbc.pilot_thin`, driven by ``fold_in(key, 1)``), recorded under
-    ``settings["thinning"]``; NumPyro's NUTS then gets ``ADAPTIVE_THIN``.
+    ``settings["thinning"]``; a PPL's own NUTS then gets ``ADAPTIVE_THIN``.
 
     A named gradient kernel gets its step size from a pilot (:func:`bdmc.core.pilot.tune`) on one data set
     simulated with ``key``: HMC keeps the pilot's table by lambda, NUTS, MALA and random-walk Metropolis its
@@ -244,8 +247,7 @@ def resolve_sampler(key, model, sampler: Any, *, warmup: int = 500, thin: int | 
             raise BDMCError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}, or pass a sampler "
                             "object or a kernel")
         if sampler == "auto":
-            sampler = ("numpyro-nuts" if isinstance(model, NumPyroModel) else
-                       "gibbs" if supports(model, OwnKernel) else "nuts")
+            sampler = OWN_NUTS.get(_ppl_of(model)) or ("gibbs" if supports(model, OwnKernel) else "nuts")
         return _thinned(key, model, _named(key, model, sampler, warmup=warmup, thin=thin),
                         thin, num_draws)
     if isinstance(sampler, Sampler):
@@ -278,6 +280,16 @@ def _named(key, model, name: str, *, warmup: int, thin: int | None) -> ResolvedS
             raise BDMCError(f"sampler 'numpyro-nuts' needs a NumPyro program (bdmc.ppl.from_numpyro), got {model!r}")
         s = NumPyroNUTS(model, num_warmup=warmup, thin=thin)
         return ResolvedSampler("NumPyro's NUTS", s, None, s.settings())
+    if name in ("pymc-nuts", "stan-nuts"):
+        language = "PyMC" if name == "pymc-nuts" else "Stan"
+        if _ppl_of(model) != language:
+            raise BDMCError(f"sampler {name!r} needs a {language} program (bdmc.ppl.from_{language.lower()}), got "
+                            f"{model!r}")
+        from ..ppl.samplers import PyMCNUTS, StanNUTS
+
+        s = (PyMCNUTS if language == "PyMC" else StanNUTS)(model, num_warmup=warmup,
+                                                            thin=ADAPTIVE_THIN if thin is None else thin)
+        return ResolvedSampler(f"{language}'s NUTS", s, None, s.settings())
     if name == "gibbs":
         if not supports(model, OwnKernel):
             raise BDMCError(f"sampler 'gibbs' needs a model with its own kernel (default_kernel); {model!r} has none: "

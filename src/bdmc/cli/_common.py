@@ -106,7 +106,7 @@ def model_option_option(help: str = "Model option KEY=VALUE (repeatable).") -> A
     return typer.Option(None, "--option", help=help, metavar="KEY=VALUE")
 
 
-# The --numpyro, --pymc, --stan and --simulator declarations of the commands that take a program.
+# The --numpyro, --pymc, --stan, --webppl and --simulator declarations of the commands that take a program.
 PPL_OPTIONS: dict[str, Any] = {
     "numpyro": typer.Option(None, "--numpyro", metavar="PATH.py:FN",
         help="A NumPyro model function instead of a built-in model."),
@@ -114,8 +114,11 @@ PPL_OPTIONS: dict[str, Any] = {
         help="A PyMC model, or a function of the --data arrays returning one."),
     "stan": typer.Option(None, "--stan", metavar="PATH.stan",
         help="A Stan program whose likelihood is multiplied by data bdmc_lambda."),
+    "webppl": typer.Option(None, "--webppl", metavar="PATH.wppl",
+        help="A WebPPL program whose value is the model function of the --data fields."),
     "simulator": typer.Option(None, "--simulator", metavar="PATH.py:FN",
-        help="Python simulator of a Stan program: fn(rng) -> (params, data)."),
+        help="Python simulator of a Stan program, fn(rng, params=None) -> (params, data); optional for WebPPL, "
+             "fn(rng, values) -> data."),
 }
 
 

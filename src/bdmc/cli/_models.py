@@ -22,7 +22,7 @@ import numpy as np
 from .. import models as builtin_models
 from ._common import CLIError
 
-PPL_FLAGS = ("numpyro", "pymc", "stan")
+PPL_FLAGS = ("numpyro", "pymc", "stan", "webppl")
 # Integer fields that count something (data cases, dimensions, components): a model of size zero or less
 # is meaningless, and the built-in classes do not check it themselves.
 _COUNTS_FROM_ZERO = {"degree"}  # a polynomial of degree 0 is a constant
@@ -161,11 +161,12 @@ def jsonable(value: Any) -> Any:
 # --------------------------------------------------------------------------------------------- PPL programs
 
 
-def ppl_given(*, numpyro: str | None, pymc: str | None, stan: str | None) -> tuple[str, str] | None:
+def ppl_given(*, numpyro: str | None, pymc: str | None, stan: str | None,
+              webppl: str | None = None) -> tuple[str, str] | None:
     """``(flag, spec)`` of the one PPL flag given, None when none is; several are refused."""
-    given = {flag: spec for flag, spec in zip(PPL_FLAGS, (numpyro, pymc, stan)) if spec}
+    given = {flag: spec for flag, spec in zip(PPL_FLAGS, (numpyro, pymc, stan, webppl)) if spec}
     if len(given) > 1:
-        raise CLIError(f"give one of --numpyro, --pymc, --stan, not {' and '.join('--' + g for g in given)}")
+        raise CLIError(f"give one of --numpyro, --pymc, --stan, --webppl, not {' and '.join('--' + g for g in given)}")
     return next(iter(given.items())) if given else None
 
 
@@ -175,7 +176,7 @@ def ppl_label(flag: str, spec: str) -> str:
 
 
 def load_ppl_model(flag: str, spec: str, *, data: Path | None, observed: str | None, simulator: str | None):
-    """``(model, settings)`` for a program in NumPyro, PyMC or Stan."""
+    """``(model, settings)`` for a program in NumPyro, PyMC, Stan or WebPPL."""
     if not observed:
         raise CLIError("--observed: name the program's observed data variable(s), comma-separated, e.g. "
                        "--observed y")
@@ -192,6 +193,16 @@ def load_ppl_model(flag: str, spec: str, *, data: Path | None, observed: str | N
         kwargs = {k: v for k, v in arrays.items() if k not in names}
         pm_model = obj(**kwargs) if callable(obj) else obj
         model = ppl.from_pymc(pm_model, observed=names)
+    elif flag == "webppl":
+        path = Path(spec)
+        if not path.is_file():
+            raise CLIError(f"--webppl: no WebPPL program at {spec}; give the path of a .wppl file")
+        missing = [n for n in names if n not in arrays]
+        if missing:
+            raise CLIError(f"--data: a WebPPL program reads its observations' shapes from the data; {data or 'no file'} "
+                           f"lacks {missing}")
+        model = ppl.from_webppl(path.read_text(), arrays, observed=names,
+                                simulate=_load_attr(simulator, "--simulator") if simulator else None)
     else:
         path = Path(spec)
         if not path.is_file():

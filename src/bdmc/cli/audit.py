@@ -16,7 +16,7 @@ from ._common import (PPL_OPTIONS, CLIError, at_least, command, console, model_o
                       output_dir, parse_steps, wrote)
 from ._models import _load_npz, builtin_model, load_ppl_model, ppl_given, ppl_label
 
-PPL_NAMES = {"numpyro": "NumPyro", "pymc": "PyMC", "stan": "Stan"}
+PPL_NAMES = {"numpyro": "NumPyro", "pymc": "PyMC", "stan": "Stan", "webppl": "WebPPL"}
 
 STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow", "not run": "dim"}
 
@@ -27,6 +27,7 @@ def audit_command(
     numpyro: Optional[str] = PPL_OPTIONS["numpyro"],
     pymc: Optional[str] = PPL_OPTIONS["pymc"],
     stan: Optional[str] = PPL_OPTIONS["stan"],
+    webppl: Optional[str] = PPL_OPTIONS["webppl"],
     simulator: Optional[str] = PPL_OPTIONS["simulator"],
     data: Optional[Path] = typer.Option(
         None, "--data", metavar="FILE.npz",
@@ -35,8 +36,9 @@ def audit_command(
     observed: Optional[str] = typer.Option(None, "--observed", metavar="NAMES",
                                            help="The program's observed variable(s), comma-separated."),
     sampler: str = typer.Option("auto", "--sampler",
-                                help="auto, gibbs, nuts, hmc, mala, rwm (bdmc kernels) or numpyro-nuts; PyMC and "
-                                     "Stan programs are audited under bdmc's kernels on their densities."),
+                                help="auto (a program's own PPL's NUTS; else Gibbs or bdmc's NUTS), gibbs, nuts, "
+                                     "hmc, mala, rwm (bdmc kernels on the model's density), numpyro-nuts, "
+                                     "pymc-nuts (pymc.sample) or stan-nuts (Stan's NUTS through pystan)."),
     hyperparameters: Optional[str] = typer.Option(
         None, "--hyperparameters", metavar="NAMES",
         help="Sites fitted on the real data for BREAD's real-data protocol, comma-separated (needs --data)."),
@@ -63,16 +65,16 @@ def audit_command(
     from ..auditing import Budget, audit
     from ..auditing.report import write_report
 
-    program = ppl_given(numpyro=numpyro, pymc=pymc, stan=stan)
+    program = ppl_given(numpyro=numpyro, pymc=pymc, stan=stan, webppl=webppl)
     if (program is None) == (model is None):
-        raise CLIError("give either --model NAME or one program: --numpyro PATH.py:FN, --pymc PATH.py:NAME or "
-                       "--stan PATH.stan")
+        raise CLIError("give either --model NAME or one program: --numpyro PATH.py:FN, --pymc PATH.py:NAME, "
+                       "--stan PATH.stan or --webppl PATH.wppl")
     if program is None and observed:
-        raise CLIError("--observed applies to a PPL program (--numpyro, --pymc, --stan), not to --model")
+        raise CLIError("--observed applies to a PPL program (--numpyro, --pymc, --stan, --webppl), not to --model")
     if program is not None and option:
         raise CLIError("--option applies to built-in models; a program takes its arguments from --data")
-    if simulator and (program is None or program[0] != "stan"):
-        raise CLIError("--simulator applies to a Stan program (--stan) only")
+    if simulator and (program is None or program[0] not in ("stan", "webppl")):
+        raise CLIError("--simulator applies to a Stan or WebPPL program (--stan, --webppl) only")
     if hyperparameters and data is None:
         raise CLIError("--hyperparameters names sites to fit on real data: give the data with --data")
     if not 0 < level < 1:

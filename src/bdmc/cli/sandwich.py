@@ -42,6 +42,7 @@ def sandwich_command(
     numpyro: Optional[str] = PPL_OPTIONS["numpyro"],
     pymc: Optional[str] = PPL_OPTIONS["pymc"],
     stan: Optional[str] = PPL_OPTIONS["stan"],
+    webppl: Optional[str] = PPL_OPTIONS["webppl"],
     data: Optional[Path] = typer.Option(None, "--data", metavar="FILE.npz",
                                         help="Arguments of the PPL program (covariates, sizes, Stan data); with "
                                              "--real-data also the observed arrays."),
@@ -75,18 +76,19 @@ def sandwich_command(
 ) -> None:
     """Sandwich log p(y) of a simulated data set between stochastic lower and upper bounds.
 
-    The model is a built-in one (--model) or a program in a PPL (--numpyro, --pymc, --stan). Rows are appended
+    The model is a built-in one (--model) or a program in a PPL (--numpyro, --pymc, --stan, --webppl). Rows are appended
     to OUT/sandwich.csv as they finish; rerunning the same command resumes. With --real-data the user's observed
     data from --data are bounded from below only, with the Markov-certified lower bound.
     """
     # Every option is checked before any work.
-    ppl = ppl_given(numpyro=numpyro, pymc=pymc, stan=stan)
+    ppl = ppl_given(numpyro=numpyro, pymc=pymc, stan=stan, webppl=webppl)
     if (ppl is None) == (model is None):
-        raise CLIError("give either --model NAME or one of --numpyro, --pymc, --stan")
+        raise CLIError("give either --model NAME or one of --numpyro, --pymc, --stan, --webppl")
     if ppl is not None and option:
         raise CLIError("--option applies to built-in models; a PPL program takes its arguments from --data")
     if ppl is None and (observed or simulator):
-        raise CLIError("--observed and --simulator apply to PPL programs (--numpyro, --pymc, --stan), not to --model")
+        raise CLIError("--observed and --simulator apply to PPL programs (--numpyro, --pymc, --stan, --webppl), not "
+                       "to --model")
     if ppl is None and data and not real_data:
         raise CLIError("--data with --model holds the model's observed data, used only with --real-data; a "
                        "built-in model takes its options from --option")

@@ -51,8 +51,8 @@ class PyMCModel:
 
     def __init__(self, model, *, observed: Sequence[Any] | None = None):
         pm = require("pymc", extra="pymc")
+        from pymc.logprob.basic import transformed_conditional_logp
         from pymc.logprob.utils import replace_rvs_by_values
-        from pytensor.graph.replace import graph_replace
 
         get_jaxified_graph = _import_jaxify()
 
@@ -93,7 +93,6 @@ class PyMCModel:
         # Fresh symbolic inputs stand in for the observed data, which PyMC stores as constants in the graph.
         data_values = [model.rvs_to_values[rv] for rv in obs_rvs]
         data_inputs = [v.type(name=rv.name) for v, rv in zip(data_values, obs_rvs)]
-        swap = dict(zip(data_values, data_inputs))
 
         prior_terms = [t.sum() for t in model.logp(vars=free, jacobian=True, sum=False)]
         baked = [rv.name for rv, v in zip(obs_rvs, data_values) if v in set(ancestors(prior_terms))]
@@ -101,8 +100,12 @@ class PyMCModel:
             raise BDMCError(f"the free variables' log density in {name} depends on the observed data of {baked}; "
                             "bdmc needs a prior that is free of the data")
         log_prior = sum(prior_terms[1:], prior_terms[0])
-        case_terms = model.logp(vars=obs_rvs, jacobian=True, sum=False)
-        case_terms = graph_replace(case_terms, swap, strict=False)
+        # The observed variables' log densities written directly on the fresh inputs: substituting them into
+        # model.logp's graph afterwards would fail when two observed variables hold equal data, whose constants
+        # that graph's rewrites merge into one.
+        case_terms = transformed_conditional_logp(
+            rvs=obs_rvs, rvs_to_values={**model.rvs_to_values, **dict(zip(obs_rvs, data_inputs))},
+            rvs_to_transforms=model.rvs_to_transforms, jacobian=True)
         for rv, term in zip(obs_rvs, case_terms):
             if term.ndim == 0:
                 raise BDMCError(f"observed variable {rv.name!r} of {name} is a scalar; bdmc needs a leading axis "

@@ -288,7 +288,10 @@ model {
   target += inv_gamma_lpdf(sigma_sq | 1, 1);
   target += normal_lpdf(to_vector(mu) | 0, sqrt(scale_sq));
   target += dirichlet_lpdf(pi | rep_vector(1, K));
-  {
+  if (sigma_sq < 1e-150) {
+    // The terms below would overflow to inf - inf; the prior alone is below -1e149 nats here.
+    target += negative_infinity();
+  } else {
     // log N(y_n | mu_k, sigma_sq I) = -(|y_n|^2 - 2 y_n . mu_k + |mu_k|^2) / (2 sigma_sq) - D log(2 pi sigma_sq) / 2:
     // the |y_n|^2 part is the same for every k, so it leaves the log-sum-exp over components, summed once.
     matrix[N, K] cross = y * (mu' / sigma_sq);

@@ -523,3 +523,22 @@ def test_stan_other_simulators_draw_the_priors_and_observations():
     pis = np.stack([sims["mixture"](np.random.default_rng([22, s]))[0]["pi"] for s in range(n)])
     assert stats.kstest(pis[:, 0], stats.beta(1.0, MIX_K - 1.0).cdf).pvalue > P_PASS  # Dirichlet(1,1,1) marginal
     assert stats.kstest(pis[:, 0], stats.uniform.cdf).pvalue < P_FAIL
+
+
+@pytest.mark.slow
+def test_stan_mixture_is_never_nan_far_out(other_stan_models):
+    """AIS and NUTS visit extreme points early on the path; a log density there may be -inf, never NaN.
+
+    The program's fast likelihood can overflow to inf - inf (it falls back to squared distances), Dirichlet(1)'s
+    lpdf is NaN where a weight underflows to 0 (written out as log (K - 1)!), and lambda = 0 times a -inf
+    likelihood is NaN (skipped). Without the three guards the program gives NaN on hundreds of these points.
+    """
+    model = other_stan_models["mixture"]
+    data = other_data("mixture", 3)
+    density = jax.jit(jax.vmap(lambda x, lam: model.log_density(x, data, lam)))
+    rng = np.random.default_rng(2)
+    for scale in (1.0, 30.0, 300.0, 1e3, 1e5):
+        xs = jnp.asarray(rng.normal(size=(2000, model.dim)) * scale)
+        for lam in (0.0, 0.3, 1.0):
+            values = np.asarray(density(xs, jnp.full(2000, lam)))
+            assert not np.any(np.isnan(values) | (values == np.inf)), (scale, lam)

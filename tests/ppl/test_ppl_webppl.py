@@ -98,6 +98,18 @@ def test_densities_and_gradients_equal_the_closed_form(gaussian):
     np.testing.assert_allclose(grad[0], -(0.4 - M0) / S0**2 + np.sum(weights * (Y - 0.4)) / S**2, rtol=1e-10)
 
 
+def test_a_batch_with_more_data_sets_than_the_driver_keeps(gaussian):
+    """Chains that each score their own data (SBC, Geweke) may bring more data sets than the driver keeps (8):
+    each group's data go with its request, so none is evicted before it is scored."""
+    mus = jnp.linspace(-1.0, 1.0, 20)
+    ys = jnp.asarray(Y)[None] + jnp.arange(20.0)[:, None]  # 20 distinct data sets
+    terms = jax.jit(jax.vmap(lambda u, y: gaussian.log_likelihood(u, {"y": y})))(mus[:, None], ys)
+    np.testing.assert_allclose(terms, stats.norm(np.asarray(mus)[:, None], S).logpdf(np.asarray(ys)), rtol=1e-12)
+    grads = jax.jit(jax.vmap(jax.grad(lambda u, y: log_density(gaussian, u, {"y": y}, 1.0))))(mus[:, None], ys)
+    want = -(mus - M0) / S0**2 + jnp.sum(ys - mus[:, None], axis=1) / S**2
+    np.testing.assert_allclose(grads[:, 0], want, rtol=1e-10)
+
+
 def test_per_observation_terms_sum_to_the_vectorized_total(gaussian, installed):
     vector = from_webppl(GAUSSIAN_MEAN_VECTOR, {"y": Y}, observed="y")
     assert (gaussian.num_terms, vector.num_terms) == (len(Y), 1)

@@ -193,27 +193,27 @@ class WebPPLModel:
         batch = np.broadcast_shapes(u.shape[:-1], *obs_batch, *(c.shape[:c.ndim - k] for c, k in zip(extra, (0, 1))))
         size = int(np.prod(batch))
         us = np.broadcast_to(u, batch + (self.dim,)).reshape(size, self.dim)
-        if all(int(np.prod(b)) == 1 for b in obs_batch):  # the usual case: every chain scores the same data
-            groups = {self._process.dataset(dict(zip(self.observed, (o.reshape(s) for o, s in zip(obs, shapes))))):
-                      np.arange(size)}
+        # Chains grouped by the data they score (usually one group: every chain scores the same data); each group
+        # is one request, its data sent with it, so more data sets than the driver keeps never evict each other.
+        if all(int(np.prod(b)) == 1 for b in obs_batch):
+            groups = [(dict(zip(self.observed, (o.reshape(s) for o, s in zip(obs, shapes)))), np.arange(size))]
         else:
             flat = [np.broadcast_to(o, batch + s).reshape((size,) + s) for o, s in zip(obs, shapes)]
             members: dict = {}
             for i in range(size):
-                key = self._process.dataset({n: f[i] for n, f in zip(self.observed, flat)})
-                members.setdefault(key, []).append(i)
-            groups = {k: np.asarray(v) for k, v in members.items()}
+                members.setdefault(b"".join(f[i].tobytes() for f in flat), []).append(i)
+            groups = [({n: f[idx[0]] for n, f in zip(self.observed, flat)}, np.asarray(idx)) for idx in members.values()]
         if cot is not None:
             rows = np.concatenate([np.broadcast_to(extra[0], batch).reshape(size, 1),
                                    np.broadcast_to(extra[1], batch + (self.num_terms,)).reshape(size, -1)], axis=1)
             grads = np.empty((size, self.dim))
-            for key, idx in groups.items():
-                reply = self._process({"op": "eval", "data": key, "u": us[idx].tolist(), "cot": rows[idx].tolist()})
+            for values, idx in groups:
+                reply = self._process.on_dataset(values, {"op": "eval", "u": us[idx].tolist(), "cot": rows[idx].tolist()})
                 grads[idx] = decode(reply["grad"]).reshape(len(idx), self.dim)
             return grads.reshape(batch + (self.dim,)).astype(dtype)
         prior, terms = np.empty(size), np.empty((size, self.num_terms))
-        for key, idx in groups.items():
-            reply = self._process({"op": "eval", "data": key, "u": us[idx].tolist()})
+        for values, idx in groups:
+            reply = self._process.on_dataset(values, {"op": "eval", "u": us[idx].tolist()})
             prior[idx] = decode(reply["prior"])
             terms[idx] = decode(reply["terms"]).reshape(len(idx), self.num_terms)
         return prior.reshape(batch).astype(dtype), terms.reshape(batch + (self.num_terms,)).astype(dtype)

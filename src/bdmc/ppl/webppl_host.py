@@ -164,8 +164,12 @@ class WebPPLProcess:
             raise error(f"WebPPL {self.name}: {reply.get('error')}")
         return reply
 
-    def dataset(self, values: dict) -> str:
-        """The driver's id of a set of observed values, sending them the first time (and again if evicted)."""
+    def on_dataset(self, values: dict, request: dict) -> dict:
+        """``request`` run on a set of observed values (its ``"data"`` field set to their id in the driver).
+
+        The values are sent the first time (and again once evicted), under the same lock as the request, so no
+        other call can evict them in between.
+        """
         digest = hashlib.sha1()
         for name, value in values.items():
             value = np.ascontiguousarray(value)
@@ -178,7 +182,7 @@ class WebPPLProcess:
                 self._sent.append(key)
                 while len(self._sent) > _MAX_DATASETS:
                     self._sent.popleft()
-        return key
+            return self._request({**request, "data": key})
 
 
 def _close(proc) -> None:

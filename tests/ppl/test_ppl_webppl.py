@@ -110,6 +110,43 @@ def test_a_batch_with_more_data_sets_than_the_driver_keeps(gaussian):
     np.testing.assert_allclose(grads[:, 0], want, rtol=1e-10)
 
 
+INVALID_FAR_OUT = """
+var model = function(data) {
+  var s = sample(Gamma({shape: 2, scale: 0.5}));
+  var t = sample(Gaussian({mu: 0, sigma: 1 / s}));
+  var v = sample(Gaussian({mu: 0, sigma: 1}));
+  mapData({data: data.y}, function(y) { observe(Gaussian({mu: t, sigma: Math.exp(v)}), y); });
+};
+model
+"""
+
+
+def test_a_distribution_refusing_its_parameters_is_zero_density_not_an_error(installed):
+    """At extreme points a scale computed from the latents underflows to 0 or overflows; WebPPL then refuses the
+    distribution. bdmc reads that as zero density there (as Stan rejects such a point): -inf, never an error or
+    NaN, with a zero gradient; a refusal in the likelihood leaves the prior's value."""
+    model = from_webppl(INVALID_FAR_OUT, {"y": np.zeros(3)}, observed="y")
+    y = {"y": jnp.asarray([0.5, -0.2, 1.0])}
+    # s = exp(u[0]), t, v: valid; s = inf (the prior's scale 1 / s is 0); v = 800 (the likelihood's scale is inf)
+    u = jnp.asarray([[0.3, 0.1, 0.2], [800.0, 0.1, 0.2], [0.3, 0.1, 800.0]])
+    prior = jax.vmap(model.log_prior)(u)
+    terms = jax.vmap(lambda x: model.log_likelihood(x, y))(u)
+    s = np.exp(0.3)
+    valid_prior = stats.gamma(2, scale=0.5).logpdf(s) + 0.3 + stats.norm(0, 1 / s).logpdf(0.1)
+    np.testing.assert_allclose(prior[0], valid_prior + stats.norm().logpdf(0.2), rtol=1e-10)
+    np.testing.assert_allclose(terms[0], stats.norm(0.1, np.exp(0.2)).logpdf(np.asarray(y["y"])), rtol=1e-10)
+    assert prior[1] == -np.inf
+    np.testing.assert_allclose(prior[2], valid_prior + stats.norm().logpdf(800.0), rtol=1e-10)
+    assert np.sum(terms[2]) == -np.inf
+    for lam in (0.0, 0.5, 1.0):
+        values = jax.vmap(lambda x: log_density(model, x, y, lam))(u)
+        assert values[1] == -np.inf and not np.any(np.isnan(values)), (lam, values)
+        assert (values[2] == -np.inf) == (lam > 0), (lam, values)  # at lambda = 0 the prior alone
+    grads = jax.vmap(jax.grad(lambda x: log_density(model, x, y, 0.5)))(u)
+    np.testing.assert_array_equal(grads[1], 0.0)
+    assert np.all(np.isfinite(grads[0]))
+
+
 def test_per_observation_terms_sum_to_the_vectorized_total(gaussian, installed):
     vector = from_webppl(GAUSSIAN_MEAN_VECTOR, {"y": Y}, observed="y")
     assert (gaussian.num_terms, vector.num_terms) == (len(Y), 1)

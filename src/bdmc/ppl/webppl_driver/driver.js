@@ -169,12 +169,28 @@ function replay(u, data, lifted) {
     terms.push(score);
     return k(s);
   };
-  runModel(co, data);
+  try {
+    runModel(co, data);
+  } catch (e) {
+    if (!isInvalidParameter(e)) { throw e; }
+    // A distribution refused its parameters (a scale of 0 or inf at an extreme point): its density is zero there,
+    // as Stan rejects such a point. Before the last sample site the prior is -inf (the terms are then not
+    // reached: 0, so that no weight makes them NaN); after it, the failing term is -inf.
+    var reached = index < state.sites.length ? [] : terms.map(ad.value);
+    var rest = state.numTerms - reached.length;
+    return {invalid: true, prior: index < state.sites.length ? -Infinity : ad.value(prior),
+            terms: reached.concat(rest > 0 ? [index < state.sites.length ? 0 : -Infinity] : [],
+                                  new Array(Math.max(rest - 1, 0)).fill(0))};
+  }
   finishStructure(index, terms.length);
   if (pos !== u.length) {
     throw new StructureError('the latent vector has ' + u.length + ' entries, the program\'s sites ' + pos);
   }
   return {prior: prior, terms: terms, inputs: inputs};
+}
+
+function isInvalidParameter(e) {
+  return e instanceof Error && /^Parameter "[^"]+" should be of type/.test(e.message);
 }
 
 // A forward run. Sample sites are drawn (no opts.u, no opts.x), replayed from an unconstrained vector
@@ -242,6 +258,10 @@ function evaluate(req) {
   var data = dataFor(req.data), prior = [], terms = [], grads = [];
   for (var i = 0; i < req.u.length; i++) {
     var out = replay(req.u[i], data, !!req.cot);
+    if (out.invalid && req.cot) {  // zero density: no gradient to follow (the kernel rejects the point)
+      grads.push(req.u[i].map(function() { return encode(0); }));
+      continue;
+    }
     if (!req.cot) {
       prior.push(encode(ad.value(out.prior)));
       terms.push(out.terms.map(function(t) { return encode(ad.value(t)); }));

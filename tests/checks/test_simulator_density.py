@@ -70,6 +70,28 @@ def _consistent(model, seed):
     assert np.all((t["p_value"] >= 0) & (t["p_value"] <= 1))
 
 
+class NoDataGradient:
+    """CG as a PPL evaluated outside JAX shows it: the log likelihood's gradient in the data is zero."""
+
+    def __getattr__(self, name):
+        return getattr(CG, name)
+
+    def log_likelihood(self, latent, data):
+        return CG.log_likelihood(latent, jax.lax.stop_gradient(data))
+
+
+def test_a_likelihood_without_data_gradients_keeps_only_its_normalization_tests():
+    # Zero scores would fail the score-scale identity (E[d2 + d1^2] = 0 has no spread to test): the check must
+    # see the missing gradient (autodiff against a finite difference) and leave the score tests out, saying so.
+    result = simulator_density(jax.random.key(0), NoDataGradient(), **SMALL)
+    assert "likelihood score identities" in [what for what, _ in result.not_checked]
+    t = result.table
+    likelihood = t[t["part"] == "likelihood"]
+    assert set(likelihood["test"]) == {"support", "normalization"}
+    assert (likelihood["where"] == "case 19").sum() == 1
+    assert result.verdict == "consistent", result.message()
+
+
 def test_wrong_constant_and_noise_variance_are_each_seen_by_their_identity():
     # Both density bugs at once (one compiled model): +0.5 per case and noise variance x1.1 in the density only.
     bugs = _bugs()

@@ -149,7 +149,12 @@ def simulator_density(
         elif all(cases.discrete):
             rows += _discrete_rows(out, _coordinate_names(model, cases), 256 * dtype_eps, sizes.num_data)
         else:
-            rows += _continuous_rows(out, _coordinate_names(model, cases), not_checked)
+            scores = _data_gradient_agrees(jax.random.fold_in(key, 7), model)
+            if not scores:
+                not_checked.append(("likelihood score identities", "the log likelihood's autodiff gradient in the "
+                                    "data disagrees with a finite difference (a PPL evaluated outside JAX gives "
+                                    "none); the normalization tests remain"))
+            rows += _continuous_rows(out, _coordinate_names(model, cases), not_checked, scores=scores)
     if latent is not None:
         rows += _prior_rows(out, _latent_names(latent, model), sizes, not_checked)
     table = pd.DataFrame(rows, columns=COLUMNS[:-1])
@@ -223,13 +228,43 @@ def _normalization_row(part, where, w_mean, *, one_sided=False):
                 stderr=se / mean if mean > 0 else float("nan"), statistic=r[2], p_value=r[3], cells=r[4])
 
 
-def _continuous_rows(out, names, not_checked):
+def _data_gradient_agrees(key, model, *, tries: int = 3) -> bool:
+    """Whether ``jax.grad`` of the log likelihood in the data matches a central finite difference along a random
+    direction, at one of ``tries`` simulated data sets (an adapter that calls a PPL outside JAX returns a zero data
+    gradient everywhere; a steep likelihood may defeat the finite difference at one point, rarely at all)."""
+    for k in jax.random.split(key, tries):
+        k1, k2, k3 = jax.random.split(k, 3)
+        latent = model.sample_prior(k1)
+        data = model.sample_data(k2, latent)
+        leaves, treedef = jax.tree.flatten(data)
+        direction = jax.tree.unflatten(treedef, [jax.random.normal(kk, x.shape, x.dtype)
+                                                  for kk, x in zip(jax.random.split(k3, len(leaves)), leaves)])
+
+        def total(d, latent=latent):
+            return jnp.sum(model.log_likelihood(latent, d))
+
+        scale = 1.0 + max(float(jnp.max(jnp.abs(x))) for x in leaves)
+        eps = scale * float(jnp.finfo(leaves[0].dtype).eps) ** (1 / 3)
+        ends = [float(total(jax.tree.map(lambda x, v, sign=sign: x + sign * eps * v, data, direction)))
+                for sign in (1.0, -1.0)]
+        finite = (ends[0] - ends[1]) / (2 * eps)
+        grad = jax.grad(total)(data)
+        auto = float(sum(jnp.sum(g * v) for g, v in zip(jax.tree.leaves(grad), jax.tree.leaves(direction))))
+        if np.isfinite(finite) and np.isfinite(auto) and \
+                abs(auto - finite) <= 0.05 * max(abs(auto), abs(finite)) + 1e-6 * scale:
+            return True
+    return False
+
+
+def _continuous_rows(out, names, not_checked, *, scores: bool = True):
     d = len(names)
     t1m, t1u, gm, gu, w = out["t1_mean"], out["t1_u"], out["g_mean"], out["g_u"], out["w_mean"]
     cross = gm.ndim == 4
     gd = np.diagonal(gm, axis1=-2, axis2=-1) if cross else gm  # (L, N, d)
     part = "likelihood"
     rows = [_support_row(part, out["bad"]), _normalization_row(part, "all cases", w)]
+    if not scores:
+        return rows + [_normalization_row(part, f"case {i}", w[:, i]) for i in range(w.shape[1])]
     rows += [_row(part, "score mean", "all cases", _t_test(t1m)),
              _row(part, "score mean spread", "all cases", _t_test(t1u, one_sided=True)),
              _row(part, "score scale", "all cases", _t_test(gd)),

@@ -155,7 +155,7 @@ def test_stan_nuts_draws_the_closed_form_posterior_on_stans_unconstrained_space(
     y, z = observations()
     draws = StanNUTS(stan_model, num_warmup=500, thin=2).draws(
         jax.random.key(0), {"y": jnp.asarray(y), "z": jnp.asarray(z)}, num_draws=600)
-    assert draws.shape == (600, stan_model.dim) and stan_model.parameter_names == ("mu", "s2")
+    assert draws.shape == (600, stan_model.dim) and stan_model.coordinate_names == ("mu", "s2")
     assert_posterior(np.asarray(draws[:, 0]), np.exp(np.asarray(draws[:, 1])), y, z)
     with pytest.raises(BDMCError, match="delta"):
         StanNUTS(stan_model, delta=1.0)
@@ -169,3 +169,4 @@ def test_sbc_of_stan_nuts_passes(stan_model):
     res = sbc(jax.random.key(4), stan_model, StanNUTS(stan_model, num_warmup=300), num_replications=60, num_draws=49)
     assert res.verdict == "consistent", res.message
     assert res.settings["sampler"]["sampler"] == "stan-nuts"
+    assert res.names == ("mu", "s2", "log-likelihood")  # Stan's coordinates by name, not x[0], x[1]

@@ -227,6 +227,9 @@ def sbc(
     ranks = np.concatenate(ranks)[:num_replications]
     values = np.concatenate(values)[:num_replications]
     names = quantity_names(model.sample_prior(jax.random.key(0)))
+    own = getattr(model, "coordinate_names", None)  # a flat latent's coordinates named by its model (Stan)
+    if own is not None and len(own) == len(names) - 1:
+        names = tuple(own) + (LOG_LIKELIHOOD,)
 
     test = uniformity_test(ranks, num_draws, level=level)
     ess = _ess(values)

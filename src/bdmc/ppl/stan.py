@@ -250,6 +250,20 @@ class StanModel:
         """Length of the unconstrained parameter vector (builds the program if needed)."""
         return self._ensure_built().dim
 
+    @property
+    def coordinate_names(self) -> tuple | None:
+        """Names of the unconstrained coordinates, Stan-style (``mu[2,1]``, 1-based, column-major), where each
+        parameter keeps its size when unconstrained; None when one does not (a simplex, a Cholesky factor).
+        A coordinate is a monotone transform of its parameter (``sigma_sq`` holds ``log sigma_sq``)."""
+        shapes = self._ensure_built().shapes
+        if sum(math.prod(shape) for shape in shapes.values()) != self.dim:
+            return None
+        names = []
+        for name, shape in shapes.items():
+            indices = [tuple(reversed(i)) for i in np.ndindex(*reversed(shape))]  # column-major
+            names += [name if not shape else f"{name}[{','.join(str(k + 1) for k in i)}]" for i in indices]
+        return tuple(names)
+
     def constrain(self, latent) -> dict:
         """The parameters on their natural (constrained) space, as numpy arrays (host side, not traceable)."""
         return self._constrain_many(np.asarray(latent, np.float64)[None])[0]

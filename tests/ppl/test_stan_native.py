@@ -238,6 +238,14 @@ def test_threads_give_the_same_numbers(native):
     three = threaded._built.stan("log_prob_group", changes, xs, True)
     np.testing.assert_array_equal(one[0], three[0])
     np.testing.assert_array_equal(one[1], three[1])
+    # The worker pool is shared and kept between calls: fewer, more and again fewer workers than last time, and
+    # batches smaller than the pool, each give the same numbers.
+    for threads, size in ((2, 11), (4, 11), (2, 3), (4, 1)):
+        other = from_stan(PROGRAM, data=DATA, observed="y", num_threads=threads)
+        other.dim
+        got = other._built.stan("log_prob_group", changes, xs[:size], True)
+        np.testing.assert_array_equal(got[0], one[0][:size])
+        np.testing.assert_array_equal(got[1], one[1][:size])
 
 
 @pytest.mark.slow

@@ -2,8 +2,8 @@
 //
 // The program's model object is built ONCE per (data, bdmc_lambda) and reused for every call: the fixed data
 // live in a bdmc_data object made once, and only the observed variables and bdmc_lambda change. Each call
-// evaluates a whole batch of unconstrained points, optionally split across threads; every thread that touches
-// Stan's autodiff owns its own tape (Stan is built with STAN_THREADS, so the tape is thread-local and must be
+// evaluates a whole batch of unconstrained points, optionally split across a pool of threads; every thread that
+// touches Stan's autodiff owns its own tape (Stan is built with STAN_THREADS, so the tape is thread-local and must be
 // created in the thread that uses it: JAX runs host callbacks in threads of its own).
 //
 // Errors: a std::domain_error (Stan rejecting a point: a failed argument check, reject()) makes that point's
@@ -23,6 +23,9 @@
 #include <limits>
 #include <sstream>
 #include <stdexcept>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,6 +53,58 @@ void copy_message(const std::string &text, char *err, size_t errlen) {
 void ensure_tape() {
   static thread_local stan::math::ChainableStack tape;
   (void)tape;
+}
+
+// Worker threads kept for the life of the process, so that each builds its autodiff tape once: a thread started
+// per call pays for a fresh tape, which costs more than a cheap gradient (threads were then slower than one).
+class Workers {
+ public:
+  // job(w) for w in 1..count-1 on the workers and job(0) in the calling thread; returns when all are done.
+  void run(size_t count, const std::function<void(size_t)> &job) {
+    std::lock_guard<std::mutex> one_at_a_time(serial_);
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (threads_.size() + 1 < count) {
+      size_t id = threads_.size() + 1;
+      threads_.emplace_back([this, id] { loop(id); });
+    }
+    job_ = &job;
+    active_ = count;
+    pending_ = count - 1;
+    ++generation_;
+    wake_.notify_all();
+    lock.unlock();
+    job(0);
+    lock.lock();
+    done_.wait(lock, [this] { return pending_ == 0; });
+    job_ = nullptr;
+  }
+
+ private:
+  void loop(size_t id) {
+    size_t seen = 0;
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return generation_ != seen; });
+      seen = generation_;
+      if (id >= active_) continue;  // this call needs fewer workers
+      const auto *job = job_;
+      lock.unlock();
+      (*job)(id);
+      lock.lock();
+      if (--pending_ == 0) done_.notify_all();
+    }
+  }
+
+  std::mutex serial_, mutex_;
+  std::condition_variable wake_, done_;
+  std::vector<std::thread> threads_;
+  const std::function<void(size_t)> *job_ = nullptr;
+  size_t active_ = 0, pending_ = 0, generation_ = 0;
+};
+
+Workers &worker_pool() {
+  static Workers *pool = new Workers;  // never destroyed: its threads wait until the process exits
+  return *pool;
 }
 
 }  // namespace
@@ -192,12 +247,10 @@ int bdmc_log_density(const void *model, size_t n, size_t dim, const double *x, d
   if (workers == 1) {
     work(0, n, &failures[0]);
   } else {
-    std::vector<std::thread> threads;
     size_t chunk = (n + workers - 1) / workers;
-    for (size_t w = 1; w < workers; ++w)
-      threads.emplace_back(work, std::min(n, w * chunk), std::min(n, (w + 1) * chunk), &failures[w]);
-    work(0, std::min(n, chunk), &failures[0]);
-    for (auto &t : threads) t.join();
+    worker_pool().run(workers, [&](size_t w) {
+      work(std::min(n, w * chunk), std::min(n, (w + 1) * chunk), &failures[w]);
+    });
   }
   for (const auto &f : failures)
     if (!f.empty()) {

@@ -38,8 +38,9 @@ def _check_options(name: str, num_warmup: int, thin: int) -> None:
 class PyMCNUTS:
     """PyMC's own NUTS (``pymc.sample``) on a PyMC program, one chain per data set.
 
-    The observed variables of the program are replaced once by shared variables (``pymc.observe``), so each
-    data set only sets their values; PyMC then runs its usual initialization and warm-up on every data set,
+    The observed variables of the program are replaced once by shared variables (``pymc.observe``, which
+    re-observes an observed variable in the PyMC the extras require), so each data set only sets their
+    values; PyMC then runs its usual initialization and warm-up on every data set,
     and bdmc keeps every ``thin``-th draw on PyMC's transformed space (the adapter's latent).
 
     Parameters

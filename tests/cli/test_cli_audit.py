@@ -140,7 +140,7 @@ def test_a_pymc_program_with_real_data_reaches_the_audit(tmp_path, monkeypatch):
 def test_simulator_without_a_stan_program_is_refused(tmp_path):
     result = runner.invoke(app, ["audit", "--model", "gaussian-mean", "--simulator", "sim.py:f", "--out",
                                  str(tmp_path)])
-    assert_one_red_line(result, "--simulator applies to a Stan program")
+    assert_one_red_line(result, "--simulator applies to a Stan or WebPPL program")
 
 
 WEBPPL_PROGRAM = """

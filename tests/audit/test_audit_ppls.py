@@ -2,7 +2,8 @@
 
 ``mu ~ N(0, 1)``, ``s2 ~ IG(2, 2)``, ``y_i ~ N(mu, s2)``, 20 cases: every check that runs must pass, the
 sampler must be the language's own NUTS (bdmc's for WebPPL), and the certified lower bound on log p(y) of one
-data set must lie below its exact value (mu integrated in closed form, s2 by quadrature). Slow: each language's sampler leaves JAX once per simulated data set.
+data set must lie below its exact value (mu integrated in closed form, s2 by quadrature). Slow: each
+language's sampler leaves JAX once per simulated data set.
 """
 
 from __future__ import annotations

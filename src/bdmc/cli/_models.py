@@ -199,8 +199,8 @@ def load_ppl_model(flag: str, spec: str, *, data: Path | None, observed: str | N
             raise CLIError(f"--webppl: no WebPPL program at {spec}; give the path of a .wppl file")
         missing = [n for n in names if n not in arrays]
         if missing:
-            raise CLIError(f"--data: a WebPPL program reads its observations' shapes from the data; {data or 'no file'} "
-                           f"lacks {missing}")
+            raise CLIError(f"--data: a WebPPL program reads its observations' shapes from the data; "
+                           f"{data or 'no file'} lacks {missing}")
         model = ppl.from_webppl(path.read_text(), arrays, observed=names,
                                 simulate=_load_attr(simulator, "--simulator") if simulator else None)
     else:

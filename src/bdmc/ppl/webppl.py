@@ -202,13 +202,15 @@ class WebPPLModel:
             members: dict = {}
             for i in range(size):
                 members.setdefault(b"".join(f[i].tobytes() for f in flat), []).append(i)
-            groups = [({n: f[idx[0]] for n, f in zip(self.observed, flat)}, np.asarray(idx)) for idx in members.values()]
+            groups = [({n: f[idx[0]] for n, f in zip(self.observed, flat)}, np.asarray(idx))
+                      for idx in members.values()]
         if cot is not None:
             rows = np.concatenate([np.broadcast_to(extra[0], batch).reshape(size, 1),
                                    np.broadcast_to(extra[1], batch + (self.num_terms,)).reshape(size, -1)], axis=1)
             grads = np.empty((size, self.dim))
             for values, idx in groups:
-                reply = self._process.on_dataset(values, {"op": "eval", "u": us[idx].tolist(), "cot": rows[idx].tolist()})
+                request = {"op": "eval", "u": us[idx].tolist(), "cot": rows[idx].tolist()}
+                reply = self._process.on_dataset(values, request)
                 grads[idx] = decode(reply["grad"]).reshape(len(idx), self.dim)
             return grads.reshape(batch + (self.dim,)).astype(dtype)
         prior, terms = np.empty(size), np.empty((size, self.num_terms))

@@ -178,7 +178,8 @@ class WebPPLProcess:
         key = digest.hexdigest()[:16]
         with self._lock:
             if key not in self._sent:
-                self._request({"op": "data", "id": key, "values": {n: np.asarray(v).tolist() for n, v in values.items()}})
+                self._request({"op": "data", "id": key,
+                               "values": {n: np.asarray(v).tolist() for n, v in values.items()}})
                 self._sent.append(key)
                 while len(self._sent) > _MAX_DATASETS:
                     self._sent.popleft()

@@ -11,12 +11,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bdmc import BDMCError, bug_alarm
+import bdmc
+from bdmc import BDMCError, NonFiniteLogDensityError, bug_alarm
 from bdmc.core import schedules
 from bdmc.generative import (DecoderModel, ais_log_likelihood, bdmc_gap, linear_gaussian,
                              linear_gaussian_log_marginal, linear_gaussian_posterior, reverse_ais_log_likelihood,
                              simulate_images, tune_sigma)
-from bdmc.generative.runner import split_keys
 from bdmc.kernels import HMC
 from helpers import float32
 
@@ -26,7 +26,7 @@ RNG = np.random.default_rng(0)
 W = np.linalg.qr(RNG.normal(size=(D, K)))[0] * np.array([2.0, 1.0])
 B = RNG.normal(size=D)
 DECODER, PARAMS = linear_gaussian(W, B)
-OPTS = dict(sigma=SIGMA, latent_dim=K, num_chains=CHAINS)
+OPTS = dict(sigma=SIGMA, latent_dim=K, num_runs=CHAINS)
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def test_ppca_short_chains_bound_the_exact_value_from_both_sides(ppca):
 def test_ppca_bounds_converge_within_a_tenth_of_a_nat(ppca):
     # Long chains: both sides within 0.1 nat of log p(x) on every image (64 chains, T = 10,000: about 10 s).
     images, latents, exact = ppca
-    opts = dict(sigma=SIGMA, latent_dim=K, num_chains=64, num_steps=10_000)
+    opts = dict(sigma=SIGMA, latent_dim=K, num_runs=64, num_steps=10_000)
     fwd = ais_log_likelihood(jax.random.key(4), DECODER, PARAMS, images, **opts)
     rev = reverse_ais_log_likelihood(jax.random.key(5), DECODER, PARAMS, images, latents, tune=fwd.step_size,
                                      **opts)
@@ -83,27 +83,37 @@ def test_per_image_weights_are_the_images_own(ppca):
     assert a.mean == pytest.approx(np.mean(lme))
 
 
-def test_per_image_weights_match_a_hand_written_loop(ppca):
-    # The documented randomness (runner module docstring) replayed with HMC steps one chain at a time.
-    images = ppca[0][:2]
-    path = schedules.sigmoidal(4)
-    got = ais_log_likelihood(jax.random.key(7), DECODER, PARAMS, images, sigma=SIGMA, latent_dim=K, num_chains=2,
-                             num_steps=4, tune="off", step_size=0.2)
+def test_per_image_results_equal_forward_and_reverse_ais_image_by_image(ppca):
+    # One batched engine call over images gives image i exactly what bdmc.forward_ais / bdmc.reverse_ais give
+    # on that image alone with its key fold_in(key, i) (the documented convention), the same kernel and path;
+    # up to rounding, since batched arithmetic may associate differently.
+    images, latents, _ = ppca
+    images, latents = images[:2], latents[:2]
+    path = schedules.sigmoidal(6)
     model = DecoderModel(DECODER, K, D)
     kernel = HMC(model, step_size=0.2, num_integration_steps=10)
-    step = jax.jit(lambda k, z, d, lam: kernel(k, z, d, lam)[0])
-    key_init, key_run = split_keys(jax.random.key(7))
+    opts = dict(sigma=SIGMA, latent_dim=K, num_runs=3, num_steps=6, tune="off", step_size=0.2)
+    fwd = ais_log_likelihood(jax.random.key(7), DECODER, PARAMS, images, **opts)
+    rev = reverse_ais_log_likelihood(jax.random.key(8), DECODER, PARAMS, images, latents, **opts)
     for i in range(2):
         data = model.case(images[i], PARAMS, sigma=SIGMA)
-        for j in range(2):
-            z = model.sample_prior(jax.random.fold_in(jax.random.fold_in(key_init, i), j))
-            logw = 0.0
-            for t in range(1, 4):
-                logw += (path[t] - path[t - 1]) * float(model.log_likelihood(z, data)[0])
-                k = jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(key_run, t), i), j)
-                z = step(k, z, data, path[t])
-            assert got.log_weights[i, j] == pytest.approx(logw, rel=1e-9, abs=1e-9)
-            np.testing.assert_allclose(got.latents[i, j], z, rtol=1e-9, atol=1e-9)
+        alone = dict(kernel=kernel, schedule=path, num_steps=None, num_runs=3, tune="off", progress=False)
+        one = bdmc.forward_ais(jax.random.fold_in(jax.random.key(7), i), model, data, **alone)
+        np.testing.assert_allclose(fwd.log_weights[i], one.runs, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(fwd.latents[i], one.details.latents, rtol=1e-9, atol=1e-9)
+        back = bdmc.reverse_ais(jax.random.fold_in(jax.random.key(8), i), model, data, exact_latent=latents[i],
+                                **alone)
+        np.testing.assert_allclose(rev.log_weights[i], back.runs, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(fwd.acceptance.shape, (5,))
+
+
+def test_a_nan_in_the_decoder_is_named_with_its_image(ppca):
+    # The engine's density checks reach the generative runs: the failure names the term, step and image.
+    images = np.array(ppca[0])
+    bad_params = dict(PARAMS, bias=jnp.asarray(PARAMS["bias"]).at[0].set(jnp.nan))
+    with pytest.raises(NonFiniteLogDensityError, match=r"image 0.*log_likelihood case 0 is NaN"):
+        ais_log_likelihood(jax.random.key(0), DECODER, bad_params, images[:2], num_steps=5, tune="off",
+                           sigma=SIGMA, latent_dim=K, num_runs=2)
 
 
 def test_in_chain_adaptation_is_refused(ppca):
@@ -143,7 +153,7 @@ def test_ais_from_the_encoder(ppca):
 def test_sigma_sweep_finds_the_generating_sigma_and_compiles_once(ppca):
     images = ppca[0]
     sweep = tune_sigma(jax.random.key(10), DECODER, PARAMS, images, sigmas=[0.15, 0.2, 0.3, 0.45, 0.6],
-                       latent_dim=K, num_chains=CHAINS, num_steps=200)
+                       latent_dim=K, num_runs=CHAINS, num_steps=200)
     assert sweep.best == pytest.approx(SIGMA)
     assert [r.compiled for r in sweep.results][1:] == [False] * 4
 
@@ -165,7 +175,7 @@ def test_mlp_decoder_sandwich_contains_quadrature():
     quad = np.array([float(jax.scipy.special.logsumexp(jax.vmap(
         lambda z: model.log_prior(z) + model.log_likelihood(z, model.case(x, params, sigma=sigma))[0])(grid)))
         + math.log(cell) for x in images])
-    opts = dict(sigma=sigma, latent_dim=K, num_chains=CHAINS, num_steps=300)
+    opts = dict(sigma=sigma, latent_dim=K, num_runs=CHAINS, num_steps=300)
     fwd = ais_log_likelihood(jax.random.key(12), _mlp, params, images, **opts)
     rev = reverse_ais_log_likelihood(jax.random.key(13), _mlp, params, images, latents, tune=fwd.step_size, **opts)
     assert np.all(fwd.per_image - 4 * fwd.per_image_stderr <= quad)
@@ -175,13 +185,13 @@ def test_mlp_decoder_sandwich_contains_quadrature():
 
 def test_bdmc_gap_on_ppca_and_its_alarm_on_a_wrong_sigma(ppca):
     result = bdmc_gap(jax.random.key(14), DECODER, PARAMS, sigma=SIGMA, latent_dim=K, num_images=N_IMAGES,
-                      num_steps=200, num_chains=CHAINS)
+                      num_steps=200, num_runs=CHAINS)
     assert not result.fired and abs(result.mean_gap) < 0.5
     np.testing.assert_allclose(result.gap, result.reverse.per_image - result.forward.per_image)
     # Negative control: reverse chains started from another image's z (not a posterior sample of this
     # image, as a simulator that mixed up its latents would give) make the "upper bound" cross the lower.
     images, latents, _ = ppca
-    opts = dict(sigma=SIGMA, latent_dim=K, num_chains=CHAINS, num_steps=200)
+    opts = dict(sigma=SIGMA, latent_dim=K, num_runs=CHAINS, num_steps=200)
     fwd = ais_log_likelihood(jax.random.key(15), DECODER, PARAMS, images, **opts)
     rev = reverse_ais_log_likelihood(jax.random.key(16), DECODER, PARAMS, images, jnp.roll(latents, 1, axis=0),
                                      tune=fwd.step_size, **opts)
@@ -197,4 +207,6 @@ def test_runs_in_float32(ppca):
                                  step_size=0.15, **OPTS)
     assert fwd.log_weights.dtype == np.float64 and np.all(np.isfinite(fwd.log_weights))  # stored as float64
     assert fwd.settings["step_sizes"] == "0.15"
-    assert np.max(np.abs(fwd.per_image - exact)) < 0.3
+    # Every image within 4 standard errors of log p(x) (float32 trajectories part from float64's after a few
+    # steps, so the comparison is statistical; at T = 500 the lower bound's bias is far below its noise).
+    assert np.all(np.abs(fwd.per_image - exact) < 4 * fwd.per_image_stderr)

@@ -17,6 +17,8 @@ from typing import Any, Protocol, runtime_checkable
 import jax
 import jax.numpy as jnp
 
+from ..contracts.capabilities import supports
+from ..contracts.kernel import HoldsModel
 from ..contracts.model import log_density
 from ..errors import BDMCError, require
 
@@ -72,7 +74,9 @@ class KernelSampler:
                             "from; pass model=...")
 
     def _model(self):
-        return self.model if self.model is not None else getattr(self.kernel, "model", None)
+        if self.model is not None:
+            return self.model
+        return self.kernel.model if supports(self.kernel, HoldsModel) else None
 
     def draws(self, key, data, *, num_draws: int):
         model = self._model()

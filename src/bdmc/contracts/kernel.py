@@ -1,9 +1,20 @@
 """The Kernel contract: a transition operator that leaves an intermediate distribution invariant.
 
 ``kernel(key, latent, data, lam) -> (latent, KernelInfo)`` leaves ``f(.; lam)`` invariant. Kernels are
-hashable (frozen dataclasses) because they are static arguments of compiled runs. A kernel may declare
-``evals_per_step`` (likelihood evaluations per transition, for cost accounting) and, for estimators that
-need its transition density (Chib-style, CMS), the :class:`ReversibleTransition` capability.
+hashable (frozen dataclasses) because they are static arguments of compiled runs. Everything a kernel can do
+beyond that call is a structural protocol, found with ``supports``, never with ``getattr``:
+
+- :class:`CountsEvaluations`: ``evals_per_step``, likelihood evaluations per transition (cost accounting;
+  :func:`evals_per_step` reads it, 1 for a kernel that does not say);
+- :class:`CachedTransition`: a chain state that caches the lambda-free parts of the density (the engine's
+  lean path);
+- :class:`TunableStepSize`: a ``step_size`` field the pilot steers (a number or a table by lambda);
+- :class:`ReversibleTransition`: its own transition density and reverse (Chib-style estimators, CMS);
+- :class:`HoldsModel`: the model it was built for;
+- :class:`CountedConstrainedMove`, :class:`ConstrainedMoveCost`: nested sampling's constrained moves and
+  their cost.
+
+What a transition reports is :class:`KernelInfo`: its acceptance probability, and whether it diverged.
 """
 
 from __future__ import annotations
@@ -16,9 +27,14 @@ PyTree = Any
 
 
 class KernelInfo(NamedTuple):
-    """Per-transition diagnostics: the Metropolis acceptance probability (1 for Gibbs updates)."""
+    """Per-transition diagnostics.
+
+    ``acceptance`` is the Metropolis acceptance probability (1 for Gibbs updates); ``divergent`` is whether the
+    transition's proposal diverged (None for kernels that cannot diverge, or do not say).
+    """
 
     acceptance: jax.Array
+    divergent: Any = None
 
 
 @runtime_checkable
@@ -26,6 +42,50 @@ class Kernel(Protocol):
     """``kernel(key, latent, data, lam) -> (latent, KernelInfo)``, leaving ``f(.; lam)`` invariant."""
 
     def __call__(self, key, latent: PyTree, data: PyTree, lam) -> tuple[PyTree, KernelInfo]: ...
+
+
+@runtime_checkable
+class CountsEvaluations(Protocol):
+    """Says what one transition from a bare latent costs, in likelihood (or gradient) evaluations."""
+
+    evals_per_step: int
+
+
+@runtime_checkable
+class TunableStepSize(Protocol):
+    """A kernel with a ``step_size`` (a number, or a table by lambda) that a pilot may choose before a run.
+
+    ``dataclasses.replace(kernel, step_size=...)`` gives the tuned kernel.
+    """
+
+    step_size: Any
+
+
+@runtime_checkable
+class HoldsModel(Protocol):
+    """A kernel built for one model (HMC, NUTS, ...), which a sampler may start its chains from."""
+
+    model: Any
+
+
+@runtime_checkable
+class CountedConstrainedMove(Protocol):
+    """A nested-sampling move ``counted(key, latent, data, log_c) -> (latent, evaluations)`` inside the
+    likelihood constraint ``log L > log_c``, reporting the density evaluations it actually spent."""
+
+    def counted(self, key, latent: PyTree, data: PyTree, log_c) -> tuple[PyTree, Any]: ...
+
+
+@runtime_checkable
+class ConstrainedMoveCost(Protocol):
+    """A nested-sampling move with a fixed cost: ``evals_per_move`` density evaluations per move."""
+
+    evals_per_move: int
+
+
+def evals_per_step(kernel) -> int:
+    """Evaluations of one transition of ``kernel`` from a bare latent: its own count, else 1."""
+    return int(kernel.evals_per_step) if isinstance(kernel, CountsEvaluations) else 1
 
 
 @runtime_checkable

@@ -8,6 +8,19 @@ Steps run inside one compiled ``lax.scan`` per chunk of steps (``vmap`` over cha
 compiled once per (model, kernel, shapes) and reused for every chunk and every path length, so a run never
 traces per step and the host only sees the state between chunks (for progress).
 
+Randomness (the one key convention; every caller uses it). A run on ``key`` moves its chains at transition
+``t`` (0-based, ``t = 0 .. T - 2``) with ``jax.random.split(fold_in(key, t), 3) = (resample, refresh, move)``;
+the move and refresh keys are split once more, one key per chain. Forward estimators first split the
+caller's key with :func:`bdmc.core.prior.draw_prior` into ``(key_init, key_run)``: the starting prior draws
+come from ``split(key_init, chains)`` and the run from ``key_run``. Reverse estimators start from given
+latents and run on the caller's key as is. Pilots fold ``PILOT_STREAM`` into the caller's key, never touching
+the run's. The chunk size never changes the numbers.
+
+A batch of independent data sets (the images of a generative model, the simulated data sets of a calibration
+study) is one call: ``keys`` has one key per data set, ``batch_axes`` marks which leaves of ``data`` hold one
+entry per data set, and data set ``b`` gets exactly the numbers a run of it alone on ``keys[b]`` gives (up to
+rounding: batched arithmetic may associate differently). Its failures name the data set.
+
 Every log density a weight or a kernel evaluates is checked (``contracts.model.nonfinite_check``): each
 chain's part of a step records, through mutable JAX references, whether a density was NaN or +inf and the
 state it was evaluated at (this reaches inside gradients and the while loops of NUTS); every chain's first
@@ -26,12 +39,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import ScheduleError
 from ..caching import CompiledCache
 from ..contracts.capabilities import supports
-from ..contracts.kernel import CachedTransition
+from ..contracts.kernel import CachedTransition, evals_per_step
+from ..errors import ScheduleError
 from ..contracts.model import increment_from_terms, log_density_increment
 from ..contracts.nonfinite import describe_nonfinite
+from ..contracts.step_rule import StepRule
 from .failures import checked, expand, raise_if_failed
 from .progress import compiling, progress_report
 from .resampling import AdaptiveResampling, final_log_evidence, group_ess
@@ -39,8 +53,43 @@ from .resampling import AdaptiveResampling, final_log_evidence, group_ess
 DEFAULT_CHUNK = 64
 
 
+class Failures(NamedTuple):
+    """Per chain, where a run first failed (carried on the device, read on the host once per chunk).
+
+    ``weight_step``: the first transition whose log-weight increment was NaN or +inf (-1: none);
+    ``density_step``, ``density_phase``: the first transition with a NaN or +inf density and where it was
+    evaluated (0 weight, 1 refresh, 2 kernel; see ``failures.PHASES``); ``density_at``: the latent there.
+    """
+
+    weight_step: jax.Array
+    density_step: jax.Array
+    density_phase: jax.Array
+    density_at: Any
+
+
+class AnnealState(NamedTuple):
+    """The scan's carry: every chain's state (its latent, or on the lean path the kernel's cached state), its
+    log-weight, each run's banked log-evidence (SMC's resampling) and the failure record."""
+
+    states: Any
+    log_weights: jax.Array
+    log_evidence: jax.Array
+    failures: Failures
+
+
+class StepOutput(NamedTuple):
+    """What one transition reports (the scan's per-step output): the chains' mean increment, the mean
+    acceptance, the weights' ESS, the fraction of runs resampled and, when recorded, every increment."""
+
+    mean_increment: jax.Array
+    acceptance: jax.Array
+    ess: jax.Array
+    resampled: jax.Array
+    increments: jax.Array
+
+
 class StepInfo(NamedTuple):
-    """Per-step diagnostics over all chains, each of shape (T - 1,).
+    """Per-step diagnostics over all chains, each of shape (T - 1,) (a batched run: (B, T - 1)).
 
     ``ess`` is the effective sample size of the chains' weights (with particles: the mean over runs of each
     run's particle ESS, before resampling); ``resampled`` is the fraction of runs resampled at the step.
@@ -58,7 +107,9 @@ class AnnealResult(NamedTuple):
     ``log_weights`` has one entry per chain (with particles: the weights since each run's last resampling);
     ``log_evidence`` has one entry per run: the chain's log-weight for AIS (one particle per run), the banked
     evidence plus the log-mean weight for SMC. ``latents`` are the final states (leading axis = chains);
-    ``increments`` is (T - 1, chains) when requested, else None.
+    ``increments`` is (T - 1, chains) when requested, else None. A batched run puts the data set first on
+    every array: ``log_weights`` (B, chains), ``latents`` (B, chains, ...), ``info`` fields (B, T - 1),
+    ``increments`` (B, T - 1, chains). ``seconds`` and ``n_evals`` are the whole call's.
     """
 
     log_weights: np.ndarray
@@ -82,7 +133,9 @@ def anneal(
     *,
     num_particles: int = 1,
     resampler: AdaptiveResampling | None = None,
-    rule: Any = None,
+    rule: StepRule | None = None,
+    batch_axes: Any = None,
+    batch_label: str = "data set",
     chunk_size: int = DEFAULT_CHUNK,
     record_increments: bool = False,
     progress: bool | str | Callable[[int, int], None] = "auto",
@@ -92,25 +145,32 @@ def anneal(
 
     Parameters
     ----------
-    key : PRNG key
-        Randomness for all chains; the same key gives the same numbers whatever ``chunk_size`` is.
+    key : PRNG key, or a key array (B,) for a batch
+        Randomness for all chains (the module docstring gives the convention); the same key gives the same
+        numbers whatever ``chunk_size`` is.
     model, data
         A Model and its (validated) data.
     kernel
-        ``kernel(key, latent, data, lam) -> (latent, KernelInfo)``, hashable.
+        ``kernel(key, latent, data, lam) -> (latent, KernelInfo)``, hashable (:mod:`bdmc.contracts.kernel`).
     path : array, shape (T,) or (T, N)
-        The weights visited, in the order visited (reverse AIS passes a reversed path).
+        The weights visited, in the order visited (reverse AIS passes a reversed path); T distributions, so
+        T - 1 transitions.
     init_latents : pytree
-        Starting states with a leading chain axis; exact draws from ``f(.; path[0])``. With particles, chains
-        are ``num_runs`` consecutive groups of ``num_particles``.
+        Starting states with a leading chain axis (a batch: (B, chains, ...)); exact draws from
+        ``f(.; path[0])``. With particles, chains are ``num_runs`` consecutive groups of ``num_particles``.
     num_particles : int
         Particles per run (SMC / SHME); 1 gives AIS, which never resamples.
     resampler : AdaptiveResampling, optional
         When and how a run's particles are resampled (default: systematic, at ESS below half the particles).
-    rule : optional
-        How a step weights and refreshes a chain: ``rule.increment(model, latent, data, lam_from, lam_to)`` and
-        ``rule.refresh(key, model, latent, data, lam_from, lam_to)`` (applied after weighting, before the
-        kernel). Default: the AIS increment ``log f(x; lam_to) - log f(x; lam_from)`` and no refresh.
+    rule : StepRule, optional
+        How a step weights and refreshes a chain (:class:`bdmc.contracts.step_rule.StepRule`). Default: the
+        AIS increment ``log f(x; lam_to) - log f(x; lam_from)`` and no refresh.
+    batch_axes : pytree, optional
+        Runs a batch of independent data sets in one call: a ``jax.vmap`` ``in_axes`` prefix of ``data``, 0 on
+        the leaves with one entry per data set, None on those all data sets share. ``key`` is then one key
+        per data set and ``init_latents`` has a leading data-set axis.
+    batch_label : str
+        What a member of the batch is called in error messages ("image", "data set").
     chunk_size : int
         Steps per compiled call (progress granularity).
     record_increments : bool
@@ -124,7 +184,8 @@ def anneal(
     ------
     NonFiniteLogDensityError
         When any log density evaluated during the run (weights, kernels, rejected proposals and intermediate
-        leapfrog points included) is NaN or +inf, naming the term, the first such step, lambda and a chain.
+        leapfrog points included) is NaN or +inf, naming the term, the first such step, lambda, the chain
+        (and the data set of a batch).
     NonFiniteLogWeightError
         When a chain's log-weight increment is NaN or +inf although the densities were not (e.g. a chain that
         reached a state of zero density under the distribution it was sampling).
@@ -134,8 +195,11 @@ def anneal(
         raise ScheduleError(f"a path needs shape (T,) or (T, N) with T >= 2, got {lams.shape}")
     if not np.all(np.isfinite(lams)):
         raise ScheduleError("path contains NaN or inf")
-    num_steps = lams.shape[0] - 1
-    chains = _num_chains(init_latents)
+    num_transitions = lams.shape[0] - 1
+    batched = batch_axes is not None
+    members, chains = _batch_and_chains(init_latents, batched)
+    if batched and tuple(np.shape(jax.random.key_data(key)))[:1] != (members,):
+        raise ValueError(f"a batch of {members} data sets needs one key each (a key array of shape ({members},))")
     num_particles = int(num_particles)
     if num_particles < 1 or chains % num_particles:
         raise ValueError(f"{chains} chains cannot be split into runs of num_particles={num_particles}")
@@ -143,62 +207,71 @@ def anneal(
     resampler = AdaptiveResampling() if resampler is None else resampler
     rule = AISRule() if rule is None else rule
     chunk_size = max(1, min(int(chunk_size), DEFAULT_CHUNK * 16))
-    num_chunks = math.ceil(num_steps / chunk_size)
+    num_chunks = math.ceil(num_transitions / chunk_size)
     padded = num_chunks * chunk_size
 
     lam_from = _pad(lams[:-1], padded)
     lam_to = _pad(lams[1:], padded)
-    active = np.arange(padded) < num_steps
+    active = np.arange(padded) < num_transitions
     index = np.arange(padded, dtype=np.int32)
 
     cached = caches_terms(model, kernel, rule, lams)
     kernel_def, params = split_kernel(kernel)
-    statics = (model, kernel_def, rule, resampler, num_particles, bool(record_increments), cached)
+    statics = (model, kernel_def, rule, resampler, num_particles, bool(record_increments), cached,
+               _axes_signature(batch_axes))
     first = (lam_from[:chunk_size], lam_to[:chunk_size], active[:chunk_size], index[:chunk_size])
     with compiling(progress, description):
-        (start, finish, compiled), compile_seconds, built = _compile(statics, (key, data, init_latents, runs,
-                                                                               first, params))
-    carry = start(params, data, init_latents)
+        (start, finish, compiled), compile_seconds, built = _compile(
+            statics, batch_axes, (key, data, init_latents, runs, first, params))
+    state = start(params, data, init_latents)
 
-    report = progress_report(progress, num_steps * chains, description, num_steps)
+    report = progress_report(progress, num_transitions * chains * members, description, num_transitions)
     outs = []
     pending = None
-    start = time.perf_counter()
+    began = time.perf_counter()
+
+    def check(failures):
+        _raise_if_failed(failures, batch_axes, batch_label, lams=lams, model=model, data=data, rule=rule,
+                         description=description)
+
     try:
         for c in range(num_chunks):
             sl = slice(c * chunk_size, (c + 1) * chunk_size)
-            carry, out = compiled(params, key, data, carry, lam_from[sl], lam_to[sl], active[sl], index[sl])
+            state, out = compiled(params, key, data, state, lam_from[sl], lam_to[sl], active[sl], index[sl])
             outs.append(out)
             # The previous chunk's failures are read while this one runs: one chunk of lag, no stall.
             if pending is not None:
-                raise_if_failed(pending, lams=lams, model=model, data=data, rule=rule, description=description)
-            pending = carry[3]
+                check(pending)
+            pending = state.failures
             if report is not None:
-                jax.block_until_ready(carry[1])
-                report(min((c + 1) * chunk_size, num_steps), num_steps)
-        raise_if_failed(pending, lams=lams, model=model, data=data, rule=rule, description=description)
-        latents, log_weights, log_evidence = jax.block_until_ready(finish(params, carry))
+                jax.block_until_ready(state.log_weights)
+                report(min((c + 1) * chunk_size, num_transitions), num_transitions)
+        check(pending)
+        latents, log_weights, log_evidence = jax.block_until_ready(finish(params, state))
     finally:
         if report is not None and hasattr(report, "close"):
             report.close()
-    seconds = time.perf_counter() - start
+    seconds = time.perf_counter() - began
 
-    stacked = [np.concatenate([np.asarray(o[i]) for o in outs])[:num_steps] for i in range(5)]
-    info = StepInfo(mean_increment=stacked[0], acceptance=stacked[1], ess=stacked[2], resampled=stacked[3])
+    steps = StepOutput(*(np.concatenate([np.asarray(field) for field in fields], axis=-1 if i < 4 else -2)
+                         for i, fields in enumerate(zip(*outs))))
+    info = StepInfo(mean_increment=steps.mean_increment[..., :num_transitions],
+                    acceptance=steps.acceptance[..., :num_transitions], ess=steps.ess[..., :num_transitions],
+                    resampled=steps.resampled[..., :num_transitions])
     if cached:  # one evaluation per chain to fill the cache; weights then come free
-        evals = chains * (1 + num_steps * int(kernel.evals_per_cached_step))
+        evals = chains * (1 + num_transitions * int(kernel.evals_per_cached_step))
     else:
-        evals = chains * num_steps * (1 + int(getattr(kernel, "evals_per_step", 1)))
+        evals = chains * num_transitions * (1 + evals_per_step(kernel))
     return AnnealResult(
         log_weights=np.asarray(log_weights, dtype=np.float64),
         log_evidence=np.asarray(log_evidence, dtype=np.float64),
         latents=latents,
         info=info,
-        increments=stacked[4] if record_increments else None,
+        increments=steps.increments[..., :num_transitions, :] if record_increments else None,
         seconds=seconds,
         compile_seconds=compile_seconds,
         compiled=built,
-        n_evals=evals,
+        n_evals=evals * members,
     )
 
 
@@ -230,35 +303,31 @@ def join_kernel(kernel_def, params):
     return part if kind == "static" else jax.tree.unflatten(part, params)
 
 
-def _start(params, data, init_latents, *, model, kernel_def, cached, runs):
-    """The run's initial carry: (chain states, log-weights, banked evidence, failure record).
-
-    Per chain the failure record holds the first step with a NaN/+inf increment, and the first step, phase and
-    latent of a failed density check. On the lean path a chain's state is the kernel's cached state, whose
-    densities are checked here (a failure is reported as the first step's weight).
-    """
+def _start(params, data, init_latents, *, model, kernel_def, cached, runs) -> AnnealState:
+    """The run's initial state. On the lean path a chain's state is the kernel's cached state, whose densities
+    are checked here (a failure is reported as the first step's weight)."""
     kernel = join_kernel(kernel_def, params)
     chains = _num_chains(init_latents)
     dtype = jnp.result_type(float)
     never = jnp.full(chains, -1, jnp.int32)
-    states, failures = init_latents, (never, never, jnp.zeros(chains, jnp.int32), init_latents)
+    states, failures = init_latents, Failures(never, never, jnp.zeros(chains, jnp.int32), init_latents)
     if cached:
         bad, at, states = jax.vmap(checked(lambda x: kernel.init_state(x, data)))(init_latents)
-        failures = (never, jnp.where(bad, 0, never), failures[2], at)
-    return states, jnp.zeros(chains, dtype), jnp.zeros(runs, dtype), failures
+        failures = failures._replace(density_step=jnp.where(bad, 0, never), density_at=at)
+    return AnnealState(states, jnp.zeros(chains, dtype), jnp.zeros(runs, dtype), failures)
 
 
-def _finish(params, carry, *, kernel_def, cached, num_particles):
-    """Final latents, log-weights and each run's log-evidence, from the last carry."""
+def _finish(params, state: AnnealState, *, kernel_def, cached, num_particles):
+    """Final latents, log-weights and each run's log-evidence."""
     kernel = join_kernel(kernel_def, params)
-    states, logw, log_z, failures = carry
-    latents = (jax.vmap(kernel.state_latent)(states, failures[3]) if cached else states)
-    return latents, logw, final_log_evidence(logw, log_z, num_particles)
+    latents = (jax.vmap(kernel.state_latent)(state.states, state.failures.density_at) if cached
+               else state.states)
+    return latents, state.log_weights, final_log_evidence(state.log_weights, state.log_evidence, num_particles)
 
 
-def _chunk(params, key, data, carry, lam_from, lam_to, active, index, *, model, kernel_def, rule, resampler,
+def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, kernel_def, rule, resampler,
            num_particles, record, cached):
-    """Advance all chains through one chunk of steps (the compiled unit)."""
+    """Advance all chains of one run through one chunk of steps (the compiled unit)."""
     kernel = join_kernel(kernel_def, params)
 
     def weigh(states, like, lf, lt):
@@ -275,9 +344,9 @@ def _chunk(params, key, data, carry, lam_from, lam_to, active, index, *, model, 
             return jax.vmap(checked(step, like))(keys, states)
         return jax.vmap(checked(lambda k, x: kernel(k, x, data, lt)))(keys, states)
 
-    def transition(carry, t, lf, lt):
-        states, logw, log_z, (first_bad, dens_step, dens_phase, dens_at) = carry
-        like = jax.tree.map(lambda a: a[0], dens_at)  # one chain's latent: the structure of every latent
+    def transition(state: AnnealState, t, lf, lt):
+        states, logw, log_z, failures = state
+        like = jax.tree.map(lambda a: a[0], failures.density_at)  # one chain's latent: every latent's structure
         # Keys derive from the global step index, so chunking never changes the numbers.
         k_resample, k_refresh, k_move = jax.random.split(jax.random.fold_in(key, t), 3)
         chains = logw.shape[0]
@@ -287,7 +356,7 @@ def _chunk(params, key, data, carry, lam_from, lam_to, active, index, *, model, 
         # A chain whose weight is already zero stays zero whatever its increment (-inf + inf would be NaN).
         dead = logw == -jnp.inf
         broken = (jnp.isnan(inc) | (inc == jnp.inf)) & ~dead
-        first_bad = jnp.where((first_bad < 0) & broken, t, first_bad)
+        weight_step = jnp.where((failures.weight_step < 0) & broken, t, failures.weight_step)
         logw = jnp.where(dead, logw, logw + inc)
         if num_particles > 1:
             ess = jnp.mean(group_ess(logw.reshape(-1, num_particles)))
@@ -296,33 +365,34 @@ def _chunk(params, key, data, carry, lam_from, lam_to, active, index, *, model, 
         else:
             ess, resampled = _ess(logw), jnp.zeros((), logw.dtype)
         if cached:  # the plain AIS step: no refresh
-            bad_r, at_r = jnp.zeros(chains, bool), dens_at
+            bad_r, at_r = jnp.zeros(chains, bool), failures.density_at
         else:
             bad_r, at_r, states = jax.vmap(checked(lambda k, x: rule.refresh(k, model, x, data, lf, lt)))(
                 jax.random.split(k_refresh, chains), states)
         bad_k, at_k, (states, info) = move(jax.random.split(k_move, chains), states, like, lt)
         # Each chain keeps its first failure, in the order evaluated within a step: weight, refresh, kernel.
-        new = dens_step < 0
+        step, phase_of, at_of = failures.density_step, failures.density_phase, failures.density_at
+        new = step < 0
         for phase, (bad, at) in enumerate(((bad_w, at_w), (bad_r, at_r), (bad_k, at_k))):
             hit = new & bad
-            dens_step = jnp.where(hit, t, dens_step)
-            dens_phase = jnp.where(hit, phase, dens_phase)
-            dens_at = jax.tree.map(lambda a, b: jnp.where(expand(hit, a), b, a), dens_at, at)
+            step = jnp.where(hit, t, step)
+            phase_of = jnp.where(hit, phase, phase_of)
+            at_of = jax.tree.map(lambda a, b: jnp.where(expand(hit, a), b, a), at_of, at)
             new = new & ~bad
         acc = jnp.mean(info.acceptance).astype(logw.dtype)
-        out = (jnp.mean(inc), acc, ess, resampled, inc if record else inc[:0])
-        return (states, logw, log_z, (first_bad, dens_step, dens_phase, dens_at)), out
+        out = StepOutput(jnp.mean(inc), acc, ess, resampled, inc if record else inc[:0])
+        return AnnealState(states, logw, log_z, Failures(weight_step, step, phase_of, at_of)), out
 
-    def body(carry, xs):
+    def body(state, xs):
         lf, lt, on, t = xs
 
-        def skip(c):
-            z = jnp.zeros((), c[1].dtype)
-            return c, (z, z, z, z, jnp.zeros_like(c[1]) if record else c[1][:0])
+        def skip(st):
+            z = jnp.zeros((), st.log_weights.dtype)
+            return st, StepOutput(z, z, z, z, jnp.zeros_like(st.log_weights) if record else st.log_weights[:0])
 
-        return jax.lax.cond(on, lambda c: transition(c, t, lf, lt), skip, carry)
+        return jax.lax.cond(on, lambda st: transition(st, t, lf, lt), skip, state)
 
-    return jax.lax.scan(body, carry, (lam_from, lam_to, active, index))
+    return jax.lax.scan(body, state, (lam_from, lam_to, active, index))
 
 
 class AISRule:
@@ -359,9 +429,10 @@ def _ess(logw):
 _COMPILED = CompiledCache("engine")
 
 
-def _compile(statics, shapes):
+def _compile(statics, batch_axes, shapes):
     """Compile a run's three programs once per (model, kernel, rule, resampler, particles, record, lean path,
-    shapes): the start (initial carry), the chunk of steps, and the finish (latents and evidence).
+    batch axes, shapes): the start (initial state), the chunk of steps, and the finish (latents and
+    evidence). A batch maps each over its data sets (``vmap``): the key, the data's marked leaves and the state.
 
     Returns ``((start, finish, chunk), seconds, built)``; ``seconds`` is 0.0 and ``built`` False when the
     programs came from the cache.
@@ -369,23 +440,50 @@ def _compile(statics, shapes):
     key, data, init_latents, runs, first, params = shapes
     leaves, treedef = jax.tree.flatten((key, data, init_latents, first, params))
     signature = (treedef, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves), runs, jnp.result_type(float))
-    model, kernel_def, rule, resampler, num_particles, record, cached = statics
+    model, kernel_def, rule, resampler, num_particles, record, cached, _ = statics
 
     def build():
         began = time.perf_counter()
-        start = jax.jit(functools.partial(_start, model=model, kernel_def=kernel_def, cached=cached, runs=runs))
-        finish = jax.jit(functools.partial(_finish, kernel_def=kernel_def, cached=cached,
-                                           num_particles=num_particles))
-        chunk = jax.jit(functools.partial(_chunk, model=model, kernel_def=kernel_def, rule=rule,
-                                          resampler=resampler, num_particles=num_particles, record=record,
-                                          cached=cached))
-        carry = jax.eval_shape(start, params, data, init_latents)
-        programs = (start.lower(params, data, init_latents).compile(), finish.lower(params, carry).compile(),
-                    chunk.lower(params, key, data, carry, *first).compile())
+        start = functools.partial(_start, model=model, kernel_def=kernel_def, cached=cached, runs=runs)
+        finish = functools.partial(_finish, kernel_def=kernel_def, cached=cached, num_particles=num_particles)
+        chunk = functools.partial(_chunk, model=model, kernel_def=kernel_def, rule=rule, resampler=resampler,
+                                  num_particles=num_particles, record=record, cached=cached)
+        if batch_axes is not None:
+            start = jax.vmap(start, in_axes=(None, batch_axes, 0))
+            finish = jax.vmap(finish, in_axes=(None, 0))
+            chunk = jax.vmap(chunk, in_axes=(None, 0, batch_axes, 0, None, None, None, None))
+        start, finish, chunk = jax.jit(start), jax.jit(finish), jax.jit(chunk)
+        state = jax.eval_shape(start, params, data, init_latents)
+        programs = (start.lower(params, data, init_latents).compile(), finish.lower(params, state).compile(),
+                    chunk.lower(params, key, data, state, *first).compile())
         return programs, time.perf_counter() - began
 
     (programs, seconds), built = _COMPILED.get_or_build((statics, signature), build)
     return programs, (seconds if built else 0.0), built
+
+
+def _raise_if_failed(failures: Failures, batch_axes, batch_label, *, lams, model, data, rule, description):
+    """Raise the run's first failure; in a batch, that of the first data set that failed, named."""
+    if batch_axes is None:
+        raise_if_failed(failures, lams=lams, model=model, data=data, rule=rule, description=description)
+        return
+    failed = np.asarray((failures.weight_step >= 0).any(axis=1) | (failures.density_step >= 0).any(axis=1))
+    if not failed.any():
+        return
+    b = int(np.argmax(failed))
+    member = jax.tree.map(lambda ax, x: x if ax is None else jnp.take(x, b, axis=ax), batch_axes, data,
+                          is_leaf=lambda x: x is None)
+    others = f"; {int(failed.sum()) - 1} other {batch_label}(s) failed too" if failed.sum() > 1 else ""
+    raise_if_failed(jax.tree.map(lambda a: a[b], failures), lams=lams, model=model, data=member, rule=rule,
+                    description=f"{description}, {batch_label} {b}{others}")
+
+
+def _axes_signature(batch_axes):
+    """A hashable form of a ``vmap`` in_axes prefix (None leaves kept), for the compile cache."""
+    if batch_axes is None:
+        return None
+    leaves, treedef = jax.tree.flatten(batch_axes, is_leaf=lambda x: x is None)
+    return str(treedef), tuple(leaves)
 
 
 def _pad(a, length):
@@ -393,6 +491,17 @@ def _pad(a, length):
     out[: a.shape[0]] = a
     out[a.shape[0] :] = a[-1]
     return out
+
+
+def _batch_and_chains(latents, batched: bool) -> tuple[int, int]:
+    """``(data sets, chains)`` of a run's starting latents (1 data set when not batched)."""
+    if not batched:
+        return 1, _num_chains(latents)
+    sizes = {tuple(np.shape(x)[:2]) for x in jax.tree.leaves(latents)}
+    if len(sizes) != 1 or len(next(iter(sizes))) != 2:
+        raise ValueError(f"a batch's init_latents need leading axes (data sets, chains) on every leaf, got {sizes}")
+    members, chains = sizes.pop()
+    return int(members), int(chains)
 
 
 def _num_chains(latents) -> int:

@@ -46,8 +46,13 @@ def expand(mask, like):
 
 
 def raise_if_failed(failures, *, lams, model, data, rule, description):
-    """Raise the run's first failure (a NaN or +inf density, else a NaN or +inf increment), if any."""
-    first_bad, dens_step, dens_phase = (np.asarray(x) for x in failures[:3])
+    """Raise the run's first failure (a NaN or +inf density, else a NaN or +inf increment), if any.
+
+    ``failures`` is the engine's per-chain record (``core.engine.Failures``); ``rule`` a StepRule, whose
+    ``culprit`` names the term behind a failed weight.
+    """
+    first_bad, dens_step, dens_phase = (np.asarray(x) for x in (failures.weight_step, failures.density_step,
+                                                                failures.density_phase))
     weight_step = int(first_bad[first_bad >= 0].min()) if np.any(first_bad >= 0) else None
     if np.any(dens_step >= 0):
         steps = np.where(dens_step >= 0, dens_step, np.iinfo(np.int32).max)
@@ -55,10 +60,10 @@ def raise_if_failed(failures, *, lams, model, data, rule, description):
         if weight_step is None or t <= weight_step:
             chain = int(np.argmin(steps))
             phase = PHASES[int(dens_phase[chain])]
-            latent = jax.tree.map(lambda a: a[chain], failures[3])
+            latent = jax.tree.map(lambda a: a[chain], failures.density_at)
             lam_from, lam_to = lams[t], lams[t + 1]
             if phase == "weight":
-                found = rule.culprit(model, latent, data, lam_from, lam_to) if hasattr(rule, "culprit") else None
+                found = rule.culprit(model, latent, data, lam_from, lam_to)
             else:
                 found = describe_nonfinite(model, latent, data, lam_to)
             # The host re-evaluation can only miss when the device computed differently (a different backend).

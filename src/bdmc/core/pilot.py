@@ -28,8 +28,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..caching import CompiledCache
-from ..contracts.kernel import CachedTransition
 from ..contracts.capabilities import supports
+from ..contracts.kernel import CachedTransition, TunableStepSize, evals_per_step
 from ..contracts.model import log_density, weighted_sum
 from ..errors import BDMCError
 from ..kernels.step_sizes import StepSizeTable
@@ -96,7 +96,7 @@ class Tuned:
 
     def settings(self) -> dict:
         """What the run records of its pilot."""
-        table = getattr(self.kernel, "step_size", None)
+        table = self.kernel.step_size if supports(self.kernel, TunableStepSize) else None
         return {"tuned": "pilot" if self.healthy else "pilot saw a NaN or +inf density: run untuned",
                 "pilot_steps": int(self.pilot.num_steps),
                 "pilot_chains": int(self.pilot.num_chains), "pilot_seconds": self.seconds,
@@ -105,8 +105,10 @@ class Tuned:
 
 
 def tunes_step_size(kernel) -> bool:
-    """Whether the pilot can steer ``kernel``'s step size (a kernel with a ``step_size`` field)."""
-    return dataclasses.is_dataclass(kernel) and "step_size" in {f.name for f in dataclasses.fields(kernel)}
+    """Whether the pilot can steer ``kernel``'s step size: a dataclass kernel with a ``step_size`` field
+    (:class:`~bdmc.contracts.kernel.TunableStepSize`), which ``dataclasses.replace`` sets."""
+    return (supports(kernel, TunableStepSize) and dataclasses.is_dataclass(kernel)
+            and "step_size" in {f.name for f in dataclasses.fields(kernel)})
 
 
 def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None) -> Tuned:
@@ -144,7 +146,7 @@ def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None
     if supports(kernel, CachedTransition) and bool(kernel.caches_terms):
         evals = pilot.num_chains * (1 + levels * pilot.moves_per_level * int(kernel.evals_per_cached_step))
     else:  # each level also evaluates the likelihood for its variance
-        evals = pilot.num_chains * levels * (1 + pilot.moves_per_level * int(getattr(kernel, "evals_per_step", 1)))
+        evals = pilot.num_chains * levels * (1 + pilot.moves_per_level * evals_per_step(kernel))
     return Tuned(path=path, kernel=kernel, seconds=seconds + compile_seconds, compile_seconds=compile_seconds,
                  n_evals=evals, variances=variances, healthy=healthy,
                  acceptance=acceptance, pilot=pilot)

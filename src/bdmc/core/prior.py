@@ -23,3 +23,11 @@ def prior_draws(key, model, num: int):
 
 
 _DRAWS = CompiledCache("prior draws", maxsize=64)
+
+
+def prior_draws_batch(keys, model, num: int):
+    """:func:`draw_prior` for each key of ``keys`` (one per data set of a batched run), as one compiled call:
+    draws with leading axes (data sets, ``num``) and one run key per data set."""
+    fn, _ = _DRAWS.get_or_build((model, int(num), "batch"),
+                                lambda: jax.jit(jax.vmap(lambda k: draw_prior(k, model, int(num)))))
+    return fn(keys)

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..contracts.capabilities import require
 from ..contracts.estimate import Estimate, register_estimator, seed_of
-from ..contracts.kernel import ReversibleTransition
+from ..contracts.kernel import ReversibleTransition, evals_per_step
 from ..contracts.model import validate_data
 from ..core.ais import broadcast_latent, default_kernel, require_exact_latent
 from ._timing import check_positive, timed_call
@@ -81,7 +81,7 @@ def chib_murray_salakhutdinov(key, model, data, *, exact_latent=None, num_steps:
 
     out, seconds, compile_seconds = timed_call(jax.jit(jax.vmap(one_run)), jax.random.split(key, num_runs), init)
     runs, log_joint, log_p_hat, start = (np.asarray(o) for o in out)
-    evals = int(getattr(kernel, "evals_per_step", 1))
+    evals = evals_per_step(kernel)
     return Estimate.from_runs(
         runs, bound="lower", seconds=seconds, compile_seconds=compile_seconds,
         n_evals=int(num_runs * (2 * num_steps * evals + 1)),
@@ -99,7 +99,8 @@ def _reverse_of(kernel):
     """The reverse operator of ``kernel``, after checking both carry the hooks CMS needs."""
     require(kernel, ReversibleTransition, purpose="chib_murray_salakhutdinov (its kernel)")
     backward = kernel.reversed()
-    require(backward, ReversibleTransition, purpose=f"chib_murray_salakhutdinov (the reverse of {type(kernel).__name__})")
+    require(backward, ReversibleTransition,
+            purpose=f"chib_murray_salakhutdinov (the reverse of {type(kernel).__name__})")
     return backward
 
 

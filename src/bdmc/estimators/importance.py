@@ -15,6 +15,7 @@ import jax.numpy as jnp
 from jax.scipy.special import logsumexp
 
 from ..contracts.estimate import Estimate, register_estimator, seed_of
+from ..contracts.kernel import evals_per_step
 from ..contracts.model import validate_data
 from ..core.ais import broadcast_latent, default_kernel, require_exact_latent
 from ._timing import check_positive, timed_runs
@@ -114,7 +115,7 @@ def harmonic_mean(key, model, data, *, exact_latent=None, num_samples: int = 100
     runs, seconds, compile_seconds = timed_runs(jax.jit(jax.vmap(one_run)), jax.random.split(key, num_runs), init)
     return Estimate.from_runs(
         runs, bound="upper", seconds=seconds, compile_seconds=compile_seconds,
-        n_evals=int(num_runs * num_samples * (1 + getattr(kernel, "evals_per_step", 1))),
+        n_evals=int(num_runs * num_samples * (1 + evals_per_step(kernel))),
         settings={"method": "harmonic_mean", "num_samples": int(num_samples), "num_runs": int(num_runs),
                   "kernel": type(kernel).__name__},
         seed=seed_of(key), compiled=True,

@@ -38,6 +38,7 @@ from jax.flatten_util import ravel_pytree
 from ..contracts.capabilities import (CollapsedDensity, ConstrainedMoves, GaussianPriorBlocks, GibbsConditionals,
                                       IndexedConditionals, supports)
 from ..contracts.estimate import Estimate, register_estimator, seed_of
+from ..contracts.kernel import ConstrainedMoveCost, CountedConstrainedMove
 from ..contracts.model import validate_data
 from ..errors import BDMCError
 from ._timing import check_positive, timed_call
@@ -241,9 +242,9 @@ def default_nested_kernel(model):
 
 
 @register_estimator("ns", label="NS", knob="num_moves", knobs=(1, 3, 10), bound=None)
-def nested_sampling(key, model, data, *, exact_latent=None, num_moves: int = 5, num_particles: int = 2, num_runs: int = 16,
-                    kernel: Any = None, volumes: str = "geometric", stop_ratio: float = math.exp(-10),
-                    max_steps: int = 100_000) -> Estimate:
+def nested_sampling(key, model, data, *, exact_latent=None, num_moves: int = 5, num_particles: int = 2,
+                    num_runs: int = 16, kernel: Any = None, volumes: str = "geometric",
+                    stop_ratio: float = math.exp(-10), max_steps: int = 100_000) -> Estimate:
     """Nested sampling estimate of ``log p(y)``; runs combine by the mean of their log estimates (footnote 5).
 
     Parameters
@@ -291,9 +292,10 @@ def nested_sampling(key, model, data, *, exact_latent=None, num_moves: int = 5, 
     data = validate_data(model, data)
     if kernel is None:
         kernel = default_nested_kernel(model)
-    counted = getattr(kernel, "counted", None)
-    if counted is None:
-        fixed_evals = float(getattr(kernel, "evals_per_move", 1))
+    if supports(kernel, CountedConstrainedMove):
+        counted = kernel.counted
+    else:
+        fixed_evals = float(kernel.evals_per_move if supports(kernel, ConstrainedMoveCost) else 1)
 
         def counted(k, z, data, log_c):
             return kernel(k, z, data, log_c), fixed_evals
@@ -349,7 +351,8 @@ def nested_sampling(key, model, data, *, exact_latent=None, num_moves: int = 5, 
     return Estimate.from_runs(
         np.asarray(runs, np.float64), bound=None, seconds=seconds, compile_seconds=compile_seconds, n_evals=evals,
         settings={"method": "nested_sampling", "num_moves": int(num_moves), "num_particles": K,
-                  "num_runs": int(num_runs), "kernel": type(kernel).__name__, "volumes": volumes, "mean_steps": float(steps.mean()),
+                  "num_runs": int(num_runs), "kernel": type(kernel).__name__, "volumes": volumes,
+                  "mean_steps": float(steps.mean()),
                   "capped_runs": int(np.sum(~np.asarray(done)))},
         seed=seed_of(key), compiled=True,
     )

@@ -28,14 +28,14 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError
+from ..files import write_atomic
 from ..generative import ais_log_likelihood, bdmc_gap, tune_sigma
 from ..generative.baselines import iwae_bound, kde_log_likelihood, tune_bandwidth
 from ..generative.data import load_digits_8x8, load_mnist
 from ..generative.networks import decode, encode, resolve_architecture
 from ..generative.store import load_or_train
 from ..generative.train import TRAINERS
-from .generative_store import (RowStore, comparisons, curve_table, markdown_table, save_arrays, summary_of, table2,
-                               write_text_atomic)
+from .generative_store import RowStore, comparisons, curve_table, markdown_table, save_arrays, summary_of, table2
 
 DATASETS = {"mnist": load_mnist, "digits8x8": load_digits_8x8}
 # Settings a resumed evaluation must share with the stored one; the others (model kinds, AIS step counts,
@@ -176,7 +176,8 @@ def run_generative(config: GenerativeConfig, *, out, overwrite: bool = False,
     config : GenerativeConfig
     out : path
         Output directory: ``settings.json``, ``rows.jsonl``, ``models/``, ``arrays/``, ``table2.csv``,
-        ``table2.md``, ``curve.csv``, ``comparisons.csv``. An existing one with the same row-determining settings is resumed.
+        ``table2.md``, ``curve.csv``, ``comparisons.csv``. An existing one with the same row-determining settings
+        is resumed.
     overwrite : bool
         Discard the rows of an evaluation with other settings instead of refusing.
     on_row : callable, optional
@@ -228,7 +229,7 @@ def run_generative(config: GenerativeConfig, *, out, overwrite: bool = False,
         unit(kind, "train", "train", config.epochs, lambda: _training_row(trained))
         save_arrays(store.dir / "arrays" / f"samples_{kind}.npz",
                     samples=trained.sample(unit_key(config.seed, "samples", kind), 16))
-        common = dict(latent_dim=k, num_chains=config.chains, progress=progress)
+        common = dict(latent_dim=k, num_runs=config.chains, progress=progress)
         sweep = unit(kind, "valid", "sigma", config.sigma_steps, lambda: _sigma_row(
             tune_sigma(unit_key(config.seed, kind, "sigma"), decode, params, valid, sigmas=config.sigmas,
                        num_steps=config.sigma_steps, **common)))
@@ -259,7 +260,7 @@ def run_generative(config: GenerativeConfig, *, out, overwrite: bool = False,
                                        init=(encode, trained.encoder_params), **common), None, params, None))
         unit(kind, "simulated", "bdmc", config.bdmc_steps, lambda: _gap_row(
             bdmc_gap(unit_key(config.seed, kind, "bdmc"), decode, params, sigma=sigma, latent_dim=k,
-                     num_images=config.sim_images, num_steps=config.bdmc_steps, num_chains=config.chains,
+                     num_images=config.sim_images, num_steps=config.bdmc_steps, num_runs=config.chains,
                      progress=progress)))
     return _finish(store, config, computed)
 
@@ -269,14 +270,11 @@ def _finish(store: RowStore, config: GenerativeConfig, computed: int) -> Generat
     top = max(config.steps)
     table = table2(rows, models=config.models, steps=top)
     curve = curve_table([r for r in rows if r["model"] in config.models])
-    table.to_csv(store.dir / ".table2.csv.tmp", index=False)
-    (store.dir / ".table2.csv.tmp").replace(store.dir / "table2.csv")
-    curve.to_csv(store.dir / ".curve.csv.tmp", index=False)
-    (store.dir / ".curve.csv.tmp").replace(store.dir / "curve.csv")
-    write_text_atomic(store.dir / "table2.md", markdown_table(table, steps=top))
+    write_atomic(store.dir / "table2.csv", table.to_csv(index=False))
+    write_atomic(store.dir / "curve.csv", curve.to_csv(index=False))
+    write_atomic(store.dir / "table2.md", markdown_table(table, steps=top))
     compared = comparisons(rows, models=config.models, steps=top)
-    compared.to_csv(store.dir / ".comparisons.csv.tmp", index=False)
-    (store.dir / ".comparisons.csv.tmp").replace(store.dir / "comparisons.csv")
+    write_atomic(store.dir / "comparisons.csv", compared.to_csv(index=False))
     return GenerativeResult(rows=rows, table=table, curve=curve, comparisons=compared, out=store.dir, computed=computed,
                             resumed=store.resumed)
 
@@ -305,7 +303,7 @@ def _ais_row(result, figure: Path | None, params, images) -> dict:
     mean, stderr = summary_of(result.per_image)
     return {"mean": mean, "stderr": stderr, "per_image": result.per_image.tolist(),
             "per_image_stderr": result.per_image_stderr.tolist(), "images": result.num_images,
-            "chains": int(result.settings["num_chains"]), "sigma": float(result.settings["sigma"]),
+            "chains": int(result.settings["num_runs"]), "sigma": float(result.settings["sigma"]),
             "acceptance": float(np.mean(result.acceptance)), "n_evals": int(result.n_evals),
             "compile_seconds": result.compile_seconds, "seconds": result.seconds + result.compile_seconds,
             "init": result.settings["init"]}
@@ -328,7 +326,7 @@ def _gap_row(result) -> dict:
             "forward": result.forward.mean, "reverse": result.reverse.mean,
             "forward_per_image": result.forward.per_image.tolist(),
             "reverse_per_image": result.reverse.per_image.tolist(), "images": int(result.gap.size),
-            "chains": int(result.forward.settings["num_chains"]), "sigma": float(result.forward.settings["sigma"]),
+            "chains": int(result.forward.settings["num_runs"]), "sigma": float(result.forward.settings["sigma"]),
             "alarm": bool(result.fired), "alarm_message": result.message(),
             "seconds": sum(r.seconds + r.compile_seconds for r in (result.forward, result.reverse))}
 

@@ -5,9 +5,11 @@ The paper's protocol (Wu et al. 2017, Sec. 4): for each image, 16 chains anneal 
 the step size tuned to about 65% acceptance; the image's estimate is the log-mean-exp over its chains and
 the data set's is the mean over images. Every weight belongs to ONE image and ONE chain: a weight of a
 batch of images together would estimate ``log prod_i p(x_i)`` with a looser bound (its log-mean-exp is
-taken over chains of the whole batch, not per image), so it is not offered. Images and chains run batched
-(``vmap``) in one compiled scan (:mod:`bdmc.generative.runner`); step sizes come from a frozen pilot table
-(:mod:`bdmc.generative.pilot`).
+taken over chains of the whole batch, not per image), so it is not offered. The images are one batched call
+of the project's annealing engine (:func:`bdmc.core.engine.anneal` with a batch axis over images): image
+``i`` runs on ``fold_in(key, i)`` exactly as ``bdmc.forward_ais`` (or ``bdmc.reverse_ais``) would run it alone
+on that key with the same kernel and path, with the engine's density checks, failure messages, progress and
+compile cache. Step sizes come from a frozen pilot table (:mod:`bdmc.generative.pilot`).
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ import numpy as np
 from ..caching import CompiledCache
 from ..contracts.estimate import Estimate, seed_of
 from ..core.ais import make_path
+from ..core.engine import DEFAULT_CHUNK, anneal
+from ..core.prior import prior_draws_batch
 from ..errors import BDMCError, DataError
 from ..kernels.hmc import HMC
-from .model import (DecoderData, DecoderModel, EncoderData, EncoderStartModel, check_decoder, positive_sigma)
+from .model import DecoderData, DecoderModel, EncoderData, EncoderStartModel, check_decoder, positive_sigma
 from .pilot import pilot_table, resolve_tune
-from .runner import DEFAULT_CHUNK, prior_starts, run_images, split_keys
 
 
 class EncoderStart(NamedTuple):
@@ -114,7 +117,7 @@ class ImageEstimates:
 
 
 def ais_log_likelihood(key, decoder, params, images, *, sigma, latent_dim: int, num_steps: int = 1000,
-                       num_chains: int = 16, leapfrog_steps: int = 10, target_acceptance: float = 0.65,
+                       num_runs: int = 16, leapfrog_steps: int = 10, target_acceptance: float = 0.65,
                        schedule="sigmoidal", tune="pilot", step_size: float = 0.05, pilot_images: int = 4,
                        init: EncoderStart | tuple | None = None, chunk_size: int = DEFAULT_CHUNK,
                        progress="auto") -> ImageEstimates:
@@ -134,8 +137,8 @@ def ais_log_likelihood(key, decoder, params, images, *, sigma, latent_dim: int, 
     latent_dim : int
     num_steps : int
         Intermediate distributions T (the paper: 10,000).
-    num_chains : int
-        Chains per image (the paper: 16).
+    num_runs : int
+        Independent AIS chains per image, one weight each (the paper: 16 chains).
     leapfrog_steps : int
         Leapfrog steps of the one HMC trajectory per distribution (the paper: 10).
     target_acceptance : float
@@ -164,13 +167,13 @@ def ais_log_likelihood(key, decoder, params, images, *, sigma, latent_dim: int, 
         ``bound="lower"``.
     """
     return _evaluate(key, decoder, params, images, None, direction="forward", sigma=sigma, latent_dim=latent_dim,
-                     num_steps=num_steps, num_chains=num_chains, leapfrog_steps=leapfrog_steps,
+                     num_steps=num_steps, num_runs=num_runs, leapfrog_steps=leapfrog_steps,
                      target_acceptance=target_acceptance, schedule=schedule, tune=tune, step_size=step_size,
                      pilot_images=pilot_images, init=init, chunk_size=chunk_size, progress=progress)
 
 
 def reverse_ais_log_likelihood(key, decoder, params, images, latents, *, sigma, latent_dim: int,
-                               num_steps: int = 1000, num_chains: int = 16, leapfrog_steps: int = 10,
+                               num_steps: int = 1000, num_runs: int = 16, leapfrog_steps: int = 10,
                                target_acceptance: float = 0.65, schedule="sigmoidal", tune="pilot",
                                step_size: float = 0.05, pilot_images: int = 4,
                                init: EncoderStart | tuple | None = None, chunk_size: int = DEFAULT_CHUNK,
@@ -190,20 +193,26 @@ def reverse_ais_log_likelihood(key, decoder, params, images, latents, *, sigma, 
         ``bound="upper"``.
     """
     return _evaluate(key, decoder, params, images, latents, direction="reverse", sigma=sigma,
-                     latent_dim=latent_dim, num_steps=num_steps, num_chains=num_chains,
+                     latent_dim=latent_dim, num_steps=num_steps, num_runs=num_runs,
                      leapfrog_steps=leapfrog_steps, target_acceptance=target_acceptance, schedule=schedule,
                      tune=tune, step_size=step_size, pilot_images=pilot_images, init=init,
                      chunk_size=chunk_size, progress=progress)
 
 
-def _evaluate(key, decoder, params, images, exact, *, direction, sigma, latent_dim, num_steps, num_chains,
+def image_keys(key, num_images: int):
+    """Image ``i``'s key, ``fold_in(key, i)``: what ``bdmc.forward_ais`` / ``bdmc.reverse_ais`` of that image alone
+    would be called with to give the same numbers (its pilot folds ``PILOT_STREAM`` into the same key)."""
+    return jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(int(num_images)))
+
+
+def _evaluate(key, decoder, params, images, exact, *, direction, sigma, latent_dim, num_steps, num_runs,
               leapfrog_steps, target_acceptance, schedule, tune, step_size, pilot_images, init, chunk_size,
               progress) -> ImageEstimates:
     images = _check_images(images)
     n, dim = images.shape
     check_decoder(decoder, params, latent_dim, dim)
-    if int(num_chains) < 1:
-        raise BDMCError(f"num_chains must be at least 1, got {num_chains}")
+    if int(num_runs) < 1:
+        raise BDMCError(f"num_runs must be at least 1, got {num_runs}")
     kind, tuning = resolve_tune(tune, target_acceptance)
     path = make_path(schedule, num_steps if isinstance(schedule, str) else None)
     log_sigma = jnp.log(jnp.asarray(positive_sigma(sigma), images.dtype))
@@ -228,22 +237,23 @@ def _evaluate(key, decoder, params, images, exact, *, direction, sigma, latent_d
     elif kind == "table":
         kernel = HMC(model, step_size=tuning, num_integration_steps=int(leapfrog_steps))
 
-    key_init, key_run = split_keys(key)
+    keys = image_keys(key, n)
     if direction == "forward":
-        start = prior_starts(key_init, model, n, num_chains)
+        start, keys = prior_draws_batch(keys, model, int(num_runs))
         visited = path
     else:
         z = _check_latents(exact, n, int(latent_dim), images.dtype)
         start_u = z if init is None else jax.vmap(model.to_u, (0, axes))(z, data)
-        start = jnp.broadcast_to(start_u[:, None, :], (n, int(num_chains), int(latent_dim)))
+        start = jnp.broadcast_to(start_u[:, None, :], (n, int(num_runs), int(latent_dim)))
         visited = path[::-1]
-    run = run_images(key_run, model, data, axes, kernel, visited, start, chunk_size=chunk_size, progress=progress,
-                     description=f"{direction} AIS T={path.shape[0]} ({n} images x {num_chains} chains)")
+    run = anneal(keys, model, data, kernel, visited, start, batch_axes=axes, batch_label="image",
+                 chunk_size=chunk_size, progress=progress,
+                 description=f"{direction} AIS T={path.shape[0]} ({n} images x {num_runs} runs)")
     latents = run.latents if init is None else jax.vmap(jax.vmap(model.to_z, (0, None)), (0, axes))(run.latents,
                                                                                                       data)
     runs = run.log_weights if direction == "forward" else -run.log_weights
     bound = "lower" if direction == "forward" else "upper"
-    settings = {"direction": direction, "num_steps": int(path.shape[0]), "num_chains": int(num_chains),
+    settings = {"direction": direction, "num_steps": int(path.shape[0]), "num_runs": int(num_runs),
                 "num_images": int(n), "sigma": float(sigma), "latent_dim": int(latent_dim),
                 "leapfrog_steps": int(leapfrog_steps), "schedule": schedule if isinstance(schedule, str) else "array",
                 "tuned": kind if kind != "pilot" else f"pilot on {len(cases)} image(s)",
@@ -263,7 +273,7 @@ def _combine(runs, bound, run, latents, step_size, pilot_cost, settings, key) ->
     return ImageEstimates(
         log_weights=runs, per_image=values, per_image_stderr=np.array([e.stderr for e in per_image]),
         mean=float(np.mean(values)), stderr=stderr, bound=bound, combine=per_image[0].combine,
-        latents=latents, acceptance=run.acceptance,
+        latents=latents, acceptance=np.mean(run.info.acceptance, axis=0),
         step_size=step_size, seconds=run.seconds + pilot_cost[0], compile_seconds=run.compile_seconds + pilot_cost[1],
         n_evals=run.n_evals + pilot_cost[2], compiled=run.compiled, settings=settings, seed=seed_of(key))
 

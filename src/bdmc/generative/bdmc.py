@@ -65,7 +65,7 @@ class GapResult:
 
 
 def bdmc_gap(key, decoder, params, *, sigma, latent_dim: int, num_images: int = 8, num_steps: int = 1000,
-             num_chains: int = 16, alpha: float = ALPHA, **options) -> GapResult:
+             num_runs: int = 16, alpha: float = ALPHA, **options) -> GapResult:
     """Simulate ``num_images`` images from the decoder, bound each ``log p(x)`` from both sides.
 
     Parameters
@@ -74,7 +74,7 @@ def bdmc_gap(key, decoder, params, *, sigma, latent_dim: int, num_images: int = 
         Split three ways: simulation, forward run (and its pilot), reverse run; the two runs are independent.
     decoder, params, sigma, latent_dim
         The model (see :func:`~bdmc.generative.ais_log_likelihood`).
-    num_images, num_steps, num_chains : int
+    num_images, num_steps, num_runs : int
     alpha : float
         Level of the alarm over all images together.
     **options
@@ -84,7 +84,7 @@ def bdmc_gap(key, decoder, params, *, sigma, latent_dim: int, num_images: int = 
     key_sim, key_fwd, key_rev = jax.random.split(key, 3)
     images, latents = simulate_images(key_sim, decoder, params, sigma=sigma, latent_dim=latent_dim,
                                       num_images=num_images)
-    common = dict(sigma=sigma, latent_dim=latent_dim, num_steps=num_steps, num_chains=num_chains)
+    common = dict(sigma=sigma, latent_dim=latent_dim, num_steps=num_steps, num_runs=num_runs)
     forward = ais_log_likelihood(key_fwd, decoder, params, images, **common, **options)
     options = dict(options) | {"tune": forward.step_size} if options.get("tune", "pilot") != "off" else options
     reverse = reverse_ais_log_likelihood(key_rev, decoder, params, images, latents, **common, **options)

@@ -27,7 +27,7 @@ class SigmaSweep:
 
 
 def tune_sigma(key, decoder, params, valid_images, *, sigmas, latent_dim: int, num_steps: int = 1000,
-               num_chains: int = 16, **options) -> SigmaSweep:
+               num_runs: int = 16, **options) -> SigmaSweep:
     """Evaluate AIS on ``valid_images`` at every sigma of ``sigmas`` and return the best and the whole sweep.
 
     Sigma is an argument of the compiled run, so the sweep compiles once. Every sigma uses the same ``key``
@@ -40,7 +40,7 @@ def tune_sigma(key, decoder, params, valid_images, *, sigmas, latent_dim: int, n
         raise BDMCError("tune_sigma needs at least one sigma")
     results: list[ImageEstimates] = [
         ais_log_likelihood(key, decoder, params, valid_images, sigma=float(s), latent_dim=latent_dim,
-                           num_steps=num_steps, num_chains=num_chains, **options) for s in grid]
+                           num_steps=num_steps, num_runs=num_runs, **options) for s in grid]
     means = np.array([r.mean for r in results])
     return SigmaSweep(best=float(grid[int(np.argmax(means))]), sigmas=grid, means=means,
                       stderrs=np.array([r.stderr for r in results]), results=tuple(results))

@@ -6,7 +6,7 @@
 set -euo pipefail
 OUT=${OUT:-benchmarks/results/generative}
 mkdir -p "$OUT"
-BUDGET=(--epochs 100 --steps 10,100,1000 --chains 16 --images 20 --valid-images 10
+BUDGET=(--epochs 100 --steps 10,100,1000 --runs 16 --images 20 --valid-images 10
         --sigmas 0.02,0.03,0.05,0.08,0.12,0.2,0.3,0.45,0.7 --sigma-steps 100
         --sim-images 8 --bdmc-steps 1000 --kde-samples 10000 --iwae-k 1000 --encoder-ais)
 # VAE-10 and GMMN-10 (run/ also holds the rows of the first, collapsed GAN-10, trained before the GAN got

@@ -9,7 +9,7 @@ SRC = pathlib.Path(__file__).parents[1] / "src" / "bdmc"
 
 # Lowest first. A module may import from its own layer and the layers below it, never from above.
 LAYERS = (
-    ("errors", "caching", "config", "version", "contracts"),
+    ("errors", "caching", "config", "version", "contracts", "files"),
     ("exact",),
     ("kernels",),
     ("models", "ppl", "datasets"),
@@ -87,15 +87,73 @@ def test_no_private_name_is_imported_across_packages():
     assert not bad, "private names used across packages:\n" + "\n".join(bad)
 
 
+def _is_module(path):
+    """Whether ``path`` (parts under src/bdmc) names a module or package rather than a name inside one."""
+    where = SRC.joinpath(*path)
+    return where.with_suffix(".py").is_file() or (where / "__init__.py").is_file()
+
+
+def test_no_private_name_is_imported_from_another_module():
+    """A leading underscore means "this module's own": a name shared by modules is public and documented.
+
+    A private module of the importer's own package is not a private name (``from . import _common``,
+    ``from ._common import CLIError``).
+    """
+    bad = []
+    for rel, _ in _modules():
+        for lineno, _, names, path in _imports(rel):
+            private = [n for n in names if n.startswith("_") and not n.endswith("__")
+                       and not (_is_module(path + [n]) and path == list(rel.parts[:-1]))]
+            if private:
+                bad.append(f"{rel}:{lineno} imports {private} from {'.'.join(path)}")
+    assert not bad, "private names imported from another module:\n" + "\n".join(bad)
+
+
 def test_no_capability_is_discovered_by_hasattr_on_a_model():
     """Consumers ask for a capability protocol (bdmc.contracts.capabilities), never ``hasattr(model, ...)``."""
     bad = []
     for rel, _ in _modules():
         for node in ast.walk(ast.parse((SRC / rel).read_text())):
             if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "hasattr" and len(node.args) == 2
-                    and "model" in ast.unparse(node.args[0]) and not ast.unparse(node.args[1]).strip("'\"").startswith("__")):
+                    and "model" in ast.unparse(node.args[0])
+                    and not ast.unparse(node.args[1]).strip("'\"").startswith("__")):
                 bad.append(f"{rel}:{node.lineno} {ast.unparse(node)}")
     assert not bad, bad
+
+
+def test_no_kernel_or_step_rule_attribute_is_discovered_by_getattr_or_hasattr():
+    """What a kernel or a step rule provides is a protocol of bdmc.contracts (kernel.py, step_rule.py), found
+    with ``supports``: never ``getattr(kernel, name, default)`` or ``hasattr(rule, name)``."""
+    bad = []
+    for rel, _ in _modules():
+        for node in ast.walk(ast.parse((SRC / rel).read_text())):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr")
+                    and len(node.args) >= 2 and any(word in ast.unparse(node.args[0]) for word in ("kernel", "rule"))):
+                bad.append(f"{rel}:{node.lineno} {ast.unparse(node)}")
+    assert not bad, bad
+
+
+def test_the_kernel_protocols_cover_what_the_engine_reads():
+    """The engine and pilot read kernels only through the contracts' protocols: each attribute they use on a
+    kernel is declared by a protocol of bdmc.contracts.kernel."""
+    from bdmc.contracts import kernel as contracts_kernel
+    from bdmc.contracts.capabilities import protocol_methods
+
+    declared = set()
+    for name in dir(contracts_kernel):
+        obj = getattr(contracts_kernel, name)
+        if isinstance(obj, type) and getattr(obj, "_is_protocol", False):
+            declared |= set(protocol_methods(obj)) | set(getattr(obj, "__annotations__", {}))
+    used = set()
+    for rel in ("core/engine.py", "core/pilot.py", "core/failures.py"):
+        for node in ast.walk(ast.parse((SRC / rel).read_text())):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in ("kernel", "rule")):
+                used.add(node.attr)
+    from bdmc.contracts.step_rule import StepRule
+
+    declared |= set(protocol_methods(StepRule))
+    assert used and used <= declared, sorted(used - declared)
 
 
 @pytest.mark.parametrize("rel", [rel for rel, _ in _modules()], ids=str)

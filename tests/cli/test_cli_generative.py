@@ -11,7 +11,7 @@ from helpers import assert_one_red_line
 
 runner = CliRunner()
 TINY = ["generative", "--data", "digits8x8", "--models", "gmmn", "--epochs", "1", "--train-images", "200",
-        "--steps", "5,10", "--chains", "2", "--images", "3", "--valid-images", "3", "--sigmas", "0.1,0.2",
+        "--steps", "5,10", "--runs", "2", "--images", "3", "--valid-images", "3", "--sigmas", "0.1,0.2",
         "--sigma-steps", "5", "--sim-images", "3", "--kde-samples", "50", "--iwae-k", "5"]
 
 
@@ -48,5 +48,5 @@ def test_a_tiny_run_writes_table_rows_and_figures_and_a_rerun_resumes(tmp_path):
     said = " ".join(again.stdout.split())  # the console may wrap a long output path
     assert "10 row(s) resumed" in said and ", 0 computed" in said, again.stdout
     assert len((out / "rows.jsonl").read_text().splitlines()) == 10
-    changed = runner.invoke(app, [*TINY, "--chains", "3", "--out", str(out)])
+    changed = runner.invoke(app, [*TINY, "--runs", "3", "--out", str(out)])
     assert_one_red_line(changed, "chains: 2 -> 3", "--overwrite")

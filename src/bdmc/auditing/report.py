@@ -7,16 +7,14 @@ a browser refreshing the page) never sees half a file and an interrupted write l
 from __future__ import annotations
 
 import json
-import math
 import os
-import tempfile
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
+from ..files import to_jsonable, write_atomic
 from ..version import __version__
-from .report_html import render_html, to_plain
+from .report_html import render_html
 from .result import AuditResult
 
 # Bumped when the layout of results.json or the CSV files changes.
@@ -27,24 +25,10 @@ REPORT_FILES = {"html": "report.html", "json": "results.json", "csv": "results.c
 CHECK_COLUMNS = ["name", "title", "verdict", "statistic", "level", "summary"]
 
 
-def json_ready(value: Any) -> Any:
-    """A strict-JSON value: arrays as lists, non-finite floats as the strings ``"nan"``, ``"inf"``, ``"-inf"``
-    (``float()`` reads them back), tuples as lists, anything else unknown as its ``str``."""
-    value = to_plain(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {str(k): json_ready(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_ready(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)
-
-
 def results_document(result: AuditResult) -> dict:
     """What ``results.json`` holds: ``result.to_dict()`` plus ``report_version`` and ``bdmc_version``."""
-    return json_ready({"report_version": REPORT_VERSION, "bdmc_version": __version__, **result.to_dict()})
+    return to_jsonable({"report_version": REPORT_VERSION, "bdmc_version": __version__, **result.to_dict()},
+                       nonfinite="string")
 
 
 def checks_frame(result: AuditResult) -> pd.DataFrame:
@@ -55,31 +39,10 @@ def checks_frame(result: AuditResult) -> pd.DataFrame:
 
 def tables_frame(result: AuditResult) -> pd.DataFrame:
     """Every check's ``table`` rows in one long table, with a leading ``check`` column (the check's name)."""
-    rows = [{"check": check.name, **{str(k): to_plain(v) for k, v in row.items()}}
+    rows = [{"check": check.name, **{str(k): to_jsonable(v) for k, v in row.items()}}
             for check in result.checks for row in check.table]
     cols = list(dict.fromkeys(k for row in rows for k in row)) or ["check"]
     return pd.DataFrame(rows, columns=cols)
-
-
-def current_umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` by ``text``: a uniquely named temporary file beside it, synced, then renamed."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes it private; a report is an ordinary file
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_report(result: AuditResult, out_dir: str | os.PathLike, *, title: str | None = None) -> dict[str, Path]:

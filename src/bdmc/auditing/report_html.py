@@ -16,6 +16,7 @@ import math
 import re
 from typing import Any, Iterable, Mapping
 
+from ..files import to_jsonable
 from ..version import __version__
 from .result import AuditResult, CheckOutcome, Figure
 
@@ -164,16 +165,9 @@ def fmt_number(value: Any) -> str:
     return str(value)
 
 
-def to_plain(value: Any) -> Any:
-    """Numpy and JAX scalars and arrays as Python numbers and lists (anything with ``tolist``)."""
-    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
-        return value.tolist()
-    return value
-
-
 def fmt_cell(value: Any) -> tuple[str, bool]:
     """(escaped text, is numeric) for a table cell."""
-    value = to_plain(value)
+    value = to_jsonable(value)
     if isinstance(value, (int, float)) or value is None:
         return esc(fmt_number(value)), True
     if isinstance(value, (list, tuple, dict)):
@@ -266,7 +260,7 @@ def flatten(mapping: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def fmt_detail(value: Any) -> str:
     """A details cell: a list of records (a table kept in the details) is named, not dumped."""
-    value = to_plain(value)
+    value = to_jsonable(value)
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, Mapping) for v in value):
         return esc(f"{len(value)} records (in results.json)")
     return fmt_cell(value)[0]

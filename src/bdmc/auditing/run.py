@@ -22,6 +22,7 @@ from ..contracts.estimate import seed_of
 from ..contracts.model import simulate, validate_data
 from ..core.pilot import tune
 from ..errors import BDMCError
+from ..files import to_jsonable
 from ..kernels import HMC, MALA, NUTS, RandomWalkMH, StepSizeTable
 from ..ppl.numpyro import NumPyroModel
 from . import checks_bdmc, checks_evidence, checks_geweke, checks_sbc, checks_simulator
@@ -219,7 +220,7 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
         num_chains=budget.evidence_chains, data_label=label, draws=draws,
         num_draws=budget.evidence_bracket_draws, progress=progress))
 
-    settings = {"budget": _jsonable(dataclasses.asdict(budget)), "level": level, "level_per_check": each,
+    settings = {"budget": to_jsonable(dataclasses.asdict(budget)), "level": level, "level_per_check": each,
                 "statistical_checks": statistical, "seed": list(seed_of(key)), "sampler": dict(resolved.settings),
                 "overall_level": f"each statistical check at {each:.3g} = {level:g} / {len(statistical)}: the audit "
                                  f"fails a correct model and sampler with probability at most {level:g}",
@@ -336,10 +337,3 @@ def _ppl_of(model) -> str:
     # By the adapter's module, so that naming the language does not import PyMC or Stan.
     return PPL_OF_MODULE.get(type(model).__module__, "bdmc (built-in)")
 
-
-def _jsonable(value):
-    if isinstance(value, Mapping):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (tuple, list)):
-        return [_jsonable(v) for v in value]
-    return value

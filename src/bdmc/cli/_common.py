@@ -19,6 +19,7 @@ from rich.markup import escape
 
 from ..errors import BDMCError
 from ..experiments.store import DamagedRowWarning, prepare_output_dir
+from ..files import write_atomic
 
 
 class CLIError(Exception):
@@ -228,6 +229,4 @@ def print_verdict(out: Console, verdict, *, prefix: str = "bug alarm") -> None:
 
 def write_table(frame, path: Path) -> None:
     """Replace a derived table (summary, quartiles) atomically, so that a reader never sees half of it."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    frame.to_csv(tmp, index=False)
-    os.replace(tmp, path)
+    write_atomic(path, frame.to_csv(index=False))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib.util
-import json
 import math
 import typing
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import models as builtin_models
+from ..files import to_jsonable
 from ._common import CLIError
 
 PPL_FLAGS = ("numpyro", "pymc", "stan", "webppl")
@@ -58,7 +58,7 @@ def _check_values(cls, values: dict) -> None:
 
 def model_settings(model, options: dict) -> dict:
     """A built-in model's full options (defaults included) as JSON values, for the settings file."""
-    return jsonable(dataclasses.asdict(model)) if dataclasses.is_dataclass(model) else jsonable(options)
+    return to_jsonable(dataclasses.asdict(model)) if dataclasses.is_dataclass(model) else to_jsonable(options)
 
 
 def init_fields(cls) -> list[dataclasses.Field]:
@@ -151,11 +151,6 @@ def _literal(raw: str) -> Any:
         except ValueError:
             pass
     return raw
-
-
-def jsonable(value: Any) -> Any:
-    """Options as JSON values (tuples become lists), so saved and current settings compare equal."""
-    return json.loads(json.dumps(value, default=lambda v: v.tolist() if hasattr(v, "tolist") else str(v)))
 
 
 # --------------------------------------------------------------------------------------------- PPL programs

@@ -9,11 +9,12 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ._common import CLIError, at_least, command, console, num, out_option, output_dir, overwrite_option, parse_steps, wrote
+from ._common import (CLIError, at_least, command, console, num, out_option, output_dir, overwrite_option, parse_steps,
+                      wrote)
 
 QUICK = dict(data="digits8x8", architecture="digits10", epochs=5, steps=(10, 100), chains=4, images=8,
-             valid_images=8, sigmas=(0.05, 0.1, 0.2, 0.4), sigma_steps=20, sim_images=4, bdmc_steps=100, kde_samples=1000,
-             iwae_k=100, num_valid=100, num_test=100)
+             valid_images=8, sigmas=(0.05, 0.1, 0.2, 0.4), sigma_steps=20, sim_images=4, bdmc_steps=100,
+             kde_samples=1000, iwae_k=100, num_valid=100, num_test=100)
 
 
 @command
@@ -26,7 +27,7 @@ def generative_command(
     epochs: int = typer.Option(20, "--epochs", help="Training epochs of every model."),
     num_train: Optional[int] = typer.Option(None, "--train-images", help="Training images used (default: all)."),
     steps: str = typer.Option("100,1000", "--steps", "-s", help="Comma-separated AIS lengths T (the table: largest)."),
-    chains: int = typer.Option(16, "--chains", "-c", help="AIS chains per image (the paper: 16)."),
+    chains: int = typer.Option(16, "--runs", "-r", help="AIS runs (independent chains) per image (the paper: 16)."),
     images: int = typer.Option(50, "--images", "-n", help="Training and test images evaluated."),
     valid_images: int = typer.Option(20, "--valid-images", help="Validation images choosing sigma and the bandwidth."),
     sigmas: str = typer.Option("0.02,0.03,0.05,0.08,0.12,0.2", "--sigmas", help="Comma-separated sigma grid."),
@@ -58,17 +59,18 @@ def generative_command(
     kinds = [m.strip() for m in models.split(",") if m.strip()]
     unknown = [m for m in kinds if m not in ("vae", "gan", "gmmn")]
     if unknown or not kinds:
-        raise CLIError(f"--models: unknown model kind(s) {', '.join(unknown) or '(none)'}; choose among vae, gan, gmmn, "
-                       "e.g. --models vae,gan,gmmn")
+        raise CLIError(f"--models: unknown model kind(s) {', '.join(unknown) or '(none)'}; "
+                       "choose among vae, gan, gmmn, e.g. --models vae,gan,gmmn")
     if data not in ("mnist", "digits8x8"):
         raise CLIError(f"--data: unknown data set {data!r}; choose mnist or digits8x8")
     step_list = parse_steps(steps)
-    for value, option, minimum, example in ((epochs, "--epochs", 1, "20"), (chains, "--chains", 1, "16"),
-                                            (images, "--images", 2, "50"), (valid_images, "--valid-images", 2, "20"),
-                                            (sim_images, "--sim-images", 2, "8"), (sigma_steps, "--sigma-steps", 2, "100"),
-                                            (kde_samples, "--kde-samples", 1, "10000"), (iwae_k, "--iwae-k", 1, "1000"),
-                                            (bdmc_steps, "--bdmc-steps", 2, "1000"), (num_train, "--train-images", 1, "1000"),
-                                            (seed, "--seed", 0, "0")):
+    minimums = ((epochs, "--epochs", 1, "20"), (chains, "--runs", 1, "16"),
+                (images, "--images", 2, "50"), (valid_images, "--valid-images", 2, "20"),
+                (sim_images, "--sim-images", 2, "8"), (sigma_steps, "--sigma-steps", 2, "100"),
+                (kde_samples, "--kde-samples", 1, "10000"), (iwae_k, "--iwae-k", 1, "1000"),
+                (bdmc_steps, "--bdmc-steps", 2, "1000"), (num_train, "--train-images", 1, "1000"),
+                (seed, "--seed", 0, "0"))
+    for value, option, minimum, example in minimums:
         at_least(value, option, minimum, example)
     sigma_grid = _floats(sigmas, "--sigmas")
     options = dict(data=data, architecture=architecture, epochs=epochs, steps=tuple(step_list), chains=chains,

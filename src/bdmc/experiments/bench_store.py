@@ -15,6 +15,7 @@ import jax
 import numpy as np
 import pandas as pd
 
+from ..files import json_default
 from .scoring import estimator_order
 from .store import RunStore, StoreError
 from .truth import AIS, BenchSettingsError, GroundTruth
@@ -62,7 +63,8 @@ def _options_json(options) -> str:
 
 
 def _json(value) -> str:
-    return json.dumps(value, sort_keys=True, default=lambda v: v.tolist() if hasattr(v, "tolist") else str(v))
+    return json.dumps(value, sort_keys=True, default=json_default)
+
 
 
 def _frame(rows: list[dict]) -> pd.DataFrame:

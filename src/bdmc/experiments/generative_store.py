@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from .store import DISCARD_HINT, StoreError, prepare_output_dir, read_jsonl, settings_diff, write_json_atomic
+from ..files import to_jsonable, write_atomic
+from .store import RunStore, read_jsonl
 
 ROWS_NAME, SETTINGS_NAME = "rows.jsonl", "settings.json"
 KEY = ("model", "split", "estimator", "budget")
@@ -32,15 +32,18 @@ def row_key(row: Mapping[str, Any]) -> tuple:
     return tuple(row[k] for k in KEY)
 
 
-class RowStore:
+class RowStore(RunStore):
     """``settings.json`` and the append-only ``rows.jsonl`` of one evaluation directory.
+
+    A :class:`bdmc.experiments.store.RunStore` with rows as JSON lines keyed by :data:`KEY`: settings compared,
+    a cut-off last row reported and recomputed, the same way as every other command's store.
 
     Parameters
     ----------
     out : path
         The directory (created and checked writable).
     settings : mapping
-        The evaluation's settings (JSON-ready), saved in ``settings.json``.
+        The evaluation's settings, saved in ``settings.json``.
     compare : sequence of str
         Settings on which the rows depend: a resumed run must agree on each (others, such as the list of
         model kinds or AIS step counts, only add or leave out units).
@@ -55,71 +58,23 @@ class RowStore:
     """
 
     def __init__(self, out, *, settings: Mapping[str, Any], compare: Sequence[str], overwrite: bool = False):
-        self.dir = prepare_output_dir(out)
-        self.rows_file, self.settings_file = self.dir / ROWS_NAME, self.dir / SETTINGS_NAME
-        self.settings = json.loads(json.dumps(dict(settings)))
-        previous = None if overwrite else self._previous()
-        if previous is not None:
-            diffs = settings_diff(previous, self.settings, compare)
-            if diffs:
-                raise StoreError(f"{self.dir} holds an evaluation with different settings ({'; '.join(diffs)}); "
-                                 f"{DISCARD_HINT}")
-        elif self.rows_file.exists():
-            self.rows_file.unlink()
-        self._rows = {row_key(r): r for r in read_jsonl(self.rows_file)}
-        self.resumed = len(self._rows)
-        if self.rows_file.exists():  # drop a cut-off last line before appending after it
-            self._rewrite()
-        write_json_atomic(self.settings_file, {"settings": self.settings})
-
-    def _previous(self) -> dict | None:
-        if not self.settings_file.exists():
-            if self.rows_file.exists() and self.rows_file.stat().st_size > 0:
-                raise StoreError(f"{self.rows_file} exists without {SETTINGS_NAME}, so it cannot be resumed; "
-                                 f"{DISCARD_HINT}")
-            return None
-        try:
-            return dict(json.loads(self.settings_file.read_text())["settings"])
-        except (OSError, ValueError, KeyError, TypeError) as err:
-            raise StoreError(f"{self.settings_file} is unreadable ({err}); {DISCARD_HINT}") from None
-
-    @property
-    def rows(self) -> list[dict]:
-        return list(self._rows.values())
+        super().__init__(out, jsonl_name=ROWS_NAME, json_name=SETTINGS_NAME, key=KEY, settings=to_jsonable(settings),
+                         compare=compare, overwrite=overwrite)
+        self.settings_file = self.json
 
     def get(self, model: str, split: str, estimator: str, budget: int) -> dict | None:
         """The finished row of this unit, or None."""
-        return self._rows.get((model, split, estimator, int(budget)))
+        return self.find((model, split, estimator, int(budget)))
 
     def append(self, row: Mapping[str, Any]) -> dict:
-        """Append one finished row: one line, flushed and synced before this returns."""
-        row = json.loads(json.dumps(dict(row), default=_json_default))
-        missing = [k for k in KEY if k not in row]
-        if missing:
-            raise StoreError(f"a row lacks its key column(s) {missing}")
-        with open(self.rows_file, "a") as f:
-            f.write(json.dumps(row) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        self._rows[row_key(row)] = row
-        return row
-
-    def _rewrite(self) -> None:
-        tmp = self.rows_file.with_name(f".{ROWS_NAME}.tmp")
-        with open(tmp, "w") as f:
-            f.writelines(json.dumps(r) + "\n" for r in self._rows.values())
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.rows_file)
+        """Append one finished row: one line, flushed and synced before this returns; the row as stored."""
+        return super().append(row)[0]
 
 
 def save_arrays(path: Path, **arrays) -> Path:
-    """Write ``arrays`` to an ``.npz`` file atomically (a temporary file renamed into place)."""
+    """Write ``arrays`` to an ``.npz`` file atomically (:func:`bdmc.files.write_atomic`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.npz")
-    np.savez(tmp, **{k: np.asarray(v) for k, v in arrays.items()})
-    os.replace(tmp, path)
-    return path
+    return write_atomic(path, lambda f: np.savez(f, **{k: np.asarray(v) for k, v in arrays.items()}))
 
 
 def load_rows(out) -> tuple[dict, list[dict]]:
@@ -239,18 +194,6 @@ def markdown_table(table: pd.DataFrame, *, steps: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Replace a derived file (a table) atomically."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def _g(x) -> str:
     return f"{x:.3g}" if x is not None and np.isfinite(x) else "-"
 
-
-def _json_default(value):
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return str(value)

@@ -1,15 +1,17 @@
-"""The output store of every command: a settings file and an append-only CSV of finished rows, resumable.
+"""The output store of every command: a settings file and an append-only file of finished rows, resumable.
 
 One directory holds one run. ``settings.json`` (or another JSON name) records the settings on which every
-row's numbers depend, what the CSV holds (``contents``) and named records such as a ground truth; it is
-replaced atomically (written to a temporary file, then renamed), so it is never half written. Rows are
-appended to the CSV one line each, flushed and synced as they finish, so a killed run loses at most the row
-being written. On resume:
+row's numbers depend, what the rows file holds (``contents``) and named records such as a ground truth; it is
+replaced atomically (:func:`bdmc.files.write_atomic`), so it is never half written. Rows are appended one
+line each, flushed and synced as they finish (:func:`bdmc.files.append_lines`), so a killed run loses at most
+the row being written. A row is a line of a CSV file with typed columns (:class:`CsvRows`) or a JSON object
+on a line of its own (:class:`JsonLines`, for rows with nested values); both are read back alike. On resume:
 
 - every finished row is kept (a key written twice keeps the later row);
-- a damaged last row (no trailing newline, a value that does not parse, the wrong number of fields: a run
-  killed mid-write) is dropped with a :class:`DamagedRowWarning` and the file rewritten without it, so the
-  caller recomputes it; damage anywhere else is refused;
+- a damaged last line (no trailing newline, a value that does not parse, the wrong number of fields: a run
+  killed mid-write) is reported with a :class:`DamagedRowWarning` naming the file and line, dropped (so the
+  caller recomputes it) and the file rewritten without it before anything is appended; damage anywhere else
+  is refused;
 - settings that determine the rows must match the saved ones, else :class:`StoreError` lists each difference
   as ``key: old -> new``; ``overwrite=True`` discards the directory's results instead.
 
@@ -31,6 +33,10 @@ from typing import Any, Callable, Mapping, Sequence
 import pandas as pd
 
 from ..errors import BDMCError
+from ..files import append_lines, to_jsonable, write_atomic, write_json_atomic
+
+__all__ = ["CsvRows", "DamagedRowWarning", "JsonLines", "RunStore", "StoreError", "prepare_output_dir",
+           "read_jsonl", "settings_diff", "write_json_atomic"]
 
 SETTINGS_NAME = "settings.json"
 DISCARD_HINT = "pass --overwrite (overwrite=True) to discard it, or choose another output directory"
@@ -78,47 +84,177 @@ def prepare_output_dir(out: str | os.PathLike) -> Path:
     return out
 
 
-def read_jsonl(path: Path) -> list[dict]:
+# ------------------------------------------------------------------------------------------------ row formats
+
+class CsvRows:
+    """Rows as lines of a CSV file with a header, one typed column each, parsed back exactly.
+
+    Parameters
+    ----------
+    dtypes : mapping
+        Column -> type (``int``, ``float``, ``bool`` or ``str``), in file order. Floats are written as
+        shortest round-trip reprs, NaN as an empty field.
+    """
+
+    def __init__(self, dtypes: Mapping[str, Any]):
+        self.dtypes, self.columns = dict(dtypes), list(dtypes)
+        self.header: str | None = self._line(self.columns)
+
+    def check_header(self, line: str, path: Path) -> None:
+        """Refuse a file whose header names other columns (:class:`StoreError`)."""
+        header = next(csv.reader([line]))
+        if header != self.columns:
+            raise StoreError(f"{path} has columns {header}, expected {self.columns}; {DISCARD_HINT}")
+
+    def parse(self, line: str) -> dict:
+        """One row from its line; ``ValueError`` says what is damaged."""
+        fields = next(csv.reader([line]), [])
+        if len(fields) != len(self.columns):
+            raise ValueError(f"{len(fields)} fields, expected {len(self.columns)}")
+        return {c: _PARSE[self.dtypes[c]](v) for c, v in zip(self.columns, fields)}
+
+    def coerce(self, row: Mapping, path: Path) -> dict:
+        """The row as stored: every column, each of its type (:class:`StoreError` for a missing one)."""
+        missing = [c for c in self.columns if c not in row]
+        if missing:
+            raise StoreError(f"a row for {path.name} lacks the column(s) {missing}")
+        return {c: _COERCE[self.dtypes[c]](row[c]) for c in self.columns}
+
+    def format(self, row: Mapping) -> str:
+        """The row's line, without its newline."""
+        return self._line([_FORMAT[self.dtypes[c]](row[c]) for c in self.columns])
+
+    @staticmethod
+    def _line(fields: list) -> str:
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerow(fields)
+        return buf.getvalue()[:-1]
+
+
+class JsonLines:
+    """Rows as JSON objects, one a line (nested values allowed); no header.
+
+    Parameters
+    ----------
+    key : sequence of str
+        Fields every row must have (its key).
+    """
+
+    header: str | None = None
+    columns = None
+
+    def __init__(self, key: Sequence[str] = ()):
+        self.key = tuple(key)
+
+    def parse(self, line: str) -> dict:
+        """One row from its line; ``ValueError`` says what is damaged."""
+        row = json.loads(line)  # json.JSONDecodeError is a ValueError
+        if not isinstance(row, dict):
+            raise ValueError(f"a JSON {type(row).__name__}, not an object")
+        missing = [k for k in self.key if k not in row]
+        if missing:
+            raise ValueError(f"no key field(s) {missing}")
+        return row
+
+    def coerce(self, row: Mapping, path: Path) -> dict:
+        """The row as JSON values (:func:`bdmc.files.to_jsonable`); :class:`StoreError` without its key."""
+        row = to_jsonable(dict(row))
+        missing = [k for k in self.key if k not in row]
+        if missing:
+            raise StoreError(f"a row for {path.name} lacks its key column(s) {missing}")
+        return row
+
+    def format(self, row: Mapping) -> str:
+        """The row's line, without its newline."""
+        return json.dumps(row)
+
+
+def read_jsonl(path: str | os.PathLike) -> list[dict]:
     """The rows of a JSON-lines file written row by row; [] if it does not exist.
 
-    A last line cut short by an interrupted run is dropped (its row is recomputed on resume); a damaged line
-    before the last is not an interruption and raises a :class:`StoreError` naming it.
+    A damaged last line (a run interrupted while writing it) is reported with a :class:`DamagedRowWarning`
+    and dropped, so its row is recomputed on resume; the file is left as it is. A damaged line before the
+    last is not an interruption and raises a :class:`StoreError` naming it.
+    """
+    return read_rows(path, JsonLines())[0]
+
+
+def read_rows(path: str | os.PathLike, rows_format: CsvRows | JsonLines) -> tuple[list[dict], bool]:
+    """Every row of a rows file, in file order, and whether its last line was damaged (reported, dropped).
+
+    Parameters
+    ----------
+    path : path
+        The rows file; a missing or empty file has no rows.
+    rows_format : CsvRows or JsonLines
+
+    Returns
+    -------
+    (list of dict, bool)
+
+    Raises
+    ------
+    StoreError
+        A line before the last is damaged, or a CSV header names other columns.
     """
     path = Path(path)
-    if not path.exists():
-        return []
-    rows, lines = [], path.read_text().splitlines()
-    for i, line in enumerate(lines):
+    # A crash inside a multi-byte character leaves an undecodable tail: it is on the cut-off last line.
+    text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+    if not text:
+        return [], False
+    lines = text.split("\n")
+    complete = not lines[-1]  # after the last newline: "" when complete, a cut-off fragment otherwise
+    if complete:
+        lines.pop()
+    first = 0
+    if rows_format.header is not None:
+        if not complete and len(lines) == 1:  # cut inside the header: no row was finished
+            _report(path, 1, "its header is cut off")
+            return [], True
+        rows_format.check_header(lines[0], path)
+        first = 1
+    rows = []
+    for number, line in enumerate(lines[first:], start=first + 1):
+        last = number == len(lines)
+        if last and not complete:
+            _report(path, number, f"its last row is cut off ({_clip(line)!r})")
+            return rows, True
         try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            if i != len(lines) - 1:
-                raise StoreError(f"{path}, line {i + 1}, is not JSON: the file was edited or damaged; remove "
-                                 "the line (its row is recomputed) or the file") from None
-    return rows
+            rows.append(rows_format.parse(line))
+        except ValueError as err:
+            if not last:
+                raise StoreError(f"{path} line {number} is damaged ({err}); remove the line (its row is "
+                                 f"recomputed) or {DISCARD_HINT}") from None
+            _report(path, number, f"its last row is damaged ({err})")
+            return rows, True
+    return rows, False
 
 
-def write_json_atomic(path: Path, body: Any) -> None:
-    """Replace ``path`` by ``body`` as JSON: written to a temporary file, synced, then renamed."""
-    _replace(path, json.dumps(body, indent=2, default=_json_default) + "\n")
+def _report(path: Path, number: int, what: str) -> None:
+    warnings.warn(f"{path}, line {number}: {what}; dropped, it will be recomputed", DamagedRowWarning,
+                  stacklevel=4)
 
+
+# ------------------------------------------------------------------------------------------------ the store
 
 def settings_diff(old: Mapping[str, Any], new: Mapping[str, Any], keys: Sequence[str]) -> list[str]:
     """``key: old -> new`` for every key in ``keys`` whose values differ (compared as JSON values)."""
-    norm = lambda v: json.loads(json.dumps(v, default=_json_default))  # noqa: E731  tuples become lists
+    def norm(value):  # tuples become lists; NaN compares equal to NaN
+        return to_jsonable(value, nonfinite="string")
+
     return [f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in keys if norm(old.get(k)) != norm(new.get(k))]
 
 
 class RunStore:
-    """One output directory: a JSON settings file and an append-only CSV of rows.
+    """One output directory: a JSON settings file and an append-only file of rows (CSV or JSON lines).
 
     Parameters
     ----------
     out : path
         The directory; created (and checked writable) if needed.
-    csv_name : str
-        Name of the rows file.
-    dtypes : mapping
+    csv_name : str, optional
+        Name of the rows file, for rows as CSV with the columns of ``dtypes``.
+    dtypes : mapping, optional
         Column -> type (``int``, ``float``, ``bool`` or ``str``), in file order; rows are parsed back to these
         types exactly (floats are written as shortest round-trip reprs, NaN as an empty field).
     key : sequence of str
@@ -140,42 +276,60 @@ class RunStore:
     contents_key : sequence of str, optional
         The leading key columns listed under ``contents`` in the JSON file (default: the whole key); e.g. a
         run's condition and chain length without every chain number.
+    jsonl_name : str, optional
+        Name of the rows file, for rows as JSON objects one a line (nested values allowed), instead of
+        ``csv_name`` and ``dtypes``.
 
     Attributes
     ----------
     rows : list of dict
         Finished rows, resumed and appended, one per key (in file order).
+    rows_file : pathlib.Path
+        The rows file (also ``csv``, its name when rows were always CSV).
     records : dict
         Named records saved beside the settings (see :meth:`record`).
     resumed : int
         How many rows were resumed from disk.
+
+    Raises
+    ------
+    StoreError
+        When the directory holds a run with other settings (each difference listed), its rows file is
+        damaged before its last line, or it holds rows without settings.
     """
 
-    def __init__(self, out: str | os.PathLike, *, csv_name: str, dtypes: Mapping[str, Any], key: Sequence[str],
-                 settings: Mapping[str, Any], compare: Sequence[str], overwrite: bool = False,
-                 json_name: str = SETTINGS_NAME, discard: Sequence[str] = (),
-                 legacy: Callable[[dict | None], dict | None] | None = None, contents_key: Sequence[str] | None = None):
+    def __init__(self, out: str | os.PathLike, *, csv_name: str | None = None,
+                 dtypes: Mapping[str, Any] | None = None, key: Sequence[str], settings: Mapping[str, Any],
+                 compare: Sequence[str], overwrite: bool = False, json_name: str = SETTINGS_NAME,
+                 discard: Sequence[str] = (), legacy: Callable[[dict | None], dict | None] | None = None,
+                 contents_key: Sequence[str] | None = None, jsonl_name: str | None = None):
+        if (jsonl_name is None) == (csv_name is None) or (csv_name is None) != (dtypes is None):
+            raise ValueError("give csv_name and dtypes (rows as CSV) or jsonl_name (rows as JSON lines)")
         self.dir = prepare_output_dir(out)
-        self.csv, self.json = self.dir / csv_name, self.dir / json_name
-        self.dtypes, self.columns, self.key = dict(dtypes), list(dtypes), tuple(key)
+        self.row_format = CsvRows(dtypes) if csv_name is not None else JsonLines(key)
+        self.rows_file, self.json = self.dir / (csv_name or jsonl_name), self.dir / json_name
+        self.csv = self.rows_file
+        self.dtypes = self.row_format.dtypes if isinstance(self.row_format, CsvRows) else None
+        self.columns, self.key = self.row_format.columns, tuple(key)
         self._listed = len(contents_key) if contents_key is not None else len(self.key)
         self.settings, self.compare = dict(settings), tuple(compare)
         self.records: dict[str, Any] = {}
         self._rows: dict[tuple, dict] = {}
         previous = None if overwrite else self._previous(legacy)
         if previous is None:
-            for name in (csv_name, *discard):
+            for name in (self.rows_file.name, *discard):
                 (self.dir / name).unlink(missing_ok=True)
         else:
             diffs = settings_diff(previous, self.settings, self.compare)
             if diffs:
                 raise StoreError(f"{self.dir} holds a run with different settings ({'; '.join(diffs)}); "
                                  f"{DISCARD_HINT}")
-            self._read_rows()
+            rows, damaged = read_rows(self.rows_file, self.row_format)
+            self._rows = {self._key(r): r for r in rows}
+            if damaged:  # repaired now, so that the recomputed rows follow on whole lines
+                self._rewrite(list(self._rows.values()))
         self.resumed = len(self._rows)
         self._write_json()
-
-    # ------------------------------------------------------------------------------------------------ reading
 
     def _previous(self, legacy) -> dict | None:
         """The saved settings of a run to resume, or None for a fresh directory."""
@@ -191,50 +345,13 @@ class RunStore:
             self.records = {k: v for k, v in doc.items() if k not in ("settings", "contents")} if nested else {}
             return legacy(dict(previous)) if legacy is not None else dict(previous)
         recovered = legacy(None) if legacy is not None else None
-        if recovered is None and self.csv.exists() and self.csv.stat().st_size > 0:
-            raise StoreError(f"{self.csv} exists without {self.json.name}, so it cannot be resumed; {DISCARD_HINT}")
+        if recovered is None and self.rows_file.exists() and self.rows_file.stat().st_size > 0:
+            raise StoreError(f"{self.rows_file} exists without {self.json.name}, so it cannot be resumed; "
+                             f"{DISCARD_HINT}")
         return recovered
-
-    def _read_rows(self) -> None:
-        if not self.csv.exists() or self.csv.stat().st_size == 0:
-            return
-        text = self.csv.read_text()
-        lines = text.split("\n")
-        complete = text.endswith("\n")
-        lines = lines[:-1]  # after the last newline: "" when complete, a cut-off fragment otherwise
-        if not complete and not lines:  # cut inside the header: no row was finished
-            warnings.warn(f"{self.csv}: its header is cut off; rewritten", DamagedRowWarning, stacklevel=3)
-            self._rewrite([])
-            return
-        header = next(csv.reader([lines[0]]))
-        if header != self.columns:
-            raise StoreError(f"{self.csv} has columns {header}, expected {self.columns}; {DISCARD_HINT}")
-        damaged = None if complete else f"the last line is cut off ({_clip(text.rsplit(chr(10), 1)[-1])!r})"
-        body = lines[1:]
-        for i, line in enumerate(body):
-            try:
-                row = self._parse(line)
-            except ValueError as err:
-                if i < len(body) - 1 or damaged is not None:
-                    raise StoreError(f"{self.csv} line {i + 2} is damaged ({err}); {DISCARD_HINT}") from None
-                damaged = f"its last row is damaged ({err})"
-                break
-            self._rows[self._key(row)] = row
-        if damaged is not None:
-            warnings.warn(f"{self.csv}: {damaged}; dropped, it will be recomputed", DamagedRowWarning,
-                          stacklevel=3)
-            self._rewrite(list(self._rows.values()))
-
-    def _parse(self, line: str) -> dict:
-        fields = next(csv.reader([line]), [])
-        if len(fields) != len(self.columns):
-            raise ValueError(f"{len(fields)} fields, expected {len(self.columns)}")
-        return {c: _PARSE[self.dtypes[c]](v) for c, v in zip(self.columns, fields)}
 
     def _key(self, row: Mapping) -> tuple:
         return tuple(row[k] for k in self.key)
-
-    # ------------------------------------------------------------------------------------------------ writing
 
     @property
     def rows(self) -> list[dict]:
@@ -244,25 +361,34 @@ class RunStore:
         """Whether a row with this key (values of :attr:`key`, in order) is stored."""
         return tuple(row_key) in self._rows
 
+    def find(self, row_key: Sequence) -> dict | None:
+        """The stored row with this key (values of :attr:`key`, in order), or None."""
+        return self._rows.get(tuple(row_key))
+
     def table(self) -> pd.DataFrame:
-        """Every stored row as a DataFrame with the store's columns."""
+        """Every stored row as a DataFrame (with the store's columns, for CSV rows)."""
         return pd.DataFrame(self.rows, columns=self.columns)
 
-    def append(self, *rows: Mapping) -> None:
-        """Append finished rows, flushed and synced to disk so that a killed run loses nothing finished."""
-        rows = [self._coerce(r) for r in rows]
-        new = not self.csv.exists() or self.csv.stat().st_size == 0
-        with open(self.csv, "a", newline="") as f:
-            f.write(self._format(rows, header=new))
-            f.flush()
-            os.fsync(f.fileno())
+    def append(self, *rows: Mapping) -> list[dict]:
+        """Append finished rows, flushed and synced to disk so that a killed run loses nothing finished.
+
+        Returns
+        -------
+        list of dict
+            The rows as stored (coerced to the columns' types, or to JSON values).
+        """
+        rows = [self.row_format.coerce(r, self.rows_file) for r in rows]
+        new = not self.rows_file.exists() or self.rows_file.stat().st_size == 0
+        head = [self.row_format.header] if new and self.row_format.header is not None else []
+        append_lines(self.rows_file, head + [self.row_format.format(r) for r in rows])
         for r in rows:
             self._rows[self._key(r)] = r
         self._write_json()
+        return rows
 
     def rewrite(self, rows: Sequence[Mapping]) -> None:
         """Atomically replace every stored row by ``rows`` (e.g. with columns filled in after the run)."""
-        rows = [self._coerce(r) for r in rows]
+        rows = [self.row_format.coerce(r, self.rows_file) for r in rows]
         self._rewrite(rows)
         self._rows = {self._key(r): r for r in rows}
         self._write_json()
@@ -283,45 +409,14 @@ class RunStore:
         self._write_json()
 
     def _rewrite(self, rows: list[dict]) -> None:
-        _replace(self.csv, self._format(rows, header=True))
-
-    def _coerce(self, row: Mapping) -> dict:
-        missing = [c for c in self.columns if c not in row]
-        if missing:
-            raise StoreError(f"a row for {self.csv.name} lacks the column(s) {missing}")
-        return {c: _COERCE[self.dtypes[c]](row[c]) for c in self.columns}
-
-    def _format(self, rows: list[dict], *, header: bool) -> str:
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        if header:
-            writer.writerow(self.columns)
-        for r in rows:
-            writer.writerow([_FORMAT[self.dtypes[c]](r[c]) for c in self.columns])
-        return buf.getvalue()
+        head = [self.row_format.header] if self.row_format.header is not None else []
+        write_atomic(self.rows_file, "".join(f"{line}\n" for line in head + [self.row_format.format(r) for r in rows]))
 
     def _write_json(self) -> None:
-        """The settings file states exactly what the CSV holds: its row count and every row key."""
+        """The settings file states exactly what the rows file holds: its row count and every row key."""
         keys = [list(k) for k in dict.fromkeys(k[:self._listed] for k in self._rows)]
         contents = {"rows": len(self._rows), "key": list(self.key[:self._listed]), "keys": keys}
-        body = {"settings": self.settings, "contents": contents,
-                **self.records}
-        write_json_atomic(self.json, body)
-
-
-def _replace(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def _json_default(value):
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    return str(value)
+        write_json_atomic(self.json, {"settings": self.settings, "contents": contents, **self.records})
 
 
 def _clip(text: str, width: int = 40) -> str:

@@ -2,7 +2,7 @@
 
 A directory holds two files: ``params.npz`` (every array, named ``decoder/0/w`` and so on) and
 ``trained.json`` (kind, sizes, sigma, settings, history, and the SHA-256 of ``params.npz``). Each is written
-to a temporary file in the same directory and renamed into place, the JSON last, so a reader sees either the
+atomically (:func:`bdmc.files.write_atomic`), the JSON last, so a reader sees either the
 old pair or the new one; the checksum catches a pair that does not belong together or an array file that
 was damaged after writing.
 """
@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sys
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Callable
@@ -22,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import BDMCError
+from ..files import write_atomic
 from .train import Trained, training_settings
 
 PARAMS_FILE = "params.npz"
@@ -51,11 +50,11 @@ def save(trained: Trained, path) -> Path:
             for part, value in layer.items():
                 arrays[f"{name.removesuffix('_params')}/{i}/{part}"] = np.asarray(value)
     params_file = path / PARAMS_FILE
-    _atomic_write(params_file, lambda handle: np.savez(handle, **arrays))
+    write_atomic(params_file, lambda handle: np.savez(handle, **arrays))
     body = {"format": FORMAT, "kind": trained.kind, "sizes": list(trained.sizes), "sigma": trained.sigma,
             "settings": trained.settings, "history": trained.history, "params_sha256": _sha256(params_file)}
     text = json.dumps(body, indent=1, allow_nan=False)
-    _atomic_write(path / SETTINGS_FILE, lambda handle: handle.write(text.encode()))
+    write_atomic(path / SETTINGS_FILE, text)
     return path
 
 
@@ -149,19 +148,6 @@ def _layers(arrays: dict, prefix: str):
     if sorted(layers) != list(range(len(layers))):
         raise TrainedStoreError(f"the stored {prefix} has layers {sorted(layers)}, not 0..{len(layers) - 1}")
     return [layers[i] for i in range(len(layers))]
-
-
-def _atomic_write(target: Path, write: Callable) -> None:
-    handle = tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp", delete=False)
-    try:
-        with handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(handle.name, target)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
 
 
 def _sha256(file: Path) -> str:

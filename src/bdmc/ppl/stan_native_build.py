@@ -31,6 +31,7 @@ from pathlib import Path
 
 from ..config import cache_dir
 from ..errors import BDMCError
+from ..files import replacing
 
 # httpstan's own macros and flags for its model extension modules (httpstan/models.py), plus -fPIC.
 MACROS = ("-DBOOST_DISABLE_ASSERTS", "-DBOOST_PHOENIX_NO_VARIADIC_EXPRESSION", "-DSTAN_THREADS", "-D_REENTRANT",
@@ -138,13 +139,11 @@ def build_library(program_code: str, *, name: str = "bdmc_program", progress: bo
 
 def _stanc(source: Path, cpp: Path) -> None:
     """Translate ``source`` (the cached copy of the program, so Stan's messages name it) to C++."""
-    tmp = cpp.with_name(f".{cpp.name}.{os.getpid()}.tmp")
-    done = subprocess.run([str(httpstan_dir() / "stanc"), "--name", "bdmc_program_model", "--o", str(tmp),
-                           str(source)], capture_output=True, text=True, timeout=120)
-    if done.returncode != 0:
-        tmp.unlink(missing_ok=True)
-        raise StanBuildError(f"stanc cannot translate the Stan program:\n{done.stderr.strip()}")
-    os.replace(tmp, cpp)
+    with replacing(cpp) as tmp:
+        done = subprocess.run([str(httpstan_dir() / "stanc"), "--name", "bdmc_program_model", "--o", str(tmp),
+                               str(source)], capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise StanBuildError(f"stanc cannot translate the Stan program:\n{done.stderr.strip()}")
 
 
 def _compile(source: Path, out: Path) -> list:
@@ -160,18 +159,13 @@ def _link(objects, out: Path) -> list:
 
 def _step(message: str, progress: bool, command, target: Path) -> None:
     """Run ``command(tmp)`` writing to a temporary file beside ``target``, then rename it into place."""
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     start = time.perf_counter()
     if progress:
         print(f"bdmc: {message} ...", file=sys.stderr, flush=True)
-    try:
+    with replacing(target) as tmp:
         done = subprocess.run(command(tmp), capture_output=True, text=True)
         if done.returncode != 0:
             raise StanBuildError(f"{message.split(' (')[0]} failed:\n{done.stderr.strip()[-4000:]}")
-        os.replace(tmp, target)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
     if progress:
         print(f"bdmc: {message.split(' (')[0]}: done in {time.perf_counter() - start:.1f} s", file=sys.stderr,
               flush=True)

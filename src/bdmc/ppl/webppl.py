@@ -39,6 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import BDMCError, DataError
+from ..files import to_jsonable
 from .webppl_host import WebPPLProcess, decode, locate
 
 
@@ -76,7 +77,7 @@ class WebPPLModel:
         for n, v in self._obs.items():
             if v.dtype == object or not np.issubdtype(v.dtype, np.number):
                 raise BDMCError(f"observed field {n!r} must be numeric, got dtype {v.dtype}")
-        fixed = {n: _jsonable(v) for n, v in data.items()}
+        fixed = {n: to_jsonable(v) for n, v in data.items()}
         self._process = WebPPLProcess(program, fixed=fixed, name=self.name, package=locate(auto_install=install))
         self.sites, self.num_terms = self._process.sites, self._process.num_terms
         if not self.sites:
@@ -254,11 +255,6 @@ def _make_evaluate(model: WebPPLModel):
 
     evaluate.defvjp(fwd, bwd)
     return evaluate
-
-
-def _jsonable(value):
-    value = np.asarray(value) if not isinstance(value, (int, float, str, bool)) else value
-    return value.tolist() if isinstance(value, np.ndarray) else value
 
 
 def _key_words(key):

@@ -17,7 +17,6 @@ settings, a run with other settings is refused, a damaged last row is dropped an
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -31,7 +30,8 @@ from ..errors import BDMCError
 from ..contracts.capabilities import ConditionalPrior, require
 from ..contracts.estimate import seed_of
 from ..core.ais import forward_ais, reverse_ais
-from ..experiments.store import RunStore, write_json_atomic
+from ..experiments.store import RunStore
+from ..files import write_atomic, write_json_atomic
 from ..kernels import HMC, NUTS
 from .consistency import ForwardConsistency, ReverseAgreement, forward_consistency, reverse_agreement
 from .mcmc import PosteriorFit, fit_hyperparameters, posterior_checkpoints
@@ -351,7 +351,5 @@ def _save_simulated(out, data, theta) -> None:
     if out is None:
         return
     flat, _ = ravel_pytree(theta)
-    tmp = out / f".{SIMULATED_NAME}.tmp"
-    with open(tmp, "wb") as f:  # a file object: np.savez would append .npz to a path
-        np.savez(f, theta=np.asarray(flat), **{f"data/{k}": np.asarray(v) for k, v in data.items()})
-    os.replace(tmp, out / SIMULATED_NAME)
+    write_atomic(out / SIMULATED_NAME,  # a file object: np.savez would append .npz to a path
+                 lambda f: np.savez(f, theta=np.asarray(flat), **{f"data/{k}": np.asarray(v) for k, v in data.items()}))

@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import math
 import time
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
@@ -47,80 +47,11 @@ from ..contracts.model import increment_from_terms, log_density_increment
 from ..contracts.nonfinite import describe_nonfinite
 from ..contracts.step_rule import StepRule
 from .failures import checked, expand, raise_if_failed
+from .records import AnnealResult, AnnealState, Failures, StepInfo, StepOutput
 from .progress import compiling, progress_report
 from .resampling import AdaptiveResampling, final_log_evidence, group_ess
 
 DEFAULT_CHUNK = 64
-
-
-class Failures(NamedTuple):
-    """Per chain, where a run first failed (carried on the device, read on the host once per chunk).
-
-    ``weight_step``: the first transition whose log-weight increment was NaN or +inf (-1: none);
-    ``density_step``, ``density_phase``: the first transition with a NaN or +inf density and where it was
-    evaluated (0 weight, 1 refresh, 2 kernel; see ``failures.PHASES``); ``density_at``: the latent there.
-    """
-
-    weight_step: jax.Array
-    density_step: jax.Array
-    density_phase: jax.Array
-    density_at: Any
-
-
-class AnnealState(NamedTuple):
-    """The scan's carry: every chain's state (its latent, or on the lean path the kernel's cached state), its
-    log-weight, each run's banked log-evidence (SMC's resampling) and the failure record."""
-
-    states: Any
-    log_weights: jax.Array
-    log_evidence: jax.Array
-    failures: Failures
-
-
-class StepOutput(NamedTuple):
-    """What one transition reports (the scan's per-step output): the chains' mean increment, the mean
-    acceptance, the weights' ESS, the fraction of runs resampled and, when recorded, every increment."""
-
-    mean_increment: jax.Array
-    acceptance: jax.Array
-    ess: jax.Array
-    resampled: jax.Array
-    increments: jax.Array
-
-
-class StepInfo(NamedTuple):
-    """Per-step diagnostics over all chains, each of shape (T - 1,) (a batched run: (B, T - 1)).
-
-    ``ess`` is the effective sample size of the chains' weights (with particles: the mean over runs of each
-    run's particle ESS, before resampling); ``resampled`` is the fraction of runs resampled at the step.
-    """
-
-    mean_increment: np.ndarray
-    acceptance: np.ndarray
-    ess: np.ndarray
-    resampled: np.ndarray
-
-
-class AnnealResult(NamedTuple):
-    """What one annealing run returns.
-
-    ``log_weights`` has one entry per chain (with particles: the weights since each run's last resampling);
-    ``log_evidence`` has one entry per run: the chain's log-weight for AIS (one particle per run), the banked
-    evidence plus the log-mean weight for SMC. ``latents`` are the final states (leading axis = chains);
-    ``increments`` is (T - 1, chains) when requested, else None. A batched run puts the data set first on
-    every array: ``log_weights`` (B, chains), ``latents`` (B, chains, ...), ``info`` fields (B, T - 1),
-    ``increments`` (B, T - 1, chains). ``seconds`` and ``n_evals`` are the whole call's.
-    """
-
-    log_weights: np.ndarray
-    log_evidence: np.ndarray
-    latents: Any
-    info: StepInfo
-    increments: np.ndarray | None
-    seconds: float
-    compile_seconds: float
-    n_evals: int
-    compiled: bool = True
 
 
 def anneal(

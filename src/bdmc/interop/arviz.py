@@ -18,7 +18,7 @@ import xarray as xr
 
 from ..checks.sandwich import SandwichResult
 from ..contracts.estimate import Estimate
-from ..core.engine import AnnealResult
+from ..core.records import AnnealResult
 from ..errors import BDMCError, require
 
 

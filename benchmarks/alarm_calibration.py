@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 import jax
-import numpy as np
 import pandas as pd
 from scipy import stats
 
@@ -44,10 +43,10 @@ OLD_Z = 5.0  # the dropped per-pair rule
 
 def one(model, method: str, seed: int, *, chains: int, particles: int) -> dict:
     start = time.perf_counter()
-    res = bdmc.sandwich(jax.random.key(seed), model, steps=METHODS[method], num_chains=chains, method=method,
+    res = bdmc.sandwich(jax.random.key(seed), model, steps=METHODS[method], num_runs=chains, method=method,
                         num_particles=particles if method == "smc" else 1, progress=False)
     v = res.verdict
-    table = res.table[["method", "num_steps", "direction", "value", "mean_single", "stderr_single", "num_chains"]]
+    table = res.table[["method", "num_steps", "direction", "value", "mean_single", "stderr_single", "num_runs"]]
     fwd = res.table[res.table["direction"] == "forward"]
     z = fwd["gap_single"] / fwd["gap_single_stderr"]
     old = bool(((fwd["gap_single"] < 0) & ((fwd["gap_single_stderr"] == 0) | (z < -OLD_Z))).any())

@@ -65,8 +65,8 @@ OUT = Path(__file__).resolve().parent / "results" / "audit"
 # ADAPTIVE_THIN. Rows written before the pilot existed (the Gibbs rows' seeds 0-4) ran at thin 2.
 BUDGET = Budget(triples=16, simulator_latents=32, simulator_data=32, simulator_prior=1000,
                 sbc_replications=100, sbc_draws=49, sbc_warmup=100, sbc_thin=None,
-                geweke_samples=10_000, geweke_steps=10, sandwich_steps=(10, 100), sandwich_chains=16,
-                evidence_steps=100, evidence_chains=16, evidence_draws=0)
+                geweke_samples=10_000, geweke_steps=10, sandwich_steps=(10, 100), sandwich_runs=16,
+                evidence_steps=100, evidence_runs=16, evidence_draws=0)
 STEP_FACTOR = 10.0  # the too-large NUTS step: this times the pilot's
 FEW_WARMUP = 2  # NumPyro's NUTS adaptation transitions of the warm-up bug
 
@@ -255,7 +255,8 @@ def write_table(rows: list[dict], path: Path) -> None:
             extra = ""
             if name == "sbc":
                 thins = sorted({g.get("thin", 2) for g in ran})  # rows before the pilot existed: thin 2
-                extra = f", thin {'/'.join(map(str, thins))}, worst ESS {_median([g.get('worst_median_ess') for g in ran])}"
+                ess = _median([g.get('worst_median_ess') for g in ran])
+                extra = f", thin {'/'.join(map(str, thins))}, worst ESS {ess}"
             cells.append(f"{'**' if fired else ''}{fired}/{len(ran)}{'**' if fired else ''}"
                          f"{f' (+{unsure} inconclusive)' if unsure else ''} "
                          f"({key.replace('_', ' ')} {_median([g.get(key) for g in ran])}{extra})")
@@ -271,8 +272,9 @@ def write_table(rows: list[dict], path: Path) -> None:
         fails = sum(r["verdict"] == "fail" for r in correct)
         unsure = sum(r["verdict"] == "inconclusive" for r in correct)
         lo, hi = clopper_pearson(fails, len(correct))
-        lines += ["", f"Correct models pooled (the audit's false-alarm rate at level {LEVEL:g}): {fails}/{len(correct)} "
-                      f"audits fail, 95% Clopper-Pearson interval [{lo:.3f}, {hi:.3f}]; {unsure} inconclusive."]
+        lines += ["", f"Correct models pooled (the audit's false-alarm rate at level {LEVEL:g}): "
+                      f"{fails}/{len(correct)} audits fail, 95% Clopper-Pearson interval [{lo:.3f}, {hi:.3f}]; "
+                      f"{unsure} inconclusive."]
     path.write_text("\n".join(lines) + "\n")
 
 

@@ -110,7 +110,7 @@ def main():
     # --- BDMC sandwich
     rows = []
     res = bdmc.sandwich(jax.random.key(seed + 3000), model, data, latent,
-                        steps=[int(s) for s in args.steps.split(",")], num_chains=args.chains, progress=False,
+                        steps=[int(s) for s in args.steps.split(",")], num_runs=args.chains, progress=False,
                         on_row=lambda row: print(json.dumps({c: row[c] for c in ("num_steps", "direction", "value",
                                                                                  "stderr", "seconds")}), flush=True))
     tab = res.table
@@ -134,10 +134,12 @@ def main():
              f"({args.chains} chains each way). log k! = {math.lgamma(args.k + 1):.2f}.", "",
              "| bound | mean ± sd over runs | minus sandwich midpoint |", "|---|---|---|"]
     for c in ("U1_sym", "L1_sym", "U1_paper", "L1_paper", "U1_crossfit_unsym"):
-        lines.append(f"| {c} | {summary[c + '_mean']:.2f} ± {summary[c + '_sd']:.2f} | {summary[c + '_mean'] - mid:+.2f} |")
+        mean, sd = summary[c + '_mean'], summary[c + '_sd']
+        lines.append(f"| {c} | {mean:.2f} ± {sd:.2f} | {mean - mid:+.2f} |")
     lines += ["", "| T | direction | value ± se | seconds |", "|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {int(r['num_steps'])} | {r['direction']} | {r['value']:.2f} ± {r['stderr']:.2f} | {r['seconds']:.0f} |")
+        lines.append(f"| {int(r['num_steps'])} | {r['direction']} | {r['value']:.2f} ± {r['stderr']:.2f} "
+                     f"| {r['seconds']:.0f} |")
     (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

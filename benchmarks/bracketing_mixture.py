@@ -3,7 +3,10 @@
 Data: n = 600 points from an equal-weight mixture of five bivariate normals with the paper's means and
 covariances. Model with k components: x_i | z_i = j ~ N(mu_j, Sigma_j), z_i ~ Mn(1, pi),
 mu_j | Sigma_j ~ N(0, Sigma_j / tau), Sigma_j ~ IW(d, S), pi ~ Dir(1/k, ..., 1/k). The paper does not give
-tau, d, S; we use tau = 0.1, d = 4, S = I (prior mean of Sigma_j is I).
+tau, d, S; we use tau = 0.1, d = 4, S = I (prior mean of Sigma_j is I). The model is the package's
+``bdmc.models.niw_mixture.NIWMixture`` with these priors: its Dirichlet-multinomial ``log_prior`` of z and
+its collapsed ``log_density`` (= log p(D, z) at lambda = 1) are the reduced-(pi, mu, Sigma) context's joint
+and enter the other two contexts' joints; the (Sigma, mu) parts and the blocked Gibbs sampler are written here.
 
 ONE data set; for each k, ``--reps`` independent Gibbs runs on it (pi, then (Sigma_j, mu_j) from their
 normal-inverse-Wishart conditional, then z), batched with vmap: the paper's Table 2 "repeat simulations"
@@ -36,14 +39,14 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import digamma, gammaln, multigammaln
+from jax.scipy.special import digamma
 
 import bdmc
 
 # Synchronous dispatch: with asynchronous CPU dispatch this script intermittently stalled in XLA (all
 # threads waiting) on the 2-core machine it was run on.
 jax.config.update("jax_cpu_enable_async_dispatch", False)
-from bdmc.bracketing import (
+from bdmc.bracketing import (  # noqa: E402
     Categorical,
     Dirichlet,
     InverseWishart,
@@ -61,6 +64,7 @@ from bdmc.bracketing import (
     lower_bound_values,
     upper_bound_values,
 )
+from bdmc.models.niw_mixture import NIWMixture  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
@@ -68,9 +72,14 @@ MEANS = np.array([[0, 0], [3, -3], [3, 3], [-3, 3], [-3, -3]], dtype=float)
 COVS = np.array([[[1, 0], [0, 1]], [[1, .5], [.5, 1]], [[1, -.5], [-.5, 1]], [[1, .5], [.5, 1]], [[1, -.5], [-.5, 1]]],
                 dtype=float)
 N, P = 600, 2
-TAU, DF0 = 0.1, 4.0
-S0 = np.eye(P)
+TAU, DF0, SCALE = 0.1, 4.0, 1.0
+S0 = SCALE * np.eye(P)
 LOG_2PI = float(np.log(2 * np.pi))
+
+
+def mixture_model(k, n=N):
+    """The package's collapsed NIW mixture with k components and this benchmark's priors."""
+    return NIWMixture(n=n, dim=P, k=k, tau=TAU, df=DF0, scale=SCALE)
 
 
 def simulate(key, n=N):
@@ -81,71 +90,54 @@ def simulate(key, n=N):
     return jnp.asarray(MEANS)[comp] + jnp.einsum("nij,nj->ni", chol[comp], eps)
 
 
-def _logdet(m):
-    return pd_logdet(m)
-
-
-def cluster_stats(x, z, k):
+def cluster_stats(model, x, z):
     """Counts, sums and the tau-adjusted scatter S_j = sum x x^T - (sum x)(sum x)^T / (tau + N_j)."""
-    oh = jax.nn.one_hot(z, k, dtype=x.dtype)
-    counts = oh.sum(0)
-    sums = oh.T @ x
-    second = jnp.einsum("nj,na,nb->jab", oh, x, x)
-    scatter = second - jnp.einsum("ja,jb->jab", sums, sums) / (TAU + counts)[:, None, None]
+    counts, _, sums, second = model.stats(z, x, jnp.ones(x.shape[0], x.dtype))
+    scatter = second - jnp.einsum("ja,jb->jab", sums, sums) / (model.tau + counts)[:, None, None]
     return counts, sums, scatter
-
-
-def log_dirmult(counts, k):
-    a = 1.0 / k
-    return gammaln(k * a) - gammaln(counts.sum() + k * a) + jnp.sum(gammaln(counts + a) - gammaln(a))
 
 
 def log_iw(S, df, scale):
     return InverseWishart._log_prob_event(S, df, scale)
 
 
-def log_joint_z(x, k):
-    """log p(D, z): pi, mu and Sigma integrated out (normal-inverse-Wishart marginals per cluster)."""
+def log_joint_z(model, x):
+    """log p(D, z): pi, mu and Sigma integrated out, the model's collapsed density at lambda = 1."""
     def f(th):
-        counts, _, scatter = cluster_stats(x, th["z"], k)
-        per = (-0.5 * counts * P * jnp.log(jnp.pi) + 0.5 * P * jnp.log(TAU / (TAU + counts))
-               + 0.5 * DF0 * _logdet(jnp.asarray(S0)) - 0.5 * (DF0 + counts) * _logdet(S0 + scatter)
-               + multigammaln(0.5 * (DF0 + counts), P) - multigammaln(0.5 * DF0, P))
-        return log_dirmult(counts, k) + jnp.sum(per)
+        return model.log_density({"z": th["z"]}, x, 1.0)
     return f
 
 
-def log_joint_z_sigma(x, k):
+def log_joint_z_sigma(model, x):
     """log p(D, z, Sigma): pi and mu integrated out."""
     def f(th):
-        counts, _, scatter = cluster_stats(x, th["z"], k)
+        counts, _, scatter = cluster_stats(model, x, th["z"])
         Sig = th["Sigma"]
         per = (jax.vmap(lambda s: log_iw(s, DF0, jnp.asarray(S0)))(Sig) + 0.5 * P * jnp.log(TAU / (TAU + counts))
-               - 0.5 * counts * (P * LOG_2PI + _logdet(Sig))
+               - 0.5 * counts * (P * LOG_2PI + pd_logdet(Sig))
                - 0.5 * jnp.trace(pd_inverse(Sig) @ scatter, axis1=-2, axis2=-1))
-        return log_dirmult(counts, k) + jnp.sum(per)
+        return model.log_prior({"z": th["z"]}) + jnp.sum(per)
     return f
 
 
-def log_joint_full(x, k):
+def log_joint_full(model, x):
     """log p(D, z, mu, Sigma): pi integrated out (the standard, reduced-pi context)."""
     def f(th):
         z, mu, Sig = th["z"], th["mu"], th["Sigma"]
-        counts = jnp.bincount(z, length=k)
         prior_mu = jax.vmap(lambda m, s: MultivariateNormal._log_prob_event(m, jnp.zeros(P), s / TAU))(mu, Sig)
         prior_s = jax.vmap(lambda s: log_iw(s, DF0, jnp.asarray(S0)))(Sig)
         lik = jax.vmap(lambda xi, zi: MultivariateNormal._log_prob_event(xi, mu[zi], Sig[zi]))(x, z)
-        return log_dirmult(counts.astype(x.dtype), k) + jnp.sum(prior_mu) + jnp.sum(prior_s) + jnp.sum(lik)
+        return model.log_prior({"z": z}) + jnp.sum(prior_mu) + jnp.sum(prior_s) + jnp.sum(lik)
     return f
 
 
-def gibbs(key, x, k, *, sweeps, burn):
+def gibbs(key, model, x, *, sweeps, burn):
     """Blocked Gibbs: pi | z, (Sigma_j, mu_j) | z (NIW), z | pi, mu, Sigma. Returns draws after ``burn``."""
-    n = x.shape[0]
+    n, k = x.shape[0], model.k
 
     def sweep(z, kk):
         k1, k2, k3, k4 = jax.random.split(kk, 4)
-        counts, sums, scatter = cluster_stats(x, z, k)
+        counts, sums, scatter = cluster_stats(model, x, z)
         pi = jax.random.dirichlet(k1, 1.0 / k + counts)
         Sig = jax.vmap(InverseWishart._sample_event)(jax.random.split(k2, k), DF0 + counts, S0 + scatter)
         kap = TAU + counts
@@ -155,7 +147,7 @@ def gibbs(key, x, k, *, sweeps, burn):
         # log N(x_i; mu_j, Sigma_j) for all (j, i): one inverse and log-determinant per component.
         r = x[None, :, :] - mu[:, None, :]
         quad = jnp.einsum("jna,jab,jnb->jn", r, pd_inverse(Sig), r)
-        loglik = -0.5 * (quad + _logdet(Sig)[:, None] + P * LOG_2PI)
+        loglik = -0.5 * (quad + pd_logdet(Sig)[:, None] + P * LOG_2PI)
         z_new = jax.random.categorical(k4, jnp.log(pi)[:, None] + loglik, axis=0)
         return z_new, {"z": z_new, "mu": mu, "Sigma": Sig, "pi": pi}
 
@@ -210,17 +202,17 @@ def vb_init(key, x, k):
         "Sigma": InverseWishart(jnp.full((k,), DF0), jnp.tile(jnp.asarray(S0), (k, 1, 1))), "z": Categorical(r)})
 
 
-def gibbs_chains(key, x, k, *, reps, sweeps, burn):
+def gibbs_chains(key, model, x, *, reps, sweeps, burn):
     """``reps`` independent Gibbs chains on the same data, batched with vmap."""
-    return jax.vmap(lambda kk: gibbs(kk, x, k, sweeps=sweeps, burn=burn))(jax.random.split(key, reps))
+    return jax.vmap(lambda kk: gibbs(kk, model, x, sweeps=sweeps, burn=burn))(jax.random.split(key, reps))
 
 
-def contexts(x, k):
-    zc = ("categorical", k)
+def contexts(model, x):
+    zc = ("categorical", model.k)
     return {
-        "1": ({"z": zc}, log_joint_z(x, k), ()),
-        "2": ({"z": zc, "Sigma": "inverse_wishart"}, log_joint_z_sigma(x, k), ("Sigma",)),
-        "3": ({"z": zc, "mu": "normal", "Sigma": "inverse_wishart"}, log_joint_full(x, k), ("mu", "Sigma")),
+        "1": ({"z": zc}, log_joint_z(model, x), ()),
+        "2": ({"z": zc, "Sigma": "inverse_wishart"}, log_joint_z_sigma(model, x), ("Sigma",)),
+        "3": ({"z": zc, "mu": "normal", "Sigma": "inverse_wishart"}, log_joint_full(model, x), ("mu", "Sigma")),
     }
 
 
@@ -229,7 +221,7 @@ def _mean_se(v):
     return float(np.mean(v)), float(np.std(v, ddof=1) / np.sqrt(v.size))
 
 
-def one_rep(key, x, k, post, *, num_draws, pseudo_count, ctx, vb_run):
+def one_rep(key, model, x, post, *, num_draws, pseudo_count, ctx, vb_run):
     """All bounds from one chain's draws ``post`` (dict of (num_kept, ...) arrays).
 
     Symmetrized (valid with single-mode draws): U_sym cross-fitted (each half aligned to its own consensus
@@ -276,7 +268,7 @@ def one_rep(key, x, k, post, *, num_draws, pseudo_count, ctx, vb_run):
     out["vb_last_change"] = float(changes[-1])
     # Identity check of the log joints: log p(D, z) = log p(D, z, Sigma) - log p(Sigma | z, D).
     th = {n: jnp.asarray(v[-1]) for n, v in post.items()}
-    counts, _, scatter = cluster_stats(x, th["z"], k)
+    counts, _, scatter = cluster_stats(model, x, th["z"])
     cond = jnp.sum(jax.vmap(log_iw)(th["Sigma"], DF0 + counts, S0 + scatter))
     out["identity_error"] = float(ctx["2"][1](th) - cond - ctx["1"][1](th))
     # Fraction of labels that alignment to the run's consensus labelling changes (0: no label switching).
@@ -297,8 +289,8 @@ def write_outputs(out: Path, rows, settings, seconds):
         lines += [f"**{title}** (mean ± sd over replicate chains)", "",
                   "| k | " + " | ".join(NAMES) + " |", "|---" * (len(NAMES) + 1) + "|"]
         for r in rows:
-            lines.append(f"| {r['k']} | " + " | ".join(f"{r[n + '_' + variant]:.1f} ± {r[n + '_' + variant + '_sd']:.2f}"
-                                                     for n in NAMES) + " |")
+            cells = (f"{r[n + '_' + variant]:.1f} ± {r[n + '_' + variant + '_sd']:.2f}" for n in NAMES)
+            lines.append(f"| {r['k']} | " + " | ".join(cells) + " |")
         lines.append("")
     lines += ["| k | U1_sym - L1_sym | U1_paper - L1_paper | L1_sym - L1_paper | log k! | U1_paper < L1_sym (reps) |"
               " label-switch fraction | seconds |", "|---" * 8 + "|"]
@@ -360,15 +352,16 @@ def main():
         tk = time.perf_counter()
         kk = jax.random.fold_in(k_runs, k)
         k_chain, k_bounds = jax.random.split(kk)
-        post = jax.jit(lambda kc, k=k: gibbs_chains(kc, x, k, reps=args.reps, sweeps=args.sweeps,
-                                                   burn=args.burn))(k_chain)
+        model = mixture_model(k, n=x.shape[0])
+        post = jax.jit(lambda kc, model=model: gibbs_chains(kc, model, x, reps=args.reps, sweeps=args.sweeps,
+                                                            burn=args.burn))(k_chain)
         post = jax.tree.map(np.asarray, post)
         t_gibbs = time.perf_counter() - tk
         # Built once per k: the compiled bound evaluations are cached on these function objects.
-        ctx = contexts(x, k)
+        ctx = contexts(model, x)
         vb_run = jax.jit(lambda kv, k=k: coordinate_ascent(vb_init(kv, x, k), cavi_updates(x, k),
                                                            num_iterations=args.vb_iterations))
-        reps = [one_rep(kb, x, k, {n: v[r] for n, v in post.items()}, num_draws=args.draws,
+        reps = [one_rep(kb, model, x, {n: v[r] for n, v in post.items()}, num_draws=args.draws,
                         pseudo_count=args.pseudo_total / k, ctx=ctx, vb_run=vb_run)
                 for r, kb in enumerate(jax.random.split(k_bounds, args.reps))]
         res = {n: np.asarray([r[n] for r in reps]) for n in reps[0]}

@@ -31,7 +31,7 @@ import bdmc
 # Synchronous dispatch: with asynchronous CPU dispatch this script intermittently stalled in XLA (all
 # threads waiting) on the 2-core machine it was run on.
 jax.config.update("jax_cpu_enable_async_dispatch", False)
-from bdmc.bracketing import (
+from bdmc.bracketing import (  # noqa: E402
     InverseGamma,
     MultivariateNormal,
     coordinate_ascent,
@@ -43,7 +43,7 @@ from bdmc.bracketing import (
     mcsa_run,
     upper_bound_values,
 )
-from bdmc.models import LinearRegression
+from bdmc.models import LinearRegression  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
@@ -246,7 +246,8 @@ def main():
         cell = lambda n: f"{r[n]:.4f} ± {r[n + '_sd']:.4f}"  # noqa: E731
         lines.append(f"| {r['order']} | {cell('U2')} | {cell('U1')} | {r['ML']:.4f} | {cell('L1')} | {cell('L2')} | "
                      f"{cell('L3')} | {cell('L4')} |")
-    lines += ["", "| order | data sets | bounds > 3 se on the wrong side of ML | U1 < U2 | L2 > L3 | U2-ML | U1-ML | ML-L1 | ML-L2 | ML-L3 | ML-L4 |",
+    lines += ["", "| order | data sets | bounds > 3 se on the wrong side of ML | U1 < U2 | L2 > L3 | U2-ML | U1-ML "
+              "| ML-L1 | ML-L2 | ML-L3 | ML-L4 |",
               "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in set_rows:
         lines.append(f"| {r['order']} | {r['datasets']} | {r['U_below_ML'] + r['L_above_ML']} | "

@@ -233,7 +233,7 @@ def run_sandwich_group(bug, name, seed, args):
     reference = MODELS[name]
     data, latent = bdmc.simulate(jax.random.key(seed), model)
     cmp = compare_models(jax.random.key(10_000 + seed), model, reference, data=data, exact_latent=latent,
-                         steps=args.steps, num_chains=args.chains, kernel_a=kernel, num_points=16)
+                         steps=args.steps, num_runs=args.chains, kernel_a=kernel, num_points=16)
     own = cmp.verdict("A")
     exact = float(reference.exact_log_marginal(data))
     fired_exact, off = exact_value_check(cmp.estimates[("A", "lower")], cmp.estimates[("A", "upper")], exact)
@@ -251,7 +251,7 @@ def run_rwmh_group(bug, name, seed, args):
     model, _, _ = cell(bug, name)
     data, latent = bdmc.simulate(jax.random.key(seed), model)
     result = bdmc.sandwich(jax.random.key(20_000 + seed), model, data, latent, steps=args.steps,
-                           num_chains=args.chains, kernel=RandomWalkMH(model, scale=0.1), progress=False)
+                           num_runs=args.chains, kernel=RandomWalkMH(model, scale=0.1), progress=False)
     return [("alarm (random-walk MH)", result.verdict.fired, result.verdict.crossing, {})]
 
 
@@ -335,7 +335,7 @@ def run_numpyro_group(bug, name, seed, args):
         return {"beta": c["beta"], "log_s2": jnp.log(c["s2"])}
 
     cmp = compare_models(jax.random.key(50_000 + seed), program, reference, to_b=to_builtin,
-                         data_to_b=lambda d: d["y"], steps=args.steps, num_chains=args.chains, num_points=16)
+                         data_to_b=lambda d: d["y"], steps=args.steps, num_runs=args.chains, num_points=16)
     own = cmp.verdict("A")
     exact = float(reference.exact_log_marginal(cmp.data["y"]))
     fired_exact, off = exact_value_check(cmp.estimates[("A", "lower")], cmp.estimates[("A", "upper")], exact)
@@ -457,7 +457,8 @@ def write_table(rows, path: Path) -> None:
         bug_order.setdefault(b, len(bug_order))
     keys = sorted(groups, key=lambda k: (k[1].endswith("program)"), k[1], bug_order.get(k[0], 99),
                                          CHECK_ORDER.index(k[2])))
-    lines = ["| bug | model | check | seeds | fired | rate | 95% CI | median statistic |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| bug | model | check | seeds | fired | rate | 95% CI | median statistic |",
+             "|---|---|---|---|---|---|---|---|"]
     for key in keys:
         g = groups[key]
         n, k = len(g), sum(r["fired"] for r in g)

@@ -267,7 +267,8 @@ def run(args, modes: list[str]) -> None:
                         "truth_chains": args.truth_chains, "workers": args.workers,
                         "worker_threads": args.worker_threads, "seed": args.seed, "modes": modes},
            "timings": timings, "rows": tables["in-process"].drop(columns=["trial_estimates"]).to_dict("records"),
-           "load_start": list(load_start), "load_end": list(os.getloadavg()), "machine": machine_info(), "source": source_info()}
+           "load_start": list(load_start), "load_end": list(os.getloadavg()), "machine": machine_info(),
+           "source": source_info()}
     for line in findings(out):
         console.print(line)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -142,8 +142,8 @@ def main(argv=None) -> None:
         k1, k2 = jax.random.split(jax.random.key(args.seed + 1))
         fwd = bdmc.forward_ais(k1, model, data, num_steps=args.steps, num_runs=args.chains, kernel=kernel,
                                progress=False)
-        rev = bdmc.reverse_ais(k2, model, data, exact_latent=x0, num_steps=args.steps, num_runs=args.chains, kernel=kernel,
-                               progress=False)
+        rev = bdmc.reverse_ais(k2, model, data, exact_latent=x0, num_steps=args.steps, num_runs=args.chains,
+                               kernel=kernel, progress=False)
         chain_steps = args.steps * args.chains
         row = {"implementation": name, "forward": fwd.value, "forward_se": fwd.stderr, "reverse": rev.value,
                "reverse_se": rev.stderr, "truth": 0.5 * (fwd.value + rev.value), "exact": exact,
@@ -158,8 +158,8 @@ def write(rows, args) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "rows.json").write_text(json.dumps(rows, indent=1) + "\n")
     base = next(r for r in rows if r["implementation"] == "built-in")
-    lines = [f"T = {args.steps}, {args.chains} chains per direction, HMC (step 0.05, 10 leapfrog steps), seed {args.seed}; "
-             f"closed-form log p(y) = {rows[0]['exact']:.4f}.", "",
+    lines = [f"T = {args.steps}, {args.chains} chains per direction, HMC (step 0.05, 10 leapfrog steps), "
+             f"seed {args.seed}; closed-form log p(y) = {rows[0]['exact']:.4f}.", "",
              "| implementation | forward (lower) | reverse (upper) | ground truth (mean) | truth - closed form | "
              "truth - built-in | s per 1,000 chain-steps | ratio to built-in | compile s |",
              "|---|---|---|---|---|---|---|---|---|"]
@@ -271,7 +271,8 @@ def nhefs_cost(args) -> None:
     base = next((r for r in rows if r["implementation"] == "NumPyro"), rows[0])
     lines = [f"NHEFS linear regression (N = {x.shape[0]}, K = {x.shape[1]}), forward AIS with HMC (step 0.01, 10 "
              f"leapfrog steps), {args.chains} chains; compilation excluded. Machine: {os.cpu_count()} CPU cores.", "",
-             "| implementation | steps | s per 1,000 chain-steps | ratio to NumPyro | JAX compile s |", "|---|---|---|---|---|"]
+             "| implementation | steps | s per 1,000 chain-steps | ratio to NumPyro | JAX compile s |",
+             "|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['implementation']} | {r['steps']} | {r['seconds_per_1000_chain_steps']:.3f} | "
                      f"{r['seconds_per_1000_chain_steps'] / base['seconds_per_1000_chain_steps']:.1f}x | "

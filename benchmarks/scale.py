@@ -300,7 +300,8 @@ def plot(path: Path, rows: list[dict]) -> None:
     dims = sorted((r for r in rows if r["sweep"] == "D"), key=lambda r: r["dim"])
     if dims:
         d = np.array([r["dim"] for r in dims], float)
-        axes[1].loglog(d, [r["seconds_per_chain_step"] for r in dims], marker="o", label=f"logistic, N={dims[0]['n']:,}")
+        axes[1].loglog(d, [r["seconds_per_chain_step"] for r in dims], marker="o",
+                       label=f"logistic, N={dims[0]['n']:,}")
         axes[1].loglog(d, dims[-1]["seconds_per_chain_step"] * d / d.max(), "k:", label="slope 1 (linear)")
         axes[2].semilogx(d, [r["memory_mib"] for r in dims], marker="^", label="logistic vs D")
     axes[0].set(xlabel="data cases N", ylabel="seconds per chain-step (warm)", title="cost vs N")

@@ -40,7 +40,7 @@ from rich.console import Console
 import bdmc
 from bdmc.models import REGISTRY
 
-from time_to_rmse_report import ESTIMATORS, PAPER, targets, write_reports
+from time_to_rmse_report import ESTIMATORS, targets, write_reports
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 

@@ -167,7 +167,8 @@ def _target_cells(model, name, runs, target):
 
 
 TABLE_HEAD = ["| model | estimator | RMSE target (nats) | paper: RMSE in one run's time | "
-              "our knob (RMSE [90%], runs) | one run s, excl. compile | one run s, incl. compile | paper time / ours (excl. / incl.) | load |",
+              "our knob (RMSE [90%], runs) | one run s, excl. compile | one run s, incl. compile | "
+              "paper time / ours (excl. / incl.) | load |",
               "|---|---|---|---|---|---|---|---|---|"]
 
 

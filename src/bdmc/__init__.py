@@ -23,7 +23,7 @@ from .errors import (BDMCError, DataError, MissingCapabilityError, MissingExtraE
 from .version import __version__
 
 
-__all__ = ["audit", 
+__all__ = ["audit",
     "AnnealResult", "BDMCError", "BreadResult", "BugAlarm", "DataError", "ESTIMATORS", "Estimate",
     "MissingCapabilityError", "MissingExtraError", "NonFiniteLogDensityError", "NonFiniteLogWeightError",
     "SandwichResult", "ScheduleError", "Simulated", "StepInfo", "__version__", "anneal", "bracket", "bread",

@@ -155,7 +155,8 @@ def _log_ig(s2, a, b):
 def _full_log_joint(y, X):
     n, p = X.shape
     return lambda th: (-0.5 * n * (LOG_2PI + jnp.log(th["s2"])) - 0.5 * jnp.sum((y - X @ th["beta"]) ** 2) / th["s2"]
-                       - 0.5 * p * (LOG_2PI + math.log(TAU) + jnp.log(th["s2"])) - 0.5 * th["beta"] @ th["beta"] / (TAU * th["s2"])
+                       - 0.5 * p * (LOG_2PI + math.log(TAU) + jnp.log(th["s2"]))
+                       - 0.5 * th["beta"] @ th["beta"] / (TAU * th["s2"])
                        + _log_ig(th["s2"], H0, K0))
 
 
@@ -293,7 +294,8 @@ def test_categorical_bounds_bracket_an_enumerated_collapsed_mixture(key):
             nj = mj.sum()
             r = x * mj
             quad = (jnp.sum(r**2) - s2 * jnp.sum(r) ** 2 / (v + nj * s2)) / v
-            total += gammaln(nj + 1.0) - 0.5 * nj * LOG_2PI - 0.5 * ((nj - 1) * jnp.log(v) + jnp.log(v + nj * s2)) - 0.5 * quad
+            total += (gammaln(nj + 1.0) - 0.5 * nj * LOG_2PI - 0.5 * ((nj - 1) * jnp.log(v) + jnp.log(v + nj * s2))
+                      - 0.5 * quad)
         return total
 
     configs = jnp.array(list(itertools.product(range(k), repeat=n)))

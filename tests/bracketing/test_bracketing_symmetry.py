@@ -1,4 +1,5 @@
-"""Label symmetry in bracketing: the exact log-permanent, the symmetrized q and its bounds, the collapsed NIW mixture."""
+"""Label symmetry in bracketing: the exact log-permanent, the symmetrized q and its bounds, the collapsed NIW
+mixture."""
 
 import itertools
 import math

@@ -71,7 +71,8 @@ def test_weak_data_sandwiches_share_their_exact_latent_and_stay_silent():
         for T in steps:
             k1, k2 = jax.random.split(jax.random.fold_in(jax.random.key(300 + s), T))
             f = bdmc.forward_ais(k1, model, data, num_steps=T, num_runs=per_set * chains, progress=False)
-            r = bdmc.reverse_ais(k2, model, data, exact_latent=shared, num_steps=T, num_runs=per_set * chains, progress=False)
+            r = bdmc.reverse_ais(k2, model, data, exact_latent=shared, num_steps=T, num_runs=per_set * chains,
+                                 progress=False)
             lowers[T] = _grouped(f, per_set, {"num_steps": T})
             uppers[T] = _grouped(r, per_set, {"num_steps": T})
         for g in range(per_set):

@@ -24,7 +24,8 @@ class Transposed(CorrelatedGaussianMean):
 
     def sample_prior(self, key):
         eps = jax.random.normal(key, (self.dim,))
-        return {"x": self.prior_mean + jnp.asarray(self.eigenvectors).T @ (jnp.sqrt(jnp.asarray(self.eigenvalues)) * eps)}
+        scaled = jnp.sqrt(jnp.asarray(self.eigenvalues)) * eps
+        return {"x": self.prior_mean + jnp.asarray(self.eigenvectors).T @ scaled}
 
 
 def test_transposed_eigenvector_sampler_fires_the_run_level_alarm():

@@ -94,10 +94,11 @@ def test_smc_and_shme_name_a_nan_predictive(key):
     with pytest.raises(NonFiniteLogDensityError) as err:
         bdmc.smc(key, model, NEAR_ZERO, num_particles=4, num_runs=2, kernel=kernel, progress=False)
     # Case 2 is switched on at step 3 of the data path.
-    assert (err.value.term, err.value.case, err.value.step, err.value.evaluated_by) == ("log_predictive", 2, 3, "weight")
+    where = (err.value.term, err.value.case, err.value.step, err.value.evaluated_by)
+    assert where == ("log_predictive", 2, 3, "weight")
     with pytest.raises(NonFiniteLogDensityError) as err:
-        bdmc.shme(key, model, NEAR_ZERO, exact_latent={"x": jnp.asarray(0.0)}, num_particles=4, num_runs=2, kernel=kernel,
-                  progress=False)
+        bdmc.shme(key, model, NEAR_ZERO, exact_latent={"x": jnp.asarray(0.0)}, num_particles=4, num_runs=2,
+                  kernel=kernel, progress=False)
     # SHME deletes case 3, then case 2.
     assert (err.value.term, err.value.case, err.value.step) == ("log_predictive", 2, 2)
     assert "SHME" in str(err.value)
@@ -139,7 +140,8 @@ def test_hard_constraint_in_the_prior_is_sandwiched(key):
     exact = {"x": jnp.asarray(stats.truncnorm.rvs(-mean / sd, np.inf, loc=mean, scale=sd, random_state=0))}
     kernel = HMC(model, step_size=0.3, num_integration_steps=5)
     lower = bdmc.forward_ais(key, model, Y, num_steps=1000, num_runs=32, kernel=kernel, progress=False)
-    upper = bdmc.reverse_ais(key, model, Y, exact_latent=exact, num_steps=1000, num_runs=32, kernel=kernel, progress=False)
+    upper = bdmc.reverse_ais(key, model, Y, exact_latent=exact, num_steps=1000, num_runs=32, kernel=kernel,
+                             progress=False)
     assert abs(lower.value - truth) < 4 * lower.stderr
     assert upper.value > truth - 4 * upper.stderr
     # Tight: 0.05 nats, or 2.5 standard errors of the gap when 32 chains drew a heavier tail than that allows
@@ -193,6 +195,6 @@ def test_correct_models_give_the_same_numbers_as_before_the_checks():
     kernel = HMC(model, step_size=0.3, num_integration_steps=2)
     smc = bdmc.smc(jax.random.key(7), model, NEAR_ZERO, num_particles=4, num_runs=2, kernel=kernel, progress=False)
     np.testing.assert_array_equal(smc.runs, [-4.571817021367771, -5.292879402898493])
-    shme = bdmc.shme(jax.random.key(7), model, NEAR_ZERO, exact_latent={"x": jnp.asarray(0.1)}, num_particles=4, num_runs=2,
-                     kernel=kernel, progress=False)
+    shme = bdmc.shme(jax.random.key(7), model, NEAR_ZERO, exact_latent={"x": jnp.asarray(0.1)}, num_particles=4,
+                     num_runs=2, kernel=kernel, progress=False)
     np.testing.assert_array_equal(shme.runs, [-4.028085626949028, -4.4218594560588835])

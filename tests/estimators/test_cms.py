@@ -24,7 +24,8 @@ import bdmc
 from bdmc import BDMCError
 from bdmc.estimators import chib_murray_salakhutdinov, cms
 from bdmc.kernels import Conditional, GibbsSweep, RandomWalkMH
-from bdmc.models import BinaryAttributes, BinaryAttributesHyper, Clustering, ClusteringHyper, FiniteMixture, GaussianMean, LinearRegression, LowRank, LowRankHyper
+from bdmc.models import (BinaryAttributes, BinaryAttributesHyper, Clustering, ClusteringHyper, FiniteMixture,
+                         GaussianMean, LinearRegression, LowRank, LowRankHyper)
 from bdmc.contracts import log_density
 from helpers import dtype_tol, magnitude, simulate_float64
 
@@ -259,7 +260,8 @@ def test_unbiased_on_tiny_clustering_and_wrong_reverse_is_caught():
     assert est.n_evals == 4000 * (2 * 4 * model.k + 1)
     assert set(np.unique(est.details["start"])) == {1, 2, 3, 4}  # s is drawn uniformly from 1..S
 
-    bad = cms(jax.random.key(2), model, data, exact_latent=x, num_steps=4, num_runs=4000, kernel=SelfReverse(model.default_kernel()))
+    bad = cms(jax.random.key(2), model, data, exact_latent=x, num_steps=4, num_runs=4000,
+              kernel=SelfReverse(model.default_kernel()))
     mean, se = _ratio(bad, exact)
     assert abs(mean - 1.0) > 4 * se, (mean, se)
 

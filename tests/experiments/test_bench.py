@@ -277,7 +277,8 @@ def test_bench_command_refuses_a_bad_truth_in_one_line(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("args, needle", [
     (["--truth-tol", "0"], "--truth-tol"), (["--truth-tol", "-1"], "--truth-tol"),
-    (["--truth-chains", "0"], "--truth-chains"), (["--trials", "0"], "--trials"), (["--truth-steps", "1"], "--truth-steps"),
+    (["--truth-chains", "0"], "--truth-chains"), (["--trials", "0"], "--trials"),
+    (["--truth-steps", "1"], "--truth-steps"),
     (["--estimators", "lw,nope"], "nope"), (["--knobs", "ais=0"], "--knobs"), (["--knobs", "smc=2"], "smc"),
     (["--option", "n=-5"], "n=-5"),
 ])

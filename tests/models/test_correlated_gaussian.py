@@ -32,7 +32,8 @@ class Transposed(CorrelatedGaussianMean):
 
     def sample_prior(self, key):
         eps = jax.random.normal(key, (self.dim,))
-        return {"x": self.prior_mean + jnp.asarray(self.eigenvectors).T @ (jnp.sqrt(jnp.asarray(self.eigenvalues)) * eps)}
+        scaled = jnp.sqrt(jnp.asarray(self.eigenvalues)) * eps
+        return {"x": self.prior_mean + jnp.asarray(self.eigenvectors).T @ scaled}
 
 
 @pytest.mark.parametrize("model", MODELS, ids=["random-rotation", "45-degrees", "1-d"])

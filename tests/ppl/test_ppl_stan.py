@@ -152,8 +152,8 @@ class _FakeProgram:
 def test_the_build_checks_how_bdmc_lambda_enters(weight, data_in_prior, error):
     m = from_stan(PROGRAM, data=DATA, observed="y")
     fake = _FakeProgram(weight, data_in_prior)
-    built = stan_adapter._Built(stan=lambda name, *args: getattr(fake, name)(*args), shapes={"beta": (4,), "s2": ()},
-                                dim=5)
+    built = stan_adapter.BuiltProgram(stan=lambda name, *args: getattr(fake, name)(*args),
+                                      shapes={"beta": (4,), "s2": ()}, dim=5)
     m._built = built
     probe = (np.full(5, 0.3), (np.linspace(-1.0, 2.0, 20),))
     if error is None:

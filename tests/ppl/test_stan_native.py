@@ -89,7 +89,7 @@ def test_a_missing_compiler_is_named_and_from_stan_falls_back_with_a_warning(mon
     def httpstan_reached(*args, **kwargs):
         raise RuntimeError("the httpstan path was taken")
 
-    monkeypatch.setattr(stan_host, "_outside_event_loop", httpstan_reached)
+    monkeypatch.setattr(stan_host, "outside_event_loop", httpstan_reached)
     model = from_stan(PROGRAM, data=DATA, observed="y")
     assert model.backend == "native"
     with pytest.warns(UserWarning, match="no-such-compiler-here.*falling back to backend='httpstan'"), \
@@ -126,7 +126,7 @@ def _exact(x, y, lam):
 def stand_in():
     model = from_stan(PROGRAM, data=DATA, observed="y")
     fake = _Gaussian()
-    model._built = stan_host._Built(stan=fake, shapes={"beta": (4,), "s2": ()}, dim=5)
+    model._built = stan_host.BuiltProgram(stan=fake, shapes={"beta": (4,), "s2": ()}, dim=5)
     return model, fake
 
 

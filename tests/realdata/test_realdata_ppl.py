@@ -191,6 +191,20 @@ def test_pymc_builders_do_not_import_pymc_at_bdmc_import():
     assert out.stdout.split() == ["False", "False"]
 
 
+def test_stan_programs_are_the_shipped_files():
+    """Each ``*_PROGRAM`` is a package-data file read as is (the compile caches key on the text), none left over."""
+    import importlib.resources
+
+    from bdmc.realdata import stan_models
+
+    files = {f.name: f.read_text() for f in (importlib.resources.files("bdmc.realdata") / "stan").iterdir()
+             if f.name.endswith(".stan")}
+    programs = {name: getattr(stan_models, name) for name in dir(stan_models) if name.endswith("_PROGRAM")}
+    assert len(programs) == len(files) == 5
+    assert sorted(programs.values()) == sorted(files.values())
+    assert all("bdmc_lambda *" in program for program in programs.values())
+
+
 # --------------------------------------------------------------------------------------- NumPyro (fast)
 
 @pytest.mark.parametrize("kind, fixed", CONDITIONAL_CASES)
@@ -292,7 +306,7 @@ def _stan_linear_with_fake_build(simulate=None):
     if simulate is not None:
         model.simulate_fn = simulate
     fake = _FakeLinearProgram()
-    model._built = stan_adapter._Built(stan=lambda name, *args: getattr(fake, name)(*args),
+    model._built = stan_adapter.BuiltProgram(stan=lambda name, *args: getattr(fake, name)(*args),
                                        shapes={"sigma_sq": (), "scale_sq": (), "alpha": (), "beta": (K,)}, dim=K + 3)
     return model
 

@@ -152,7 +152,8 @@ def test_cli_bread_real_writes_the_verdict(tmp_path):
     assert "forward curves are" in result.output
     verdict = json.loads((out / "verdict.json").read_text())
     assert set(verdict["hyperparameters"]) == {"alpha", "beta", "sigma_sq"}
-    assert {"bread_real.png", "quartiles.csv", "bread.csv", "forward_consistency.csv"} <= {p.name for p in out.iterdir()}
+    written = {p.name for p in out.iterdir()}
+    assert {"bread_real.png", "quartiles.csv", "bread.csv", "forward_consistency.csv"} <= written
     bad = CliRunner().invoke(app, ["bread-real", "--model", "ar1", "--ppl", "pymc"])
     assert bad.exit_code != 0 and "numpyro" in bad.output
 

@@ -4,4 +4,5 @@ from .result import AuditResult, CheckOutcome, Figure
 from .report import render_html, write_report
 from .run import SAMPLERS, Budget, audit, resolve_sampler
 
-__all__ = ["AuditResult", "Budget", "CheckOutcome", "Figure", "SAMPLERS", "audit", "render_html", "resolve_sampler", "write_report"]
+__all__ = ["AuditResult", "Budget", "CheckOutcome", "Figure", "SAMPLERS", "audit", "render_html", "resolve_sampler",
+           "write_report"]

@@ -32,7 +32,8 @@ MEANING = (
 REMEDY = (
     "Check first that the draws are near independent (the effective sample size in the table): autocorrelated "
     "draws make ranks look miscalibrated (the verdict is then inconclusive), so thin more or run longer (the "
-    "audit picks the thinning of a fixed kernel from a pilot unless the budget's sbc_thin is given). Then run longer warm-up, a smaller step size "
+    "audit picks the thinning of a fixed kernel from a pilot unless the budget's sbc_thin is given). Then run "
+    "longer warm-up, a smaller step size "
     "or a higher target acceptance; if the failure persists at every budget, suspect the kernel's invariance "
     "(the Geweke test localizes it) or a simulator that does not match the density.")
 

@@ -92,7 +92,8 @@ def _forward(key, model, *, num_latents, num_data, num_prior, level) -> CheckOut
     caption = ("The tests with the smallest p-values (-log10 scale; red: rejected by Holm's procedure). Each test "
                "is an identity the simulator and the log density must satisfy together.")
     return CheckOutcome(
-        name=NAME, title="Simulator vs density: forward-simulation identities", verdict="fail" if len(fired) else "pass",
+        name=NAME, title="Simulator vs density: forward-simulation identities",
+        verdict="fail" if len(fired) else "pass",
         statistic=statistic, level=level, summary=summary, meaning=MEANING_FORWARD, remedy=REMEDY_FORWARD,
         figures=(Figure(png_bytes(fig), caption),), table=tuple(t.to_dict("records")),
         details={"form": "forward simulation", **res.settings,

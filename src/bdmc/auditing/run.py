@@ -100,10 +100,10 @@ class Budget:
     @classmethod
     def quick(cls) -> "Budget":
         """A first look in about a minute on a small model: every check runs, with little power."""
-        return cls(triples=16, simulator_latents=32, simulator_data=32, simulator_prior=1000, sbc_replications=50, sbc_draws=50, sbc_warmup=150, sbc_thin=None, geweke_samples=500,
-                   geweke_steps=20, sandwich_steps=(10, 100), sandwich_chains=8, evidence_steps=200,
-                   evidence_chains=8, evidence_draws=200, real_steps=(10, 100), real_chains=8,
-                   real_mcmc_steps=(), real_warmup=150)
+        return cls(triples=16, simulator_latents=32, simulator_data=32, simulator_prior=1000, sbc_replications=50,
+                   sbc_draws=50, sbc_warmup=150, sbc_thin=None, geweke_samples=500, geweke_steps=20,
+                   sandwich_steps=(10, 100), sandwich_chains=8, evidence_steps=200, evidence_chains=8,
+                   evidence_draws=200, real_steps=(10, 100), real_chains=8, real_mcmc_steps=(), real_warmup=150)
 
 
 @dataclass(frozen=True)
@@ -297,7 +297,8 @@ def _named(key, model, name: str, *, warmup: int, thin: int | None) -> ResolvedS
                             "choose nuts, hmc, mala or rwm")
         kernel = model.default_kernel()
         thin = 1 if thin is None else thin
-        return ResolvedSampler("the model's Gibbs kernel", KernelSampler(kernel, warmup=warmup, thin=thin, model=model), kernel,
+        return ResolvedSampler("the model's Gibbs kernel",
+                               KernelSampler(kernel, warmup=warmup, thin=thin, model=model), kernel,
                                {"sampler": "gibbs", "kernel": repr(kernel)})
     thin = 1 if thin is None else thin
     data = simulate(key, model).data

@@ -18,7 +18,8 @@ from .terms import draw, log_ratios, lower_bound_values
 __all__ = [
     "BracketResult", "Categorical", "Dirichlet", "Family", "InverseGamma", "InverseWishart", "MCSAInfo",
     "MeanField", "MultivariateNormal", "as_sample_dict", "batch_means_stderr", "bracket", "coordinate_ascent",
-    "draw", "fit_mean_field", "pd_cholesky", "pd_inverse", "pd_logdet", "log_ratios", "lower_bound_values", "mcsa_diagnostic", "mcsa_run", "step_sizes",
+    "draw", "fit_mean_field", "pd_cholesky", "pd_inverse", "pd_logdet", "log_ratios", "lower_bound_values",
+    "mcsa_diagnostic", "mcsa_run", "step_sizes",
     "upper_bound_values", "LabelSymmetric", "align_labels", "fit_symmetric", "log_permanent",
     "log_permanent_bruteforce", "relabel",
 ]

@@ -387,7 +387,8 @@ class Categorical(Family):
         """
         x = jnp.asarray(x)
         if x.ndim < 1 or not jnp.issubdtype(x.dtype, jnp.integer):
-            raise BDMCError(f"Categorical.fit needs integer samples of shape (num_samples, ...), got {x.dtype} {x.shape}")
+            raise BDMCError(
+                f"Categorical.fit needs integer samples of shape (num_samples, ...), got {x.dtype} {x.shape}")
         # Scatter-add rather than a (num_samples, *batch, k) one-hot array: n = 600 labels x 10^4 draws is large.
         flat = x.reshape(x.shape[0], -1)
         counts = jnp.zeros((flat.shape[1], num_classes)).at[jnp.arange(flat.shape[1])[None, :], flat].add(1.0)

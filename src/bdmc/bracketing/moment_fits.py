@@ -43,7 +43,10 @@ def fit_inverse_wishart(x):
 
 @functools.partial(jax.jit, static_argnums=1)
 def fit_dirichlet(x, iterations):
-    """``alpha`` matching ``E[log x]`` over axis 0 by ``iterations`` of Minka's fixed point (see :meth:`Dirichlet.fit`)."""
+    """``alpha`` matching ``E[log x]`` over axis 0 by ``iterations`` of Minka's fixed point.
+
+    See :meth:`Dirichlet.fit`.
+    """
     s = jnp.mean(jnp.log(x), axis=0)
     m, m2 = jnp.mean(x, axis=0), jnp.mean(x**2, axis=0)
     # Method-of-moments start: alpha_0 = (m - m2) / (m2 - m^2), averaged over coordinates.

@@ -262,7 +262,8 @@ def align_labels(samples: Mapping, *, labels: str, components: Sequence[str] = (
 
     z = np.asarray(samples[labels])
     if z.ndim != 2 or not np.issubdtype(z.dtype, np.integer):
-        raise BDMCError(f"samples[{labels!r}] must be integer labels of shape (num_samples, n), got {z.dtype} {z.shape}")
+        raise BDMCError(
+            f"samples[{labels!r}] must be integer labels of shape (num_samples, n), got {z.dtype} {z.shape}")
     comps = {c: np.asarray(samples[c]) for c in components}
     k = int(max(z.max() + 1, *(v.shape[1] for v in comps.values()))) if comps else int(z.max() + 1)
     for c, v in comps.items():

@@ -292,7 +292,8 @@ def compare_models(
 
     density = None
     if density_check:
-        latents = jax.vmap(model_a.sample_prior)(jax.random.split(key_points, num_points - 1)) if num_points > 1 else None
+        latents = (jax.vmap(model_a.sample_prior)(jax.random.split(key_points, num_points - 1))
+                   if num_points > 1 else None)
         density = compare_densities(model_a, model_b, data_a, data_b, exact_latent, latents, to_b=to_b, rtol=rtol)
 
     return ModelComparison(

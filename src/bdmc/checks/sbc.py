@@ -214,7 +214,8 @@ def sbc(
         for start in range(0, num_replications, batch):
             chunk = keys[start:start + batch]
             if chunk.shape[0] < batch:  # pad, so every chunk reuses the one compiled program
-                chunk = jnp.concatenate([chunk, jnp.broadcast_to(chunk[:1], (batch - chunk.shape[0],) + chunk.shape[1:])])
+                pad = jnp.broadcast_to(chunk[:1], (batch - chunk.shape[0],) + chunk.shape[1:])
+                chunk = jnp.concatenate([chunk, pad])
             r, v = _replications(chunk, model=model, sampler=sampler, num_draws=num_draws)
             ranks.append(np.asarray(r)), values.append(np.asarray(v))
     else:

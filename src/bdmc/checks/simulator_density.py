@@ -303,7 +303,8 @@ def _discrete_rows(out, names, tol, num_data):
             p = min(1.0, 2 * min(stats.poisson.cdf(x, lam), stats.poisson.sf(x - 1, lam)))
         z = float(np.mean(m)) + x / (num_data * m.size)
         return dict(part=part, test="normalization (seen support)", where=where,
-                    estimate=float(np.log(z)) if z > 0 else -np.inf, stderr=float(np.sqrt(max(lam, x, 1)) / (num_data * m.size)),
+                    estimate=float(np.log(z)) if z > 0 else -np.inf,
+                    stderr=float(np.sqrt(max(lam, x, 1)) / (num_data * m.size)),
                     statistic=float(x - lam), p_value=float(p), cells=int(m.size))
 
     moments = [("mean", "m1")] + ([] if binary else [("second moment", "m2")])

@@ -175,7 +175,7 @@ def load_ppl_model(flag: str, spec: str, *, data: Path | None, observed: str | N
     if not observed:
         raise CLIError("--observed: name the program's observed data variable(s), comma-separated, e.g. "
                        "--observed y")
-    arrays = _load_npz(data)
+    arrays = load_npz(data)
     names = [n.strip() for n in observed.split(",") if n.strip()]
     from .. import ppl
 
@@ -217,7 +217,23 @@ def load_ppl_model(flag: str, spec: str, *, data: Path | None, observed: str | N
     return model, settings
 
 
-def _load_npz(path: Path | None) -> dict:
+def load_npz(path: Path | None) -> dict:
+    """The arrays of a ``--data`` file (``.npz``), by name; none without a file.
+
+    Parameters
+    ----------
+    path : Path or None
+
+    Returns
+    -------
+    dict
+        Name -> numpy array.
+
+    Raises
+    ------
+    CLIError
+        When the file is missing or is not a readable ``.npz``.
+    """
     if path is None:
         return {}
     if not Path(path).is_file():
@@ -227,6 +243,9 @@ def _load_npz(path: Path | None) -> dict:
             return {k: np.asarray(npz[k]) for k in npz.files}
     except (OSError, ValueError) as err:
         raise CLIError(f"--data: cannot read {path} as .npz ({err}); write it with numpy.savez") from None
+
+
+_load_npz = load_npz  # the old name, still imported by cli/sandwich.py until it moves to load_npz
 
 
 def _load_attr(spec: str, flag: str):

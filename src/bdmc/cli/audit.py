@@ -14,7 +14,7 @@ from rich.table import Table
 
 from ._common import (PPL_OPTIONS, CLIError, at_least, command, console, model_option_option, out_option,
                       output_dir, parse_steps, wrote)
-from ._models import _load_npz, builtin_model, load_ppl_model, ppl_given, ppl_label
+from ._models import builtin_model, load_npz, load_ppl_model, ppl_given, ppl_label
 
 PPL_NAMES = {"numpyro": "NumPyro", "pymc": "PyMC", "stan": "Stan", "webppl": "WebPPL"}
 
@@ -96,7 +96,7 @@ def audit_command(
     out = output_dir(out, f"audit-{name.replace(':', '-')}")
     if program is not None:
         model_obj, _ = load_ppl_model(*program, data=data, observed=observed, simulator=simulator)
-        arrays = _load_npz(data)
+        arrays = load_npz(data)
         names = list(model_obj.observed)
         given = [n for n in names if n in arrays]
         if given and len(given) != len(names):
@@ -157,7 +157,7 @@ def print_summary(out, result) -> None:
 def _builtin_data(path: Path | None):
     if path is None:
         return None
-    arrays = _load_npz(path)
+    arrays = load_npz(path)
     if len(arrays) != 1:
         raise CLIError(f"--data: a built-in model's data file must hold one array, got {sorted(arrays)}")
     return np.asarray(next(iter(arrays.values())))

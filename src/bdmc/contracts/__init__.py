@@ -20,7 +20,9 @@ from .model import (Model, Simulated, check_array_shape, log_density, log_densit
 
 __all__ = [
     "BICFit", "CAPABILITIES", "CaseProposal", "ChecksData", "CollapsedDensity", "ConditionalPrior", "ConstrainedMoves",
-    "COMBINE_RULES", "ESTIMATORS", "Estimate", "EstimatorInfo", "ExactEvidence", "combine_runs", "register_estimator", "seed_of", "GaussianPriorBlocks", "GibbsConditionals", "IndexedConditionals", "Kernel", "KernelInfo", "LabelSymmetry",
+    "COMBINE_RULES", "ESTIMATORS", "Estimate", "EstimatorInfo", "ExactEvidence", "combine_runs", "register_estimator",
+    "seed_of", "GaussianPriorBlocks", "GibbsConditionals", "IndexedConditionals", "Kernel", "KernelInfo",
+    "LabelSymmetry",
     "Model", "NamesTerms", "OwnKernel", "ReversibleTransition", "Simulated", "TemperedSimulation", "VariationalFamily",
     "capabilities", "capability_table", "check_array_shape", "gap", "log_density", "log_density_increment",
     "log_harmonic_mean", "log_mean_exp", "log_mean_exp_stderr", "log_predictive", "missing_methods", "n_cases",

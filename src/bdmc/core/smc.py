@@ -124,9 +124,10 @@ def smc(
         as many sub-steps as its likelihood's spread across particles needs; the run uses that path frozen,
         so the bound keeps its guarantee (the step size stays the kernel's: the AIS pilot's table, read at
         the share of data switched on, made the peer benchmark's regression and correlated Gaussian less
-        accurate, RMSE 0.79 and 0.94 against 0.58 and 0.50 at 64 particles). "auto" pilots models without a kernel of their own under the "prior" proposal (the
-        paper's models, with their own kernels and predictive proposals, run the plain data path); the
-        pilot's time and evaluations are included in the estimate's, and ``settings`` records its choice.
+        accurate, RMSE 0.79 and 0.94 against 0.58 and 0.50 at 64 particles). "auto" pilots models without a
+        kernel of their own under the "prior" proposal (the paper's models, with their own kernels and
+        predictive proposals, run the plain data path); the pilot's time and evaluations are included in the
+        estimate's, and ``settings`` records its choice.
 
     Returns
     -------

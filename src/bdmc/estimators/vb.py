@@ -34,7 +34,8 @@ from ._timing import check_positive
 @register_estimator("vb", label="VB", knob="num_restarts", knobs=(1, 10, 100), bound="lower", combine="max",
                     requires=(VariationalFamily,))
 def variational_bayes(key, model, data, *, exact_latent=None, num_restarts: int = 10, num_runs: int = 1,
-                      symmetric: bool = False, tol: float = 0.01, patience: int = 50, max_iterations: int = 5000) -> Estimate:
+                      symmetric: bool = False, tol: float = 0.01, patience: int = 50,
+                      max_iterations: int = 5000) -> Estimate:
     """Best mean-field VB lower bound on ``log p(y)`` over ``num_restarts`` random restarts.
 
     Parameters

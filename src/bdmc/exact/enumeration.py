@@ -34,9 +34,8 @@ def mixture_log_marginal_enumerate(y, *, log_weights, sigma_theta, sigma_noise):
 
     def one(zs):
         masks = (zs[None, :] == jnp.arange(k)[:, None]).astype(y.dtype)
-        per_cluster = jax.vmap(
-            lambda m: gaussian_mean_log_marginal(y, prior_mean=0.0, prior_std=sigma_theta, noise_std=sigma_noise, mask=m)
-        )(masks)
+        per_cluster = jax.vmap(lambda m: gaussian_mean_log_marginal(y, prior_mean=0.0, prior_std=sigma_theta,
+                                                                    noise_std=sigma_noise, mask=m))(masks)
         return jnp.sum(log_weights[zs]) + jnp.sum(per_cluster)
 
     return logsumexp(jax.lax.map(one, z, batch_size=4096))

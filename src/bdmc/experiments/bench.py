@@ -34,9 +34,9 @@ from ..errors import require
 from ..checks.sandwich import exact_log_marginal_or_none
 from ..contracts.estimate import ESTIMATORS
 from ..contracts.model import simulate
-from .bench_store import (COLUMNS, CSV_NAME, DTYPES, JSON_NAME, ROW_DETERMINING, _context, _frame, _open_store,
-                          _settings, load)
-from .scoring import (_DATA_TAG, _TRUTH_TAG, CONFIDENCE, PAPER_ORDER, THRESHOLDS, available, estimator_order, missing,
+from .bench_store import (COLUMNS, CSV_NAME, DTYPES, JSON_NAME, ROW_DETERMINING, load, open_store, row_context,
+                          rows_frame, sweep_settings)
+from .scoring import (CONFIDENCE, DATA_TAG, PAPER_ORDER, THRESHOLDS, TRUTH_TAG, available, estimator_order, missing,
                       run_key, run_one, score, time_to_rmse)
 from .truth import (AIS, CLOSED_FORM, TRUTH_CHAINS, TRUTH_STEPS, TRUTH_TOL, BenchSettingsError, GroundTruth,
                     GroundTruthError, check_truth_settings, ground_truth)
@@ -52,7 +52,8 @@ __all__ = [
 def run_bench(key, model, *, estimators: Sequence[str] | None = None,
               knobs: Mapping[str, Sequence[int]] | None = None, trials: int = 25, data=None, exact_latent=None,
               out: str | os.PathLike | None = None, client=None, truth_steps: int = TRUTH_STEPS,
-              truth_chains: int = TRUTH_CHAINS, truth_tol: float = TRUTH_TOL, estimator_options: Mapping[str, Mapping[str, Any]] | None = None,
+              truth_chains: int = TRUTH_CHAINS, truth_tol: float = TRUTH_TOL,
+              estimator_options: Mapping[str, Mapping[str, Any]] | None = None,
               overwrite: bool = False, on_row: Callable[[dict], None] | None = None) -> pd.DataFrame:
     """Benchmark log-ML estimators against BDMC ground truth: accuracy against time (paper Secs. 6.2-6.4).
 
@@ -108,19 +109,20 @@ def run_bench(key, model, *, estimators: Sequence[str] | None = None,
     options = {name: dict((estimator_options or {}).get(name, {})) for name in ESTIMATORS}
     data, exact_latent, data_tag = _data(key, model, data, exact_latent)
     exact = exact_log_marginal_or_none(model, data)
-    settings = _settings(key, model, data_tag, trials=trials, truth_steps=truth_steps, truth_chains=truth_chains,
-                         truth_tol=truth_tol, options=options, truth_source=AIS if exact is None else CLOSED_FORM)
-    store = _open_store(Path(out), settings, overwrite=overwrite) if out is not None else None
+    settings = sweep_settings(key, model, data_tag, trials=trials, truth_steps=truth_steps,
+                              truth_chains=truth_chains, truth_tol=truth_tol, options=options,
+                              truth_source=AIS if exact is None else CLOSED_FORM)
+    store = open_store(Path(out), settings, overwrite=overwrite) if out is not None else None
     saved = store.records.get("truth") if store is not None else None
     truth = GroundTruth(**saved) if saved is not None else None
     if truth is None:
-        truth = ground_truth(jax.random.fold_in(key, _TRUTH_TAG), model, data, exact_latent,
+        truth = ground_truth(jax.random.fold_in(key, TRUTH_TAG), model, data, exact_latent,
                              num_steps=truth_steps, num_chains=truth_chains, tol=truth_tol, exact=exact)
         if store is not None:
             store.record("truth", dataclasses.asdict(truth))
     done = {(r["estimator"], r["knob"]): r for r in store.rows} if store is not None else {}
     todo = [pair for pair in plan if pair not in done]
-    context = _context(settings)
+    context = row_context(settings)
     payload = dict(model=model, data=data, exact_latent=exact_latent, trials=trials, truth=truth.value,
                    context=context)
     new: dict[tuple[str, int], dict] = {}
@@ -140,7 +142,7 @@ def run_bench(key, model, *, estimators: Sequence[str] | None = None,
     else:
         _run_dask(client, jobs, payload, finished)
     rows = {**done, **new}
-    return _frame([rows[pair] for pair in plan])
+    return rows_frame([rows[pair] for pair in plan])
 
 
 def connect(scheduler: str = "local"):
@@ -224,7 +226,7 @@ def _data(key, model, data, exact_latent):
     if data is None:
         if exact_latent is not None:
             raise BenchSettingsError("exact_latent given without data")
-        data, exact_latent = simulate(jax.random.fold_in(key, _DATA_TAG), model)
+        data, exact_latent = simulate(jax.random.fold_in(key, DATA_TAG), model)
         tag = "simulated"
     elif exact_latent is None:
         raise BenchSettingsError("the ground truth needs the exact latent that generated the given data")

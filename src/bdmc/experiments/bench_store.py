@@ -39,7 +39,29 @@ ROW_DETERMINING = ("model", "model_options", "seed", "data", "trials", "truth_st
 _STORE_TYPES = {c: {"int64": int}.get(t, t) for c, t in DTYPES.items()}
 
 
-def _settings(key, model, data_tag, *, trials, truth_steps, truth_chains, truth_tol, options, truth_source) -> dict:
+def sweep_settings(key, model, data_tag, *, trials, truth_steps, truth_chains, truth_tol, options,
+                   truth_source) -> dict:
+    """The settings a sweep is stored with, and must agree on to resume (:data:`ROW_DETERMINING`).
+
+    Parameters
+    ----------
+    key : jax.Array
+        The sweep's key (its words are stored).
+    model : Model
+        Recorded by type and options (its dataclass fields, else its repr).
+    data_tag : str
+        Where the data came from: ``"simulated"``, or ``"sha256:..."`` of the given data.
+    trials, truth_steps, truth_chains : int
+    truth_tol : float
+    options : dict
+        Estimator name -> options; only the estimators given options are recorded.
+    truth_source : str
+
+    Returns
+    -------
+    dict
+        JSON-ready settings; ``x64`` records whether float64 is on.
+    """
     model_options = dataclasses.asdict(model) if dataclasses.is_dataclass(model) else repr(model)
     return {"model": type(model).__name__, "model_options": _json(model_options),
             "seed": _json([int(x) for x in np.asarray(jax.random.key_data(key)).ravel()]), "data": data_tag,
@@ -48,8 +70,20 @@ def _settings(key, model, data_tag, *, trials, truth_steps, truth_chains, truth_
             "x64": bool(jax.config.jax_enable_x64)}
 
 
-def _context(settings: dict) -> dict:
-    """Columns every row carries: the settings and the library versions."""
+def row_context(settings: dict) -> dict:
+    """Columns every row carries: the settings and the library versions.
+
+    Parameters
+    ----------
+    settings : dict
+        From :func:`sweep_settings`.
+
+    Returns
+    -------
+    dict
+        Column -> value, for every settings column of :data:`COLUMNS` but ``trials``, and the versions of
+        JAX, NumPy and bdmc.
+    """
     from ..version import __version__
 
     return {**{k: settings[k] for k in COLUMNS if k in settings and k != "trials"},
@@ -66,8 +100,17 @@ def _json(value) -> str:
     return json.dumps(value, sort_keys=True, default=json_default)
 
 
+def rows_frame(rows: list[dict]) -> pd.DataFrame:
+    """The benchmark table of ``rows``: the columns :data:`COLUMNS` in order, coerced to :data:`DTYPES`.
 
-def _frame(rows: list[dict]) -> pd.DataFrame:
+    Parameters
+    ----------
+    rows : list of dict
+
+    Returns
+    -------
+    pandas.DataFrame
+    """
     return pd.DataFrame(rows, columns=list(COLUMNS)).astype(DTYPES).reset_index(drop=True)
 
 
@@ -84,8 +127,8 @@ def load(out: str | os.PathLike) -> tuple[pd.DataFrame, GroundTruth | None]:
     (pandas.DataFrame, GroundTruth or None)
     """
     body = json.loads((Path(out) / JSON_NAME).read_text())
-    store = _open_store(Path(out), body["settings"], overwrite=False)
-    table = _frame(store.rows)
+    store = open_store(Path(out), body["settings"], overwrite=False)
+    table = rows_frame(store.rows)
     order = {name: i for i, name in enumerate(estimator_order())}
     table = table.sort_values(["estimator", "knob"], key=lambda c: c.map(order) if c.name == "estimator" else c,
                               kind="stable").reset_index(drop=True)
@@ -93,8 +136,27 @@ def load(out: str | os.PathLike) -> tuple[pd.DataFrame, GroundTruth | None]:
     return table, GroundTruth(**saved) if saved is not None else None
 
 
-def _open_store(out: Path, settings: dict, *, overwrite: bool) -> RunStore:
-    """The sweep's store: settings and ground truth in ``bench.json``, rows in the append-only ``bench.csv``."""
+def open_store(out: Path, settings: dict, *, overwrite: bool) -> RunStore:
+    """The sweep's store: settings and ground truth in ``bench.json``, rows in the append-only ``bench.csv``.
+
+    Parameters
+    ----------
+    out : Path
+        The sweep's directory.
+    settings : dict
+        From :func:`sweep_settings`; a stored sweep must agree on its :data:`ROW_DETERMINING` keys.
+    overwrite : bool
+        Start afresh rather than resume.
+
+    Returns
+    -------
+    bdmc.experiments.store.RunStore
+
+    Raises
+    ------
+    bdmc.experiments.truth.BenchSettingsError
+        When the stored sweep's settings differ from ``settings`` (and ``overwrite`` is false).
+    """
     try:
         return RunStore(out, csv_name=CSV_NAME, json_name=JSON_NAME, dtypes=_STORE_TYPES, key=("estimator", "knob"),
                         settings=settings, compare=ROW_DETERMINING, overwrite=overwrite,

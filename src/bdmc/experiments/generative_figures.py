@@ -49,8 +49,8 @@ def write_figures(out, *, dpi: int = 110) -> list[Path]:
         samples = arrays / f"samples_{model}.npz"
         if samples.exists():
             with np.load(samples) as z:
-                save(plot_image_grid(z["samples"], shape=shape, title=f"{model.upper()}: decoder means f(z), z ~ N(0, I)"),
-                     f"samples_{model}.png")
+                title = f"{model.upper()}: decoder means f(z), z ~ N(0, I)"
+                save(plot_image_grid(z["samples"], shape=shape, title=title), f"samples_{model}.png")
         done = sorted((r["budget"] for r in rows if r["model"] == model and r["estimator"] == "ais"
                        and r["split"] == "test"), reverse=True)
         posterior = arrays / f"posterior_{model}_test_{done[0]}.npz" if done else None

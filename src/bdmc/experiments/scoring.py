@@ -27,8 +27,9 @@ from .. import estimators as _register_estimators  # noqa: F401  (registers ever
 
 THRESHOLDS = (10.0, 1.0)  # nats: the paper's accuracy target (Sec. 6.3) and a stricter one
 CONFIDENCE = 0.95
-# fold_in tags separating the key streams of the data, the ground truth and the scored runs.
-_DATA_TAG, _TRUTH_TAG, _RUNS_TAG = 0, 1, 2
+# fold_in tags separating the key streams of the data, the ground truth and the scored runs (shared with the
+# benchmark harness, bdmc.experiments.bench).
+DATA_TAG, TRUTH_TAG, RUNS_TAG = 0, 1, 2
 
 
 # The paper's order of estimators (tables and figures); estimators registered later follow in their own order.
@@ -72,7 +73,7 @@ def score(trials, truth: float, rule: str) -> dict[str, float]:
 def run_key(key, name: str, knob: int):
     """The key of one (estimator, knob) batch: a function of the seed, the name and the knob only."""
     name_tag = zlib.crc32(name.encode()) & 0x7FFFFFFF  # stable across processes, unlike hash()
-    return jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(key, _RUNS_TAG), name_tag), int(knob))
+    return jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(key, RUNS_TAG), name_tag), int(knob))
 
 
 def run_one(name: str, knob: int, key_data, model, data, exact_latent, *, trials: int, truth: float,

@@ -8,4 +8,5 @@ from .hmc import HMC, TermsState
 from .single_site import SingleSiteMH
 from .step_sizes import StepSizeTable
 
-__all__ = ["KernelInfo", "Conditional", "GibbsSweep", "Gibbs", "Cycle", "Repeat", "cycle", "repeat", "RandomWalkMH", "SingleSiteMH", "MALA", "HMC", "NUTS", "TermsState", "StepSizeTable"]
+__all__ = ["KernelInfo", "Conditional", "GibbsSweep", "Gibbs", "Cycle", "Repeat", "cycle", "repeat", "RandomWalkMH",
+           "SingleSiteMH", "MALA", "HMC", "NUTS", "TermsState", "StepSizeTable"]

@@ -32,5 +32,6 @@ def get_model(name: str, **options):
     return cls(**options)
 
 
-__all__ = ["BinaryAttributes", "BinaryAttributesHyper", "Clustering", "ClusteringHyper", "CorrelatedGaussianMean", "FiniteMixture", "GaussianMean",
-           "LinearRegression", "LowRank", "LowRankHyper", "NIWMixture", "REGISTRY", "get_model"]
+__all__ = ["BinaryAttributes", "BinaryAttributesHyper", "Clustering", "ClusteringHyper", "CorrelatedGaussianMean",
+           "FiniteMixture", "GaussianMean", "LinearRegression", "LowRank", "LowRankHyper", "NIWMixture", "REGISTRY",
+           "get_model"]

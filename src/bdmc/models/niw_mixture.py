@@ -117,7 +117,10 @@ class NIWMixture:
         return gammaln(self.k * a) - gammaln(self.n + self.k * a) + jnp.sum(gammaln(counts + a) - gammaln(a))
 
     def cluster_term(self, W, S, Q):
-        """Log NIW integral of each cluster's tempered likelihood (module docstring); shapes (...), (..., p), (..., p, p)."""
+        """Log NIW integral of each cluster's tempered likelihood (module docstring).
+
+        ``W``, ``S``, ``Q`` have shapes (...), (..., p) and (..., p, p).
+        """
         p = self.dim
         kap = self.tau + W
         post = self.scale * jnp.eye(p) + Q - jnp.einsum("...a,...b->...ab", S, S) / kap[..., None, None]

@@ -8,5 +8,5 @@ from .real_data import plot_real_data
 from .sandwich import plot_sandwich
 from .sbc import plot_sbc_ecdf, plot_sbc_histograms
 
-__all__ = ["plot_bench", "plot_bread", "plot_bread_divergences", "plot_grid_distributions", "plot_geweke", "plot_real_data",
-           "plot_sandwich", "plot_sbc_ecdf", "plot_sbc_histograms"]
+__all__ = ["plot_bench", "plot_bread", "plot_bread_divergences", "plot_grid_distributions", "plot_geweke",
+           "plot_real_data", "plot_sandwich", "plot_sbc_ecdf", "plot_sbc_histograms"]

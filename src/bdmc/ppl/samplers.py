@@ -149,14 +149,14 @@ class StanNUTS:
     def draws(self, key, data, *, num_draws: int):
         import stan
 
-        from .stan_host import _outside_event_loop
+        from .stan_host import outside_event_loop
 
         model, num_draws = self.model, int(num_draws)
         stan_data = model._stan_data([np.asarray(data[name]) for name in model.observed], 1.0)
         quiet = io.StringIO()  # pystan's build and progress lines, once per data set
         with contextlib.redirect_stderr(quiet), contextlib.redirect_stdout(quiet):
-            posterior = _outside_event_loop(stan.build, model.program_code, data=stan_data, random_seed=_seed(key))
-            fit = _outside_event_loop(posterior.sample, num_chains=1, num_samples=num_draws * self.thin,
+            posterior = outside_event_loop(stan.build, model.program_code, data=stan_data, random_seed=_seed(key))
+            fit = outside_event_loop(posterior.sample, num_chains=1, num_samples=num_draws * self.thin,
                                       num_warmup=self.num_warmup, num_thin=self.thin, delta=self.delta,
                                       max_depth=self.max_depth)
         shapes = model._ensure_built().shapes

@@ -54,7 +54,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import BDMCError, DataError, require
-from .stan_host import LAMBDA, _build, _Built, _key_words, _make_log_density, _rng, _stanc_info
+from .stan_host import LAMBDA, BuiltProgram, build_program, host_rng, key_words, make_log_density, stanc_info
 
 BACKENDS = ("native", "httpstan")
 
@@ -93,7 +93,7 @@ class StanModel:
         self.observed = tuple(observed)
         self.simulate_fn = simulate
         self.backend, self.num_threads = backend, num_threads
-        info = _stanc_info(program_code)
+        info = stanc_info(program_code)
         self.name = name or f"program {hashlib.sha256(program_code.encode()).hexdigest()[:10]}"
         inputs = self._inputs = info["inputs"]
         if LAMBDA not in inputs:
@@ -138,8 +138,8 @@ class StanModel:
                 "unaffected; write the prior with `target += ..._lpdf(...)` for estimators that score the joint.",
                 stacklevel=3)
         self._lock = threading.RLock()  # the build's own checks call back into built methods
-        self._built: _Built | None = None
-        self._log_density = _make_log_density(self)
+        self._built: BuiltProgram | None = None
+        self._log_density = make_log_density(self)
 
     # ---------------------------------------------------------------------------------------- contract
 
@@ -148,7 +148,7 @@ class StanModel:
         self._require_simulator("sample_prior")
         built = self._ensure_built()
         out = jax.ShapeDtypeStruct((built.dim,), jnp.result_type(float))  # Stan computes in float64; cast
-        return jax.pure_callback(lambda w: self._host_sample_prior(w).astype(out.dtype), out, _key_words(key),
+        return jax.pure_callback(lambda w: self._host_sample_prior(w).astype(out.dtype), out, key_words(key),
                                  vmap_method="broadcast_all")
 
     def sample_prior_given(self, key, fixed: Mapping[str, Any]):
@@ -187,7 +187,7 @@ class StanModel:
         for name, value in given.items():
             if value.shape != built.shapes[name]:
                 raise BDMCError(f"fixed value of {name!r} must have shape {built.shapes[name]}, got {value.shape}")
-        rng = _rng(np.asarray(_key_words(key)))
+        rng = host_rng(np.asarray(key_words(key)))
         params, _ = self._call_simulator(rng, {n: v.copy() for n, v in given.items()} if given else None)
         changed = [n for n, v in given.items()
                    if n not in params or not np.array_equal(np.asarray(params[n], np.float64), v)]
@@ -205,7 +205,7 @@ class StanModel:
         def host(words, x):
             return tuple(v.astype(o.dtype) for v, o in zip(self._host_sample_data(words, x), out))
 
-        values = jax.pure_callback(host, out, _key_words(key), jnp.asarray(latent, jnp.result_type(float)),
+        values = jax.pure_callback(host, out, key_words(key), jnp.asarray(latent, jnp.result_type(float)),
                                    vmap_method="broadcast_all")
         return dict(zip(self.observed, values))
 
@@ -300,11 +300,11 @@ class StanModel:
         except (RuntimeError, ValueError) as err:
             raise BDMCError(f"Stan cannot unconstrain the parameters: {err}") from err
 
-    def _ensure_built(self) -> "_Built":
+    def _ensure_built(self) -> "BuiltProgram":
         with self._lock:
             if self._built is None:
                 try:
-                    self._built = _build(self)
+                    self._built = build_program(self)
                 except BaseException:
                     self._built = None  # a failed check must not leave a half-built program behind
                     raise
@@ -349,7 +349,7 @@ class StanModel:
     def _host_sample_prior(self, words):
         words = np.asarray(words)
         flat = words.reshape(-1, words.shape[-1])
-        out = self._unconstrain_many([self._call_simulator(_rng(w))[0] for w in flat])
+        out = self._unconstrain_many([self._call_simulator(host_rng(w))[0] for w in flat])
         return out.reshape(words.shape[:-1] + (self._built.dim,))
 
     def _host_sample_data(self, words, latent):
@@ -358,7 +358,7 @@ class StanModel:
         words, latent = words.reshape(-1, words.shape[-1]), latent.reshape(-1, latent.shape[-1])
         draws = []
         for w, params in zip(words, self._constrain_many(latent)):
-            obs = self._call_simulator(_rng(w), params)[1]
+            obs = self._call_simulator(host_rng(w), params)[1]
             self._check_observations(obs)
             draws.append(obs)
         return tuple(np.stack([np.asarray(d[n], self._obs_dtype[n]) for d in draws]).reshape(

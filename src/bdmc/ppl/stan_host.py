@@ -1,11 +1,15 @@
 """The host side of the Stan adapter (:mod:`bdmc.ppl.stan`): the helper process and the JAX bridge.
 
-- ``_StanProcess`` runs the compiled program in a helper process that serves pickled calls over a pipe (Stan's
-  autodiff stack cannot be used from the threads JAX runs callbacks in);
-- ``_make_log_density`` reaches it from JAX through ``jax.pure_callback`` with a custom JVP, so gradient
-  kernels work under ``jit`` and ``vmap``;
-- ``_stanc_info`` reads a program's variables with ``stanc --info``, and ``_outside_event_loop`` lets pystan's
-  ``asyncio.run`` work where an event loop already runs (Jupyter).
+- ``build_program`` builds (or loads) a program on the model's backend, in-process or in a helper process
+  (``_StanProcess``, which serves pickled calls over a pipe: Stan's autodiff stack cannot be used from the
+  threads JAX runs callbacks in), as a ``BuiltProgram``;
+- ``make_log_density`` reaches it from JAX through an XLA FFI call or ``jax.pure_callback`` with a custom JVP,
+  so gradient kernels work under ``jit`` and ``vmap``;
+- ``stanc_info`` reads a program's variables with ``stanc --info``, ``outside_event_loop`` lets pystan's
+  ``asyncio.run`` work where an event loop already runs (Jupyter), and ``key_words`` / ``host_rng`` seed
+  NumPy on the host from a JAX key.
+
+These are shared by the Stan modules of :mod:`bdmc.ppl`; users call :func:`bdmc.ppl.stan.from_stan`.
 """
 
 from __future__ import annotations
@@ -43,8 +47,19 @@ if TYPE_CHECKING:
     from .stan import StanModel
 
 
-class _Built:
-    """The compiled program (in its helper process), the parameter shapes and the unconstrained size."""
+class BuiltProgram:
+    """A built program: its callable, the parameter shapes and the unconstrained size.
+
+    Parameters
+    ----------
+    stan : callable
+        ``stan(name, *args)`` calls the program's function ``name`` (``"log_prob_group"``, ``"write_array"``,
+        ...): a ``NativeProgram`` in this process or a ``_StanProcess`` helper.
+    shapes : dict
+        Parameter name -> shape (Stan's order).
+    dim : int
+        Length of the unconstrained vector.
+    """
 
     def __init__(self, *, stan: "_StanProcess", shapes: dict, dim: int):
         self.stan, self.shapes, self.dim = stan, shapes, dim
@@ -166,8 +181,21 @@ while True:
 """
 
 
-def _make_log_density(model: StanModel):
+def make_log_density(model: StanModel):
     """``(x, lam, *observations) -> log f(x; lam)`` through host callbacks, differentiable in x and lam.
+
+    Parameters
+    ----------
+    model : bdmc.ppl.stan.StanModel
+        Read when the function is called, not when it is made: its ``_built`` program may come later.
+
+    Returns
+    -------
+    callable
+        A ``jax.custom_jvp`` function of the unconstrained latent ``x`` (..., D), lambda and the observations.
+
+    Notes
+    -----
 
     One call serves a whole batch of chains: under ``vmap`` (``vmap_method="expand_dims"``) the observations
     and lambda keep a leading axis of size one when they are shared, so they are not copied per chain, and
@@ -248,8 +276,25 @@ def _host_log_density(model: StanModel, x, lam, *obs, with_grad: bool):
     return (values, grads.reshape(batch + (dim,)).astype(dtype)) if with_grad else values
 
 
-def _build(model: StanModel) -> _Built:
-    """Build (or load) the program on the model's backend and check it against the model's declarations."""
+def build_program(model: StanModel) -> BuiltProgram:
+    """Build (or load) the program on the model's backend and check it against the model's declarations.
+
+    Parameters
+    ----------
+    model : bdmc.ppl.stan.StanModel
+        Its ``backend`` falls back to ``"httpstan"`` (with a warning) when the in-process build fails; its
+        ``_built`` is set to the result before the checks run (the caller holds the lock).
+
+    Returns
+    -------
+    BuiltProgram
+
+    Raises
+    ------
+    bdmc.BDMCError
+        When the program cannot be loaded, or ``bdmc_lambda`` does not enter the density as a weight on the
+        likelihood.
+    """
     data = model._stan_data(model._placeholder, 0.0)
     program = None
     if model.backend == "native":
@@ -266,14 +311,14 @@ def _build(model: StanModel) -> _Built:
         shapes = {n: s for n, s in program.param_shapes(data).items()}
     else:
         stan = require("stan", extra="stan")
-        posterior = _outside_event_loop(stan.build, model.program_code, data=data)
+        posterior = outside_event_loop(stan.build, model.program_code, data=data)
         try:
             program = _StanProcess(posterior.model_name, fixed_data=model._fixed)
         except Exception as err:  # noqa: BLE001 - whatever failed, the program cannot be evaluated
             raise BDMCError(f"cannot load the compiled Stan program {posterior.model_name}: {err}") from err
         dims = dict(zip(posterior.param_names, posterior.dims))
         shapes = {n: tuple(int(d) for d in dims[n]) for n in model.parameter_names}
-    built = _Built(stan=program, shapes=shapes, dim=0)
+    built = BuiltProgram(stan=program, shapes=shapes, dim=0)
     model._built = built  # the checks below use it; the caller holds the lock and resets it on failure
     probe = None
     if model.simulate_fn is not None:
@@ -323,20 +368,58 @@ def _check_lambda_enters_affinely(model: StanModel, built, probe) -> None:
                       "at the unconstrained origin (nor at a simulated draw)", stacklevel=4)
 
 
-def _key_words(key):
-    """The raw words of a PRNG key (typed or legacy), for seeding numpy on the host."""
+def key_words(key):
+    """The raw words of a PRNG key (typed or legacy), for seeding numpy on the host.
+
+    Parameters
+    ----------
+    key : jax.Array
+        A typed key (``jax.random.key``) or a legacy uint32 key.
+
+    Returns
+    -------
+    jax.Array
+        The key's uint32 words, which a host callback can take as an argument.
+    """
     key = jnp.asarray(key) if not isinstance(key, jax.Array) else key
     if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         return jax.random.key_data(key)
     return key
 
 
-def _rng(words) -> np.random.Generator:
+def host_rng(words) -> np.random.Generator:
+    """A NumPy generator seeded by a key's words (:func:`key_words`, as a host callback receives them).
+
+    Parameters
+    ----------
+    words : array of int
+
+    Returns
+    -------
+    numpy.random.Generator
+    """
     return np.random.default_rng([int(w) for w in np.asarray(words).ravel()])
 
 
-def _stanc_info(program_code: str) -> dict:
-    """The program's data variables, parameters and distributions, from ``stanc --info`` (no C++ compile)."""
+def stanc_info(program_code: str) -> dict:
+    """The program's data variables, parameters and distributions, from ``stanc --info`` (no C++ compile).
+
+    Parameters
+    ----------
+    program_code : str
+
+    Returns
+    -------
+    dict
+        stanc's JSON: ``"inputs"``, ``"parameters"``, ``"distributions"``, ...
+
+    Raises
+    ------
+    bdmc.MissingExtraError
+        When httpstan is not installed.
+    bdmc.BDMCError
+        When the program does not compile.
+    """
     require("httpstan", extra="stan")
     stanc = importlib.resources.files("httpstan") / "stanc"
     with tempfile.TemporaryDirectory(prefix="bdmc_stan_") as tmp:
@@ -348,10 +431,21 @@ def _stanc_info(program_code: str) -> dict:
     return json.loads(done.stdout)
 
 
-def _outside_event_loop(fn, *args, **kwargs):
+def outside_event_loop(fn, *args, **kwargs):
     """Run ``fn`` (which calls ``asyncio.run``) in a worker thread when this thread already runs an event loop.
 
     pystan drives httpstan with ``asyncio.run``, which refuses to start inside a running loop (Jupyter).
+
+    Parameters
+    ----------
+    fn : callable
+    *args, **kwargs
+        Passed to ``fn``.
+
+    Returns
+    -------
+    object
+        What ``fn`` returns.
     """
     try:
         asyncio.get_running_loop()

@@ -103,7 +103,8 @@ class WebPPLModel:
     def sample_data(self, key, latent):
         """The observed fields drawn given the latent: WebPPL runs the program with every ``observe`` drawing
         its value (or ``simulate(rng, values)`` when given); the draws fill the observed fields in order."""
-        dtypes = {n: jnp.result_type(int if np.issubdtype(v.dtype, np.integer) else float) for n, v in self._obs.items()}
+        dtypes = {n: jnp.result_type(int if np.issubdtype(v.dtype, np.integer) else float)
+                  for n, v in self._obs.items()}
         out = tuple(jax.ShapeDtypeStruct(self._obs[n].shape, dtypes[n]) for n in self.observed)
 
         def host(words, u):
@@ -314,7 +315,7 @@ def from_webppl(program: str, data: Mapping[str, Any], *, observed: str | Sequen
     ... model'''
     >>> model = bdmc.ppl.from_webppl(program, {"y": np.zeros(10)}, observed="y")
     >>> data, latent = bdmc.simulate(jax.random.key(0), model)
-    >>> bdmc.sandwich(jax.random.key(1), model, data, latent, steps=[100, 1000], num_chains=16)
+    >>> bdmc.sandwich(jax.random.key(1), model, data, latent, steps=[100, 1000], num_runs=16)
     """
     return WebPPLModel(program, data=data, observed=[observed] if isinstance(observed, str) else list(observed),
                        simulate=simulate, install=install, name=name)

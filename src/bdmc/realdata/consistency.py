@@ -67,8 +67,9 @@ class ForwardConsistency:
                        if t["significant"].any() else int(np.argmax(t["relative"].to_numpy()))]
         larger = max(abs(worst["climb_real"]), abs(worst["climb_simulated"]))
         return (f"real and simulated forward curves are {verdict}: at T = {int(worst['num_steps'])} the real data "
-                f"climb {abs(worst['climb_real']):.1f} nats to the longest run and the simulated {abs(worst['climb_simulated']):.1f}, "
-                f"a difference of {100 * worst['relative']:.0f}% of {larger:.1f} nats at {worst['z']:+.1f} standard errors "
+                f"climb {abs(worst['climb_real']):.1f} nats to the longest run and the simulated "
+                f"{abs(worst['climb_simulated']):.1f}, a difference of {100 * worst['relative']:.0f}% of {larger:.1f} "
+                f"nats at {worst['z']:+.1f} standard errors "
                 f"(not consistent beyond {100 * self.tolerance:.0f}% and {self.critical_z(len(t)):.1f} s.e.)")
 
     @staticmethod
@@ -137,7 +138,8 @@ def forward_consistency(runs: pd.DataFrame, *, tolerance: float = FORWARD_TOLERA
         delta_boot = climb_boot["real"] - climb_boot["simulated"]
         delta, stderr = climb["real"] - climb["simulated"], float(np.std(delta_boot))
         rows.append({"num_steps": T, "climb_real": climb["real"], "climb_simulated": climb["simulated"],
-                     "delta": delta, "delta_stderr": stderr, "z": delta / stderr if stderr > 0 else (0.0 if delta == 0 else np.copysign(np.inf, delta)),
+                     "delta": delta, "delta_stderr": stderr,
+                     "z": delta / stderr if stderr > 0 else (0.0 if delta == 0 else np.copysign(np.inf, delta)),
                      "relative": abs(delta) / max(abs(climb["real"]), abs(climb["simulated"]), 1.0),
                      "iqr_real": float(stats.iqr(curves["real"][T])),
                      "iqr_simulated": float(stats.iqr(curves["simulated"][T]))})

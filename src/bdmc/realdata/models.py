@@ -18,7 +18,25 @@ def _numpyro():
     return numpyro, numpyro.distributions
 
 
-def _matrix(x, name: str, *, ndim: int) -> np.ndarray:
+def checked_array(x, name: str, *, ndim: int) -> np.ndarray:
+    """``x`` as a float64 array, checked: ``ndim`` dimensions, none empty, every value finite.
+
+    Parameters
+    ----------
+    x : array_like
+    name : str
+        The argument's name, for the error message.
+    ndim : int
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Raises
+    ------
+    bdmc.DataError
+        When ``x`` has another number of dimensions, an empty one, or a non-finite value.
+    """
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != ndim or 0 in x.shape:
         raise DataError(f"{name} must be a non-empty {ndim}-d array, got shape {x.shape}")
@@ -69,7 +87,10 @@ def matrix_factorization_program(rows, cols, num_rows, num_cols, latent_dim, rat
 
 
 def ar1_program(y_prev, y=None):
-    """y_n ~ N(alpha + beta y_{n-1}, sigma_sq) given y_{n-1}; alpha ~ N(0, 1), beta ~ N(1, 0.1^2), sigma_sq ~ IG(1, 1)."""
+    """y_n ~ N(alpha + beta y_{n-1}, sigma_sq) given y_{n-1}.
+
+    alpha ~ N(0, 1), beta ~ N(1, 0.1^2), sigma_sq ~ IG(1, 1).
+    """
     numpyro, dist = _numpyro()
     alpha = numpyro.sample("alpha", dist.Normal(0.0, 1.0))
     beta = numpyro.sample("beta", dist.Normal(1.0, 0.1))  # Stan's normal(1, 0.1): 0.1 is the standard deviation
@@ -110,7 +131,7 @@ def linear_regression(x):
     """
     from ..ppl import from_numpyro
 
-    return from_numpyro(linear_regression_program, _matrix(x, "x", ndim=2), observed="y")
+    return from_numpyro(linear_regression_program, checked_array(x, "x", ndim=2), observed="y")
 
 
 def logistic_regression(x):
@@ -127,7 +148,7 @@ def logistic_regression(x):
     """
     from ..ppl import from_numpyro
 
-    return from_numpyro(logistic_regression_program, _matrix(x, "x", ndim=2), observed="y")
+    return from_numpyro(logistic_regression_program, checked_array(x, "x", ndim=2), observed="y")
 
 
 def matrix_factorization(rows, cols, *, shape, latent_dim: int = 5):
@@ -180,7 +201,7 @@ def ar1(y):
     """
     from ..ppl import from_numpyro
 
-    y = _matrix(y, "y", ndim=1)
+    y = checked_array(y, "y", ndim=1)
     if y.size < 2:
         raise DataError(f"an AR(1) series needs 2 or more values, got {y.size}")
     return from_numpyro(ar1_program, y[:-1], observed="y")

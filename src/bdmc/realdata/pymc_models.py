@@ -13,14 +13,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import require
-from .models import _matrix
+from .models import checked_array
 
 
 def _regression(x, *, logistic: bool):
     pm = require("pymc", extra="pymc")
     from ..ppl.pymc import from_pymc
 
-    x = _matrix(x, "x", ndim=2)
+    x = checked_array(x, "x", ndim=2)
     num_cases, num_inputs = x.shape
     with pm.Model() as model:
         if not logistic:

@@ -1,6 +1,8 @@
 """The BREAD paper's five real-data models (Appendix C) written in Stan, with NumPy simulators.
 
-The regressions come first; matrix factorization, AR(1) and the mixture follow at the end of the module.
+The programs are package data, ``bdmc/realdata/stan/<model>.stan``, read once at import into the
+``*_PROGRAM`` strings. The regressions come first; matrix factorization, AR(1) and the mixture follow at the
+end of the module.
 
 The programs are the appendix's, with two changes the Stan adapter needs (:mod:`bdmc.ppl.stan`): every prior
 term is a normalized ``target += ..._lpdf`` (the appendix's ``~`` statements drop constants), so ``log_prior``
@@ -25,56 +27,22 @@ before the free coefficients.
 
 from __future__ import annotations
 
+import importlib.resources
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from ..errors import BDMCError, DataError
-from .models import _matrix
+from .models import checked_array
 
-LINEAR_REGRESSION_PROGRAM = """
-data {
-  int<lower=0> N;
-  int<lower=0> K;
-  matrix[N, K] x;
-  vector[N] y;
-  real<lower=0, upper=1> bdmc_lambda;
-}
-parameters {
-  real<lower=0> sigma_sq;
-  real<lower=0> scale_sq;
-  real alpha;
-  vector[K] beta;
-}
-model {
-  target += inv_gamma_lpdf(sigma_sq | 1, 1);
-  target += inv_gamma_lpdf(scale_sq | 1, 1);
-  target += normal_lpdf(alpha | 0, sqrt(scale_sq));
-  target += normal_lpdf(beta | 0, sqrt(scale_sq));
-  target += bdmc_lambda * normal_id_glm_lpdf(y | x, alpha, beta, sqrt(sigma_sq));
-}
-"""
 
-LOGISTIC_REGRESSION_PROGRAM = """
-data {
-  int<lower=0> N;
-  int<lower=0> K;
-  matrix[N, K] x;
-  array[N] int<lower=0, upper=1> y;
-  real<lower=0, upper=1> bdmc_lambda;
-}
-parameters {
-  real<lower=0> scale_sq;
-  real alpha;
-  vector[K] beta;
-}
-model {
-  target += inv_gamma_lpdf(scale_sq | 1, 1);
-  target += normal_lpdf(alpha | 0, sqrt(scale_sq));
-  target += normal_lpdf(beta | 0, sqrt(scale_sq));
-  target += bdmc_lambda * bernoulli_logit_glm_lpmf(y | x, alpha, beta);
-}
-"""
+def _program(name: str) -> str:
+    """The text of ``stan/<name>.stan``, byte for byte (the compile caches key on it)."""
+    return (importlib.resources.files(__package__) / "stan" / f"{name}.stan").read_text(encoding="utf-8")
+
+
+LINEAR_REGRESSION_PROGRAM = _program("linear_regression")
+LOGISTIC_REGRESSION_PROGRAM = _program("logistic_regression")
 
 
 def _inverse_gamma(rng: np.random.Generator, shape: float, rate: float) -> float:
@@ -110,7 +78,7 @@ def _draw_parameters(rng, params: Mapping[str, Any] | None, num_inputs: int, *, 
 def _regression_simulator(x, *, noise: bool, observe: Callable) -> Callable:
     """``simulate(rng, params=None)``: the parameters (:func:`_draw_parameters`), then
     ``observe(rng, params, x @ beta + alpha)`` as ``y``."""
-    x = _matrix(x, "x", ndim=2)
+    x = checked_array(x, "x", ndim=2)
 
     def simulate(rng, params=None):
         p = _draw_parameters(rng, params, x.shape[1], noise=noise)
@@ -161,7 +129,7 @@ def logistic_regression_simulator(x) -> Callable:
 def _stan_model(program: str, simulator: Callable, x, y_placeholder):
     from ..ppl.stan import from_stan
 
-    x = _matrix(x, "x", ndim=2)
+    x = checked_array(x, "x", ndim=2)
     data = {"N": x.shape[0], "K": x.shape[1], "x": x, "y": y_placeholder(x.shape[0])}
     return from_stan(program, data=data, observed="y", simulate=simulator(x))
 
@@ -219,101 +187,9 @@ def logistic_regression(x):
 # mixture, its simplex ``pi`` on Stan's stick-breaking scale. The mixture sums its assignments out with
 # log_sum_exp, as the NumPyro program's MixtureSameFamily does.
 
-MATRIX_FACTORIZATION_PROGRAM = """
-data {
-  int<lower=1> num_rows;
-  int<lower=1> num_cols;
-  int<lower=1> latent_dim;
-  int<lower=1> C;
-  array[C] int<lower=1, upper=num_rows> rows;
-  array[C] int<lower=1, upper=num_cols> cols;
-  vector[C] ratings;
-  real<lower=0, upper=1> bdmc_lambda;
-}
-parameters {
-  real<lower=0> scale_u_sq;
-  real<lower=0> scale_v_sq;
-  real<lower=0> sigma_sq;
-  matrix[num_rows, latent_dim] U;
-  matrix[latent_dim, num_cols] V;
-}
-model {
-  target += inv_gamma_lpdf(scale_u_sq | 1, 1);
-  target += inv_gamma_lpdf(scale_v_sq | 1, 1);
-  target += inv_gamma_lpdf(sigma_sq | 1, 1);
-  target += normal_lpdf(to_vector(U) | 0, sqrt(scale_u_sq));
-  target += normal_lpdf(to_vector(V) | 0, sqrt(scale_v_sq));
-  target += bdmc_lambda * normal_lpdf(ratings | rows_dot_product(U[rows], V[:, cols]'), sqrt(sigma_sq));
-}
-"""
-
-AR1_PROGRAM = """
-data {
-  int<lower=1> T;
-  vector[T] y_prev;
-  vector[T] y;
-  real<lower=0, upper=1> bdmc_lambda;
-}
-parameters {
-  real alpha;
-  real beta;
-  real<lower=0> sigma_sq;
-}
-model {
-  target += normal_lpdf(alpha | 0, 1);
-  target += normal_lpdf(beta | 1, 0.1);
-  target += inv_gamma_lpdf(sigma_sq | 1, 1);
-  target += bdmc_lambda * normal_lpdf(y | alpha + beta * y_prev, sqrt(sigma_sq));
-}
-"""
-
-MIXTURE_PROGRAM = """
-data {
-  int<lower=1> N;
-  int<lower=1> D;
-  int<lower=1> K;
-  matrix[N, D] y;
-  real<lower=0, upper=1> bdmc_lambda;
-}
-transformed data {
-  real y_sq = sum(columns_dot_self(y));
-}
-parameters {
-  real<lower=0> scale_sq;
-  real<lower=0> sigma_sq;
-  matrix[K, D] mu;
-  simplex[K] pi;
-}
-model {
-  target += inv_gamma_lpdf(scale_sq | 1, 1);
-  target += inv_gamma_lpdf(sigma_sq | 1, 1);
-  target += normal_lpdf(to_vector(mu) | 0, sqrt(scale_sq));
-  // dirichlet_lpdf(pi | rep_vector(1, K)), which is log (K - 1)! on the simplex: written out, because the
-  // function computes (1 - 1) * log(pi_k), NaN where a component of pi underflows to 0.
-  target += lgamma(K);
-  // As normal_lpdf does, reject a scale that underflowed to zero or overflowed (the density is zero there).
-  if (!(sigma_sq > 0) || is_inf(sigma_sq)) reject("sigma_sq must be positive and finite, got ", sigma_sq);
-  if (bdmc_lambda > 0) {  // at lambda = 0 the prior alone (0 * -inf would be NaN)
-    // log N(y_n | mu_k, sigma_sq I) = -(|y_n|^2 - 2 y_n . mu_k + |mu_k|^2) / (2 sigma_sq) - D log(2 pi sigma_sq) / 2:
-    // the |y_n|^2 part is the same for every k, so it leaves the log-sum-exp over components, summed once.
-    matrix[N, K] cross = y * (mu' / sigma_sq);
-    vector[K] shift = log(pi) - columns_dot_self(mu')' / (2 * sigma_sq);
-    vector[N] lse = col(cross, 1) + shift[1];
-    for (k in 2:K) lse = log_sum_exp(lse, col(cross, k) + shift[k]);
-    real loglik = sum(lse) - y_sq / (2 * sigma_sq);
-    if (is_nan(loglik)) {
-      // Those parts overflowed to inf - inf (extreme sigma_sq or mu): the squared distances themselves do not.
-      vector[K] log_pi = log(pi);
-      lse = log_pi[1] - rows_dot_self(y - rep_matrix(row(mu, 1), N)) / (2 * sigma_sq);
-      for (k in 2:K)
-        lse = log_sum_exp(lse, log_pi[k] - rows_dot_self(y - rep_matrix(row(mu, k), N)) / (2 * sigma_sq));
-      loglik = sum(lse);
-    }
-    // 1.8378770664093453 is log(2 pi) (the parameter pi hides Stan's pi()).
-    target += bdmc_lambda * (loglik - 0.5 * N * D * (1.8378770664093453 + log(sigma_sq)));
-  }
-}
-"""
+MATRIX_FACTORIZATION_PROGRAM = _program("matrix_factorization")
+AR1_PROGRAM = _program("ar1")
+MIXTURE_PROGRAM = _program("gaussian_mixture")
 
 
 def _given(params, shapes: Mapping[str, tuple]) -> dict:
@@ -376,7 +252,7 @@ def matrix_factorization_simulator(rows, cols, *, shape, latent_dim: int = 5) ->
 def ar1_simulator(y_prev) -> Callable:
     """``simulate(rng, params=None) -> (params, {"y": (T,)})`` for :data:`AR1_PROGRAM`: ``alpha, beta, sigma_sq``
     are independent a priori, so the free ones are drawn from their priors; each step given ``y_prev``."""
-    y_prev = _matrix(y_prev, "y_prev", ndim=1)
+    y_prev = checked_array(y_prev, "y_prev", ndim=1)
     shapes = {"alpha": (), "beta": (), "sigma_sq": ()}
 
     def simulate(rng, params=None):
@@ -465,7 +341,7 @@ def ar1(y):
     """
     from ..ppl.stan import from_stan
 
-    y = _matrix(y, "y", ndim=1)
+    y = checked_array(y, "y", ndim=1)
     if y.size < 2:
         raise DataError(f"an AR(1) series needs 2 or more values, got {y.size}")
     data = {"T": y.size - 1, "y_prev": y[:-1], "y": np.zeros(y.size - 1)}

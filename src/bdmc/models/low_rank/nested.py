@@ -125,7 +125,8 @@ class ConstrainedCoordinateGibbs:
             ks = jax.random.split(k_shear, 2)
             m = len(pairs)
             steps = shear_step * jax.random.normal(ks[0], (m,), U.dtype)
-            (U, V), _ = jax.lax.scan(shear_move, (U, V), (jnp.asarray(pairs), steps, jax.random.uniform(ks[1], (m,), U.dtype)))
+            uniforms = jax.random.uniform(ks[1], (m,), U.dtype)
+            (U, V), _ = jax.lax.scan(shear_move, (U, V), (jnp.asarray(pairs), steps, uniforms))
         return {**latent, "U": U, "V": V}
 
 

@@ -80,7 +80,7 @@ def main(argv=None) -> None:
                     continue
                 data, latent = bdmc.simulate(jax.random.key(seed), buggy)
                 result = bdmc.sandwich(jax.random.key(10_000 + seed), model, data, latent, steps=steps,
-                                       num_chains=args.chains, progress=False)
+                                       num_runs=args.chains, progress=False)
                 table = result.table
                 per_t = []
                 for T, g in table.groupby("num_steps"):

@@ -193,7 +193,7 @@ def main(argv=None) -> int:
                 kernel = make_kernel(kind, model, ppl, rep, settings[rep], tree_depth=args.tree_depth)
                 run_key = jax.random.fold_in(k_runs, REP_INDEX[rep] * 10 + KIND_INDEX[kind])
                 for T in todo:
-                    res = bdmc.bread(run_key, model, shared.data, exact[ppl], steps=[T], num_chains=args.chains,
+                    res = bdmc.bread(run_key, model, shared.data, exact[ppl], steps=[T], num_runs=args.chains,
                                      kernel=kernel, progress=False)
                     r = res.table.iloc[0]
                     desc = {"hmc": f"step={settings[rep]['step_size']:.4g},L={LEAPFROG},diag-mass",

@@ -11,7 +11,7 @@ number: the same key must give bit-identical results.
     python3 benchmarks/same_numbers.py --compare /tmp/before.json /tmp/after.json
 
 The script adapts to the older call shape (``exact_latent`` positional, ``num_chains``) so that it can run on
-a checkout from before the estimator protocol.
+a checkout from before the estimator protocol, or from before ``sandwich`` and ``bread`` took ``num_runs``.
 """
 
 from __future__ import annotations
@@ -102,9 +102,10 @@ def fingerprint() -> dict:
             out[f"{mname}/{ename}"] = {"value": _hex(e.value), "runs": _hex(e.runs), "n_evals": int(e.n_evals)}
     model = MODELS["linear-regression"]
     data, latent = bdmc.simulate(jax.random.key(3), model)
-    res = bdmc.sandwich(jax.random.key(5), model, data, latent, steps=[10, 40], num_chains=8, progress=False)
+    runs = {"num_runs" if "num_runs" in inspect.signature(bdmc.sandwich).parameters else "num_chains": 8}
+    res = bdmc.sandwich(jax.random.key(5), model, data, latent, steps=[10, 40], progress=False, **runs)
     out["sandwich"] = {c: _hex(res.table[c]) for c in ("value", "stderr", "mean_single", "gap_single")}
-    br = bdmc.bread(jax.random.key(6), model, data, latent, steps=[10, 40], num_chains=8, progress=False)
+    br = bdmc.bread(jax.random.key(6), model, data, latent, steps=[10, 40], progress=False, **runs)
     out["bread"] = {c: _hex(br.table[c]) for c in br.table.columns
                     if np.issubdtype(br.table[c].dtype, np.floating) and "seconds" not in c}
     from bdmc.experiments import run_bench

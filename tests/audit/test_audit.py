@@ -20,7 +20,7 @@ from bdmc.models import GaussianMean, LinearRegression
 
 # Tiny budgets: every check runs, with a fixed key, in a few seconds once compiled.
 TINY = Budget(triples=8, sbc_replications=60, sbc_draws=19, sbc_warmup=10, sbc_thin=2, geweke_samples=2000,
-              geweke_steps=20, sandwich_steps=(5, 50), sandwich_chains=8, evidence_steps=50, evidence_chains=8,
+              geweke_steps=20, sandwich_steps=(5, 50), sandwich_runs=8, evidence_steps=50, evidence_runs=8,
               evidence_draws=100)
 MODEL = LinearRegression(n=10, degree=1)
 LEVEL = 0.01
@@ -39,9 +39,9 @@ class WideKernelLR(LinearRegression):
 
 # ------------------------------------------------------------------------------------- default suite: cheap
 
-# Every check runs; evidence_chains equals sandwich_chains so the evidence reuses the sandwich's compiled AIS.
+# Every check runs; evidence_runs equals sandwich_runs so the evidence reuses the sandwich's compiled AIS.
 SMALL = Budget(triples=8, sbc_replications=50, sbc_draws=9, sbc_warmup=2, sbc_thin=1, geweke_samples=1000,
-               geweke_steps=10, sandwich_steps=(5, 20), sandwich_chains=8, evidence_steps=20, evidence_chains=8,
+               geweke_steps=10, sandwich_steps=(5, 20), sandwich_runs=8, evidence_steps=20, evidence_runs=8,
                evidence_draws=0)
 SMALL_MODEL = GaussianMean(n=5, dim=2)
 

@@ -22,7 +22,7 @@ N = 20
 Y = 0.4 + 1.2 * np.random.default_rng(0).normal(size=N)
 BUDGET = Budget(triples=8, simulator_latents=16, simulator_data=16, simulator_prior=500, sbc_replications=30,
                 sbc_draws=19, sbc_warmup=200, sbc_thin=2, geweke_samples=500, geweke_steps=10,
-                sandwich_steps=(10, 100), sandwich_chains=8, evidence_steps=200, evidence_chains=8,
+                sandwich_steps=(10, 100), sandwich_runs=8, evidence_steps=200, evidence_runs=8,
                 evidence_draws=100)
 
 

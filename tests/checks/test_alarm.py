@@ -10,7 +10,8 @@ import bdmc
 from scipy import stats
 
 from bdmc import Estimate
-from bdmc.checks.alarm import alarm_from_table, bug_alarm
+from bdmc.checks.alarm import bug_alarm
+from bdmc.checks.sandwich import alarm_from_table
 from bdmc.kernels import RandomWalkMH
 from bdmc.models import FiniteMixture, GaussianMean
 
@@ -39,8 +40,8 @@ def test_sandwich_reports_the_alarm_in_its_table(key):
     data, latent = _problem(model)
     wrong = model.sample_prior(jax.random.key(9))
     kernel = RandomWalkMH(model, scale=0.05)
-    good = bdmc.sandwich(key, model, data, latent, steps=[10, 100], num_chains=32, kernel=kernel)
-    bad = bdmc.sandwich(key, model, data, wrong, steps=[10, 100], num_chains=32, kernel=kernel)
+    good = bdmc.sandwich(key, model, data, latent, steps=[10, 100], num_runs=32, kernel=kernel)
+    bad = bdmc.sandwich(key, model, data, wrong, steps=[10, 100], num_runs=32, kernel=kernel)
     assert good.alarms.empty and not good.table["alarm"].any() and not good.verdict.fired
     assert bad.verdict.fired
     assert list(bad.alarms["num_steps"]) == [10, 100]
@@ -156,7 +157,7 @@ def test_the_alarm_refuses_estimates_of_the_wrong_side():
 
 def test_the_sandwich_verdict_equals_the_verdict_of_its_table(key):
     model = FiniteMixture(n=6, k=3)
-    res = bdmc.sandwich(key, model, steps=[2, 10, 50], num_chains=8, progress=False)
+    res = bdmc.sandwich(key, model, steps=[2, 10, 50], num_runs=8, progress=False)
     again = alarm_from_table(res.table)
     assert res.verdict == again
     assert res.verdict.num_lower == 3 and res.verdict.num_upper == 3

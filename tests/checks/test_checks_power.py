@@ -36,7 +36,7 @@ def test_transposed_eigenvector_sampler_fires_the_run_level_alarm():
     for name, model in (("buggy", Transposed(n=10, dim=4, rotation_angle=math.pi / 4)),
                         ("correct", CorrelatedGaussianMean(n=10, dim=4, rotation_angle=math.pi / 4))):
         data, latent = simulate_float64(jax.random.key(0), model)  # the same data set in float32 runs
-        result = bdmc.sandwich(jax.random.key(100), model, data, latent, steps=[10, 1000], num_chains=16,
+        result = bdmc.sandwich(jax.random.key(100), model, data, latent, steps=[10, 1000], num_runs=16,
                                kernel=RandomWalkMH(model, scale=0.1), progress=False)
         fired[name] = result.verdict
     assert fired["buggy"].fired and fired["buggy"].crossing > 10, fired["buggy"].message()
@@ -100,7 +100,7 @@ class FullCovariance:
 MODEL = CorrelatedGaussianMean(n=20, dim=3, prior_std=2.0, condition=100.0, rotation_angle=0.4)
 COV = tuple(map(tuple, np.asarray(MODEL.prior_cov).tolist()))
 SECOND = FullCovariance(COV, n=MODEL.n)
-COMPARE = dict(steps=[20], num_chains=16)
+COMPARE = dict(steps=[20], num_runs=16)
 
 
 def test_compare_models_passes_two_correct_implementations():
@@ -151,7 +151,7 @@ def test_the_alarm_cannot_see_a_wrong_constant_but_the_closed_form_can():
             return super().log_likelihood(latent, data) + 0.5
 
     model = Offset(**dataclasses.asdict(MODEL))
-    result = bdmc.sandwich(jax.random.key(2), model, steps=[20], num_chains=16, progress=False)
+    result = bdmc.sandwich(jax.random.key(2), model, steps=[20], num_runs=16, progress=False)
     assert not result.verdict.fired
     for row in result.table.itertuples():  # both bounds sit 0.5 n above the closed form of the right model
         assert abs(row.value - row.exact - 0.5 * model.n) < 4 * row.stderr + 0.3, row
@@ -221,7 +221,7 @@ def test_compare_models_builtin_regression_against_numpyro_programs():
     verdicts = {}
     for name, program in _programs().items():
         verdicts[name] = compare_models(jax.random.key(3), builtin, program, to_b=_to_program(program),
-                                        data_to_b=lambda y: {"y": y}, steps=[100, 1000], num_chains=16)
+                                        data_to_b=lambda y: {"y": y}, steps=[100, 1000], num_runs=16)
     assert not verdicts["correct"].fired, verdicts["correct"].message()
     assert verdicts["constant"].b_vs_a.fired and verdicts["constant"].density.constant
     assert verdicts["variance"].density.fired and not verdicts["variance"].density.constant

@@ -24,8 +24,8 @@ def run(*args):
     return runner.invoke(app, ["sandwich", "--no-progress", *args])
 
 
-def small(out, *extra, steps="2,5", chains="4"):
-    return run("--model", "gaussian-mean", "--option", "n=5", "--steps", steps, "--chains", chains,
+def small(out, *extra, steps="2,5", runs="4"):
+    return run("--model", "gaussian-mean", "--option", "n=5", "--steps", steps, "--runs", runs,
                "--out", str(out), *extra)
 
 
@@ -57,18 +57,19 @@ def finished(base_run, tmp_path):
 
 @pytest.fixture
 def count_rows(monkeypatch):
-    """Wrap the sandwich the CLI runs to record the rows it computes and what it was told to skip."""
-    calls = {"rows": [], "skip": []}
+    """Wrap the sandwich the CLI runs to record the rows it computes and the rows it was handed as done."""
+    calls = {"rows": [], "done": []}
     real = sandwich_runs.sandwich
 
-    def spy(*args, on_row=None, skip=(), **kwargs):
-        calls["skip"].append(set(skip))
+    def spy(*args, on_row=None, done=(), **kwargs):
+        done = list(done)
+        calls["done"].append({(r["num_steps"], r["direction"]) for r in done})
 
         def record(row):
             calls["rows"].append((row["num_steps"], row["direction"]))
             on_row(row)
 
-        return real(*args, on_row=record, skip=skip, **kwargs)
+        return real(*args, on_row=record, done=done, **kwargs)
 
     monkeypatch.setattr(sandwich_runs, "sandwich", spy)
     return calls
@@ -81,7 +82,7 @@ def test_small_run_writes_csv_settings_and_png(base_run):
         (2, "forward"), (2, "reverse"), (5, "forward"), (5, "reverse")]
     saved = settings_of(out)
     settings = saved["settings"]
-    assert settings["model"] == "gaussian-mean" and settings["chains"] == 4 and settings["seed"] == 0
+    assert settings["model"] == "gaussian-mean" and settings["runs"] == 4 and settings["seed"] == 0
     assert settings["steps"] == [2, 5] and settings["until_gap"] is None and settings["options"]["n"] == 5
     assert saved["contents"]["rows"] == 4 and saved["verdict"]["fired"] is False
     png = (out / "sandwich.png").read_bytes()
@@ -96,7 +97,7 @@ def test_rerun_resumes_and_equals_a_fresh_run(finished, tmp_path, count_rows):
     again = small(out)
     assert again.exit_code == 0, again.output
     assert count_rows["rows"] == []  # nothing new
-    assert count_rows["skip"][-1] == {(2, "forward"), (2, "reverse"), (5, "forward"), (5, "reverse")}
+    assert count_rows["done"][-1] == {(2, "forward"), (2, "reverse"), (5, "forward"), (5, "reverse")}
     assert "bug alarm: silent" in flat(again.output)  # the verdict covers resumed rows
     pd.testing.assert_frame_equal(pd.read_csv(out / "sandwich.csv"), first)
 
@@ -148,7 +149,7 @@ def test_changed_settings_refused_listing_the_difference_unless_overwrite(finish
 
 
 def test_until_gap_doubles_until_the_gap_is_small(tmp_path, count_rows):
-    args = ["--model", "gaussian-mean", "--option", "n=5", "--steps", "4", "--chains", "8", "--until-gap", "1.0",
+    args = ["--model", "gaussian-mean", "--option", "n=5", "--steps", "4", "--runs", "8", "--until-gap", "1.0",
             "--out", str(tmp_path / "run")]
     result = run(*args)
     assert result.exit_code == 0, result.output
@@ -165,7 +166,7 @@ def test_until_gap_doubles_until_the_gap_is_small(tmp_path, count_rows):
 
 def test_a_single_chain_works_with_missing_standard_errors(tmp_path):
     out = tmp_path / "run"
-    result = small(out, steps="3", chains="1")
+    result = small(out, steps="3", runs="1")
     assert result.exit_code == 0, result.output
     table = pd.read_csv(out / "sandwich.csv")
     assert len(table) == 2 and table["stderr"].isna().all() and table["value"].notna().all()
@@ -183,7 +184,7 @@ def test_bad_option_key_names_valid_fields(tmp_path):
 
 @pytest.mark.parametrize("args, needle", [
     (["--steps", "5,abc"], "--steps"), (["--steps", "1,10"], "--steps"), (["--steps", ""], "--steps"),
-    (["--chains", "0"], "--chains"), (["--chains", "-3"], "--chains"), (["--option", "n=abc"], "n="),
+    (["--runs", "0"], "--runs"), (["--runs", "-3"], "--runs"), (["--option", "n=abc"], "n="),
     (["--option", "n"], "KEY=VALUE"), (["--option", "n=-5"], "n=-5"), (["--option", "dim=0"], "dim=0"),
     (["--option", "noise_std=-1"], "noise_std"), (["--schedule", "nope"], "--schedule"),
     (["--until-gap", "-1"], "--until-gap"), (["--particles", "4"], "--particles"),
@@ -198,7 +199,7 @@ def test_bad_input_is_one_red_line_before_any_work(tmp_path, args, needle):
 
 
 def test_usage_errors_exit_2(tmp_path):
-    assert run("--model", "gaussian-mean", "--chains", "many").exit_code == 2
+    assert run("--model", "gaussian-mean", "--runs", "many").exit_code == 2
     assert run("--no-such-flag").exit_code == 2
 
 
@@ -220,7 +221,7 @@ def test_library_error_is_one_red_line_and_debug_shows_the_traceback(tmp_path, m
     monkeypatch.setattr(sandwich_runs, "sandwich", fail)
     assert_one_red_line(small(tmp_path / "run"), "ScheduleError: the schedule is broken")
     debug = runner.invoke(app, ["--debug", "sandwich", "--no-progress", "--model", "gaussian-mean", "--option",
-                                "n=5", "--steps", "2", "--chains", "4", "--out", str(tmp_path / "run")])
+                                "n=5", "--steps", "2", "--runs", "4", "--out", str(tmp_path / "run")])
     assert debug.exit_code == 1 and isinstance(debug.exception, bdmc.ScheduleError)
 
 

@@ -30,7 +30,7 @@ PROGRAM = textwrap.dedent("""
 """)
 # --quick, cut further so the test stays cheap: every check still runs.
 TINY = ["--quick", "--sbc-replications", "20", "--sbc-draws", "9", "--warmup", "30", "--steps", "5,20",
-        "--chains", "4", "--evidence-steps", "20"]
+        "--runs", "4", "--evidence-steps", "20"]
 
 
 @pytest.fixture(scope="module")
@@ -82,13 +82,13 @@ def test_options_reach_the_audit_and_the_report_is_written(tmp_path, monkeypatch
     out = tmp_path / "report"
     result = runner.invoke(app, ["audit", "--model", "gaussian-mean", "--option", "n=3", "--option", "dim=1",
                                  "--sampler", "gibbs", "--quick", "--sbc-replications", "20", "--steps", "5,20",
-                                 "--chains", "4", "--level", "0.02", "--out", str(out)])
+                                 "--runs", "4", "--level", "0.02", "--out", str(out)])
     assert result.exit_code == 0, result.output
     (model, kw), = calls
     assert model == GaussianMean(n=3, dim=1)
     assert (kw["sampler"], kw["level"], kw["data"]) == ("gibbs", 0.02, None)
     expected = dataclasses.replace(Budget.quick(), sbc_replications=20, sandwich_steps=(5, 20),
-                                   sandwich_chains=4, evidence_chains=4)
+                                   sandwich_runs=4, evidence_runs=4)
     assert kw["budget"] == expected
     for name in ("report.html", "results.json", "results.csv"):
         assert (out / name).stat().st_size > 0, name

@@ -14,7 +14,7 @@ from bdmc.realdata.protocol import RUN_COLUMNS, open_run_store, run_config
 from helpers import assert_one_red_line
 
 runner = CliRunner()
-MODEL_ARGS = ["bread", "--model", "gaussian-mean", "--option", "n=5", "--steps", "2,5", "--chains", "4"]
+MODEL_ARGS = ["bread", "--model", "gaussian-mean", "--option", "n=5", "--steps", "2,5", "--runs", "4"]
 
 
 def cut_mid_number(path):
@@ -95,9 +95,9 @@ def test_bread_model_resumes_a_damaged_csv_and_refuses_changed_settings(model_ru
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["--toy", "barrier", "--chains", "8"], "--chains"), (["--toy", "barrier", "--option", "n=5"], "--option"),
+    (["--toy", "barrier", "--runs", "8"], "--runs"), (["--toy", "barrier", "--option", "n=5"], "--option"),
     (["--toy", "barrier", "--model", "gaussian-mean"], "exactly one"), ([], "exactly one"),
-    (["--toy", "cube"], "cube"), (["--model", "gaussian-mean", "--chains", "0"], "--chains"),
+    (["--toy", "cube"], "cube"), (["--model", "gaussian-mean", "--runs", "0"], "--runs"),
     (["--model", "gaussian-mean", "--option", "n=-5"], "n=-5"), (["--model", "nope"], "nope"),
 ])
 def test_bread_refuses_bad_or_contradictory_options(tmp_path, args, needle):
@@ -113,7 +113,7 @@ def test_bread_refuses_an_output_path_that_is_a_file_before_computing(tmp_path, 
 
 @pytest.mark.parametrize("args, needle", [
     (["--model", "nope"], "nope"), (["--model", "ar1", "--ppl", "pymc"], "numpyro"),
-    (["--model", "ar1", "--chains", "0"], "--chains"), (["--model", "ar1", "--uncentred"], "--uncentred"),
+    (["--model", "ar1", "--runs", "0"], "--runs"), (["--model", "ar1", "--uncentred"], "--uncentred"),
     (["--model", "ar1", "--kernel", "mala"], "--kernel"), (["--model", "ar1", "--steps", "1"], "--steps"),
     (["--model", "ar1", "--mcmc-steps", "x"], "--mcmc-steps"),
 ])
@@ -129,7 +129,7 @@ def test_bread_real_refuses_a_file_and_changed_settings_before_building_the_mode
     context = {"command": "bread-real", "model": "ar1", "ppl": "numpyro", "uncentred": False}
     from bdmc.realdata import CASES
 
-    open_run_store(out, run_config(jax.random.key(0), hyperparameters=CASES["ar1"].hyperparameters, num_chains=100),
+    open_run_store(out, run_config(jax.random.key(0), hyperparameters=CASES["ar1"].hyperparameters, num_runs=100),
                    context=context)
     refused = runner.invoke(app, ["bread-real", "--model", "ar1", "--seed", "1", "--out", str(out)])
     assert_one_red_line(refused, "different settings", "seed: [0, 0] -> [0, 1]", "--overwrite")
@@ -138,7 +138,7 @@ def test_bread_real_refuses_a_file_and_changed_settings_before_building_the_mode
 def test_bread_real_store_drops_a_cut_row_and_its_unfinished_run(tmp_path):
     from bdmc.realdata.protocol import _complete_runs
 
-    config = run_config(jax.random.key(0), hyperparameters=["a"], num_chains=3)
+    config = run_config(jax.random.key(0), hyperparameters=["a"], num_runs=3)
     store = open_run_store(tmp_path, config)
     rows = [{"condition": c, "num_steps": 10, "chain": i, "log_ml": -1.5 - i, "seconds": 0.1}
             for c in ("forward-real", "forward-simulated") for i in range(3)]
@@ -149,7 +149,7 @@ def test_bread_real_store_drops_a_cut_row_and_its_unfinished_run(tmp_path):
     runs = _complete_runs(store, 3)
     assert list(runs.columns) == RUN_COLUMNS and set(runs["condition"]) == {"forward-real"}  # rerun the other
     assert len(pd.read_csv(tmp_path / "runs.csv")) == 3
-    with pytest.raises(Exception, match="num_chains: 3 -> 4"):
-        open_run_store(tmp_path, {**config, "num_chains": 4})
-    open_run_store(tmp_path, {**config, "num_chains": 4}, overwrite=True)
+    with pytest.raises(Exception, match="num_runs: 3 -> 4"):
+        open_run_store(tmp_path, {**config, "num_runs": 4})
+    open_run_store(tmp_path, {**config, "num_runs": 4}, overwrite=True)
     assert not (tmp_path / "runs.csv").exists()

@@ -80,7 +80,7 @@ def titles(monkeypatch):
 
 def builtin(out, data, *extra, steps="5,100"):
     return sandwich("--model", "gaussian-mean", "--option", f"n={N}", "--option", f"dim={DIM}", "--real-data",
-                    "--data", str(data), "--steps", steps, "--chains", "8", "--out", str(out), *extra)
+                    "--data", str(data), "--steps", steps, "--runs", "8", "--out", str(out), *extra)
 
 
 def check_forward_bound(out, exact):
@@ -126,7 +126,7 @@ def test_builtin_model_on_real_data_bounds_its_closed_form_from_below(files, tmp
     assert again.exit_code == 0 and "(2 rows, 0 new)" in flat(again.output), again.output
     assert_one_red_line(builtin(out, d / "gm_other.npz"), "different settings", "data:", "--overwrite")
     simulated = sandwich("--model", "gaussian-mean", "--option", f"n={N}", "--option", f"dim={DIM}", "--steps",
-                         "5,100", "--chains", "8", "--out", str(out))
+                         "5,100", "--runs", "8", "--out", str(out))
     assert_one_red_line(simulated, "different settings", "data:")
 
 
@@ -134,7 +134,7 @@ def test_numpyro_program_on_real_data(files, tmp_path, titles):
     d, y = files
     out = tmp_path / "tiny"
     result = sandwich("--numpyro", f"{d / 'tiny.py'}:tiny", "--observed", "y", "--real-data", "--data",
-                      str(d / "tiny.npz"), "--steps", "100", "--chains", "8", "--out", str(out))
+                      str(d / "tiny.npz"), "--steps", "100", "--runs", "8", "--out", str(out))
     assert result.exit_code == 0, result.output
     check_forward_bound(out, exact_log_p(y[:, 0]))
     doc, _ = check_labelled(out, result, titles)
@@ -197,6 +197,6 @@ def test_forward_only_sandwich_refuses_until_gap_and_runs_no_reverse(files, key)
     model, data = GaussianMean(n=N, dim=DIM), files[1]  # the CLI tests' shapes: their compiled programs serve
     with pytest.raises(BDMCError, match="until_gap"):
         run_sandwich(key, model, data, steps=(5,), forward_only=True, until_gap=0.5)
-    result = run_sandwich(key, model, data, steps=(5,), num_chains=8, forward_only=True)
+    result = run_sandwich(key, model, data, steps=(5,), num_runs=8, forward_only=True)
     assert list(result.table["direction"]) == ["forward"] and result.verdict is None
     assert result.exact == pytest.approx(exact_log_p(data))

@@ -29,7 +29,7 @@ def _problem(model, seed=1):
 def test_sandwich_brackets_and_converges_to_exact(name, key):
     model = EXACT_MODELS[name]
     data, latent, exact = _problem(model)
-    res = bdmc.sandwich(key, model, data, latent, steps=[5, 50, 2000], num_chains=64)
+    res = bdmc.sandwich(key, model, data, latent, steps=[5, 50, 2000], num_runs=64)
     t = res.table.set_index(["num_steps", "direction"])
     assert res.exact == pytest.approx(exact)
     # Short chains: forward single-run mean below the truth, reverse above, each by more than 1 stderr.

@@ -173,7 +173,7 @@ def test_bad_options_are_named(key):
 def test_sandwich_runs_smc_and_shme_with_moves_as_the_knob(key):
     model, data, latent, exact = _problem("finite-mixture")
     runs = RUNS[8]  # one move per case reuses the programs of the tests above
-    res = bdmc.sandwich(key, model, data, latent, steps=[1, 4], num_chains=runs, method="smc", num_particles=8)
+    res = bdmc.sandwich(key, model, data, latent, steps=[1, 4], num_runs=runs, method="smc", num_particles=8)
     t = res.table.set_index(["num_steps", "direction"])
     assert set(res.table["method"]) == {"smc"} and len(res.table) == 4
     for moves in (1, 4):

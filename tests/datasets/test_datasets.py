@@ -293,7 +293,7 @@ SOURCES = {"linear_regression": ("causaldata", "pip install causaldata"),
 
 def _brackets(model, seed):
     data, latent = bdmc.simulate(jax.random.key(seed), model)
-    result = bdmc.sandwich(jax.random.key(seed + 1), model, data, latent, steps=[100], num_chains=8, progress=False)
+    result = bdmc.sandwich(jax.random.key(seed + 1), model, data, latent, steps=[100], num_runs=8, progress=False)
     table = result.table.set_index("direction")
     lower, upper = table.loc["forward"], table.loc["reverse"]
     assert np.isfinite(lower.value) and np.isfinite(upper.value)

@@ -69,7 +69,7 @@ def test_transform_and_sandwich_table_and_refusals(simulated):
     assert idata.posterior["norm"].shape == (64, 1)
     np.testing.assert_allclose(idata.posterior["norm"].values[:, 0],
                                np.linalg.norm(np.asarray(est.details.latents["x"]), axis=1))
-    result = bdmc.sandwich(jax.random.key(5), MODEL, data, latent, steps=[5, 10], num_chains=4, progress=False)
+    result = bdmc.sandwich(jax.random.key(5), MODEL, data, latent, steps=[5, 10], num_runs=4, progress=False)
     table = to_inference_data(result).sandwich
     back = table.to_dataframe().reset_index(drop=True)
     np.testing.assert_array_equal(back["value"].to_numpy(), result.table["value"].to_numpy())

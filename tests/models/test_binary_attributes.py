@@ -177,7 +177,7 @@ SANDWICH_MODEL = BinaryAttributes(n=5, dim=3, k=2, pi=0.4, sigma_a=1.0, sigma_n=
 def test_ais_sandwiches_and_converges_to_the_enumerated_log_marginal(key):
     data, latent = _problem(SANDWICH_MODEL, seed=2)
     exact = float(SANDWICH_MODEL.exact_log_marginal(data))
-    res = bdmc.sandwich(key, SANDWICH_MODEL, data, latent, steps=[3, 1000], num_chains=64)
+    res = bdmc.sandwich(key, SANDWICH_MODEL, data, latent, steps=[3, 1000], num_runs=64)
     t = res.table.set_index(["num_steps", "direction"])
     assert res.exact == pytest.approx(exact)
     fwd, rev = t.loc[(3, "forward")], t.loc[(3, "reverse")]
@@ -278,7 +278,7 @@ def test_hyper_ais_sandwiches_and_converges_to_the_exact_log_marginal(key):
     data, latent = _problem(HYPER_SMALL, seed=2)
     exact = float(HYPER_SMALL.exact_log_marginal(data))
     # The log variances move by random-walk MH, so the hyper model needs longer chains than the fixed one.
-    res = bdmc.sandwich(key, HYPER_SMALL, data, latent, steps=[3, 4000], num_chains=64)
+    res = bdmc.sandwich(key, HYPER_SMALL, data, latent, steps=[3, 4000], num_runs=64)
     t = res.table.set_index(["num_steps", "direction"])
     fwd, rev = t.loc[(3, "forward")], t.loc[(3, "reverse")]
     assert fwd.mean_single < exact - fwd.stderr_single

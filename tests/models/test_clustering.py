@@ -123,7 +123,7 @@ def test_exact_log_marginal_refuses_big_instances():
 def test_sandwich_brackets_and_converges_to_the_enumerated_log_marginal(key):
     data, latent = _problem(TINY)
     exact = float(TINY.exact_log_marginal(data))
-    res = bdmc.sandwich(key, TINY, data, latent, steps=[5, 50, 2000], num_chains=64, progress=False)
+    res = bdmc.sandwich(key, TINY, data, latent, steps=[5, 50, 2000], num_runs=64, progress=False)
     t = res.table.set_index(["num_steps", "direction"])
     fwd, rev = t.loc[(5, "forward")], t.loc[(5, "reverse")]
     assert fwd.mean_single < exact - fwd.stderr_single

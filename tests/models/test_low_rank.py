@@ -92,7 +92,7 @@ def test_exact_log_marginal_refuses_large_instances():
 
 def test_sandwich_brackets_and_converges_to_exact(tiny_problem, key):
     data, latent, exact = tiny_problem
-    res = bdmc.sandwich(key, TINY, data, latent, steps=[5, 50, 2000], num_chains=64, progress=False)
+    res = bdmc.sandwich(key, TINY, data, latent, steps=[5, 50, 2000], num_runs=64, progress=False)
     t = res.table.set_index(["num_steps", "direction"])
     assert res.exact == pytest.approx(exact)
     fwd, rev = t.loc[(5, "forward")], t.loc[(5, "reverse")]
@@ -136,7 +136,7 @@ def test_hyper_exact_log_marginal_refuses_large_instances():
 
 def test_hyper_sandwich_brackets_and_converges_to_exact(hyper_tiny_problem, key):
     data, latent, exact = hyper_tiny_problem
-    res = bdmc.sandwich(key, HYPER_TINY, data, latent, steps=[5, 2000], num_chains=64, progress=False)
+    res = bdmc.sandwich(key, HYPER_TINY, data, latent, steps=[5, 2000], num_runs=64, progress=False)
     t = res.table.set_index(["num_steps", "direction"])
     fwd, rev = t.loc[(5, "forward")], t.loc[(5, "reverse")]
     assert fwd.mean_single < exact - fwd.stderr_single

@@ -14,7 +14,7 @@ def make_table(exact=np.nan, steps=(10, 100, 1000)):
         width = 2.0 / 10**i
         for direction, bound, value in (("forward", "lower", -10.0 - width), ("reverse", "upper", -10.0 + width)):
             rows.append({"num_steps": T, "direction": direction, "bound": bound, "value": value, "stderr": 0.1,
-                         "num_chains": 4, "exact": exact})
+                         "num_runs": 4, "exact": exact})
     return pd.DataFrame(rows)
 
 

@@ -76,7 +76,7 @@ def test_simulation_is_numpyros_prior_predictive():
 def test_sandwich_on_the_program_converges_to_the_closed_form():
     data, latent = bdmc.simulate(jax.random.key(0), MODEL)
     exact = float(BUILTIN.exact_log_marginal(data["y"]))
-    result = bdmc.sandwich(jax.random.key(7), MODEL, data, latent, steps=[100, 1000], num_chains=32,
+    result = bdmc.sandwich(jax.random.key(7), MODEL, data, latent, steps=[100, 1000], num_runs=32,
                            kernel=HMC(MODEL, step_size=0.05, num_integration_steps=10), progress=False)
     table = result.table
     for row in table.itertuples():
@@ -96,7 +96,7 @@ def test_bug_alarm_fires_when_the_simulator_disagrees_with_the_program():
     for seed in range(6):
         for name, simulator in (("buggy", buggy), ("correct", MODEL)):
             data, latent = bdmc.simulate(jax.random.key(seed), simulator)
-            result = bdmc.sandwich(jax.random.key(100 + seed), MODEL, data, latent, steps=[10], num_chains=32,
+            result = bdmc.sandwich(jax.random.key(100 + seed), MODEL, data, latent, steps=[10], num_runs=32,
                                    progress=False)
             fired[name] += int(not result.alarms.empty)
     assert fired["buggy"] >= 5 and fired["correct"] == 0, fired
@@ -158,7 +158,7 @@ def test_sandwich_command_takes_a_numpyro_file(tmp_path):
     (tmp_path / "reg.py").write_text(PROGRAM)
     np.savez(tmp_path / "x.npz", x=X)
     args = ["sandwich", "--numpyro", f"{tmp_path / 'reg.py'}:regression", "--data", str(tmp_path / "x.npz"),
-            "--observed", "y", "--steps", "10,100", "--chains", "8", "--out", str(tmp_path / "out")]
+            "--observed", "y", "--steps", "10,100", "--runs", "8", "--out", str(tmp_path / "out")]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "numpyro:reg" in result.output and "bug alarm: silent" in result.output

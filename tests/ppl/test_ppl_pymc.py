@@ -100,7 +100,7 @@ def test_sandwich_brackets_closed_form(model, hmc):
     """Forward AIS below, reverse AIS above the exact log-ML; both within 0.2 nat of it at T = 1000."""
     data, latent = bdmc.simulate(jax.random.key(3), model)
     exact = float(REFERENCE.exact_log_marginal(data["y"]))
-    result = bdmc.sandwich(jax.random.key(4), model, data, latent, steps=[10, 100, 1000], num_chains=32,
+    result = bdmc.sandwich(jax.random.key(4), model, data, latent, steps=[10, 100, 1000], num_runs=32,
                            kernel=hmc, progress=False)
     table = result.table
     forward, reverse = table[table.direction == "forward"], table[table.direction == "reverse"]
@@ -125,7 +125,7 @@ def test_bug_alarm_catches_misreported_exact_sample(model, hmc):
     """
     data, latent = bdmc.simulate(jax.random.key(100), model)
     misreported = {**latent, "s2_log__": latent["s2_log__"] - np.log(100.0)}
-    run = dict(steps=[10, 100], num_chains=32, kernel=hmc, progress=False)
+    run = dict(steps=[10, 100], num_runs=32, kernel=hmc, progress=False)
     wrong = bdmc.sandwich(jax.random.key(0), model, data, misreported, **run)
     assert wrong.table.alarm.all()
     assert len(wrong.alarms) == 2
@@ -243,7 +243,7 @@ def test_sandwich_command_takes_a_pymc_file(tmp_path):
     (tmp_path / "reg.py").write_text(PYMC_PROGRAM)
     np.savez(tmp_path / "x.npz", x=np.asarray(bdmc.models.LinearRegression().design))
     args = ["sandwich", "--pymc", f"{tmp_path / 'reg.py'}:regression", "--data", str(tmp_path / "x.npz"),
-            "--observed", "y", "--steps", "10", "--chains", "4", "--out", str(tmp_path / "out")]
+            "--observed", "y", "--steps", "10", "--runs", "4", "--out", str(tmp_path / "out")]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "pymc:reg" in result.output

@@ -276,7 +276,7 @@ def test_simulator_prior_matches_the_program_prior():
 def test_forward_and_reverse_ais_sandwich_the_closed_form_and_converge(model):
     data, latent = bdmc.simulate(jax.random.key(0), model)
     exact = float(BUILTIN.exact_log_marginal(data["y"]))
-    res = bdmc.sandwich(jax.random.key(1), model, data, latent, steps=[10, 100, 1000], num_chains=16,
+    res = bdmc.sandwich(jax.random.key(1), model, data, latent, steps=[10, 100, 1000], num_runs=16,
                         kernel=HMC(model, **KERNEL_SETTINGS), progress=False)
     print("\n" + res.table[["num_steps", "direction", "value", "stderr", "mean_single", "gap_single", "alarm",
                             "seconds", "compile_seconds"]].to_string())
@@ -305,7 +305,7 @@ def test_bug_alarm_fires_when_the_simulator_disagrees_with_the_likelihood():
         m = from_stan(PROGRAM, data=DATA, observed="y", simulate=simulate)
         alarms = []
         for seed in range(6):
-            res = bdmc.sandwich(jax.random.key(seed), m, steps=[10], num_chains=16,
+            res = bdmc.sandwich(jax.random.key(seed), m, steps=[10], num_runs=16,
                                 kernel=HMC(m, **kernel_settings), progress=False)
             alarms.append(bool(res.table["alarm"].iloc[0]))
         fired[name] = sum(alarms)
@@ -404,7 +404,7 @@ def test_sandwich_command_takes_a_stan_file(tmp_path):
     x = np.vander(np.linspace(-2.0, 2.0, 20), 4, increasing=True)
     np.savez(tmp_path / "data.npz", N=20, x=x, y=np.zeros(20))
     args = ["sandwich", "--stan", str(tmp_path / "reg.stan"), "--simulator", f"{tmp_path / 'sim.py'}:simulate",
-            "--data", str(tmp_path / "data.npz"), "--observed", "y", "--steps", "10,100", "--chains", "4",
+            "--data", str(tmp_path / "data.npz"), "--observed", "y", "--steps", "10,100", "--runs", "4",
             "--out", str(tmp_path / "out")]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output

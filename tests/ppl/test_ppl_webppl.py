@@ -214,7 +214,7 @@ def test_simulated_data_come_from_the_observe_statements(gaussian):
 def test_forward_and_reverse_ais_sandwich_the_closed_form(gaussian):
     data, latent = bdmc.simulate(jax.random.key(0), gaussian)
     exact = exact_log_evidence(np.asarray(data["y"]))
-    res = bdmc.sandwich(jax.random.key(1), gaussian, data, latent, steps=[10, 100], num_chains=16,
+    res = bdmc.sandwich(jax.random.key(1), gaussian, data, latent, steps=[10, 100], num_runs=16,
                         kernel=HMC(gaussian, **KERNEL), progress=False)
     t = res.table.set_index(["num_steps", "direction"])
     for T in (10, 100):
@@ -249,7 +249,7 @@ def test_annealing_matches_numpyro_step_for_step_and_converges(gaussian):
         runs[name] = bdmc.reverse_ais(jax.random.key(1), model, data, exact_latent=start, num_steps=100,
                                       num_runs=16, kernel=HMC(model, **KERNEL), tune="off", progress=False)
     np.testing.assert_allclose(runs["webppl"].runs, runs["numpyro"].runs, rtol=1e-9)
-    res = bdmc.sandwich(jax.random.key(1), gaussian, data, latent, steps=[1000], num_chains=16,
+    res = bdmc.sandwich(jax.random.key(1), gaussian, data, latent, steps=[1000], num_runs=16,
                         kernel=HMC(gaussian, **KERNEL), progress=False)
     t = res.table.set_index(["num_steps", "direction"])
     fwd, rev = t.loc[(1000, "forward")], t.loc[(1000, "reverse")]
@@ -277,7 +277,7 @@ def test_sandwich_converges_on_the_positive_latent_model(installed):
                       + stats.norm(mu, s).logpdf(y).sum())
 
     exact = np.log(integrate.dblquad(joint, -6, 6, 1e-3, 8, epsabs=1e-14)[0])
-    res = bdmc.sandwich(jax.random.key(3), model, data, latent, steps=[10, 100, 1000], num_chains=16,
+    res = bdmc.sandwich(jax.random.key(3), model, data, latent, steps=[10, 100, 1000], num_runs=16,
                         kernel=HMC(model, step_size=0.1, num_integration_steps=8), progress=False)
     print("\n" + res.table[["num_steps", "direction", "value", "stderr", "gap_single", "seconds"]].to_string())
     t = res.table.set_index(["num_steps", "direction"])

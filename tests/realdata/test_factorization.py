@@ -150,7 +150,7 @@ def test_bread_bound_falls_with_more_steps(shared, numpyro_models):
     model = numpyro_models["uncollapsed"]
     exact = fz.latent_from_factors("numpyro", "uncollapsed", shared.U, shared.V)
     kernel = HMC(model, step_size=0.05, num_integration_steps=10)
-    table = bdmc.bread(jax.random.key(7), model, shared.data, exact, steps=[10, 300], num_chains=8, kernel=kernel,
+    table = bdmc.bread(jax.random.key(7), model, shared.data, exact, steps=[10, 300], num_runs=8, kernel=kernel,
                        progress=False).table
     short, long = table.iloc[0], table.iloc[1]
     assert long["b_hat"] >= -4 * long["b_hat_stderr"]

@@ -105,7 +105,7 @@ def test_reverse_agreement_flags_a_start_that_matters():
 
 def test_bread_real_end_to_end_resumes_and_refuses_other_settings(regression, tmp_path, monkeypatch):
     model, data, _, _ = regression
-    kwargs = dict(hyperparameters=["sigma_sq", "scale_sq"], steps=[5, 40], num_chains=12, mcmc_steps=[0, 20],
+    kwargs = dict(hyperparameters=["sigma_sq", "scale_sq"], steps=[5, 40], num_runs=12, mcmc_steps=[0, 20],
                   num_warmup=150, num_samples=50, kernel="hmc", out=tmp_path)
     res = bread_real(jax.random.key(5), model, data, progress=False, **kwargs)
     assert set(res.runs["condition"]) == {"forward-real", "forward-simulated", "reverse-S0", "reverse-S20"}
@@ -125,8 +125,8 @@ def test_bread_real_end_to_end_resumes_and_refuses_other_settings(regression, tm
     monkeypatch.setattr(protocol, "reverse_ais", refuse)
     again = bread_real(jax.random.key(5), model, data, progress=False, **kwargs)
     pd.testing.assert_frame_equal(again.runs, res.runs)
-    with pytest.raises(BDMCError, match="different settings.*num_chains: 12 -> 13"):
-        bread_real(jax.random.key(5), model, data, progress=False, **{**kwargs, "num_chains": 13})
+    with pytest.raises(BDMCError, match="different settings.*num_runs: 12 -> 13"):
+        bread_real(jax.random.key(5), model, data, progress=False, **{**kwargs, "num_runs": 13})
 
 
 def test_bread_real_refuses_bad_options(regression):
@@ -145,7 +145,7 @@ def test_cli_bread_real_writes_the_verdict(tmp_path):
 
     pytest.importorskip("bokeh_sampledata")
     out = tmp_path / "ar1"
-    result = CliRunner().invoke(app, ["bread-real", "--model", "ar1", "--steps", "5,30", "--chains", "10",
+    result = CliRunner().invoke(app, ["bread-real", "--model", "ar1", "--steps", "5,30", "--runs", "10",
                                       "--mcmc-steps", "0,20", "--kernel", "hmc",
                                       "--out", str(out)])
     assert result.exit_code == 0, result.output
@@ -168,7 +168,7 @@ def test_uncentred_movielens_ratings_break_forward_consistency(centre):
 
     model, real = CASES["matrix-factorization"].build(ppl="numpyro", centre=centre)
     res = bread_real(jax.random.key(11), model, real, hyperparameters=CASES["matrix-factorization"].hyperparameters,
-                     steps=[10, 100, 1000], num_chains=50, mcmc_steps=[], kernel="hmc", progress=False)
+                     steps=[10, 100, 1000], num_runs=50, mcmc_steps=[], kernel="hmc", progress=False)
     assert set(res.runs["condition"]) == {"forward-real", "forward-simulated"}
     assert res.forward.consistent == centre, res.forward.summary()
     assert load_movielens(centre=centre)["ratings"].mean() == pytest.approx(0.0 if centre else 3.862, abs=1e-3)

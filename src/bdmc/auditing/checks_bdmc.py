@@ -2,7 +2,7 @@
 
 On a data set simulated by the model, forward AIS (stochastic lower bounds on log p(y)) and reverse AIS from
 the exact latent that generated the data (stochastic upper bounds) run at several chain lengths. The run-level
-bug alarm (:func:`bdmc.checks.alarm_from_table`) fires when the pooled lower bounds exceed the pooled upper
+bug alarm (:attr:`bdmc.SandwichResult.verdict`) fires when the pooled lower bounds exceed the pooled upper
 bounds by more than Markov's inequality allows at the audit's level; the single-run gap B-hat bounds the
 Jeffreys divergence of the AIS samples from the posterior (BREAD). With the user's real data, the real-data
 protocol (:func:`bdmc.realdata.bread_real`) says whether simulated data stand in for it.
@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..checks import alarm_from_table, sandwich
+from ..checks import sandwich
 from ..checks.bread import bread_table
-from ..checks.sandwich import mark_alarms
 from ..plotting import plot_bread, plot_real_data, plot_sandwich
 from ..plotting.audit import png_bytes
 from .result import CheckOutcome, Figure
@@ -49,7 +48,7 @@ REMEDY_REAL = (
     "consider the model (or which sites are fitted) before the sampler.")
 
 
-def bdmc_outcome(key, model, *, kernel, steps, num_chains: int, level: float, progress=False):
+def bdmc_outcome(key, model, *, kernel, steps, num_runs: int, level: float, progress=False):
     """Sandwich, B-hat and the bug alarm on a simulated data set.
 
     Parameters
@@ -60,21 +59,19 @@ def bdmc_outcome(key, model, *, kernel, steps, num_chains: int, level: float, pr
         The AIS transition (None: the model's own, or the pilot-tuned HMC).
     steps : sequence of int
         Chain lengths T.
-    num_chains : int
-        Chains per direction and length.
+    num_runs : int
+        Independent runs per direction and length.
     level : float
-        The alarm's false-alarm level.
+        The alarm's false-alarm level (the ``alpha`` of :func:`bdmc.sandwich`).
     progress : bool
 
     Returns
     -------
     (CheckOutcome, SandwichResult)
     """
-    res = sandwich(key, model, steps=tuple(int(t) for t in steps), num_chains=int(num_chains), kernel=kernel,
-                   progress=progress)
-    table = res.table.copy()
-    alarm = alarm_from_table(table, alpha=level)
-    table["alarm"] = mark_alarms(table, alarm)
+    res = sandwich(key, model, steps=tuple(int(t) for t in steps), num_runs=int(num_runs), kernel=kernel,
+                   alpha=level, progress=progress)
+    table, alarm, exact = res.table, res.verdict, res.against_exact
     bread = bread_table(table)
     last = bread.iloc[-1]
     verdict = "fail" if alarm.fired else "pass"
@@ -86,10 +83,12 @@ def bdmc_outcome(key, model, *, kernel, steps, num_chains: int, level: float, pr
                     f"posterior at T = {int(last['num_steps'])}")
     if alarm.warned:
         summary += "; warning (uncertified): forward bounds fall as the chain grows"
+    if exact is not None:  # informative: two standard errors of a few runs are no calibrated test
+        summary += "; " + exact.lines()[0]
     figures = (
         Figure(png_bytes(plot_sandwich(table, title="Forward and reverse AIS on simulated data")),
                f"Forward (lower) and reverse (upper) AIS bounds on log p(y) of one simulated data set against "
-               f"the number of intermediate distributions T, {num_chains} chains per direction; bars are two "
+               f"the number of intermediate distributions T, {num_runs} runs per direction; bars are two "
                "standard errors. The bounds must not cross beyond chance."),
         Figure(png_bytes(plot_bread(bread)),
                "B-hat, the mean single-run gap between reverse and forward AIS: in expectation an upper bound on "
@@ -100,13 +99,14 @@ def bdmc_outcome(key, model, *, kernel, steps, num_chains: int, level: float, pr
         name=NAME, title="BDMC on simulated data: sandwich, B-hat and the bug alarm", verdict=verdict,
         statistic=statistic, level=level, summary=summary, meaning=MEANING, remedy=REMEDY, figures=figures,
         table=tuple(rows),
-        details={"steps": [int(t) for t in steps], "num_chains": int(num_chains), "alarm": alarm.to_dict(),
+        details={"steps": [int(t) for t in steps], "num_runs": int(num_runs), "alarm": alarm.to_dict(),
                  "b_hat": [float(b) for b in bread["b_hat"]], "exact": res.exact,
+                 "against_exact": exact.to_dict() if exact is not None else None,
                  "kernel": "model default (pilot-tuned)" if kernel is None else repr(kernel)})
     return outcome, res
 
 
-def real_data_outcome(key, model, data, *, hyperparameters, steps, num_chains: int, mcmc_steps, num_warmup: int,
+def real_data_outcome(key, model, data, *, hyperparameters, steps, num_runs: int, mcmc_steps, num_warmup: int,
                       on_stage=None, progress=False) -> CheckOutcome:
     """BREAD's real-data protocol (forward curves on real against simulated data) as a :class:`CheckOutcome`.
 
@@ -116,7 +116,7 @@ def real_data_outcome(key, model, data, *, hyperparameters, steps, num_chains: i
     from ..realdata import bread_real
 
     res = bread_real(key, model, data, hyperparameters=tuple(hyperparameters), steps=tuple(steps),
-                     num_chains=int(num_chains), mcmc_steps=tuple(mcmc_steps), num_warmup=int(num_warmup),
+                     num_runs=int(num_runs), mcmc_steps=tuple(mcmc_steps), num_warmup=int(num_warmup),
                      num_samples=int(num_warmup), on_stage=on_stage, progress=progress)
     forward, reverse = res.forward, res.reverse
     agree = reverse.agree if len(reverse.table) else True
@@ -130,13 +130,13 @@ def real_data_outcome(key, model, data, *, hyperparameters, steps, num_chains: i
     summary = forward.summary() + f" (hyperparameters fitted on the real data: {fitted})"
     fig = plot_real_data(res.runs, bounds=res.bread_bounds(), verdict=forward)
     caption = ("Left: forward AIS on the real and on simulated data, each shifted by its largest estimate "
-               "(medians and quartiles of single chains). Middle: reverse AIS on the simulated data from "
+               "(medians and quartiles of single runs). Middle: reverse AIS on the simulated data from "
                "approximate posterior samples after S NUTS steps. Right: B-hat per S.")
     return CheckOutcome(
         name=REAL_NAME, title="BDMC on the real data: BREAD's real-data protocol", verdict=verdict,
         statistic=statistic, level=None, summary=summary, meaning=MEANING_REAL, remedy=REMEDY_REAL,
         figures=(Figure(png_bytes(fig), caption),), table=tuple(res.quartiles().to_dict("records")),
         details={"hyperparameters": {k: np.asarray(v).tolist() for k, v in res.fit.hyperparameters.items()},
-                 "steps": [int(t) for t in steps], "num_chains": int(num_chains),
+                 "steps": [int(t) for t in steps], "num_runs": int(num_runs),
                  "mcmc_steps": [int(s) for s in mcmc_steps], "forward_consistent": forward.consistent,
                  "reverse_agree": bool(agree)})

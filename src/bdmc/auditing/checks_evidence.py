@@ -45,7 +45,7 @@ def posterior_draws_flat(draws):
     return np.asarray(flat), ravel_pytree(first)[1]
 
 
-def evidence_outcome(key, model, data, *, kernel, num_steps: int, num_chains: int, data_label: str,
+def evidence_outcome(key, model, data, *, kernel, num_steps: int, num_runs: int, data_label: str,
                      draws=None, num_draws: int = 2000, progress=False) -> CheckOutcome:
     """The certified lower bound on ``log p(y)`` and, with ``draws``, the bracketing bounds.
 
@@ -56,8 +56,8 @@ def evidence_outcome(key, model, data, *, kernel, num_steps: int, num_chains: in
         The model and the data whose evidence is wanted.
     kernel : callable or None
         The AIS transition (None: the model's own, or the pilot-tuned HMC).
-    num_steps, num_chains : int
-        Intermediate distributions T and chains of the forward AIS run.
+    num_steps, num_runs : int
+        Intermediate distributions T and independent runs of the forward AIS estimate.
     data_label : str
         What the data are, for the reader ("the user's data", "a simulated data set").
     draws : pytree, optional
@@ -72,13 +72,13 @@ def evidence_outcome(key, model, data, *, kernel, num_steps: int, num_chains: in
         bracketing upper bound.
     """
     k_ais, k_bracket = jax.random.split(key)
-    est = forward_ais(k_ais, model, data, num_steps=int(num_steps), num_runs=int(num_chains), kernel=kernel,
+    est = forward_ais(k_ais, model, data, num_steps=int(num_steps), num_runs=int(num_runs), kernel=kernel,
                       progress=progress)
     certified = est.certified(MARKOV_B)
-    rows = [{"label": f"forward AIS, T = {num_steps}, {num_chains} chains", "side": "lower", "value": est.value,
+    rows = [{"label": f"forward AIS, T = {num_steps}, {num_runs} runs", "side": "lower", "value": est.value,
              "stderr": est.stderr, "certified": certified, "seconds": est.seconds + est.compile_seconds}]
     verdict, extra = "pass", ""
-    details = {"num_steps": int(num_steps), "num_chains": int(num_chains), "markov_b": MARKOV_B,
+    details = {"num_steps": int(num_steps), "num_runs": int(num_runs), "markov_b": MARKOV_B,
                "certified_probability": 1 - math.exp(-MARKOV_B), "lower": est.value, "certified": certified}
     if draws is not None:
         flat, unravel = posterior_draws_flat(draws)

@@ -55,17 +55,18 @@ class Budget:
         Chains of each Geweke simulation, and kernel steps per successive-conditional chain.
     sandwich_steps : tuple of int
         Chain lengths T of the sandwich on simulated data.
-    sandwich_chains : int
-        Chains per direction and length.
-    evidence_steps, evidence_chains : int
-        T and chains of the forward AIS run on the user's data.
+    sandwich_runs : int
+        Independent runs per direction and length.
+    evidence_steps, evidence_runs : int
+        T and independent runs of the forward AIS estimate on the user's data.
     evidence_draws : int
         Posterior draws of the sampler for the bracketing bounds (0: none).
     evidence_bracket_draws : int
         Draws of the Gaussian fitted to them, for the bracketing lower bound.
     real_steps : tuple of int
         Chain lengths of the real-data protocol.
-    real_chains : int
+    real_runs : int
+        Independent runs per condition and chain length.
     real_mcmc_steps : tuple of int
         NUTS steps S behind the reverse chains' starts (empty: forward comparison only).
     real_warmup : int
@@ -83,13 +84,13 @@ class Budget:
     geweke_samples: int = 2000
     geweke_steps: int = 50
     sandwich_steps: tuple = (10, 100, 1000)
-    sandwich_chains: int = 16
+    sandwich_runs: int = 16
     evidence_steps: int = 1000
-    evidence_chains: int = 16
+    evidence_runs: int = 16
     evidence_draws: int = 1000
     evidence_bracket_draws: int = 2000
     real_steps: tuple = (10, 100, 1000)
-    real_chains: int = 20
+    real_runs: int = 20
     real_mcmc_steps: tuple = (100, 1000)
     real_warmup: int = 500
 
@@ -102,8 +103,8 @@ class Budget:
         """A first look in about a minute on a small model: every check runs, with little power."""
         return cls(triples=16, simulator_latents=32, simulator_data=32, simulator_prior=1000, sbc_replications=50,
                    sbc_draws=50, sbc_warmup=150, sbc_thin=None, geweke_samples=500, geweke_steps=20,
-                   sandwich_steps=(10, 100), sandwich_chains=8, evidence_steps=200, evidence_chains=8,
-                   evidence_draws=200, real_steps=(10, 100), real_chains=8, real_mcmc_steps=(), real_warmup=150)
+                   sandwich_steps=(10, 100), sandwich_runs=8, evidence_steps=200, evidence_runs=8, evidence_draws=200,
+                   real_steps=(10, 100), real_runs=8, real_mcmc_steps=(), real_warmup=150)
 
 
 @dataclass(frozen=True)
@@ -202,7 +203,7 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
     say("BDMC on simulated data (forward and reverse AIS)")
     sandwich_outcome, sandwich_res = checks_bdmc.bdmc_outcome(
         jax.random.fold_in(key, 4), model, kernel=resolved.kernel, steps=budget.sandwich_steps,
-        num_chains=budget.sandwich_chains, level=each, progress=progress)
+        num_runs=budget.sandwich_runs, level=each, progress=progress)
     done(sandwich_outcome)
 
     if data is not None:
@@ -217,7 +218,7 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
         draws = resolved.sampler.draws(jax.random.fold_in(key, 6), evidence_data, num_draws=budget.evidence_draws)
     done(checks_evidence.evidence_outcome(
         jax.random.fold_in(key, 7), model, evidence_data, kernel=resolved.kernel, num_steps=budget.evidence_steps,
-        num_chains=budget.evidence_chains, data_label=label, draws=draws,
+        num_runs=budget.evidence_runs, data_label=label, draws=draws,
         num_draws=budget.evidence_bracket_draws, progress=progress))
 
     settings = {"budget": to_jsonable(dataclasses.asdict(budget)), "level": level, "level_per_check": each,
@@ -325,7 +326,7 @@ def _real_data(key, model, data, hyperparameters, *, budget: Budget, say, progre
                                     "(sample_prior_given; the PPL adapters provide it)")
     say("BREAD's real-data protocol (NUTS fit, forward AIS on real and simulated data)")
     return checks_bdmc.real_data_outcome(key, model, data, hyperparameters=hyperparameters,
-                                         steps=budget.real_steps, num_chains=budget.real_chains,
+                                         steps=budget.real_steps, num_runs=budget.real_runs,
                                          mcmc_steps=budget.real_mcmc_steps, num_warmup=budget.real_warmup,
                                          on_stage=say, progress=progress)
 

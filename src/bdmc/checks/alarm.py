@@ -191,26 +191,10 @@ def bug_alarm(
                              falling_alpha=falling_alpha)
 
 
-def alarm_from_table(table, *, alpha: float = ALPHA, falling_alpha: float = FALLING_ALPHA) -> BugAlarm:
-    """The run-level alarm over the rows of a sandwich table (e.g. one resumed from its CSV).
-
-    ``table`` needs the columns ``direction`` ("forward" / "reverse"), ``num_steps``, ``value``,
-    ``mean_single``, ``stderr_single`` and ``num_chains``; ``method`` ("ais" / "smc") when present.
-    """
-    sides: dict = {"forward": [], "reverse": []}
-    for row in table.to_dict("records"):
-        method = str(row.get("method", "ais"))
-        knob = int(row["num_steps"])
-        name = (f"{row['direction']} AIS T={knob}" if method == "ais" else
-                f"{'SMC' if row['direction'] == 'forward' else 'SHME'} moves={knob}")
-        sides[row["direction"]].append(Bound(name, float(row["value"]), float(row["mean_single"]),
-                                             float(row["stderr_single"]), method, knob, int(row["num_chains"])))
-    return alarm_from_bounds(sides["forward"], sides["reverse"], alpha=alpha, falling_alpha=falling_alpha)
-
-
 def alarm_from_bounds(lowers: Sequence[Bound], uppers: Sequence[Bound], *, alpha: float = ALPHA,
                       falling_alpha: float = FALLING_ALPHA) -> BugAlarm:
-    """The run-level alarm from plain :class:`Bound` records (see :func:`bug_alarm`)."""
+    """The run-level alarm from plain :class:`Bound` records (see :func:`bug_alarm`; a sandwich table's rows
+    become them in :func:`bdmc.checks.sandwich.alarm_from_table`)."""
     if not lowers or not uppers:
         raise BDMCError("the bug alarm needs at least one lower and one upper estimate")
     if not 0 < alpha < 1 or not 0 < falling_alpha < 1:
@@ -222,7 +206,8 @@ def alarm_from_bounds(lowers: Sequence[Bound], uppers: Sequence[Bound], *, alpha
     crossing = log_mean_exp(lo_values) - log_harmonic_mean(up_values)
     diffs = lo_values[:, None] - up_values[None, :]
     i, j = np.unravel_index(int(np.argmax(np.where(np.isnan(diffs), -np.inf, diffs))), diffs.shape)
-    worst = Crossing(lower=lowers[i].label, upper=uppers[j].label, nats=float(diffs[i, j]), p_bound=crossing_p_bound(diffs[i, j]))
+    worst = Crossing(lower=lowers[i].label, upper=uppers[j].label, nats=float(diffs[i, j]),
+                     p_bound=crossing_p_bound(diffs[i, j]))
     return BugAlarm(crossing=float(crossing), p_bound=crossing_p_bound(crossing), alpha=alpha, num_lower=len(lowers),
                     num_upper=len(uppers), worst=worst, falling=falling_forward(lowers, alpha=falling_alpha),
                     falling_alpha=falling_alpha)

@@ -16,6 +16,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from .alarm import ALPHA
 from .sandwich import sandwich
 
 BREAD_COLUMNS = ["num_steps", "b_hat", "b_hat_stderr", "kl_q_p_bound", "kl_p_q_bound", "alarm", "alarm_p",
@@ -48,9 +49,10 @@ def bread(
     exact_latent=None,
     *,
     steps: Iterable[int] = (10, 100, 1000),
-    num_chains: int = 16,
+    num_runs: int = 16,
     kernel=None,
     schedule: str = "sigmoidal",
+    alpha: float = ALPHA,
     lower_bound: float | None = None,
     upper_bound: float | None = None,
     progress="auto",
@@ -63,8 +65,9 @@ def bread(
     model : Model
     data, exact_latent : optional
         Simulated data and the latent that generated it (both simulated from ``key`` when omitted).
-    steps, num_chains, kernel, schedule
-        As for :func:`bdmc.sandwich`: paired forward and reverse AIS with ``num_chains`` chains each.
+    steps, num_runs, kernel, schedule, alpha
+        As for :func:`bdmc.sandwich`: paired forward and reverse AIS with ``num_runs`` runs each, and the bug
+        alarm's level.
     lower_bound, upper_bound : float, optional
         An external stochastic lower / upper bound on ``log p(y)`` (e.g. from a longer run); each yields a
         one-sided KL bound from one direction alone.
@@ -73,8 +76,8 @@ def bread(
     -------
     BreadResult
     """
-    res = sandwich(key, model, data, exact_latent, steps=steps, num_chains=num_chains, kernel=kernel,
-                   schedule=schedule, progress=progress)
+    res = sandwich(key, model, data, exact_latent, steps=steps, num_runs=num_runs, kernel=kernel,
+                   schedule=schedule, alpha=alpha, progress=progress)
     return BreadResult(table=bread_table(res.table, lower_bound=lower_bound, upper_bound=upper_bound), sandwich=res)
 
 

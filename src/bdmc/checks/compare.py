@@ -26,13 +26,11 @@ import numpy as np
 import pandas as pd
 
 from ..errors import BDMCError
-from ..core.ais import forward_ais, reverse_ais
 from ..contracts.capabilities import CollapsedDensity, supports
 from ..contracts.estimate import Estimate
-from ..core.smc import shme, smc
 from ..contracts.model import log_density, validate_data
 from .alarm import ALPHA, BugAlarm, bug_alarm
-from .sandwich import checked_steps, exact_log_marginal_or_none, given_or_simulated
+from .sandwich import checked_steps, exact_log_marginal_or_none, given_or_simulated, sandwich_method
 
 
 @dataclass(frozen=True)
@@ -195,7 +193,7 @@ def compare_models(
     to_b: Callable | None = None,
     data_to_b: Callable | None = None,
     steps: Iterable[int] = (10, 100, 1000),
-    num_chains: int = 16,
+    num_runs: int = 16,
     kernel_a=None,
     kernel_b=None,
     method: str = "ais",
@@ -230,11 +228,12 @@ def compare_models(
         when omitted.
     steps : iterable of int
         Chain lengths T (AIS) or MCMC moves per data case (SMC).
-    num_chains : int
-        Independent chains (AIS) or runs (SMC) per model, direction and knob value.
+    num_runs : int
+        Independent runs per model, direction and knob value.
     kernel_a, kernel_b : optional
         Each model's transition kernel (its default kernel when omitted).
     method : {"ais", "smc"}
+        The lower and upper estimators, as for :func:`bdmc.sandwich`.
     num_particles : int
         Particles per SMC / SHME run.
     alpha : float
@@ -258,8 +257,8 @@ def compare_models(
     if not 0 < alpha < 1:
         raise BDMCError(f"alpha must lie in (0, 1), got {alpha}")
     steps = checked_steps(method, steps)
-    if num_chains < 1 or num_points < 1:
-        raise BDMCError(f"num_chains and num_points must be at least 1, got {num_chains} and {num_points}")
+    if num_runs < 1 or num_points < 1:
+        raise BDMCError(f"num_runs and num_points must be at least 1, got {num_runs} and {num_points}")
     to_b = _identity if to_b is None else to_b
     data_to_b = _identity if data_to_b is None else data_to_b
 
@@ -269,23 +268,16 @@ def compare_models(
     data_b = validate_data(model_b, data_to_b(data_a))
     latent_b = to_b(exact_latent)
 
-    if method == "ais":
-        lower, upper = forward_ais, reverse_ais
-    else:
-        lower, upper = smc, shme
+    pair = sandwich_method(method)
     estimates: dict = {(m, side): [] for m in "AB" for side in ("lower", "upper")}
     rows = []
     for T in steps:
         keys = jax.random.split(jax.random.fold_in(key_runs, T), 4)
         for i, (name, model, d, start, kernel) in enumerate((("A", model_a, data_a, exact_latent, kernel_a),
                                                              ("B", model_b, data_b, latent_b, kernel_b))):
-            if method == "ais":
-                common = dict(num_steps=T, num_runs=num_chains, kernel=kernel, progress=progress)
-            else:
-                common = dict(num_moves=T, num_runs=num_chains, num_particles=num_particles, kernel=kernel,
-                              progress=progress)
-            lo = lower(keys[2 * i], model, d, **common)
-            up = upper(keys[2 * i + 1], model, d, exact_latent=start, **common)
+            common = dict(knob=T, num_runs=num_runs, kernel=kernel, num_particles=num_particles, progress=progress)
+            lo = pair.run("forward", keys[2 * i], model, d, **common)
+            up = pair.run("reverse", keys[2 * i + 1], model, d, exact_latent=start, **common)
             estimates[(name, "lower")].append(lo)
             estimates[(name, "upper")].append(up)
             rows += [_row(name, method, T, "forward", lo), _row(name, method, T, "reverse", up)]

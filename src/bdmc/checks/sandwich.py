@@ -1,43 +1,177 @@
-"""``sandwich``: bidirectional Monte Carlo at a list of chain lengths, as a tidy table."""
+"""The BDMC sandwich: a lower and an upper estimator of ``log p(y)`` paired at a list of knob values.
+
+This module owns everything a sandwich is: which registered estimators pair up and which knob they share
+(:data:`SANDWICH_METHODS`, looked up in :data:`bdmc.ESTIMATORS`), how the caller's key splits into the data's
+key and each pair's keys (:func:`sandwich_keys`, :func:`pair_keys`), the gap statistics of a pair
+(:func:`pair_statistics`), the doubling of ``until_gap`` (:func:`knob_values`), the run-level bug alarm over
+the table (:func:`alarm_from_table`, at the ``alpha`` of :func:`sandwich`) and the verdict against an exact
+value (:class:`ExactCheck`). The resumable runner (:mod:`bdmc.experiments.sandwich_runs`), the ``bdmc``
+commands and the audit call these; none of them computes any of it again.
+"""
 
 from __future__ import annotations
 
+import inspect
+import math
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple
 
 import jax
 import numpy as np
 import pandas as pd
 
-from ..errors import BDMCError
-from ..contracts.model import simulate, validate_data
-from ..core.ais import forward_ais, reverse_ais
-from .alarm import BugAlarm, crossing_p_bound, alarm_from_table
 from ..contracts.capabilities import ExactEvidence, supports
-from ..contracts.estimate import Estimate, gap
-from ..core.smc import shme, smc
+from ..contracts.estimate import ESTIMATORS, Estimate, EstimatorInfo
+from ..contracts.model import Simulated, simulate, validate_data
+from ..core import ais, smc  # noqa: F401  importing them registers the paired estimators
+from ..errors import BDMCError
+from .alarm import ALPHA, FALLING_ALPHA, Bound, BugAlarm, alarm_from_bounds, crossing_p_bound
+from .sandwich_verdict import NOISE_STDERRS, ExactCheck, exact_check
 
 COLUMNS = [
     "method", "num_steps", "direction", "bound", "value", "stderr", "mean_single", "stderr_single", "certified_b3",
-    "gap", "gap_single", "gap_single_stderr", "alarm", "alarm_p", "num_chains", "seconds", "compile_seconds", "seconds_total", "n_evals", "exact",
+    "gap", "gap_single", "gap_single_stderr", "alarm", "alarm_p", "num_runs", "seconds", "compile_seconds",
+    "seconds_total", "n_evals", "exact",
 ]
+DIRECTIONS = ("forward", "reverse")  # the lower bound's rows, then the upper bound's
+CERTIFY_B = 3.0  # ``certified_b3``: the lower bound minus b holds with probability >= 1 - e^-b (Markov)
+# Keywords of sandwich() handed to the pair's estimators when their signatures take them.
+PASSED_ON = ("kernel", "schedule", "num_particles", "progress")
+
+__all__ = ["COLUMNS", "CERTIFY_B", "DIRECTIONS", "ExactCheck", "NOISE_STDERRS", "SANDWICH_METHODS",
+           "SandwichKeys", "SandwichMethod", "SandwichResult", "alarm_from_table", "exact_check",
+           "exact_log_marginal_or_none", "knob_values", "mark_alarms", "pair_keys", "pair_statistics", "sandwich",
+           "sandwich_keys", "sandwich_method", "simulated_data"]
+
+
+@dataclass(frozen=True)
+class SandwichMethod:
+    """A lower and an upper estimator of :data:`bdmc.ESTIMATORS` that sandwich ``log p(y)`` at one knob.
+
+    Attributes
+    ----------
+    name : str
+        The ``method`` of :func:`sandwich` and of the table's ``method`` column.
+    lower, upper : str
+        Registry names of the lower-bound estimator (run from the prior) and of the upper-bound one (run from
+        the exact posterior sample).
+    smallest : int
+        The smallest knob value the pair can run (AIS needs the prior and the posterior: T >= 2).
+    symbol : str
+        How tables and messages name the knob ("T", "moves").
+    axis : str
+        The knob's axis label in figures.
+    labels : (str, str)
+        How the alarm and figures name the lower and the upper estimator.
+    """
+
+    name: str
+    lower: str
+    upper: str
+    smallest: int
+    symbol: str
+    axis: str
+    labels: tuple[str, str]
+
+    @property
+    def estimators(self) -> tuple[EstimatorInfo, EstimatorInfo]:
+        """The registry entries of the lower and the upper estimator."""
+        return ESTIMATORS[self.lower], ESTIMATORS[self.upper]
+
+    @property
+    def knob(self) -> str:
+        """The keyword of the pair's knob, as the registry records it (``num_steps``, ``num_moves``)."""
+        lower, upper = self.estimators
+        if lower.knob != upper.knob:  # a pair varies one knob; the registry must agree
+            raise BDMCError(f"sandwich method {self.name!r} pairs estimators with different knobs")
+        return lower.knob
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The options of :func:`sandwich` (of :data:`PASSED_ON`) that both estimators take."""
+        takes = [set(inspect.signature(info.fn).parameters) for info in self.estimators]
+        return tuple(o for o in PASSED_ON if all(o in t for t in takes))
+
+    def label(self, direction: str, knob: int) -> str:
+        """The name of one bound in alarm messages, e.g. "forward AIS T=100" or "SHME moves=3"."""
+        return f"{self.labels[DIRECTIONS.index(direction)]} {self.symbol}={int(knob)}"
+
+    def run(self, direction: str, key, model, data, *, knob: int, num_runs: int, exact_latent=None,
+            **options) -> Estimate:
+        """One estimate: the lower (``"forward"``) or upper (``"reverse"``) estimator at knob value ``knob``.
+
+        ``options`` are any of :data:`PASSED_ON`; those the pair does not take are dropped (e.g. ``schedule``
+        for SMC, which follows the data path).
+        """
+        info = self.estimators[DIRECTIONS.index(direction)]
+        kwargs = {k: v for k, v in options.items() if k in self.options}
+        if direction == "reverse":
+            kwargs["exact_latent"] = exact_latent
+        return info(key, model, data, **{info.knob: int(knob)}, num_runs=int(num_runs), **kwargs)
+
+
+SANDWICH_METHODS: Mapping[str, SandwichMethod] = {
+    "ais": SandwichMethod("ais", lower="ais", upper="rev-ais", smallest=2, symbol="T",
+                          axis="intermediate distributions T", labels=("forward AIS", "reverse AIS")),
+    "smc": SandwichMethod("smc", lower="smc", upper="shme", smallest=1, symbol="moves",
+                          axis="MCMC moves per data case", labels=("SMC", "SHME")),
+}
+
+
+def sandwich_method(method: str) -> SandwichMethod:
+    """The :class:`SandwichMethod` named ``method``; a BDMCError names the choices for an unknown one."""
+    if method not in SANDWICH_METHODS:
+        raise BDMCError(f"unknown method {method!r}; choose one of: {', '.join(SANDWICH_METHODS)}")
+    return SANDWICH_METHODS[method]
+
+
+# ------------------------------------------------------------------------------------------------ keys
+
+
+class SandwichKeys(NamedTuple):
+    """The two keys a sandwich's key splits into: one simulates the data, one drives the runs."""
+
+    data: Any
+    runs: Any
+
+
+def sandwich_keys(key) -> SandwichKeys:
+    """The split of :func:`sandwich`'s ``key``, written once: ``bdmc sandwich --seed s`` uses it too."""
+    data, runs = jax.random.split(key)
+    return SandwichKeys(data, runs)
+
+
+def pair_keys(runs_key, knob: int) -> tuple[Any, Any]:
+    """The keys of the lower and the upper run at one knob value: each row can be recomputed on its own."""
+    forward, reverse = jax.random.split(jax.random.fold_in(runs_key, int(knob)))
+    return forward, reverse
+
+
+def simulated_data(key, model) -> Simulated:
+    """The data and exact latent that :func:`sandwich` simulates from ``key`` when none are given."""
+    return simulate(sandwich_keys(key).data, model)
+
+
+# ------------------------------------------------------------------------------------------------ the run
 
 
 @dataclass(frozen=True)
 class SandwichResult:
-    """The table of a sandwich run and what it ran on.
+    """The table of a sandwich run, what it ran on, and its verdicts.
 
-    ``table`` has one row per (knob value, direction), where the knob ``num_steps`` is the number of
-    intermediate distributions T for ``method="ais"`` and the MCMC moves per data case for ``"smc"``: the combined bound ``value`` and its ``stderr``, the
+    ``table`` has one row per (knob value, direction), ordered by knob value, forward before reverse; the
+    knob ``num_steps`` is the number of intermediate distributions T for ``method="ais"`` and the MCMC moves
+    per data case for ``"smc"``. Each row holds the combined bound ``value`` and its ``stderr``, the
     single-run mean, the Markov-certified bound at b = 3 (holds with probability >= 1 - e^-3), the combined
     ``gap`` (upper - lower), ``gap_single`` (B-hat) with its standard error, the bug alarm (``alarm``, and
     ``alarm_p``: ``exp(-crossing)`` of that knob value's pair, the largest probability of its crossing if
-    everything is correct, for information), times and likelihood evaluations. ``exact`` is the model's exact
-    log-ML when known.
+    everything is correct, for information), ``num_runs``, times and likelihood evaluations. ``exact`` is the
+    model's exact log-ML when known.
 
     ``verdict`` is the run-level bug alarm (:func:`bdmc.bug_alarm`): every lower bound of the run against every
-    upper bound, pooled, at false-alarm level ``verdict.alpha``; the ``alarm`` column marks the knob values
-    whose own pair crosses at that level when the verdict fires.
+    upper bound, pooled, at false-alarm level ``verdict.alpha`` (the ``alpha`` of :func:`sandwich`); the
+    ``alarm`` column marks the knob values whose own pair crosses at that level when the verdict fires.
+    ``against_exact`` says whether the bounds hold around the exact value.
     """
 
     table: pd.DataFrame
@@ -45,6 +179,7 @@ class SandwichResult:
     exact_latent: Any
     exact: float | None
     verdict: BugAlarm | None = None
+    method: str = "ais"
 
     @property
     def alarms(self) -> pd.DataFrame:
@@ -54,8 +189,14 @@ class SandwichResult:
 
     @property
     def final_gap(self) -> float:
-        """Upper minus lower combined bound at the longest chain length run."""
-        return float(self.table["gap"].iloc[-1])
+        """Upper minus lower combined bound at the largest knob value with both (NaN when there is none)."""
+        gaps = self.table.loc[self.table["direction"] == "forward", "gap"].dropna()
+        return float(gaps.iloc[-1]) if len(gaps) else math.nan
+
+    @property
+    def against_exact(self) -> ExactCheck | None:
+        """The bounds against the exact ``log p(y)``: holds, holds within noise or VIOLATED (None without one)."""
+        return exact_check(self.table, self.exact, symbol=sandwich_method(self.method).symbol)
 
 
 def sandwich(
@@ -65,96 +206,148 @@ def sandwich(
     exact_latent=None,
     *,
     steps: Iterable[int] = (10, 100, 1000),
-    num_chains: int = 16,
+    num_runs: int = 16,
     kernel=None,
     schedule: str = "sigmoidal",
     method: str = "ais",
     num_particles: int = 1,
     until_gap: float | None = None,
     max_steps: int = 100_000,
-    skip: Iterable[tuple[int, str]] = (),
+    alpha: float = ALPHA,
+    done: Iterable[Mapping] = (),
     on_row: Callable[[dict], None] | None = None,
     progress="auto",
     forward_only: bool = False,
 ) -> SandwichResult:
-    """Sandwich ``log p(y)`` between forward AIS (lower) and reverse AIS (upper) at several chain lengths.
+    """Sandwich ``log p(y)`` between a lower and an upper estimator at several knob values.
 
     Parameters
     ----------
     key : PRNG key
-        Simulates the data (when not given) and drives every run; the run at chain length T uses
-        ``fold_in(key, T)``, so any row can be recomputed (or resumed) on its own.
+        Simulates the data (when not given) and drives every run (:func:`sandwich_keys`); the pair at knob
+        value T uses :func:`pair_keys`, so any row can be recomputed (or resumed) on its own.
     model : Model
     data, exact_latent : optional
         Simulated data and the latent that generated it; both are simulated from ``key`` when omitted.
     steps : iterable of int
-        Numbers of intermediate distributions T to run. With ``until_gap``, only the first is used.
-    num_chains : int
-        Chains per direction and length.
+        Knob values to run. With ``until_gap``, only the first is used.
+    num_runs : int
+        Independent runs per direction and knob value.
     kernel, schedule
-        As for :func:`bdmc.forward_ais`.
+        As for :func:`bdmc.forward_ais` (``schedule`` only where the estimators take one).
     method : {"ais", "smc"}
-        Forward and reverse AIS, or SMC (lower) and SHME (upper) on the data path; for "smc" the values in
-        ``steps`` are MCMC moves per data case and ``num_chains`` counts independent runs.
+        The pair of :data:`SANDWICH_METHODS`: forward and reverse AIS (knob: intermediate distributions T), or
+        SMC (lower) and SHME (upper) on the data path (knob: MCMC moves per data case).
     num_particles : int
         Particles per SMC / SHME run.
     until_gap : float, optional
-        Keep doubling T from ``steps[0]`` until the mean single-run gap (reverse minus forward, the BREAD
-        estimate B-hat, which is non-negative in expectation) is below ``until_gap`` nats or T > ``max_steps``.
-    skip : iterable of (T, direction)
-        Rows already computed elsewhere (resume); they are not run and not in the returned table.
+        Keep doubling the knob from ``steps[0]`` (:func:`knob_values`) until the mean single-run gap (upper
+        minus lower, the BREAD estimate B-hat, non-negative in expectation) is below ``until_gap`` nats or the
+        knob passes ``max_steps``.
+    alpha : float
+        False-alarm level of the run-level bug alarm (:attr:`SandwichResult.verdict`).
+    done : iterable of mapping
+        Rows already computed (e.g. read back from a CSV of an earlier call with the same settings): they are
+        not run again, they complete their partner's gap statistics and ``until_gap``, and they are part of
+        the returned table and its verdict.
     on_row : callable, optional
-        Called with each finished row (a dict), e.g. to print it or append it to a file.
+        Called with each newly computed row (a dict), e.g. to print it or append it to a file.
     forward_only : bool
-        Run only the lower bound, for observed (real) data: it has no exact posterior sample, so no reverse
-        run, no gap and no bug alarm; ``exact_latent`` may then be omitted and ``until_gap`` is refused.
+        Run only the lower bound, for observed (real) data: it has no exact posterior sample, so no upper
+        bound, no gap and no bug alarm; ``exact_latent`` may then be omitted and ``until_gap`` is refused.
 
     Returns
     -------
     SandwichResult
     """
-    key_data, key_runs = jax.random.split(key)
+    pair = sandwich_method(method)
+    keys = sandwich_keys(key)
     if forward_only and until_gap is not None:
         raise BDMCError("until_gap stops on the gap between the bounds, and forward_only runs no upper bound; "
-                        "give the chain lengths in steps instead")
+                        "give the knob values in steps instead")
+    if not 0 < alpha < 1:
+        raise BDMCError(f"alpha must lie in (0, 1), got {alpha}")
+    if int(num_runs) != num_runs or num_runs < 1:
+        raise BDMCError(f"num_runs must be an integer >= 1, got {num_runs}")
     if not (forward_only and data is not None):  # real data have no exact latent and need none
-        data, exact_latent = given_or_simulated(key_data, model, data, exact_latent)
+        data, exact_latent = given_or_simulated(keys.data, model, data, exact_latent)
     data = validate_data(model, data)
     exact = exact_log_marginal_or_none(model, data)
     steps = checked_steps(method, steps)
-    skip = {(int(t), str(d)) for t, d in skip}
+    rows = {_row_key(r): {c: r.get(c, np.nan) for c in COLUMNS} for r in done}
+    options = {"kernel": kernel, "schedule": schedule, "num_particles": num_particles, "progress": progress}
+    directions = DIRECTIONS[:1] if forward_only else DIRECTIONS
 
-    rows: list[dict] = []
-    schedule_of_lengths = _doubling(steps[0], max_steps) if until_gap is not None else steps
-    for T in schedule_of_lengths:
-        k_fwd, k_rev = jax.random.split(jax.random.fold_in(key_runs, T))
-        pair = {}
-        if method == "ais":
-            common = dict(num_steps=T, num_runs=num_chains, kernel=kernel, schedule=schedule, progress=progress)
-            lower, upper = forward_ais, reverse_ais
-        else:
-            common = dict(num_moves=T, num_runs=num_chains, num_particles=num_particles, kernel=kernel,
-                          progress=progress)
-            lower, upper = smc, shme
-        if (T, "forward") not in skip:
-            pair["forward"] = lower(k_fwd, model, data, **common)
-        if not forward_only and (T, "reverse") not in skip:
-            pair["reverse"] = upper(k_rev, model, data, exact_latent=exact_latent, **common)
-        pair_stats = _pair_stats(pair) if len(pair) == 2 else {}
-        for direction, est in pair.items():
-            row = {"method": method, **_row(T, direction, est, num_chains, exact), **pair_stats}
-            rows.append(row)
+    for T in knob_values(steps, until_gap=until_gap, max_steps=max_steps):
+        k = dict(zip(DIRECTIONS, pair_keys(keys.runs, T)))
+        new = []
+        for direction in directions:
+            if (T, direction) in rows:
+                continue
+            est = pair.run(direction, k[direction], model, data, knob=T, num_runs=num_runs,
+                           exact_latent=exact_latent, **options)
+            rows[(T, direction)] = _row(method, T, direction, est, num_runs, exact)
+            new.append(rows[(T, direction)])
+        stats = _fill_pair(rows, T)
+        for row in new:
             if on_row is not None:
-                on_row(row)
-        width_single = pair_stats.get("gap_single", np.nan)
-        if until_gap is not None and np.isfinite(width_single) and width_single < until_gap:
+                on_row(dict(row))
+        if until_gap is not None and math.isfinite(stats.get("gap_single", math.nan)) and \
+                stats["gap_single"] < until_gap:
             break
-    table = pd.DataFrame(rows, columns=COLUMNS)
+    for T in {t for t, _ in rows}:
+        _fill_pair(rows, T)  # resumed pairs saved before their partner finished
+
+    table = pd.DataFrame([rows[k] for k in sorted(rows, key=_order)], columns=COLUMNS)
     verdict = None
-    if set(table["direction"]) == {"forward", "reverse"}:
-        verdict = alarm_from_table(table)
+    if set(table["direction"]) == set(DIRECTIONS):
+        verdict = alarm_from_table(table, alpha=alpha)
         table["alarm"] = mark_alarms(table, verdict)
-    return SandwichResult(table=table, data=data, exact_latent=exact_latent, exact=exact, verdict=verdict)
+    return SandwichResult(table=table, data=data, exact_latent=exact_latent, exact=exact, verdict=verdict,
+                          method=method)
+
+
+def knob_values(steps: Iterable[int], *, until_gap: float | None = None, max_steps: int = 100_000) -> Iterator[int]:
+    """The knob values a sandwich runs, in order: ``steps``, or with ``until_gap`` ``steps[0]`` doubled up to
+    ``max_steps`` (the caller stops once the gap is small)."""
+    steps = [int(s) for s in steps]
+    if until_gap is None:
+        yield from steps
+        return
+    T = steps[0]
+    while T <= max_steps:
+        yield T
+        T *= 2
+
+
+def pair_statistics(lower: Mapping, upper: Mapping) -> dict:
+    """The gaps between a lower and an upper row at one knob value, and the crossing's Markov p-bound.
+
+    ``gap`` is upper minus lower combined bound; ``gap_single`` (B-hat) the difference of the single-run means,
+    with the standard error of two independent means (the directions run on independent keys); ``alarm_p``
+    is ``exp(-crossing)`` (:func:`bdmc.checks.alarm.crossing_p_bound`). Rows are table rows or their CSV.
+    """
+    crossing = float(lower["value"]) - float(upper["value"])
+    return {"gap": -crossing, "gap_single": float(upper["mean_single"]) - float(lower["mean_single"]),
+            "gap_single_stderr": math.hypot(float(upper["stderr_single"]), float(lower["stderr_single"])),
+            "alarm_p": crossing_p_bound(crossing)}
+
+
+def alarm_from_table(table, *, alpha: float = ALPHA, falling_alpha: float = FALLING_ALPHA) -> BugAlarm:
+    """The run-level alarm over the rows of a sandwich table (e.g. one resumed from its CSV).
+
+    ``table`` needs the columns ``direction`` ("forward" / "reverse"), ``num_steps``, ``value``,
+    ``mean_single``, ``stderr_single`` and ``num_runs``; ``method`` (a key of :data:`SANDWICH_METHODS`) when
+    present, else "ais".
+    """
+    sides: dict = {d: [] for d in DIRECTIONS}
+    for row in table.to_dict("records"):
+        method = str(row.get("method", "ais"))
+        knob = int(row["num_steps"])
+        label = sandwich_method(method).label(row["direction"], knob)
+        sides[row["direction"]].append(Bound(label, float(row["value"]), float(row["mean_single"]),
+                                             float(row["stderr_single"]), method, knob, int(row["num_runs"])))
+    return alarm_from_bounds(sides["forward"], sides["reverse"], alpha=alpha, falling_alpha=falling_alpha)
 
 
 def mark_alarms(table: pd.DataFrame, verdict: BugAlarm) -> np.ndarray:
@@ -174,13 +367,14 @@ def given_or_simulated(key, model, data, exact_latent):
 
 
 def checked_steps(method: str, steps: Iterable[int]) -> list[int]:
-    """The chain lengths as a list of integers, refusing an unknown ``method`` and lengths it cannot run.
+    """The knob values as a list of integers, refusing an unknown ``method`` and values it cannot run.
 
     Parameters
     ----------
-    method : {"ais", "smc"}
+    method : str
+        A key of :data:`SANDWICH_METHODS`.
     steps : iterable of int
-        Numbers of intermediate distributions: at least 2 for AIS, 1 for SMC.
+        Knob values: at least the method's ``smallest`` (2 intermediate distributions for AIS, 1 move for SMC).
 
     Returns
     -------
@@ -189,12 +383,10 @@ def checked_steps(method: str, steps: Iterable[int]) -> list[int]:
     Raises
     ------
     bdmc.BDMCError
-        On an unknown method, no lengths, or a length below the method's smallest.
+        On an unknown method, no values, or a value below the method's smallest.
     """
-    if method not in ("ais", "smc"):
-        raise BDMCError(f"unknown method {method!r}; choose 'ais' or 'smc'")
+    smallest = sandwich_method(method).smallest
     steps = [int(s) for s in steps]
-    smallest = 2 if method == "ais" else 1
     if not steps or min(steps) < smallest:
         raise BDMCError(f"steps must be a non-empty list of integers >= {smallest}, got {steps}")
     return steps
@@ -210,27 +402,31 @@ def exact_log_marginal_or_none(model, data) -> float | None:
         return None
 
 
-def _doubling(start: int, stop: int):
-    T = start
-    while T <= stop:
-        yield T
-        T *= 2
+def _row_key(row: Mapping) -> tuple[int, str]:
+    return int(row["num_steps"]), str(row["direction"])
 
 
-def _pair_stats(pair) -> dict:
-    """Gaps between the two directions at one knob value, and the bug alarm on them."""
-    lower, upper = pair["forward"], pair["reverse"]
-    mean, se = gap(lower, upper)
-    return {"gap": upper.value - lower.value, "gap_single": mean, "gap_single_stderr": se, "alarm": False,
-            "alarm_p": crossing_p_bound(lower.value - upper.value)}
+def _order(row_key: tuple[int, str]):
+    T, direction = row_key
+    return T, DIRECTIONS.index(direction) if direction in DIRECTIONS else len(DIRECTIONS)
 
 
-def _row(T: int, direction: str, est: Estimate, num_chains: int, exact) -> dict:
+def _fill_pair(rows: dict, T: int) -> dict:
+    """Write the pair statistics of knob value ``T`` into both of its rows (empty when a direction is missing)."""
+    if not all((T, d) in rows for d in DIRECTIONS):
+        return {}
+    stats = pair_statistics(rows[(T, "forward")], rows[(T, "reverse")])
+    for d in DIRECTIONS:
+        rows[(T, d)].update(stats)
+    return stats
+
+
+def _row(method: str, T: int, direction: str, est: Estimate, num_runs: int, exact) -> dict:
     return {
-        "num_steps": T, "direction": direction, "bound": est.bound, "value": est.value, "stderr": est.stderr,
-        "mean_single": est.mean_single, "stderr_single": est.stderr_single, "certified_b3": est.certified(3.0),
-        "gap": np.nan, "gap_single": np.nan, "gap_single_stderr": np.nan, "alarm": False, "alarm_p": np.nan,
-        "num_chains": num_chains, "seconds": est.seconds, "compile_seconds": est.compile_seconds,
-        "seconds_total": est.seconds + est.compile_seconds, "n_evals": est.n_evals,
-        "exact": np.nan if exact is None else exact,
+        "method": method, "num_steps": T, "direction": direction, "bound": est.bound, "value": est.value,
+        "stderr": est.stderr, "mean_single": est.mean_single, "stderr_single": est.stderr_single,
+        "certified_b3": est.certified(CERTIFY_B), "gap": np.nan, "gap_single": np.nan, "gap_single_stderr": np.nan,
+        "alarm": False, "alarm_p": np.nan, "num_runs": num_runs, "seconds": est.seconds,
+        "compile_seconds": est.compile_seconds, "seconds_total": est.seconds + est.compile_seconds,
+        "n_evals": est.n_evals, "exact": np.nan if exact is None else exact,
     }

@@ -50,7 +50,8 @@ def audit_command(
     thin: Optional[int] = typer.Option(None, "--thin", help="Sampler transitions between kept draws."),
     geweke_samples: Optional[int] = typer.Option(None, "--geweke-samples", help="Geweke: chains per simulation."),
     steps: Optional[str] = typer.Option(None, "--steps", "-s", help="BDMC: comma-separated chain lengths T."),
-    chains: Optional[int] = typer.Option(None, "--chains", "-c", help="BDMC and evidence: chains per run."),
+    runs: Optional[int] = typer.Option(None, "--runs", "-r",
+                                       help="BDMC and evidence: independent runs per direction and length."),
     evidence_steps: Optional[int] = typer.Option(None, "--evidence-steps", help="Evidence: forward AIS length T."),
     seed: int = typer.Option(0, "--seed", help="Seed of jax.random.key; drives every check."),
     option: Optional[list[str]] = model_option_option(),
@@ -80,14 +81,14 @@ def audit_command(
     if not 0 < level < 1:
         raise CLIError(f"--level must lie in (0, 1), got {level}; e.g. --level 0.01")
     for value, name in ((replications, "--sbc-replications"), (draws, "--sbc-draws"), (thin, "--thin"),
-                        (geweke_samples, "--geweke-samples"), (chains, "--chains"),
+                        (geweke_samples, "--geweke-samples"), (runs, "--runs"),
                         (evidence_steps, "--evidence-steps")):
-        at_least(value, name, 2 if name in ("--sbc-replications", "--evidence-steps", "--chains") else 1, "100")
+        at_least(value, name, 2 if name in ("--sbc-replications", "--evidence-steps", "--runs") else 1, "100")
     at_least(warmup, "--warmup", 0, "500")
     at_least(seed, "--seed", 0, "0")
     budget = Budget.quick() if quick else Budget.default()
     overrides = {"sbc_replications": replications, "sbc_draws": draws, "sbc_warmup": warmup, "sbc_thin": thin,
-                 "geweke_samples": geweke_samples, "sandwich_chains": chains, "evidence_chains": chains,
+                 "geweke_samples": geweke_samples, "sandwich_runs": runs, "evidence_runs": runs,
                  "evidence_steps": evidence_steps,
                  "sandwich_steps": tuple(parse_steps(steps)) if steps else None}
     budget = dataclasses.replace(budget, **{k: v for k, v in overrides.items() if v is not None})

@@ -14,6 +14,7 @@ from rich.table import Table
 import bdmc
 
 from ..checks.bread import bread_table
+from ..checks.sandwich import simulated_data
 from ..experiments import sandwich_runs
 from ..experiments.store import RunStore
 from ._common import (CLIError, at_least, command, console, model_option_option, out_option, output_dir,
@@ -24,7 +25,7 @@ TOYS = ("barrier", "easy", "hard")
 CSV_NAME, PNG_NAME = "bread.csv", "bread.png"
 TOY_DTYPES = {"toy": str, "num_distributions": int, "J": float, "B": float, "log_w_forward": float,
               "log_z": float, "log_w_reverse": float}
-DEFAULT_CHAINS = 32
+DEFAULT_RUNS = 32
 
 
 @command
@@ -33,8 +34,8 @@ def bread_command(
     toy: Optional[str] = typer.Option(None, "--toy", help="Grid toy of the BREAD paper: barrier, easy or hard."),
     steps: str = typer.Option("10,100,1000", "--steps", "-s", "--T",
                               help="Comma-separated numbers of intermediate distributions T."),
-    chains: Optional[int] = typer.Option(None, "--chains", "-c", show_default=str(DEFAULT_CHAINS),
-                                         help="Chain pairs per T (--model only)."),
+    runs: Optional[int] = typer.Option(None, "--runs", "-r", show_default=str(DEFAULT_RUNS),
+                                       help="Forward and reverse runs per T (--model only)."),
     seed: int = typer.Option(0, "--seed", help="Simulates the data (--model) or draws the random toy."),
     option: Optional[list[str]] = model_option_option(),
     out: Optional[Path] = out_option("out/bread-NAME"),
@@ -49,20 +50,20 @@ def bread_command(
     if (model is None) == (toy is None):
         raise CLIError("give exactly one of --model NAME or --toy barrier|easy|hard")
     if toy is not None:
-        for flag, given in (("--chains", chains is not None), ("--option", bool(option))):
-            refuse_together({"--toy": True, flag: given}, "the grid toys are exact; chains and model options "
+        for flag, given in (("--runs", runs is not None), ("--option", bool(option))):
+            refuse_together({"--toy": True, flag: given}, "the grid toys are exact; runs and model options "
                             "apply to --model")
         if toy not in TOYS:
             raise CLIError(f"--toy: unknown toy {toy!r}; choose one of: {', '.join(TOYS)}")
-    chains = DEFAULT_CHAINS if chains is None else chains
-    at_least(chains, "--chains", 1, str(DEFAULT_CHAINS))
+    runs = DEFAULT_RUNS if runs is None else runs
+    at_least(runs, "--runs", 1, str(DEFAULT_RUNS))
     at_least(seed, "--seed", 0, "0")
     step_list = parse_steps(steps)
     out = output_dir(out, f"bread-{model or toy}")
     if toy is not None:
         _toy(console(), toy, step_list, seed, out, overwrite)
     else:
-        _model(console(), model, step_list, chains, seed, option or [], out, overwrite)
+        _model(console(), model, step_list, runs, seed, option or [], out, overwrite)
 
 
 def _toy(out_console: Console, toy: str, steps: list[int], seed: int, out: Path, overwrite: bool) -> None:
@@ -94,30 +95,30 @@ def _toy(out_console: Console, toy: str, steps: list[int], seed: int, out: Path,
     wrote(out_console, store.csv, out / PNG_NAME)
 
 
-def _model(out_console: Console, model: str, steps: list[int], chains: int, seed: int, options: list[str],
+def _model(out_console: Console, model: str, steps: list[int], runs: int, seed: int, options: list[str],
            out: Path, overwrite: bool) -> None:
     from ..plotting.bread import plot_bread
 
     model_obj, model_options = builtin_model(model, options)
     settings = {"command": "bread", "model": model, "options": model_settings(model_obj, model_options),
-                "seed": seed, "chains": chains, "schedule": "sigmoidal", "method": "ais", "particles": 1,
+                "seed": seed, "runs": runs, "schedule": "sigmoidal", "method": "ais", "particles": 1,
                 "x64": bool(jax.config.jax_enable_x64), "bdmc_version": bdmc.__version__}
     store = sandwich_runs.open_sandwich_store(out, settings, overwrite=overwrite, discard=(CSV_NAME, PNG_NAME))
     if store.resumed:
         out_console.print(f"[dim]resuming from {escape(str(store.csv))}: {store.resumed} row(s) already done[/]",
                           soft_wrap=True)
     key = jax.random.key(seed)
-    data, exact_latent = bdmc.simulate(jax.random.split(key)[0], model_obj)  # what bdmc.bread would simulate
+    data, exact_latent = simulated_data(key, model_obj)  # what bdmc.bread(key, ...) simulates
 
     def finished(row: dict) -> None:
         out_console.print(f"[dim]- T={int(row['num_steps'])} {row['direction']}: {row['value']:.4f} "
                           f"({row['seconds']:.2f} s)[/]", soft_wrap=True)
 
-    run = sandwich_runs.run_sandwich(key, model_obj, data, exact_latent, store=store, steps=steps, num_chains=chains,
+    run = sandwich_runs.run_sandwich(key, model_obj, data, exact_latent, store=store, steps=steps, num_runs=runs,
                                      on_row=finished, progress=out_console.is_terminal)
     # The table covers every chain length in the store, resumed ones included.
     result = bread_table(run.table)
-    table = Table(title=f"BREAD on {model} (simulated data, {chains} chain pairs)", title_justify="left")
+    table = Table(title=f"BREAD on {model} (simulated data, {runs} runs per direction)", title_justify="left")
     for col in ("T", "B-hat ± stderr", "pair crosses", "seconds", "lik. evals"):
         table.add_column(col, justify="right")
     for _, r in result.iterrows():

@@ -23,12 +23,13 @@ def bread_real_command(
                               help="linear-regression, logistic-regression, matrix-factorization, ar1 or mixture."),
     ppl: str = typer.Option("numpyro", "--ppl", help="Language the model is written in: numpyro, pymc or stan."),
     steps: str = typer.Option("10,100,1000", "--steps", "-s", "--T", help="Comma-separated AIS chain lengths T."),
-    chains: int = typer.Option(100, "--chains", "-c", help="Chains per condition and chain length."),
+    runs: int = typer.Option(100, "--runs", "-r", help="Independent runs per condition and chain length."),
     mcmc_steps: str = typer.Option("10,100,1000,10000", "--mcmc-steps", "-S",
                                    help="Comma-separated numbers S of NUTS steps behind the reverse chains' start."),
     kernel: str = typer.Option("nuts", "--kernel", help="AIS transition: nuts or hmc (fit's step size and mass)."),
     uncentred: bool = typer.Option(False, "--uncentred",
-                                   help="matrix-factorization only: keep the raw ratings (Appendix D's misspecified case)."),
+                                   help="matrix-factorization only: keep the raw ratings (Appendix D's misspecified "
+                                        "case)."),
     seed: int = typer.Option(0, "--seed"),
     out: Optional[Path] = out_option("out/bread-real-MODEL-PPL", help="Output directory; an existing one is resumed."),
     overwrite: bool = overwrite_option(),
@@ -57,35 +58,35 @@ def bread_real_command(
         raise CLIError(f"--kernel: unknown kernel {kernel!r}; choose nuts or hmc")
     step_list = parse_steps(steps)
     s_list = parse_steps(mcmc_steps, option="--mcmc-steps", smallest=0)
-    at_least(chains, "--chains", 2, "100")  # quartiles and standard errors need two chains
+    at_least(runs, "--runs", 2, "100")  # quartiles and standard errors need two runs
     at_least(seed, "--seed", 0, "0")
     suffix = "-uncentred" if uncentred else ""
     out = output_dir(out, f"bread-real-{model}{suffix}-{ppl}")
     key = jax.random.key(seed)
     context = {"command": "bread-real", "model": model, "ppl": ppl, "uncentred": uncentred}
     # Settings are compared before the model is built (a Stan program compiles for minutes).
-    open_run_store(out, run_config(key, hyperparameters=case.hyperparameters, num_chains=chains, kernel=kernel),
+    open_run_store(out, run_config(key, hyperparameters=case.hyperparameters, num_runs=runs, kernel=kernel),
                    context=context, overwrite=overwrite)
-    _run(case, model=model, ppl=ppl, key=key, steps=step_list, chains=chains, mcmc_steps=s_list, kernel=kernel,
+    _run(case, model=model, ppl=ppl, key=key, steps=step_list, runs=runs, mcmc_steps=s_list, kernel=kernel,
          uncentred=uncentred, out=out, context=context)
 
 
-def _run(case, *, model, ppl, key, steps, chains, mcmc_steps, kernel, uncentred, out: Path, context) -> None:
+def _run(case, *, model, ppl, key, steps, runs, mcmc_steps, kernel, uncentred, out: Path, context) -> None:
     from ..realdata import bread_real
 
     stdout = console()
     built, real = case.build(ppl=ppl, **({"centre": False} if uncentred else {}))
     stdout.print(f"[bold]{model}[/] ({ppl}) on {case.dataset.removeprefix('load_')}: hyperparameters "
-                 f"{', '.join(case.hyperparameters)}; {chains} chains per run; output in {escape(str(out))}",
+                 f"{', '.join(case.hyperparameters)}; {runs} runs per condition and T; output in {escape(str(out))}",
                  soft_wrap=True)
-    res = bread_real(key, built, real, hyperparameters=case.hyperparameters, steps=steps, num_chains=chains,
+    res = bread_real(key, built, real, hyperparameters=case.hyperparameters, steps=steps, num_runs=runs,
                      mcmc_steps=mcmc_steps, kernel=kernel, out=out, context=context,
                      on_stage=lambda s: stdout.print(f"[dim]- {escape(s)}[/]", soft_wrap=True),
                      progress=stdout.is_terminal)
 
     fitted = ", ".join(f"{k} = {float(v):.4g}" for k, v in res.fit.hyperparameters.items())
     stdout.print(f"fitted (posterior medians on the real data): {fitted}", soft_wrap=True)
-    table = Table(title="quartiles of the single-chain log-ML estimates (nats)", title_justify="left")
+    table = Table(title="quartiles of the single-run log-ML estimates (nats)", title_justify="left")
     for col in ("condition", "T", "25%", "median", "75%"):
         table.add_column(col, justify="right")
     quartiles = res.quartiles()

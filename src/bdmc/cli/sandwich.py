@@ -13,14 +13,15 @@ from typing import Optional
 
 import jax
 import numpy as np
-import pandas as pd
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 import bdmc
 
-from ..checks.sandwich import exact_log_marginal_or_none
+from ..checks.sandwich import (CERTIFY_B, DIRECTIONS, SANDWICH_METHODS, exact_log_marginal_or_none,
+                               sandwich_method, simulated_data)
+from ..checks.sandwich_verdict import HOLDS, VIOLATED, WITHIN_NOISE
 from ..core.ais import SCHEDULES
 from ..experiments import sandwich_runs
 from ..experiments.sandwich_runs import FORWARD_ONLY, data_array_names, real_data_like
@@ -28,12 +29,10 @@ from ..plotting import plot_sandwich
 from ._common import (PPL_OPTIONS, CLIError, at_least, command, console, count, fmt_options, model_option_option,
                       num, out_option, output_dir, overwrite_option, parse_steps, positive_number, print_verdict,
                       refuse_together, seconds, wrote)
-from ._models import _load_npz, builtin_model, load_ppl_model, model_settings, ppl_given, ppl_label
+from ._models import builtin_model, load_npz, load_ppl_model, model_settings, ppl_given, ppl_label
 
 PNG_NAME = "sandwich.png"
-DIRECTIONS = sandwich_runs.DIRECTIONS
-NOISE_STDERRS = 2.0  # a bound beyond the exact value by at most this many stderr is reported as noise
-CERTIFY_B = 3.0  # the Markov-certified lower bound value - b holds with probability >= 1 - e^-b (the table's b)
+STATE_STYLE = {HOLDS: "green", WITHIN_NOISE: "yellow", VIOLATED: "bold red"}  # the verdict against the exact value
 
 
 @command
@@ -53,7 +52,7 @@ def sandwich_command(
     observed: Optional[str] = typer.Option(None, "--observed", metavar="NAMES",
                                            help="The program's observed variable(s), comma-separated."),
     simulator: Optional[str] = PPL_OPTIONS["simulator"],
-    chains: int = typer.Option(16, "--chains", "-c", help="Chains per direction and chain length."),
+    runs: int = typer.Option(16, "--runs", "-r", help="Independent runs per direction and chain length."),
     steps: str = typer.Option("10,100,1000", "--steps", "-s",
                               help="Comma-separated numbers of intermediate distributions T (each >= 2)."),
     seed: int = typer.Option(0, "--seed", help="Seed of jax.random.key; simulates the data and drives every run."),
@@ -98,13 +97,16 @@ def sandwich_command(
         raise CLIError("--until-gap stops when the gap between the lower and the upper bound is small, but real "
                        "data have no upper bound (no exact posterior sample to start reverse chains from); list "
                        "the chain lengths in --steps instead")
-    if method not in ("ais", "smc"):
-        raise CLIError(f"--method: unknown method {method!r}; choose ais or smc")
-    refuse_together({"--particles": particles is not None, "--method ais": method == "ais"},
-                    "AIS runs single chains; particles need --method smc")
+    if method not in SANDWICH_METHODS:
+        raise CLIError(f"--method: unknown method {method!r}; choose one of: {', '.join(SANDWICH_METHODS)}")
+    pair = sandwich_method(method)
+    with_particles = [m for m, p in SANDWICH_METHODS.items() if "num_particles" in p.options]
+    refuse_together({"--particles": particles is not None,
+                     f"--method {method}": "num_particles" not in pair.options},
+                    f"{method} runs single chains; particles need --method {' or '.join(with_particles)}")
     particles = 1 if particles is None else particles
-    step_list = parse_steps(steps, smallest=1 if method == "smc" else 2)
-    at_least(chains, "--chains", 1, "16")
+    step_list = parse_steps(steps, smallest=pair.smallest)
+    at_least(runs, "--runs", 1, "16")
     at_least(seed, "--seed", 0, "0")
     at_least(particles, "--particles", 1, "8")
     if schedule not in SCHEDULES:
@@ -127,25 +129,25 @@ def sandwich_command(
     else:
         model_obj, model_options = builtin_model(model, option or [])
     key = jax.random.key(seed)
-    # The data sandwich() would simulate from this key: the structure real data are read into, and whether an
-    # exact value is affordable (enumeration and quadrature only work on small instances).
-    data_sim, exact_latent = bdmc.simulate(jax.random.split(key)[0], model_obj)
+    # The data bdmc.sandwich(key, ...) simulates: the structure real data are read into, and whether an exact
+    # value is affordable (enumeration and quadrature only work on small instances).
+    data_sim, exact_latent = simulated_data(key, model_obj)
     stdout = console()
     if real_data:
         hint = (" (the program's arguments in the same file set its size)" if ppl is not None else
                 " (set the model's size with --option, e.g. --option n=...)")
-        arrays = _load_npz(data)
+        arrays = load_npz(data)
         names = data_array_names(data_sim) or list(arrays)
         data_sim, exact_latent = real_data_like(data_sim, arrays, source=f"--data {data}", hint=hint), None
     elif ppl is not None and data is not None:
-        ignored = sorted(set(_load_npz(data)) & set(model_obj.observed))
+        ignored = sorted(set(load_npz(data)) & set(model_obj.observed))
         if ignored:
             stdout.print(f"[yellow]note:[/] --data holds the observed {', '.join(ignored)}, not used: the sandwich "
                          "runs on simulated data (add --real-data to bound log p(y) of the observed data)",
                          soft_wrap=True)
     settings = {
         "command": "sandwich", "model": name, "options": model_settings(model_obj, model_options), "seed": seed,
-        "chains": chains, "schedule": schedule, "method": method, "particles": particles,
+        "runs": runs, "schedule": schedule, "method": method, "particles": particles,
         "x64": bool(jax.config.jax_enable_x64), "until_gap": until_gap,
         "max_steps": max_steps if until_gap is not None else None, "bdmc_version": bdmc.__version__,
         "data_file": str(data) if real_data else None,
@@ -155,16 +157,15 @@ def sandwich_command(
                                               real_data=real_data)
 
     exact_known = exact_log_marginal_or_none(model_obj, data_sim) is not None
-    printer = RowPrinter(stdout, exact_known=exact_known, knob="moves" if method == "smc" else "T",
-                         real_data=real_data)
+    printer = RowPrinter(stdout, exact_known=exact_known, knob=pair.symbol, real_data=real_data)
     stdout.print(f"[bold]bdmc sandwich[/]  model [cyan]{escape(name)}[/] {escape(fmt_options(settings['options']))}",
                  soft_wrap=True)
     if real_data:
         stdout.print(f"data: [bold]real[/], {escape(', '.join(settings['data']['arrays']))} from "
                      f"{escape(str(data))}", soft_wrap=True)
-    lengths = (f"until single-run gap < {until_gap:g} nats (T = {step_list[0]}, doubling, <= {max_steps})"
-               if until_gap is not None else f"T = {', '.join(map(str, step_list))}")
-    stdout.print(f"chains {chains} · seed {seed} · schedule {schedule} · {lengths}", soft_wrap=True)
+    lengths = (f"until single-run gap < {until_gap:g} nats ({pair.symbol} = {step_list[0]}, doubling, <= {max_steps})"
+               if until_gap is not None else f"{pair.symbol} = {', '.join(map(str, step_list))}")
+    stdout.print(f"runs {runs} · seed {seed} · schedule {schedule} · {lengths}", soft_wrap=True)
     if store.resumed:
         stdout.print(f"[dim]resuming from {escape(str(store.csv))}: {store.resumed} row(s) already done[/]",
                      soft_wrap=True)
@@ -173,14 +174,14 @@ def sandwich_command(
         printer.row(row, resumed=True)
 
     run = sandwich_runs.run_sandwich(
-        key, model_obj, data_sim, exact_latent, store=store, steps=step_list, num_chains=chains, schedule=schedule,
+        key, model_obj, data_sim, exact_latent, store=store, steps=step_list, num_runs=runs, schedule=schedule,
         method=method, num_particles=particles, until_gap=until_gap, max_steps=max_steps, on_row=printer.row,
         progress=not no_progress and stdout.is_terminal, real_data=real_data)
 
-    title = (f"{name}: {FORWARD_ONLY} (no upper bound), {chains} chains, seed {seed}" if real_data else
-             f"{name}: BDMC sandwich, {chains} chains per direction, seed {seed}")
+    title = (f"{name}: {FORWARD_ONLY} (no upper bound), {runs} runs, seed {seed}" if real_data else
+             f"{name}: BDMC sandwich, {runs} runs per direction, seed {seed}")
     plot_sandwich(run.table, title=title).savefig(out / PNG_NAME, dpi=150)
-    printer.summary(run.table, until_gap=until_gap, verdict=run.verdict)
+    printer.summary(run.result, until_gap=until_gap)
     wrote(stdout, store.csv, store.json, out / PNG_NAME, note=f" ({len(run.table)} rows, {run.new} new)")
 
 
@@ -196,6 +197,12 @@ def _real_data_settings(names: list[str], data) -> dict:
 
 def _row_order(row: dict):
     return (int(row["num_steps"]), DIRECTIONS.index(row["direction"]) if row["direction"] in DIRECTIONS else 2)
+
+
+def _marked(state: str, text: str) -> str:
+    """The verdict's words in the colour of its state."""
+    style = STATE_STYLE[state]
+    return f"[{style}]{text}[/]"
 
 
 class RowPrinter:
@@ -242,64 +249,42 @@ class RowPrinter:
                   seconds(row["compile_seconds"]), count(row["n_evals"])]
         self._print(show_header=False, cells=cells, style="dim" if resumed else None)
 
-    def summary(self, table, *, until_gap, verdict) -> None:
+    def summary(self, result, *, until_gap) -> None:
         """Final gap, whether ``--until-gap`` was reached, the bug alarm and the sandwich around an exact value."""
 
         def say(text):
             self.console.print(text, soft_wrap=True)
 
         say("")
-        exact = table["exact"].dropna()
-        exact = float(exact.iloc[0]) if len(exact) else None
-        if exact is not None:
-            say(f"exact log p(y) = [bold]{exact:.4f}[/]")
+        if result.exact is not None:
+            say(f"exact log p(y) = [bold]{result.exact:.4f}[/]")
         if self.real_data:
-            self.forward_only(table, exact)
+            self.forward_only(result)
             return
-        # pivot, not pivot_table: a single chain has NaN standard errors, which pivot_table would drop.
-        pairs = table.pivot(index="num_steps", columns="direction", values=["value", "stderr"])
-        if not set(DIRECTIONS) <= set(pairs["value"].columns):
+        table = result.table
+        pairs = table[table["direction"] == "forward"].dropna(subset=["gap"])
+        if pairs.empty:
             say("[yellow]no chain length has both bounds yet; no gap to report[/]")
             return
-        pairs = pairs[pairs["value"][list(DIRECTIONS)].notna().all(axis=1)]
-        value, se = pairs["value"], pairs["stderr"]
-        T = int(value.index.max())
-        lower, upper = value.loc[T, "forward"], value.loc[T, "reverse"]
-        single = table.loc[table["num_steps"] == T, "gap_single"].dropna()
-        line = (f"final gap at {self.knob}={T}: [bold]{upper - lower:.4f}[/] nats (combined bounds {lower:.4f} .. "
-                f"{upper:.4f}{'; crossed' if upper < lower else ''})")
-        say(line + (f", single-run gap {float(single.iloc[0]):.4f}" if len(single) else ""))
+        last = pairs.iloc[-1]
+        T, lower, gap = int(last["num_steps"]), float(last["value"]), float(last["gap"])
+        line = (f"final gap at {self.knob}={T}: [bold]{gap:.4f}[/] nats (combined bounds {lower:.4f} .. "
+                f"{lower + gap:.4f}{'; crossed' if gap < 0 else ''})")
+        say(line + (f", single-run gap {float(last['gap_single']):.4f}" if np.isfinite(last["gap_single"]) else ""))
         if until_gap is not None:
-            reached = len(single) and float(single.iloc[0]) < until_gap
-            say(f"until-gap {until_gap:g}: " + ("[green]reached[/]" if reached else "[yellow]not reached by --max-steps[/]"))
-        if verdict is not None:
-            self.alarm(verdict)
-        if exact is None:
+            reached = float(last["gap_single"]) < until_gap
+            say(f"until-gap {until_gap:g}: "
+                + ("[green]reached[/]" if reached else "[yellow]not reached by --max-steps[/]"))
+        if result.verdict is not None:
+            self.alarm(result.verdict)
+        check = result.against_exact
+        if check is None:
             say("[dim]no exact value for this model; the gap bounds the error of either estimate[/]")
             return
-        # How far each bound lies on the wrong side of the exact value, in nats and in its own stderr.
-        excess = pd.DataFrame({"forward": value["forward"] - exact, "reverse": exact - value["reverse"]})
-        slack = 1e-9 * max(1.0, abs(exact))  # rounding, e.g. when both bounds are exact
-        holds = (excess <= slack).all(axis=1)
-        within = (excess <= NOISE_STDERRS * se[list(DIRECTIONS)].fillna(0.0) + slack).all(axis=1)
-        if holds.loc[T]:
-            state = "[green]holds[/]"
-        elif within.loc[T]:
-            state = f"[yellow]holds within noise[/] (crossed by <= {NOISE_STDERRS:g} stderr)"
-        else:
-            state = f"[bold red]VIOLATED[/] (by more than {NOISE_STDERRS:g} stderr)"
-        say(f"sandwich around the exact value at {self.knob}={T}: {state}; lower {lower - exact:+.4f}, upper "
-            f"{upper - exact:+.4f} nats from exact")
-        say(f"holds at {int(holds.sum())}/{len(holds)} chain lengths, within {NOISE_STDERRS:g} stderr at "
-            f"{int(within.sum())}/{len(within)}")
-        if se[list(DIRECTIONS)].isna().any().any():
-            say("[dim]one chain per direction: no standard errors, so 'within noise' means exactly[/]")
-        if not within.all():
-            bad = ", ".join(str(int(t)) for t in within.index[~within.to_numpy(dtype=bool)])
-            say(f"[bold red]a bound is off by more than {NOISE_STDERRS:g} stderr at {self.knob} = {bad}: unlikely "
-                "by chance, though with few chains the stderr itself is unreliable[/]")
+        for text in check.lines(mark=_marked):
+            say(text)
 
-    def forward_only(self, table, exact) -> None:
+    def forward_only(self, result) -> None:
         """The lower bound on real data at the longest chain length, its certified form, and the exact value."""
 
         def say(text):
@@ -308,6 +293,7 @@ class RowPrinter:
         say(f"[bold yellow]{FORWARD_ONLY}[/]: no exact posterior sample exists for observed data, so there is no "
             "upper bound, no gap and no bug alarm; check the sampler on simulated data (bdmc sandwich without "
             "--real-data, or bdmc audit)")
+        table = result.table
         if table.empty:
             return
         last = table.loc[table["num_steps"].idxmax()]
@@ -317,16 +303,10 @@ class RowPrinter:
         # Markov: P(value > log p(y) + b) <= e^-b for an unbiased estimate of p(y) (BDMC paper Eq. 25).
         say(f"certified: log p(y) >= [bold]{certified:.4f}[/] with probability >= {1 - math.exp(-CERTIFY_B):.3f} "
             f"(value - b, b = {CERTIFY_B:g} nats, Markov's inequality)")
-        if exact is not None:
-            excess = value - exact
-            slack = 1e-9 * max(1.0, abs(exact))
-            if excess <= slack:
-                state = "[green]holds[/]"
-            elif excess <= NOISE_STDERRS * (0.0 if math.isnan(stderr) else stderr) + slack:
-                state = f"[yellow]holds within noise[/] (above by <= {NOISE_STDERRS:g} stderr)"
-            else:
-                state = f"[bold red]VIOLATED[/] (above by more than {NOISE_STDERRS:g} stderr)"
-            say(f"lower bound against the exact value at {self.knob}={T}: {state}; {excess:+.4f} nats from exact")
+        check = result.against_exact
+        if check is not None:
+            for text in check.lines(mark=_marked):
+                say(text)
 
     def alarm(self, verdict) -> None:
         """The run-level bug alarm over every lower and upper bound, prominently when it fires."""

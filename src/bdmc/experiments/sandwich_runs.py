@@ -1,8 +1,9 @@
 """A sandwich run kept in an output store: rows saved as they finish, resumed row by row, the verdict at the end.
 
-``bdmc sandwich`` and ``bdmc bread --model`` both run through :func:`run_sandwich`: the rows already in the
-store are skipped, each new row is appended as it finishes, and the final table (every row in the store)
-carries the run-level bug alarm.
+``bdmc sandwich`` and ``bdmc bread --model`` both run through :func:`run_sandwich`, which hands the rows already
+in the store to :func:`bdmc.sandwich` (``done``) and appends each new row as it finishes; the sandwich itself
+pairs the bounds, computes the gaps, stops ``until_gap`` and raises the alarm, so a resumed run gives the
+numbers of a fresh one. The final table (every row in the store) carries the run-level bug alarm.
 
 On the user's observed data (``real_data=True``) only the forward rows run: real data have no exact posterior
 sample to start a reverse chain from, so there is no upper bound, no gap and no alarm. Such a store says so in
@@ -11,7 +12,6 @@ sample to start a reverse chain from, so there is no upper bound, no gap and no 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -19,20 +19,19 @@ import jax
 import numpy as np
 import pandas as pd
 
+from ..checks.alarm import ALPHA, BugAlarm
+from ..checks.sandwich import COLUMNS, SandwichResult, sandwich
 from ..errors import BDMCError, DataError
-from ..checks.alarm import BugAlarm, alarm_from_table, crossing_p_bound
-from ..checks.sandwich import COLUMNS, mark_alarms, sandwich
 from .store import RunStore
 
 CSV_NAME = "sandwich.csv"
-DIRECTIONS = ("forward", "reverse")
 KEY = ("num_steps", "direction")
 # Column types of the sandwich table, in file order.
 DTYPES = {c: float for c in COLUMNS}
-DTYPES.update(method=str, num_steps=int, direction=str, bound=str, alarm=bool, num_chains=int, n_evals=int)
+DTYPES.update(method=str, num_steps=int, direction=str, bound=str, alarm=bool, num_runs=int, n_evals=int)
 # Settings on which a row's numbers depend; a resumed run must agree on all of them. ``data`` is "simulated"
 # or, for the user's observed data, a record of the arrays read (names, shapes) and a digest of their values.
-ROW_DETERMINING = ("command", "model", "options", "seed", "chains", "schedule", "method", "particles", "x64",
+ROW_DETERMINING = ("command", "model", "options", "seed", "runs", "schedule", "method", "particles", "x64",
                    "data")
 CSV_COLUMN = "data"  # the extra column of a real-data store
 REAL = "real"  # the value of the ``data`` column of a real-data store
@@ -46,24 +45,30 @@ class SandwichRun:
 
     Attributes
     ----------
+    result : SandwichResult
+        What :func:`bdmc.sandwich` returned over every row in the store (its verdicts included).
     table : pandas.DataFrame
-        Every row, ordered by chain length (forward before reverse), with the ``alarm`` column marked.
-    verdict : BugAlarm or None
-        The run-level bug alarm over every row (None until both directions have a row).
+        The store's rows: ``result.table`` ordered by knob value (forward before reverse), with the ``alarm``
+        column marked and, in a real-data store, the ``data`` column.
     new : int
         Rows computed by this run.
     """
 
+    result: SandwichResult
     table: pd.DataFrame
-    verdict: BugAlarm | None
     new: int
+
+    @property
+    def verdict(self) -> BugAlarm | None:
+        """The run-level bug alarm over every row (None until both directions have a row)."""
+        return self.result.verdict
 
 
 def open_sandwich_store(out, settings: dict, *, overwrite: bool, discard=(), real_data: bool = False) -> RunStore:
     """The store of a sandwich run in ``out``: ``sandwich.csv`` and ``settings.json``.
 
     ``settings`` holds the keys of :data:`ROW_DETERMINING` (``data`` defaults to "simulated") and any
-    informational ones; the store keeps ``settings["steps"]`` equal to the chain lengths the CSV holds. With
+    informational ones; the store keeps ``settings["steps"]`` equal to the knob values the CSV holds. With
     ``real_data`` the settings must describe the data (not "simulated"), ``settings["bounds"]`` reads
     :data:`FORWARD_ONLY` and the CSV has the extra column ``data``.
     """
@@ -79,9 +84,9 @@ def open_sandwich_store(out, settings: dict, *, overwrite: bool, discard=(), rea
     return store
 
 
-def run_sandwich(key, model, data, exact_latent, *, store: RunStore, steps: list[int], num_chains: int,
+def run_sandwich(key, model, data, exact_latent, *, store: RunStore, steps: list[int], num_runs: int,
                  schedule: str = "sigmoidal", method: str = "ais", num_particles: int = 1,
-                 until_gap: float | None = None, max_steps: int = 100_000,
+                 until_gap: float | None = None, max_steps: int = 100_000, alpha: float = ALPHA,
                  on_row: Callable[[dict], None] | None = None, progress="auto", real_data: bool = False
                  ) -> SandwichRun:
     """Run :func:`bdmc.sandwich` on the rows ``store`` lacks, appending each as it finishes.
@@ -89,11 +94,11 @@ def run_sandwich(key, model, data, exact_latent, *, store: RunStore, steps: list
     Parameters
     ----------
     key, model, data, exact_latent
-        As for :func:`bdmc.sandwich`; ``data`` and ``exact_latent`` are the ones it would simulate from ``key``,
-        or, with ``real_data``, the user's observed data and None.
+        As for :func:`bdmc.sandwich`; ``data`` and ``exact_latent`` are the ones it would simulate from ``key``
+        (:func:`bdmc.checks.sandwich.simulated_data`), or, with ``real_data``, the user's observed data and None.
     store : RunStore
         From :func:`open_sandwich_store`.
-    steps, num_chains, schedule, method, num_particles, until_gap, max_steps, progress
+    steps, num_runs, schedule, method, num_particles, until_gap, max_steps, alpha, progress
         As for :func:`bdmc.sandwich`.
     on_row : callable, optional
         Called with each new row after it is saved.
@@ -108,20 +113,10 @@ def run_sandwich(key, model, data, exact_latent, *, store: RunStore, steps: list
     if real_data != (CSV_COLUMN in store.columns):
         raise BDMCError("open the store with the same real_data as the run: a real-data store has the data "
                         "column")
-    if until_gap is not None:
-        # sandwich() cannot see skipped rows' gaps: drop half-finished pairs (recomputed identically) and stop
-        # at a length the store already shows converged.
-        complete = _complete_pairs(store.rows)
-        store.rewrite([r for r in store.rows if int(r["num_steps"]) in complete])
-        store.update_settings(steps=_steps_of(store.rows))
-        converged = _first_converged(store.rows, steps[0], max_steps, until_gap)
-        if converged is not None:
-            max_steps = converged
     old = store.rows
     new: list[dict] = []
 
     def finished(row: dict) -> None:
-        row = _fill_partner_gap(row, old + new)
         if real_data:
             row = {**row, CSV_COLUMN: REAL}
         new.append(row)
@@ -130,19 +125,16 @@ def run_sandwich(key, model, data, exact_latent, *, store: RunStore, steps: list
         if on_row is not None:
             on_row(row)
 
-    skip = {(int(r["num_steps"]), str(r["direction"])) for r in old}
-    sandwich(key, model, data, exact_latent, steps=steps, num_chains=num_chains, schedule=schedule, method=method,
-             num_particles=num_particles, until_gap=until_gap, max_steps=max_steps, on_row=finished, skip=skip,
-             progress=progress, forward_only=real_data)
-    table = pd.DataFrame(store.rows, columns=store.columns)
-    table = table.sort_values(["num_steps", "direction"], key=_sort_key, kind="stable").reset_index(drop=True)
-    verdict = None
-    if set(table["direction"]) == set(DIRECTIONS):
-        verdict = alarm_from_table(table)
-        table["alarm"] = mark_alarms(table, verdict)
+    result = sandwich(key, model, data, exact_latent, steps=steps, num_runs=num_runs, schedule=schedule,
+                      method=method, num_particles=num_particles, until_gap=until_gap, max_steps=max_steps,
+                      alpha=alpha, done=old, on_row=finished, progress=progress, forward_only=real_data)
+    table = result.table.copy()
+    if real_data:
+        table[CSV_COLUMN] = REAL
+    # The sandwich completed the gaps of resumed half pairs and marked the alarm: the CSV says so too.
     store.rewrite(table.to_dict("records"))
-    store.record("verdict", verdict.to_dict() if verdict is not None else None)
-    return SandwichRun(table=table, verdict=verdict, new=len(new))
+    store.record("verdict", result.verdict.to_dict() if result.verdict is not None else None)
+    return SandwichRun(result=result, table=table, new=len(new))
 
 
 def real_data_like(template, arrays: Mapping[str, np.ndarray], *, source: str = "--data", hint: str = ""):
@@ -190,10 +182,10 @@ def real_data_like(template, arrays: Mapping[str, np.ndarray], *, source: str = 
             raise DataError(f"{source}: observed array {name!r} has shape {array.shape}, but the model's data "
                             f"{name!r} have shape {want}{hint}")
         dtype = np.asarray(leaf).dtype
-        if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+        if not (np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.bool_)):
             raise DataError(f"{source}: observed array {name!r} has dtype {array.dtype}; the model's are {dtype}")
         cast = array.astype(dtype)
-        if (np.issubdtype(dtype, np.integer) or dtype == bool) and np.any(cast != array):
+        if (np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.bool_)) and np.any(cast != array):
             raise DataError(f"{source}: observed array {name!r} holds values that are not {dtype} (the model's "
                             f"data {name!r} are {dtype}), e.g. {array[cast != array].flat[0].item()!r}")
         out.append(cast)
@@ -225,42 +217,3 @@ def _legacy(previous: dict | None) -> dict | None:
         previous.setdefault("command", "sandwich")  # flat settings files of older versions: sandwich runs
         previous.setdefault("data", "simulated")  # before real data, every sandwich ran on simulated data
     return previous
-
-
-def _complete_pairs(rows: list[dict]) -> set[int]:
-    seen: dict[int, set] = {}
-    for r in rows:
-        seen.setdefault(int(r["num_steps"]), set()).add(r["direction"])
-    return {t for t, d in seen.items() if set(DIRECTIONS) <= d}
-
-
-def _first_converged(rows: list[dict], start: int, stop: int, tol: float) -> int | None:
-    """First T of the doubling sequence from ``start`` whose recorded single-run gap is below ``tol``."""
-    gaps = {int(r["num_steps"]): float(r["gap_single"]) for r in rows}
-    T = start
-    while T <= stop:
-        if T in gaps and math.isfinite(gaps[T]) and gaps[T] < tol:
-            return T
-        T *= 2
-    return None
-
-
-def _fill_partner_gap(row: dict, rows: list[dict]) -> dict:
-    """Give a row whose partner direction was resumed from disk the gaps sandwich() could not compute."""
-    if math.isfinite(row["gap"]):
-        return row
-    other = next((r for r in rows if r["num_steps"] == row["num_steps"] and r["direction"] != row["direction"]),
-                 None)
-    if other is None:
-        return row
-    lower, upper = (row, other) if row["direction"] == "forward" else (other, row)
-    crossing = lower["value"] - upper["value"]
-    mean = upper["mean_single"] - lower["mean_single"]
-    se = math.hypot(upper["stderr_single"], lower["stderr_single"])  # the two directions are independent
-    return {**row, "gap": -crossing, "gap_single": mean, "gap_single_stderr": se, "alarm": False,
-            "alarm_p": crossing_p_bound(crossing)}
-
-
-def _sort_key(col):
-    # Forward before reverse within a chain length.
-    return col.map({d: i for i, d in enumerate(DIRECTIONS)}) if col.name == "direction" else col

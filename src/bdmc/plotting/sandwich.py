@@ -9,6 +9,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator
 
+from ..checks.sandwich import sandwich_method
 from .figures import figure_and_axes, require_columns
 
 LOWER_COLOR = "#1f77b4"
@@ -31,7 +32,7 @@ def plot_sandwich(table: pd.DataFrame, *, exact: float | None = None, ax=None, t
     ax : matplotlib Axes, optional
         Axes to draw into; a new figure (not registered with pyplot, so no GUI backend is touched) otherwise.
     title : str, optional
-        Axes title; defaults to "BDMC sandwich" with the number of chains when the table records it.
+        Axes title; defaults to "BDMC sandwich" with the number of runs when the table records it.
 
     Returns
     -------
@@ -45,8 +46,8 @@ def plot_sandwich(table: pd.DataFrame, *, exact: float | None = None, ax=None, t
         finite = finite[np.isfinite(finite)]
         exact = float(finite.iloc[0]) if len(finite) else None
 
-    smc = "method" in table.columns and (table["method"] == "smc").any()
-    names = ("SMC", "SHME") if smc else ("forward AIS", "reverse AIS")
+    pair = sandwich_method(str(table["method"].iloc[0]) if "method" in table.columns and len(table) else "ais")
+    names = pair.labels
     sides = {}
     # Open squares for the upper bound, drawn under the filled lower-bound circles, so both stay visible
     # where the bounds meet.
@@ -83,13 +84,13 @@ def plot_sandwich(table: pd.DataFrame, *, exact: float | None = None, ax=None, t
         ax.xaxis.set_minor_locator(LogLocator(subs="auto"))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:,.0f}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set_xlabel("MCMC moves per data case" if smc else "intermediate distributions T")
+    ax.set_xlabel(pair.axis)
     ax.set_ylabel("log p(y) (nats)")
     ax.grid(True, which="major", alpha=0.3)
     if title is None:
         title = "BDMC sandwich"
-        if "num_chains" in table.columns and table["num_chains"].nunique() == 1:
-            title += f" ({int(table['num_chains'].iloc[0])} chains per direction)"
+        if "num_runs" in table.columns and table["num_runs"].nunique() == 1:
+            title += f" ({int(table['num_runs'].iloc[0])} runs per direction)"
     ax.set_title(title)
     handles, labels = ax.get_legend_handles_labels()
     if handles:

@@ -2,16 +2,17 @@
 
 1. Fit the hyperparameters eta on the real data by NUTS (posterior medians).
 2. Simulate parameters and data from the model with eta held at the fit.
-3. Forward AIS on the real and on the simulated data, ``num_chains`` independent chains per chain length.
+3. Forward AIS on the real and on the simulated data, ``num_runs`` independent runs (chains) per chain length.
 4. Reverse AIS on the simulated data from approximate posterior samples: the simulated (eta-hat, theta) moved
    by S NUTS steps on the simulated posterior, for each S; the reverse chains of one S share that start.
 5. Compare: the forward curves of real and simulated data must climb alike (up to a vertical shift) for
    the simulated data to stand in for the real data, and the reverse curves should not depend on S.
 
-Every finished run (all chains of one condition and chain length) is appended to ``runs.csv`` in the output
+Every finished estimate (all runs of one condition and chain length) is appended to ``runs.csv`` in the output
 directory as it ends, and the fit and simulated data are saved, so an interrupted protocol resumes where it
 stopped; the directory is an output store (:mod:`bdmc.experiments.store`): ``settings.json`` records the
-settings, a run with other settings is refused, a damaged last row is dropped and its run recomputed.
+settings, a directory with other settings is refused, a damaged last row is dropped and its estimate
+recomputed.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def bread_real(
     *,
     hyperparameters: Sequence[str],
     steps: Sequence[int] = (10, 100, 1000),
-    num_chains: int = 100,
+    num_runs: int = 100,
     mcmc_steps: Sequence[int] = (10, 100, 1000, 10000),
     num_warmup: int = 500,
     num_samples: int = 500,
@@ -114,8 +115,8 @@ def bread_real(
         Sites fitted on the real data and held fixed for the simulation.
     steps : sequence of int
         AIS chain lengths T.
-    num_chains : int
-        Chains per condition and chain length (100 in the paper).
+    num_runs : int
+        Independent runs (AIS chains) per condition and chain length (100 in the paper).
     mcmc_steps : sequence of int
         Numbers S of NUTS steps behind the reverse chains' approximate posterior sample; empty to run the
         forward comparison only.
@@ -149,10 +150,10 @@ def bread_real(
             "hyperparameters; the adapters bdmc.ppl.from_numpyro, from_pymc and from_stan provide it)")
     if kernel not in ("nuts", "hmc"):
         raise BDMCError(f"kernel must be 'nuts' or 'hmc', got {kernel!r}")
-    if int(num_chains) != num_chains or num_chains < 1:
-        raise BDMCError(f"num_chains must be an integer >= 1, got {num_chains}")
+    if int(num_runs) != num_runs or num_runs < 1:
+        raise BDMCError(f"num_runs must be an integer >= 1, got {num_runs}")
     say = on_stage or (lambda _: None)
-    config = run_config(key, hyperparameters=hyperparameters, num_chains=num_chains, num_warmup=num_warmup,
+    config = run_config(key, hyperparameters=hyperparameters, num_runs=num_runs, num_warmup=num_warmup,
                         num_samples=num_samples, kernel=kernel, max_tree_depth=max_tree_depth,
                         num_integration_steps=num_integration_steps)
     store = open_run_store(out, config, context=context, overwrite=overwrite) if out is not None else None
@@ -176,13 +177,13 @@ def bread_real(
                   if kernel == "nuts" else
                   HMC(model, step_size=fit.step_size, num_integration_steps=int(num_integration_steps),
                       inverse_mass=inverse_mass))
-    runs = _complete_runs(store, num_chains)
+    runs = _complete_runs(store, num_runs)
     done = set(zip(runs["condition"], runs["num_steps"])) if len(runs) else set()
     starts = None
 
     def record(condition, T, estimate):
         nonlocal runs
-        row = pd.DataFrame({"condition": condition, "num_steps": T, "chain": np.arange(num_chains),
+        row = pd.DataFrame({"condition": condition, "num_steps": T, "chain": np.arange(num_runs),
                             "log_ml": np.asarray(estimate.runs, dtype=np.float64), "seconds": estimate.seconds},
                            columns=RUN_COLUMNS)
         runs = pd.concat([runs, row], ignore_index=True) if len(runs) else row
@@ -197,8 +198,8 @@ def bread_real(
                 continue
             run_key = jax.random.fold_in(jax.random.fold_in(key, 10 + c), T)
             if condition.startswith("forward"):
-                say(f"{condition}: forward AIS, T = {T}, {num_chains} chains")
-                est = forward_ais(run_key, model, data, num_steps=T, num_runs=num_chains, kernel=transition,
+                say(f"{condition}: forward AIS, T = {T}, {num_runs} runs")
+                est = forward_ais(run_key, model, data, num_steps=T, num_runs=num_runs, kernel=transition,
                                   progress=progress)
             else:
                 if starts is None:
@@ -207,8 +208,8 @@ def bread_real(
                                                    checkpoints=mcmc_steps, step_size=fit.step_size,
                                                    inverse_mass=fit.inverse_mass)
                 S = int(condition.removeprefix("reverse-S"))
-                say(f"{condition}: reverse AIS, T = {T}, {num_chains} chains from the sample after {S} NUTS steps")
-                est = reverse_ais(run_key, model, data, exact_latent=starts[S], num_steps=T, num_runs=num_chains,
+                say(f"{condition}: reverse AIS, T = {T}, {num_runs} runs from the sample after {S} NUTS steps")
+                est = reverse_ais(run_key, model, data, exact_latent=starts[S], num_steps=T, num_runs=num_runs,
                                   kernel=transition, progress=progress)
             record(condition, T, est)
 
@@ -254,10 +255,10 @@ def _counts(values, name, *, minimum, allow_empty=False):
     return values
 
 
-def run_config(key, *, hyperparameters, num_chains, num_warmup=500, num_samples=500, kernel="nuts",
+def run_config(key, *, hyperparameters, num_runs, num_warmup=500, num_samples=500, kernel="nuts",
                max_tree_depth=10, num_integration_steps=10) -> dict:
     """The settings on which every run of the protocol depends (what :func:`bread_real` records and compares)."""
-    return {"hyperparameters": list(hyperparameters), "num_chains": int(num_chains), "seed": list(seed_of(key)),
+    return {"hyperparameters": list(hyperparameters), "num_runs": int(num_runs), "seed": list(seed_of(key)),
             "num_warmup": int(num_warmup), "num_samples": int(num_samples), "kernel": kernel,
             "max_tree_depth": int(max_tree_depth), "num_integration_steps": int(num_integration_steps)}
 
@@ -306,14 +307,14 @@ def open_run_store(out, config: Mapping[str, Any], *, context: Mapping[str, Any]
     return store
 
 
-def _complete_runs(store: RunStore | None, num_chains: int) -> pd.DataFrame:
-    """Stored runs with all their chains; a run cut short (killed mid-write) is dropped to be recomputed."""
+def _complete_runs(store: RunStore | None, num_runs: int) -> pd.DataFrame:
+    """Stored estimates with all their runs; one cut short (killed mid-write) is dropped to be recomputed."""
     if store is None or not store.rows:
         return pd.DataFrame(columns=RUN_COLUMNS)
     runs = store.table()
     sizes = runs.groupby(["condition", "num_steps"])["chain"].transform("size")
-    if (sizes != num_chains).any():
-        runs = runs[sizes == num_chains].reset_index(drop=True)
+    if (sizes != num_runs).any():
+        runs = runs[sizes == num_runs].reset_index(drop=True)
         store.rewrite(runs.to_dict("records"))
     return runs
 

@@ -274,7 +274,7 @@ def sandwich(
     data = validate_data(model, data)
     exact = exact_log_marginal_or_none(model, data)
     steps = checked_steps(method, steps)
-    rows = {_row_key(r): {c: r.get(c, np.nan) for c in COLUMNS} for r in done}
+    rows = {_row_key(r): {c: r.get(c, np.nan) for c in COLUMNS} | {"method": r.get("method", method)} for r in done}
     options = {"kernel": kernel, "schedule": schedule, "num_particles": num_particles, "progress": progress}
     directions = DIRECTIONS[:1] if forward_only else DIRECTIONS
 
@@ -292,8 +292,7 @@ def sandwich(
         for row in new:
             if on_row is not None:
                 on_row(dict(row))
-        if until_gap is not None and math.isfinite(stats.get("gap_single", math.nan)) and \
-                stats["gap_single"] < until_gap:
+        if until_gap is not None and stats.get("gap_single", math.inf) < until_gap:  # NaN never converges
             break
     for T in {t for t, _ in rows}:
         _fill_pair(rows, T)  # resumed pairs saved before their partner finished

@@ -88,7 +88,7 @@ def run_mode(mode: str, args, store: Path) -> tuple[pd.DataFrame, dict]:
         on_row = lambda row: finished.append((row["estimator"], row["knob"], time.perf_counter() - t0))  # noqa: E731
         table = bench.run_bench(jax.random.key(args.seed), model_of(args), estimators=list(args.knobs),
                                 knobs=args.knobs, trials=args.trials, truth_steps=args.truth_steps,
-                                truth_chains=args.truth_chains, out=store, client=client, on_row=on_row)
+                                truth_runs=args.truth_runs, out=store, client=client, on_row=on_row)
         wall = time.perf_counter() - t0
     finally:
         close(client)
@@ -190,7 +190,7 @@ def write_markdown(path: Path, out: dict) -> None:
         "# One bench sweep in-process and on Dask", "",
         f"`python benchmarks/dask_sweep.py` -- `bdmc.experiments.bench.run_bench` on "
         f"`LinearRegression(n={s['n']})`, seed {s['seed']}, {s['trials']} trials per cell, knobs {knobs}; ground "
-        f"truth: the closed form, with AIS at T = {s['truth_steps']} ({s['truth_chains']} chains) beside it, "
+        f"truth: the closed form, with AIS at T = {s['truth_steps']} ({s['truth_runs']} chains) beside it, "
         f"computed by the caller in every mode ({len(out['rows'])} cells). bdmc's compile caches are emptied "
         "before each mode. *sweep s*: wall time of `run_bench` (truth included), cluster start-up apart; "
         "*compile s* and *compile + run s*: sums over the cells of the estimators' own compile seconds and "
@@ -225,7 +225,7 @@ def main(argv=None):
     ap.add_argument("--n", type=int, default=20, help="data cases of LinearRegression (default 20, the paper's)")
     ap.add_argument("--trials", type=int, default=25, help="trials per cell (default 25)")
     ap.add_argument("--truth-steps", type=int, default=1000, help="T of the AIS beside the closed form (1000)")
-    ap.add_argument("--truth-chains", type=int, default=16, help="chains of that AIS (default 16)")
+    ap.add_argument("--truth-runs", type=int, default=16, help="chains of that AIS (default 16)")
     ap.add_argument("--workers", type=int, default=2, help="worker processes of the processes mode (default 2)")
     ap.add_argument("--worker-threads", type=int, default=1, help="XLA/OpenMP threads per worker (default 1)")
     ap.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of " + ", ".join(MODES))
@@ -264,7 +264,7 @@ def run(args, modes: list[str]) -> None:
         table.add_row(*cells(t))
     console.print(table)
     out = {"settings": {"n": args.n, "trials": args.trials, "knobs": args.knobs, "truth_steps": args.truth_steps,
-                        "truth_chains": args.truth_chains, "workers": args.workers,
+                        "truth_runs": args.truth_runs, "workers": args.workers,
                         "worker_threads": args.worker_threads, "seed": args.seed, "modes": modes},
            "timings": timings, "rows": tables["in-process"].drop(columns=["trial_estimates"]).to_dict("records"),
            "load_start": list(load_start), "load_end": list(os.getloadavg()), "machine": machine_info(),

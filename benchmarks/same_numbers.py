@@ -111,7 +111,7 @@ def fingerprint() -> dict:
     from bdmc.experiments import run_bench
     with tempfile.TemporaryDirectory() as tmp:
         table = run_bench(jax.random.key(9), MODELS["gaussian-mean"], out=tmp, estimators=["ais", "lw"],
-                             knobs={"ais": [5, 10], "lw": [10]}, trials=3, truth_steps=200, truth_chains=4)
+                             knobs={"ais": [5, 10], "lw": [10]}, trials=3, truth_steps=200, truth_runs=4)
         out["bench"] = {c: _hex(table[c]) for c in ("mean", "rmse", "combined", "truth")}
     return out
 

@@ -60,7 +60,7 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     log_path = args.out / f"time_to_rmse_{args.model}.jsonl"
     base = {"model": args.model, "options": _options(model), "seed": args.seed}
-    truth_settings = {**base, "truth_steps": args.truth_steps, "truth_chains": args.truth_chains}
+    truth_settings = {**base, "truth_steps": args.truth_steps, "truth_runs": args.truth_runs}
     rows = _load(log_path)
     truth_row = _truth(args, model, data, latent, k_truth, truth_settings, rows, log_path, console)
     if truth_row is None:
@@ -85,7 +85,7 @@ def _parse(argv):
     ap.add_argument("--budget", type=float, default=60.0,
                     help="stop an estimator once one run takes longer than this (s, compilation excluded)")
     ap.add_argument("--truth-steps", type=int, default=None)
-    ap.add_argument("--truth-chains", type=int, default=16)
+    ap.add_argument("--truth-runs", type=int, default=16)
     ap.add_argument("--truth-tol", type=float, default=1.0)
     ap.add_argument("--truth-from", type=Path, default=None, help="an earlier JSONL with a matching truth row")
     ap.add_argument("--seed", type=int, default=0)
@@ -122,7 +122,7 @@ def _truth(args, model, data, latent, key, settings, rows, log_path, console):
             _append(log_path, row)
             rows.append(row)
     if row is None:
-        console.print(f"ground truth: forward and reverse AIS, T = {args.truth_steps}, {args.truth_chains} chains")
+        console.print(f"ground truth: forward and reverse AIS, T = {args.truth_steps}, {args.truth_runs} chains")
         row = _compute_truth(args, model, data, latent, key, settings)
         _append(log_path, row)
         rows.append(row)
@@ -137,7 +137,7 @@ def _truth(args, model, data, latent, key, settings, rows, log_path, console):
 
 def _compute_truth(args, model, data, latent, key, settings) -> dict:
     kf, kr = jax.random.split(key)
-    common = dict(num_steps=args.truth_steps, num_runs=args.truth_chains, progress=False)
+    common = dict(num_steps=args.truth_steps, num_runs=args.truth_runs, progress=False)
     load = os.getloadavg()
     fwd = bdmc.forward_ais(kf, model, data, **common)
     rev = bdmc.reverse_ais(kr, model, data, exact_latent=latent, **common)

@@ -204,7 +204,7 @@ def model_page(model: str, rows: list) -> str:
         s = truth["settings"]
         lines += [f"Ground truth {truth['truth']:.3f} nats: forward AIS {truth['forward']:.3f} ± "
                   f"{truth['forward_stderr']:.3f}, reverse {truth['reverse']:.3f} ± {truth['reverse_stderr']:.3f} "
-                  f"(gap {truth['gap']:.3f} nats) at T = {s['truth_steps']}, {s['truth_chains']} chains each"
+                  f"(gap {truth['gap']:.3f} nats) at T = {s['truth_steps']}, {s['truth_runs']} chains each"
                   f" ({_source(truth)}).", ""]
     lines += TABLE_HEAD
     for name in ESTIMATORS:

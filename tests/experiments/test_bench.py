@@ -22,7 +22,7 @@ from bdmc.plotting.bench import plot_bench
 MODEL = GaussianMean(n=5, dim=2)
 KNOBS = {name: [2, 4] for name in bench.available(MODEL)}
 TRIALS = 4
-SETTINGS = dict(knobs=KNOBS, trials=TRIALS, truth_steps=200, truth_chains=8)
+SETTINGS = dict(knobs=KNOBS, trials=TRIALS, truth_steps=200, truth_runs=8)
 TIMING = ["seconds", "seconds_batch", "compile_seconds"]
 
 
@@ -114,7 +114,7 @@ def test_ground_truth_is_the_closed_form_with_the_ais_sandwich_beside_it(sweep):
 def test_without_a_closed_form_the_truth_is_the_average_of_agreeing_bounds(key):
     model = NoClosedForm(n=5, dim=2)
     data, latent = bdmc.simulate(key, model)
-    truth = bench.ground_truth(key, model, data, latent, num_steps=200, num_chains=8)
+    truth = bench.ground_truth(key, model, data, latent, num_steps=200, num_runs=8)
     assert truth.source == "AIS" and truth.exact is None and truth.value == truth.ais
     assert abs(truth.gap) <= 1.0 and truth.value == pytest.approx(float(MODEL.exact_log_marginal(data)), abs=0.1)
 
@@ -123,17 +123,17 @@ def test_ground_truth_refuses_when_forward_and_reverse_disagree(key, spies):
     model = NoClosedForm(n=5, dim=2)
     data, latent = bdmc.simulate(key, model)
     with pytest.raises(bench.GroundTruthError, match="refuses to score"):
-        bench.ground_truth(key, model, data, latent, num_steps=3, num_chains=4, tol=1e-6)
+        bench.ground_truth(key, model, data, latent, num_steps=3, num_runs=4, tol=1e-6)
     with pytest.raises(bench.GroundTruthError):
-        bench.run_bench(key, model, estimators=["lw"], knobs={"lw": [2]}, trials=3, truth_steps=3, truth_chains=4,
+        bench.run_bench(key, model, estimators=["lw"], knobs={"lw": [2]}, trials=3, truth_steps=3, truth_runs=4,
                         truth_tol=1e-6)
     assert "lw" not in spies  # nothing is scored without a ground truth
 
 
-@pytest.mark.parametrize("bad", [{"truth_tol": 0.0}, {"truth_tol": -1.0}, {"truth_chains": 0}, {"truth_steps": 1},
+@pytest.mark.parametrize("bad", [{"truth_tol": 0.0}, {"truth_tol": -1.0}, {"truth_runs": 0}, {"truth_steps": 1},
                                  {"trials": 1}])
 def test_impossible_truth_settings_are_refused_before_any_work(key, spies, bad):
-    settings = {"trials": 3, "truth_steps": 10, "truth_chains": 4, "truth_tol": 1.0, **bad}
+    settings = {"trials": 3, "truth_steps": 10, "truth_runs": 4, "truth_tol": 1.0, **bad}
     with pytest.raises(bench.BenchSettingsError, match=next(iter(bad))):
         bench.run_bench(key, MODEL, estimators=["lw"], knobs={"lw": [2]}, **settings)
     assert spies == []
@@ -174,7 +174,7 @@ def test_changed_settings_are_refused_unless_overwrite(sweep, tmp_path):
     with pytest.raises(bench.BenchSettingsError, match="seed"):
         bench.run_bench(jax.random.key(8), MODEL, estimators=list(KNOBS), out=tmp_path, **SETTINGS)
     fresh = bench.run_bench(jax.random.key(7), MODEL, estimators=["lw"], knobs={"lw": [3]}, trials=3,
-                            truth_steps=200, truth_chains=8, out=tmp_path, overwrite=True)
+                            truth_steps=200, truth_runs=8, out=tmp_path, overwrite=True)
     assert len(fresh) == 1 and len(pd.read_csv(tmp_path / bench.CSV_NAME)) == 1
 
 
@@ -183,7 +183,7 @@ def test_an_estimator_the_model_cannot_run_is_refused_by_name(key):
 
     assert "vb" not in bench.available(LinearRegression())  # it has no mean-field family
     with pytest.raises(bench.BenchSettingsError, match=r"'vb' cannot run on LinearRegression.*vb_init"):
-        bench.run_bench(key, LinearRegression(), estimators=["lw", "vb"], trials=3, truth_steps=3, truth_chains=4)
+        bench.run_bench(key, LinearRegression(), estimators=["lw", "vb"], trials=3, truth_steps=3, truth_runs=4)
 
 
 def test_dask_gives_the_in_process_numbers(sweep):
@@ -235,7 +235,7 @@ def bench_cli(*args):
 
 
 CLI_ARGS = ["--model", "gaussian-mean", "--option", "n=5", "--option", "dim=2", "--trials", "3", "--truth-steps",
-            "50", "--truth-chains", "8", "--seed", "1"]
+            "50", "--truth-runs", "8", "--seed", "1"]
 
 
 def test_bench_command_end_to_end(tmp_path):
@@ -269,7 +269,7 @@ def test_bench_command_end_to_end(tmp_path):
 def test_bench_command_refuses_a_bad_truth_in_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(bench, "exact_log_marginal_or_none", lambda model, data: None)
     result = bench_cli(*CLI_ARGS[:-6], "--estimators", "lw", "--knobs", "lw=2", "--truth-steps", "3",
-                       "--truth-chains", "4", "--truth-tol", "1e-6", "--out", str(tmp_path))
+                       "--truth-runs", "4", "--truth-tol", "1e-6", "--out", str(tmp_path))
     assert result.exit_code == 1, result.output
     assert "GroundTruthError" in result.stderr and "refuses to score" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / bench.CSV_NAME).exists()
@@ -277,7 +277,7 @@ def test_bench_command_refuses_a_bad_truth_in_one_line(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("args, needle", [
     (["--truth-tol", "0"], "--truth-tol"), (["--truth-tol", "-1"], "--truth-tol"),
-    (["--truth-chains", "0"], "--truth-chains"), (["--trials", "0"], "--trials"),
+    (["--truth-runs", "0"], "--truth-runs"), (["--trials", "0"], "--trials"),
     (["--truth-steps", "1"], "--truth-steps"),
     (["--estimators", "lw,nope"], "nope"), (["--knobs", "ais=0"], "--knobs"), (["--knobs", "smc=2"], "smc"),
     (["--option", "n=-5"], "n=-5"),
@@ -297,7 +297,7 @@ def test_bench_command_refuses_an_output_path_that_is_a_file(tmp_path):
 
 def test_bench_command_on_a_local_dask_cluster(tmp_path):
     result = bench_cli("-m", "gaussian-mean", "--option", "n=5", "--option", "dim=2", "-e", "lw", "-k", "lw=2",
-                       "-t", "3", "--truth-steps", "50", "--truth-chains", "8", "--scheduler", "local",
+                       "-t", "3", "--truth-steps", "50", "--truth-runs", "8", "--scheduler", "local",
                        "-o", str(tmp_path))
     assert result.exit_code == 0, result.output
     table = pd.read_csv(tmp_path / bench.CSV_NAME)

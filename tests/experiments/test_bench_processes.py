@@ -10,7 +10,7 @@ from bdmc.models import GaussianMean
 distributed = pytest.importorskip("dask.distributed")
 
 MODEL = GaussianMean(n=5, dim=2)
-SETTINGS = dict(estimators=["lw", "ais"], knobs={"lw": [4], "ais": [3]}, trials=3, truth_steps=50, truth_chains=4)
+SETTINGS = dict(estimators=["lw", "ais"], knobs={"lw": [4], "ais": [3]}, trials=3, truth_steps=50, truth_runs=4)
 TIMING = ["seconds", "seconds_batch", "compile_seconds"]
 
 

@@ -34,7 +34,7 @@ def bench_command(
     truth_steps: int = typer.Option(
         harness.TRUTH_STEPS, "--truth-steps",
         help="T of the ground-truth forward and reverse AIS runs (the truth's own budget, whatever the knobs)."),
-    truth_chains: int = typer.Option(harness.TRUTH_CHAINS, "--truth-chains",
+    truth_runs: int = typer.Option(harness.TRUTH_RUNS, "--truth-runs",
                                      help="Chains per direction of the ground truth."),
     truth_tol: float = typer.Option(harness.TRUTH_TOL, "--truth-tol",
                                     help="Nats within which forward and reverse must agree (without a closed form)."),
@@ -56,7 +56,7 @@ def bench_command(
     knob_lists = _parse_knobs(knobs or [])
     at_least(trials, "--trials", 2, "25")
     at_least(truth_steps, "--truth-steps", 2, str(harness.TRUTH_STEPS))
-    at_least(truth_chains, "--truth-chains", 1, str(harness.TRUTH_CHAINS))
+    at_least(truth_runs, "--truth-runs", 1, str(harness.TRUTH_RUNS))
     positive_number(truth_tol, "--truth-tol", "nats", "1.0")
     positive_number(zoom, "--zoom", "nats", "10")
     at_least(seed, "--seed", 0, "0")
@@ -72,11 +72,11 @@ def bench_command(
                        "--estimators")
     out = output_dir(out, f"bench-{model}")
     _run(console(), model, model_obj, names=names, knobs=knob_lists, trials=trials, truth_steps=truth_steps,
-         truth_chains=truth_chains, truth_tol=truth_tol, scheduler=scheduler, seed=seed, out=out,
+         truth_runs=truth_runs, truth_tol=truth_tol, scheduler=scheduler, seed=seed, out=out,
          overwrite=overwrite, zoom=zoom)
 
 
-def _run(out_console: Console, name, model, *, names, knobs, trials, truth_steps, truth_chains, truth_tol, scheduler,
+def _run(out_console: Console, name, model, *, names, knobs, trials, truth_steps, truth_runs, truth_tol, scheduler,
          seed, out, overwrite, zoom) -> None:
     import jax
 
@@ -84,7 +84,7 @@ def _run(out_console: Console, name, model, *, names, knobs, trials, truth_steps
 
     out_console.print(f"[bold]bdmc bench[/]  model [cyan]{escape(name)}[/] · estimators {', '.join(names)} · "
                       f"{trials} trials · seed {seed} · ground truth: closed form where the model has one, "
-                      f"else AIS T={truth_steps}, {truth_chains} chains, tol {truth_tol:g} nats", soft_wrap=True)
+                      f"else AIS T={truth_steps}, {truth_runs} chains, tol {truth_tol:g} nats", soft_wrap=True)
     largest = max((k for n in ("ais", "rev-ais") for k in _knobs_of(n, names, knobs)), default=0)
     if largest > truth_steps:
         out_console.print(f"[yellow]note: an AIS knob ({largest}) exceeds --truth-steps ({truth_steps}); the AIS "
@@ -101,7 +101,7 @@ def _run(out_console: Console, name, model, *, names, knobs, trials, truth_steps
         client = harness.connect(scheduler)
     try:
         harness.run_bench(jax.random.key(seed), model, estimators=names, knobs=knobs, trials=trials, out=out,
-                          client=client, truth_steps=truth_steps, truth_chains=truth_chains, truth_tol=truth_tol,
+                          client=client, truth_steps=truth_steps, truth_runs=truth_runs, truth_tol=truth_tol,
                           overwrite=overwrite, on_row=on_row)
     finally:
         if client is not None:
@@ -128,7 +128,7 @@ def _print_truth(out_console: Console, truth, path: Path) -> None:
     """The truth, where it came from, the AIS sandwich beside it and the bug alarm on that sandwich."""
     say = lambda text: out_console.print(text, soft_wrap=True)  # noqa: E731
     say(f"ground truth log p(y) = [bold]{truth.value:.4f}[/] ({truth.source}; saved in {escape(str(path))})")
-    sandwich = (f"AIS at T={truth.num_steps}, {truth.num_chains} chains: forward {truth.forward:.4f}, reverse "
+    sandwich = (f"AIS at T={truth.num_steps}, {truth.num_runs} runs: forward {truth.forward:.4f}, reverse "
                 f"{truth.reverse:.4f}, gap {truth.gap:.4f} nats")
     if truth.exact is not None:
         note = "" if truth.ais_agrees else (f"; [yellow]wider than --truth-tol {truth.tol:g}: the closed form is "

@@ -38,12 +38,12 @@ from .bench_store import (COLUMNS, CSV_NAME, DTYPES, JSON_NAME, ROW_DETERMINING,
                           rows_frame, sweep_settings)
 from .scoring import (CONFIDENCE, DATA_TAG, PAPER_ORDER, THRESHOLDS, TRUTH_TAG, available, estimator_order, missing,
                       run_key, run_one, score, time_to_rmse)
-from .truth import (AIS, CLOSED_FORM, TRUTH_CHAINS, TRUTH_STEPS, TRUTH_TOL, BenchSettingsError, GroundTruth,
+from .truth import (AIS, CLOSED_FORM, TRUTH_RUNS, TRUTH_STEPS, TRUTH_TOL, BenchSettingsError, GroundTruth,
                     GroundTruthError, check_truth_settings, ground_truth)
 
 __all__ = [
     "AIS", "CLOSED_FORM", "COLUMNS", "CONFIDENCE", "CSV_NAME", "DTYPES", "ESTIMATORS", "JSON_NAME", "PAPER_ORDER",
-    "ROW_DETERMINING", "THRESHOLDS", "TRUTH_CHAINS", "TRUTH_STEPS", "TRUTH_TOL", "BenchSettingsError", "GroundTruth",
+    "ROW_DETERMINING", "THRESHOLDS", "TRUTH_RUNS", "TRUTH_STEPS", "TRUTH_TOL", "BenchSettingsError", "GroundTruth",
     "GroundTruthError", "available", "check_truth_settings", "connect", "estimator_order", "ground_truth", "load",
     "missing", "run_bench", "run_key", "run_one", "score", "time_to_rmse",
 ]
@@ -52,7 +52,7 @@ __all__ = [
 def run_bench(key, model, *, estimators: Sequence[str] | None = None,
               knobs: Mapping[str, Sequence[int]] | None = None, trials: int = 25, data=None, exact_latent=None,
               out: str | os.PathLike | None = None, client=None, truth_steps: int = TRUTH_STEPS,
-              truth_chains: int = TRUTH_CHAINS, truth_tol: float = TRUTH_TOL,
+              truth_runs: int = TRUTH_RUNS, truth_tol: float = TRUTH_TOL,
               estimator_options: Mapping[str, Mapping[str, Any]] | None = None,
               overwrite: bool = False, on_row: Callable[[dict], None] | None = None) -> pd.DataFrame:
     """Benchmark log-ML estimators against BDMC ground truth: accuracy against time (paper Secs. 6.2-6.4).
@@ -78,7 +78,7 @@ def run_bench(key, model, *, estimators: Sequence[str] | None = None,
         (settings and ground truth). Rows already there are not recomputed.
     client : dask.distributed.Client, optional
         Run the pairs as tasks on this cluster (see :func:`connect`).
-    truth_steps, truth_chains, truth_tol : int, int, float
+    truth_steps, truth_runs, truth_tol : int, int, float
         Budget of the ground-truth AIS runs and the agreement required of them (see :func:`ground_truth`);
         the closed form is the truth where the model has one, with these runs reported beside it.
     estimator_options : mapping, optional
@@ -102,7 +102,7 @@ def run_bench(key, model, *, estimators: Sequence[str] | None = None,
     """
     key = _as_key(key)
     plan = _plan(model, available(model) if estimators is None else estimators, knobs, trials)
-    check_truth_settings(num_steps=truth_steps, num_chains=truth_chains, tol=truth_tol)
+    check_truth_settings(num_steps=truth_steps, num_runs=truth_runs, tol=truth_tol)
     if set(estimator_options or {}) - set(ESTIMATORS):
         raise BenchSettingsError(f"estimator_options for unknown estimator(s) "
                                  f"{sorted(set(estimator_options) - set(ESTIMATORS))}")
@@ -110,14 +110,14 @@ def run_bench(key, model, *, estimators: Sequence[str] | None = None,
     data, exact_latent, data_tag = _data(key, model, data, exact_latent)
     exact = exact_log_marginal_or_none(model, data)
     settings = sweep_settings(key, model, data_tag, trials=trials, truth_steps=truth_steps,
-                              truth_chains=truth_chains, truth_tol=truth_tol, options=options,
+                              truth_runs=truth_runs, truth_tol=truth_tol, options=options,
                               truth_source=AIS if exact is None else CLOSED_FORM)
     store = open_store(Path(out), settings, overwrite=overwrite) if out is not None else None
     saved = store.records.get("truth") if store is not None else None
     truth = GroundTruth(**saved) if saved is not None else None
     if truth is None:
         truth = ground_truth(jax.random.fold_in(key, TRUTH_TAG), model, data, exact_latent,
-                             num_steps=truth_steps, num_chains=truth_chains, tol=truth_tol, exact=exact)
+                             num_steps=truth_steps, num_runs=truth_runs, tol=truth_tol, exact=exact)
         if store is not None:
             store.record("truth", dataclasses.asdict(truth))
     done = {(r["estimator"], r["knob"]): r for r in store.rows} if store is not None else {}

@@ -29,17 +29,17 @@ DTYPES = {
     "truth": float, "bias": float, "rmse": float, "combined_error": float, "seconds": float,
     "seconds_batch": float, "compile_seconds": float, "evals": float, "n_evals": "int64",
     "trial_estimates": str, "model": str, "model_options": str, "seed": str, "data": str,
-    "truth_steps": "int64", "truth_chains": "int64", "truth_tol": float, "estimator_options": str, "x64": bool,
+    "truth_steps": "int64", "truth_runs": "int64", "truth_tol": float, "estimator_options": str, "x64": bool,
     "jax_version": str, "numpy_version": str, "bdmc_version": str,
 }
 COLUMNS = tuple(DTYPES)
 # Settings on which every row's numbers depend; a resumed sweep must agree on all of them.
-ROW_DETERMINING = ("model", "model_options", "seed", "data", "trials", "truth_steps", "truth_chains",
+ROW_DETERMINING = ("model", "model_options", "seed", "data", "trials", "truth_steps", "truth_runs",
                    "truth_tol", "truth_source", "estimator_options", "x64")
 _STORE_TYPES = {c: {"int64": int}.get(t, t) for c, t in DTYPES.items()}
 
 
-def sweep_settings(key, model, data_tag, *, trials, truth_steps, truth_chains, truth_tol, options,
+def sweep_settings(key, model, data_tag, *, trials, truth_steps, truth_runs, truth_tol, options,
                    truth_source) -> dict:
     """The settings a sweep is stored with, and must agree on to resume (:data:`ROW_DETERMINING`).
 
@@ -51,7 +51,7 @@ def sweep_settings(key, model, data_tag, *, trials, truth_steps, truth_chains, t
         Recorded by type and options (its dataclass fields, else its repr).
     data_tag : str
         Where the data came from: ``"simulated"``, or ``"sha256:..."`` of the given data.
-    trials, truth_steps, truth_chains : int
+    trials, truth_steps, truth_runs : int
     truth_tol : float
     options : dict
         Estimator name -> options; only the estimators given options are recorded.
@@ -65,7 +65,7 @@ def sweep_settings(key, model, data_tag, *, trials, truth_steps, truth_chains, t
     model_options = dataclasses.asdict(model) if dataclasses.is_dataclass(model) else repr(model)
     return {"model": type(model).__name__, "model_options": _json(model_options),
             "seed": _json([int(x) for x in np.asarray(jax.random.key_data(key)).ravel()]), "data": data_tag,
-            "trials": int(trials), "truth_steps": int(truth_steps), "truth_chains": int(truth_chains),
+            "trials": int(trials), "truth_steps": int(truth_steps), "truth_runs": int(truth_runs),
             "truth_tol": float(truth_tol), "truth_source": truth_source, "estimator_options": _options_json(options),
             "x64": bool(jax.config.jax_enable_x64)}
 

@@ -17,7 +17,7 @@ from ..errors import BDMCError
 from ..checks.alarm import bug_alarm
 from ..core.ais import forward_ais, reverse_ais
 
-TRUTH_STEPS, TRUTH_CHAINS, TRUTH_TOL = 10_000, 25, 1.0  # the ground truth's own budget, not an estimator's
+TRUTH_STEPS, TRUTH_RUNS, TRUTH_TOL = 10_000, 25, 1.0  # the ground truth's own budget, not an estimator's
 CLOSED_FORM, AIS = "closed form", "AIS"  # where the ground truth comes from
 
 
@@ -40,7 +40,7 @@ class GroundTruth:
         ``(forward + reverse) / 2``.
     forward, reverse : float
         Combined forward (lower) and reverse (upper) AIS estimates at the ground truth's own budget.
-    num_steps, num_chains : int
+    num_steps, num_runs : int
         That budget.
     tol : float
         The agreement required of ``reverse - forward``, in nats, when AIS is the truth.
@@ -58,7 +58,7 @@ class GroundTruth:
     forward: float
     reverse: float
     num_steps: int
-    num_chains: int
+    num_runs: int
     tol: float
     seconds: float
     source: str = AIS  # files written before the closed form was used hold AIS truths
@@ -81,7 +81,7 @@ class GroundTruth:
         return abs(self.gap) <= self.tol
 
 
-def ground_truth(key, model, data, exact_latent, *, num_steps: int = TRUTH_STEPS, num_chains: int = TRUTH_CHAINS,
+def ground_truth(key, model, data, exact_latent, *, num_steps: int = TRUTH_STEPS, num_runs: int = TRUTH_RUNS,
                  tol: float = TRUTH_TOL, exact: float | None = None) -> GroundTruth:
     """The closed form when given, else forward and reverse AIS accepted only when they agree.
 
@@ -95,7 +95,7 @@ def ground_truth(key, model, data, exact_latent, *, num_steps: int = TRUTH_STEPS
         A Model and data simulated from it.
     exact_latent : pytree
         The latent that generated ``data`` (an exact posterior sample), where reverse AIS starts.
-    num_steps, num_chains : int
+    num_steps, num_runs : int
         The largest AIS budget: intermediate distributions and chains per direction.
     tol : float
         Largest accepted distance, in nats, between the combined forward and reverse estimates when they are
@@ -113,10 +113,10 @@ def ground_truth(key, model, data, exact_latent, *, num_steps: int = TRUTH_STEPS
         When the bug alarm fires on the two runs, or (without a closed form) when they are more than ``tol``
         nats apart: the harness then refuses to score.
     """
-    check_truth_settings(num_steps=num_steps, num_chains=num_chains, tol=tol)
+    check_truth_settings(num_steps=num_steps, num_runs=num_runs, tol=tol)
     k_fwd, k_rev = jax.random.split(key)
-    lower = forward_ais(k_fwd, model, data, num_steps=num_steps, num_runs=num_chains, progress=False)
-    upper = reverse_ais(k_rev, model, data, exact_latent=exact_latent, num_steps=num_steps, num_runs=num_chains,
+    lower = forward_ais(k_fwd, model, data, num_steps=num_steps, num_runs=num_runs, progress=False)
+    upper = reverse_ais(k_rev, model, data, exact_latent=exact_latent, num_steps=num_steps, num_runs=num_runs,
                         progress=False)
     verdict = bug_alarm(lower, upper)
     if verdict.fired:
@@ -126,16 +126,16 @@ def ground_truth(key, model, data, exact_latent, *, num_steps: int = TRUTH_STEPS
     if exact is None and not distance <= tol:  # also refuses NaN
         raise GroundTruthError(
             f"no ground truth: forward AIS ({lower.value:.4f}) and reverse AIS ({upper.value:.4f}) at "
-            f"T={num_steps} with {num_chains} chains are {distance:.4g} nats apart, more than the tolerance "
+            f"T={num_steps} with {num_runs} chains are {distance:.4g} nats apart, more than the tolerance "
             f"{tol:g}; the harness refuses to score against it. Raise the ground-truth budget (truth_steps).")
     ais = 0.5 * (lower.value + upper.value)
     return GroundTruth(value=float(exact) if exact is not None else ais, forward=lower.value, reverse=upper.value,
-                       num_steps=int(num_steps), num_chains=int(num_chains), tol=float(tol),
+                       num_steps=int(num_steps), num_runs=int(num_runs), tol=float(tol),
                        seconds=lower.seconds + upper.seconds, source=CLOSED_FORM if exact is not None else AIS,
                        exact=None if exact is None else float(exact), alarm=verdict.to_dict())
 
 
-def check_truth_settings(*, num_steps, num_chains, tol) -> None:
+def check_truth_settings(*, num_steps, num_runs, tol) -> None:
     """Refuse a ground-truth budget that cannot give a truth, before any work.
 
     Raises
@@ -144,7 +144,7 @@ def check_truth_settings(*, num_steps, num_chains, tol) -> None:
     """
     if int(num_steps) != num_steps or num_steps < 2:
         raise BenchSettingsError(f"truth_steps (--truth-steps) must be an integer >= 2, got {num_steps}")
-    if int(num_chains) != num_chains or num_chains < 1:
-        raise BenchSettingsError(f"truth_chains (--truth-chains) must be an integer >= 1, got {num_chains}")
+    if int(num_runs) != num_runs or num_runs < 1:
+        raise BenchSettingsError(f"truth_runs (--truth-runs) must be an integer >= 1, got {num_runs}")
     if not (tol > 0 and math.isfinite(tol)):
         raise BenchSettingsError(f"truth_tol (--truth-tol) must be a positive number of nats, got {tol}")

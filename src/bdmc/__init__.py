@@ -16,7 +16,8 @@ from .contracts.estimate import ESTIMATORS, Estimate, gap, log_harmonic_mean, lo
 from .contracts.model import Simulated, simulate
 from .core import schedules
 from .core.ais import forward_ais, reverse_ais
-from .core.engine import AnnealResult, StepInfo, anneal
+from .core.engine import anneal
+from .core.records import AnnealResult, StepInfo
 from .core.smc import shme, smc
 from .errors import (BDMCError, DataError, MissingCapabilityError, MissingExtraError, NonFiniteLogDensityError,
                      NonFiniteLogWeightError, ScheduleError)

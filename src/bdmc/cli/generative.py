@@ -92,7 +92,7 @@ def _run(config, out: Path, overwrite: bool) -> None:
 
     stdout = console()
     stdout.print(f"[bold]{', '.join(config.models)}[/] on {config.data} ({config.architecture}); AIS T = "
-                 f"{', '.join(map(str, config.steps))}, {config.chains} chains, {config.images} train and test images; "
+                 f"{', '.join(map(str, config.steps))}, {config.chains} runs, {config.images} train and test images; "
                  f"output in {escape(str(out))}", soft_wrap=True)
 
     def on_row(row):

@@ -245,7 +245,6 @@ def load_npz(path: Path | None) -> dict:
         raise CLIError(f"--data: cannot read {path} as .npz ({err}); write it with numpy.savez") from None
 
 
-_load_npz = load_npz  # the old name, still imported by cli/sandwich.py until it moves to load_npz
 
 
 def _load_attr(spec: str, flag: str):

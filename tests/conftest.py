@@ -1,14 +1,29 @@
 import os
+import threading
+import traceback
 
 import jax
 import pytest
 
 import bdmc
+from bdmc.config import enable_compilation_cache
 
 # The suite runs in float64 (the closed forms and pinned values are float64) unless BDMC_TEST_DTYPE=float32,
 # which CI uses for one pass over the core tests.
 FLOAT32 = os.environ.get("BDMC_TEST_DTYPE", "float64") == "float32"
 bdmc.enable_x64(not FLOAT32)
+
+
+def _share_compiled_programs():
+    """Compilation dominates the suite's cost. JAX's persistent compilation cache (the `bdmc` command's, under the
+    user's cache directory) lets a program compiled by one test module, or by the other worker, be loaded by the
+    next rather than compiled again (each module forgets its in-memory programs, below); a later run starts warm.
+    Small programs too (the command keeps those over 0.5 s): eager operations recompile in every module."""
+    enable_compilation_cache()
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+
+
+_share_compiled_programs()
 
 
 def pytest_collection_modifyitems(config, items):
@@ -35,3 +50,39 @@ def _compiled_programs_per_module():
     """
     yield
     bdmc.clear_caches()
+    _share_compiled_programs()  # as set above, should a test of the command have changed it
+
+
+# No fork after JAX has started its threads: a forked child gets copies of locks that other threads held, and
+# can deadlock (Python 3.12+ warns "This process ... is multi-threaded, use of fork() may lead to deadlocks";
+# 3.11 is silent). Every os.fork() (multiprocessing's "fork" start method included; subprocess does not call it)
+# in a process with more than one thread is recorded here and fails the test that made it, on any version.
+_FORKS_WITH_THREADS = []
+
+
+def _thread_count():
+    try:
+        return len(os.listdir("/proc/self/task"))  # OS threads, JAX's and XLA's included (Linux)
+    except OSError:
+        return threading.active_count()
+
+
+def _before_fork():
+    threads = _thread_count()
+    if threads > 1:
+        _FORKS_WITH_THREADS.append(f"os.fork() with {threads} threads running, from:\n"
+                                   + "".join(traceback.format_stack(limit=12)[:-1]))
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork)
+
+
+@pytest.fixture(autouse=True)
+def _no_fork_with_threads():
+    del _FORKS_WITH_THREADS[:]
+    yield
+    if _FORKS_WITH_THREADS:
+        forks = list(_FORKS_WITH_THREADS)
+        del _FORKS_WITH_THREADS[:]
+        pytest.fail("fork after threads started (may deadlock; use spawn):\n" + forks[0], pytrace=False)

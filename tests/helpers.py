@@ -102,6 +102,24 @@ def dtype_tol(scale: float = 1.0, *, floor: float = 1e-10, ops: int = 64) -> flo
     return max(float(floor), ops * eps() * float(scale))
 
 
+def assert_same_but_rounding(actual, desired, *, ulps: int = 8):
+    """Two pytrees equal, floats up to a few ULPs at the scale of each array, integers and booleans exactly.
+
+    For two computations of the same numbers by different compiled programs (a scan and its unrolled loop, a
+    jitted call and an eager one, a cached path and a plain one): XLA may fuse and vectorize them differently, so
+    even on one CPU the last bits can differ, while a real difference (another move, another draw) is far larger.
+    Results of one compiled program run twice are compared bit for bit instead.
+    """
+    assert jax.tree.structure(actual) == jax.tree.structure(desired)
+    for a, b in zip(jax.tree.leaves(actual), jax.tree.leaves(desired)):
+        a, b = np.asarray(a), np.asarray(b)
+        if np.issubdtype(a.dtype, np.inexact):
+            tol = ulps * float(np.finfo(a.dtype).eps)
+            np.testing.assert_allclose(a, b, rtol=tol, atol=tol * magnitude(b))
+        else:
+            np.testing.assert_array_equal(a, b)
+
+
 def simulate_float64(key, model):
     """``bdmc.simulate`` drawn in float64 and returned in JAX's active dtype: one data set for either dtype.
 

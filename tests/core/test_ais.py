@@ -11,7 +11,7 @@ from bdmc import schedules, simulate
 from bdmc.kernels import HMC, RandomWalkMH
 from bdmc.models import FiniteMixture, GaussianMean, LinearRegression
 
-from helpers import BrokenMH
+from helpers import BrokenMH, assert_same_but_rounding
 
 EXACT_MODELS = {
     "gaussian-mean": GaussianMean(n=20, dim=5),
@@ -128,7 +128,8 @@ def test_chunking_does_not_change_the_numbers(key):
     kernel = model.default_kernel()
     a = bdmc.anneal(key, model, data, kernel, path, init, chunk_size=7, progress=False)
     b = bdmc.anneal(key, model, data, kernel, path, init, chunk_size=64, progress=False)
-    np.testing.assert_array_equal(a.log_weights, b.log_weights)
+    # Chunks of 7 and of 64 steps are two compiled programs of the same step: equal but for the last bits.
+    assert_same_but_rounding(a.log_weights, b.log_weights)
     assert a.info.acceptance.shape == (49,)
 
 

@@ -98,7 +98,9 @@ def test_the_run_uses_the_pilots_choice_frozen_and_its_own_keys(problem):
     assert isinstance(choice.kernel.step_size, StepSizeTable)
     frozen = bdmc.forward_ais(key, MODEL, data, num_runs=4, kernel=choice.kernel, schedule=choice.path,
                               num_steps=None, tune="off")
-    # Same run keys, same frozen path and table: the same numbers. The pilot drew on other keys.
+    # Same run keys, same frozen path and table, and the same compiled program (the table is an argument of it):
+    # the same numbers, bit for bit. The pilot drew on other keys.
+    assert not frozen.compiled
     np.testing.assert_array_equal(tuned.runs, frozen.runs)
     assert tuned.settings["tuned"] == "pilot" and frozen.settings["tuned"] == "off"
     # Its cost is part of the estimate's.

@@ -96,6 +96,7 @@ def test_one_particle_smc_is_ais_on_the_data_path(key):
     path = bdmc.schedules.data_path(model.n)
     init, key_run = prior_draws(key, model, RUNS[1])
     ais = bdmc.anneal(key_run, model, data, model.default_kernel(), path, init, progress=False)
+    assert not ais.compiled  # SMC's own program: so the same numbers bit for bit
     np.testing.assert_array_equal(smc.runs, ais.log_weights)
 
 

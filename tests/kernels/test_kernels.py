@@ -8,7 +8,7 @@ from bdmc import simulate
 from bdmc.kernels import HMC, MALA, NUTS, Cycle, Gibbs, RandomWalkMH, repeat
 from bdmc.models import GaussianMean
 
-from helpers import BrokenMH, invariance_z_scores
+from helpers import BrokenMH, assert_same_but_rounding, invariance_z_scores
 
 MODEL = GaussianMean(n=20, dim=3, prior_mean=0.5, prior_std=1.5, noise_std=1.0)
 THRESHOLD = 4.5  # ~4 standard errors, with 6 statistics per test
@@ -92,7 +92,8 @@ def test_hmc_step_from_a_cached_state_equals_a_call_from_its_latent(key):
     state = kernel.init_state(x, data)
     stepped, _ = kernel.step(key, state, data, 0.4)
     called, _ = kernel(key, x, data, 0.4)
-    np.testing.assert_array_equal(kernel.state_latent(stepped, x)["mu"], called["mu"])
+    # Two computations (the cached step, the call): the same move but for the last bits.
+    assert_same_but_rounding(kernel.state_latent(stepped, x)["mu"], called["mu"])
     # The cached terms are the model's at the new latent.
     np.testing.assert_allclose(kernel.state_terms(stepped), MODEL.log_likelihood(called, data), rtol=1e-12)
     with pytest.raises(ValueError, match="scalar lam"):

@@ -10,7 +10,7 @@ from bdmc.errors import BDMCError
 from bdmc.kernels import SingleSiteMH
 from bdmc.models import CorrelatedGaussianMean, GaussianMean
 
-from helpers import float32, gaussian_target, invariance_z_scores
+from helpers import assert_same_but_rounding, float32, gaussian_target, invariance_z_scores
 
 # Few cases and a strongly correlated prior: the posterior is correlated too, which single-site moves must
 # respect coordinate by coordinate.
@@ -108,8 +108,9 @@ def test_cached_step_and_plain_call_make_the_same_move(key):
     x = MODEL.sample_prior(jax.random.key(5))
     plain, info = jax.jit(kernel.__call__)(key, x, data, 0.7)
     state, info2 = jax.jit(lambda k, s: kernel.step(k, s, data, 0.7, like=x))(key, kernel.init_state(x, data))
-    np.testing.assert_array_equal(np.asarray(plain["x"]), np.asarray(state.position))
-    assert float(info.acceptance) == float(info2.acceptance)
+    # Two compiled programs (the plain call, the cached step): the same move but for the last bits.
+    assert_same_but_rounding(plain["x"], state.position)
+    assert_same_but_rounding(info.acceptance, info2.acceptance)
     assert 0.0 < float(info.acceptance) <= 1.0
 
 

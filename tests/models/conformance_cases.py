@@ -1,5 +1,6 @@
-"""The table behind tests/models/test_conformance.py: every built-in model, a tiny instance of it, what it declares
-it can do, and the independent ground truth and Geweke settings the suite checks it against.
+"""The table behind tests/models/test_conformance.py and test_conformance_geweke.py: every built-in model, a tiny
+instance of it, what it declares it can do, and the independent ground truth and Geweke settings the suite checks it
+against.
 
 Adding a model to ``bdmc.models.REGISTRY`` without a row here fails ``test_every_built_in_model_has_a_row``; adding
 or removing a capability method fails ``test_capabilities_match_the_table`` until the row says so.

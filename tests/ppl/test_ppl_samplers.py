@@ -145,8 +145,10 @@ def stan_simulator(rng, params=None):
 @pytest.fixture(scope="module")
 def stan_model():
     pytest.importorskip("stan")
+    # backend="httpstan": the program pystan builds for StanNUTS anyway (httpstan caches it by its text) also
+    # serves the adapter, so a fresh machine compiles it once; the in-process build is test_stan_native's.
     return bdmc.ppl.from_stan(STAN_PROGRAM, data={"N": N, "y": np.zeros(N), "z": np.zeros(N)}, observed=["y", "z"],
-                              simulate=stan_simulator)
+                              simulate=stan_simulator, backend="httpstan")
 
 
 def test_stan_nuts_draws_the_closed_form_posterior_on_stans_unconstrained_space(stan_model):
@@ -159,6 +161,26 @@ def test_stan_nuts_draws_the_closed_form_posterior_on_stans_unconstrained_space(
     assert_posterior(np.asarray(draws[:, 0]), np.exp(np.asarray(draws[:, 1])), y, z)
     with pytest.raises(BDMCError, match="delta"):
         StanNUTS(stan_model, delta=1.0)
+
+
+def test_stans_sampler_runs_in_a_new_interpreter_whose_errors_come_back():
+    # httpstan's own pool forks this process, where JAX runs threads (the conftest fails a test that forks);
+    # StanNUTS swaps in one that starts a new interpreter per call.
+    pytest.importorskip("stan")
+    import os
+
+    from httpstan import services_stub
+
+    from bdmc.ppl.samplers import _FreshInterpreter, _unforked_stan_workers
+
+    _unforked_stan_workers()
+    pool = services_stub.executor
+    assert isinstance(pool, _FreshInterpreter)
+    assert pool.submit(int, "42").result() == 42
+    with pytest.raises(ValueError, match="invalid literal"):
+        pool.submit(int, "x").result()
+    with pytest.raises(RuntimeError, match="exited with status 3"):
+        pool.submit(os._exit, 3).result()
 
 
 @pytest.mark.slow

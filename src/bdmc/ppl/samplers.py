@@ -13,15 +13,79 @@ the latent that simulated the data. NumPyro's NUTS, which is pure JAX, is
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
+import functools
 import io
 import logging
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+import threading
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..errors import BDMCError
+
+
+# A new interpreter runs one pickled call and writes (ok, result or exception) to the file named by argv[1].
+_CHILD = """
+import pickle, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # as httpstan's own workers
+call = pickle.load(sys.stdin.buffer)
+try:
+    out = (True, call())
+except BaseException as err:
+    out = (False, err)
+try:
+    data = pickle.dumps(out)
+except Exception:
+    data = pickle.dumps((False, RuntimeError(repr(out[1]))))
+with open(sys.argv[1], "wb") as f:
+    f.write(data)
+"""
+
+
+class _FreshInterpreter(concurrent.futures.Executor):
+    """Runs each call in a new Python interpreter started with ``subprocess``, never a fork of this process.
+
+    httpstan runs Stan's sampler in a module-level ``ProcessPoolExecutor`` that forks this process, where JAX
+    has started its threads: the child may deadlock on a lock some thread held (Python 3.12+ warns). A
+    multiprocessing "spawn" pool would re-import the caller's ``__main__`` in the child (re-running a script
+    without a ``__main__`` guard); this runs only httpstan's picklable call (about 0.3 s to start).
+    """
+
+    def submit(self, fn, /, *args, **kwargs):
+        future = concurrent.futures.Future()
+        call = pickle.dumps(functools.partial(fn, *args, **kwargs))
+
+        def run():
+            try:
+                with tempfile.TemporaryDirectory(prefix="bdmc_stan_") as tmp:
+                    path = os.path.join(tmp, "result.pickle")
+                    done = subprocess.run([sys.executable, "-c", _CHILD, path], input=call)
+                    if not os.path.exists(path):
+                        raise RuntimeError(f"Stan's worker process exited with status {done.returncode}")
+                    with open(path, "rb") as f:
+                        ok, value = pickle.load(f)
+            except Exception as err:  # noqa: BLE001 - the caller waits on the future: it must hear of any failure
+                ok, value = False, err
+            (future.set_result if ok else future.set_exception)(value)
+
+        threading.Thread(target=run, name="bdmc-stan-worker", daemon=True).start()
+        return future
+
+
+def _unforked_stan_workers() -> None:
+    """Make httpstan sample in a new interpreter rather than in a fork of this process (see _FreshInterpreter)."""
+    from httpstan import services_stub
+
+    if not isinstance(services_stub.executor, _FreshInterpreter):
+        services_stub.executor = _FreshInterpreter()
 
 
 def _seed(key) -> int:
@@ -151,6 +215,7 @@ class StanNUTS:
 
         from .stan_host import outside_event_loop
 
+        _unforked_stan_workers()  # not httpstan's pool, which forks this process (JAX's threads running)
         model, num_draws = self.model, int(num_draws)
         stan_data = model._stan_data([np.asarray(data[name]) for name in model.observed], 1.0)
         quiet = io.StringIO()  # pystan's build and progress lines, once per data set

@@ -1,0 +1,54 @@
+"""Conformance, part 4 (the rest is test_conformance.py): the Geweke test of every built-in model's default kernel
+at several lam, and negative controls (broken kernels) that must fail it, driven by the table in
+conformance_cases.py. Statistical checks use the Geweke test's Bonferroni threshold at family-wise level 1e-3.
+
+Compilation dominates the cost (one program per model, kernel and lam shape; the scalar lams share one), so this
+half has its own file: the two halves run on the two workers of the default suite.
+"""
+
+import jax
+import numpy as np
+import pytest
+
+from bdmc.checks import geweke
+
+from conformance_cases import CASES, CONTROLS, lam_value
+
+# ----- 4. Geweke ------------------------------------------------------------------------------------------------
+
+KERNELS = {name: case.geweke.model.default_kernel() for name, case in CASES.items()}  # one instance each
+
+
+def _geweke(key, name, kernel, lam):
+    spec = CASES[name].geweke
+    return geweke(key, spec.forward(lam), kernel, lam=lam, num_samples=spec.num_samples, num_steps=spec.num_steps,
+                  statistics=spec.statistics)
+
+
+def _geweke_params():
+    for name, case in CASES.items():
+        for lam in case.geweke.lams:
+            marks = [pytest.mark.slow] if lam in case.geweke.slow_lams else []
+            yield pytest.param(name, lam, marks=marks, id=f"{name}-{lam}")
+
+
+@pytest.mark.parametrize("name, lam", list(_geweke_params()))
+def test_default_kernel_passes_geweke(name, lam):
+    spec = CASES[name].geweke
+    res = _geweke(jax.random.key(11), name, KERNELS[name], lam_value(lam, spec.model.n))
+    assert res.passed, (res.worst, res.threshold)
+
+
+@pytest.mark.parametrize("control", [pytest.param(c, marks=[pytest.mark.slow] if CONTROLS[c].slow else [], id=c)
+                                     for c in CONTROLS])
+def test_geweke_catches_a_broken_kernel(control):
+    c = CONTROLS[control]
+    spec = CASES[c.case].geweke
+    lam = lam_value(c.lam, spec.model.n)
+    kernel = KERNELS[c.case] if c.kernel is None else c.kernel()
+    forward = spec.model if c.untilted else spec.forward(lam)
+    res = geweke(jax.random.key(11), forward, kernel, lam=lam, num_samples=spec.num_samples,
+                 num_steps=spec.num_steps, statistics=spec.statistics)
+    assert not res.passed, (c.family, c.bug, dict(zip(res.names, np.round(res.z, 1))))
+    if c.shows_in:
+        assert res.worst[0] in c.shows_in, dict(zip(res.names, np.round(res.z, 1)))

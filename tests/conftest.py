@@ -26,6 +26,14 @@ def _share_compiled_programs():
 _share_compiled_programs()
 
 
+def pytest_configure(config):
+    """In the controlling process, before the workers start: import ArviZ once. Its import writes a
+    once-a-day stamp file under the user's cache directory (temporary file, then rename), and two workers
+    importing it at once on a fresh machine race on that rename (FileNotFoundError at collection)."""
+    if not hasattr(config, "workerinput"):
+        import arviz  # noqa: F401
+
+
 def pytest_collection_modifyitems(config, items):
     """Under float32, skip the tests marked ``float64`` (pinned float64 numbers), saying why."""
     if not FLOAT32:

@@ -171,11 +171,11 @@ def test_stans_sampler_runs_in_a_new_interpreter_whose_errors_come_back():
 
     from httpstan import services_stub
 
-    from bdmc.ppl.samplers import _FreshInterpreter, _unforked_stan_workers
+    from bdmc.ppl.samplers import FreshInterpreter, unforked_stan_workers
 
-    _unforked_stan_workers()
+    unforked_stan_workers()
     pool = services_stub.executor
-    assert isinstance(pool, _FreshInterpreter)
+    assert isinstance(pool, FreshInterpreter)
     assert pool.submit(int, "42").result() == 42
     with pytest.raises(ValueError, match="invalid literal"):
         pool.submit(int, "x").result()

@@ -22,6 +22,7 @@ from bdmc.models import LinearRegression
 pytest.importorskip("stan")
 
 from bdmc.ppl import stan as stan_adapter  # noqa: E402
+from bdmc.ppl.samplers import unforked_stan_workers  # noqa: E402
 from bdmc.ppl import stan_host  # noqa: E402
 from bdmc.ppl import from_stan  # noqa: E402
 
@@ -254,6 +255,7 @@ def test_simulator_prior_matches_the_program_prior():
 
     # Reference 1: the program itself at bdmc_lambda = 0 (its prior), sampled by Stan's NUTS and thinned.
     posterior = stan.build(PROGRAM, data={**DATA, "bdmc_lambda": 0.0}, random_seed=11)
+    unforked_stan_workers()  # pystan samples in a fork of this process otherwise, JAX's threads running
     fit = posterior.sample(num_chains=2, num_samples=10_000, num_thin=10, num_warmup=1000)
     nuts = np.column_stack([fit["beta"].T, np.log(fit["s2"].ravel())])
     # Reference 2: exact draws of the built-in model, whose density equals the program's (test above).

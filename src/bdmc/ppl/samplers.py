@@ -50,7 +50,7 @@ with open(sys.argv[1], "wb") as f:
 """
 
 
-class _FreshInterpreter(concurrent.futures.Executor):
+class FreshInterpreter(concurrent.futures.Executor):
     """Runs each call in a new Python interpreter started with ``subprocess``, never a fork of this process.
 
     httpstan runs Stan's sampler in a module-level ``ProcessPoolExecutor`` that forks this process, where JAX
@@ -80,12 +80,16 @@ class _FreshInterpreter(concurrent.futures.Executor):
         return future
 
 
-def _unforked_stan_workers() -> None:
-    """Make httpstan sample in a new interpreter rather than in a fork of this process (see _FreshInterpreter)."""
+def unforked_stan_workers() -> None:
+    """Make httpstan (pystan's server) sample in a new interpreter rather than in a fork of this process.
+
+    Call it before ``stan.build(...).sample(...)`` in a process where JAX runs (see :class:`FreshInterpreter`);
+    bdmc's Stan sampler calls it itself.
+    """
     from httpstan import services_stub
 
-    if not isinstance(services_stub.executor, _FreshInterpreter):
-        services_stub.executor = _FreshInterpreter()
+    if not isinstance(services_stub.executor, FreshInterpreter):
+        services_stub.executor = FreshInterpreter()
 
 
 def _seed(key) -> int:
@@ -215,7 +219,7 @@ class StanNUTS:
 
         from .stan_host import outside_event_loop
 
-        _unforked_stan_workers()  # not httpstan's pool, which forks this process (JAX's threads running)
+        unforked_stan_workers()  # not httpstan's pool, which forks this process (JAX's threads running)
         model, num_draws = self.model, int(num_draws)
         stan_data = model._stan_data([np.asarray(data[name]) for name in model.observed], 1.0)
         quiet = io.StringIO()  # pystan's build and progress lines, once per data set

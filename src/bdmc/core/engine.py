@@ -42,10 +42,10 @@ import numpy as np
 from ..caching import CompiledCache
 from ..contracts.capabilities import supports
 from ..contracts.kernel import CachedTransition, evals_per_step
-from ..errors import ScheduleError
 from ..contracts.model import increment_from_terms, log_density_increment
 from ..contracts.nonfinite import describe_nonfinite
 from ..contracts.step_rule import StepRule
+from ..errors import ScheduleError
 from .failures import checked, expand, raise_if_failed
 from .records import AnnealResult, AnnealState, Failures, StepInfo, StepOutput
 from .progress import compiling, progress_report

@@ -44,13 +44,15 @@ class NonFiniteLogDensityError(NonFiniteLogWeightError):
     otherwise): ``term`` (``"log_prior"``, ``"log_likelihood"``, ``"log_density"``, ``"log_predictive"``, or a
     PPL site), ``case`` (the data case of a per-case term), ``value``, ``step`` (1-based, as in the
     engine's path), ``lam``, ``chain`` (the lowest-numbered chain that failed first), ``n_bad`` (chains that
-    failed by the time the run stopped) and ``evaluated_by`` (``"weight"``, ``"refresh"``, ``"kernel"`` or
-    ``"exact latent"``).
+    failed by the time the run stopped) and ``evaluated_by`` (``"weight"``, ``"refresh"``, ``"accepted"`` (a
+    state a kernel moved a chain to), ``"exact latent"`` or ``"prior draw"`` (the check at exact prior draws
+    before a run; ``prior_draws`` is then ``(draw, draws that failed, draws checked)``)). A NaN or +inf at a
+    proposal a kernel rejects is not an error but a divergence.
     """
 
     def __init__(self, *, term: str, value: float | str, case: int | None = None, step: int | None = None, lam=None,
                  chain: int | None = None, n_bad: int | None = None, evaluated_by: str | None = None,
-                 direction: str = "annealing"):
+                 prior_draws: tuple | None = None, direction: str = "annealing"):
         self.term, self.case, self.value, self.evaluated_by = term, case, value, evaluated_by
         what = f"{term} case {case}" if case is not None else term
         where = [f"at step {step}"] if step is not None else []
@@ -58,8 +60,12 @@ class NonFiniteLogDensityError(NonFiniteLogWeightError):
             where.append(f"(lambda = {lam})")
         if chain is not None:
             where.append(f"in chain {chain}")
-        if evaluated_by == "kernel":
-            where.append("while the kernel evaluated it (possibly at a proposal it then rejected)")
+        if evaluated_by == "accepted":
+            where.append("at the state the kernel moved the chain to")
+        elif evaluated_by == "prior draw" and prior_draws is not None:
+            draw, bad, total = prior_draws
+            where.append(f"at an exact prior draw (draw {draw}; {bad} of the {total} prior draws checked before the "
+                         f"run are NaN or +inf, a region of about {bad / total:.2%} of the prior's mass)")
         elif evaluated_by == "weight":
             where.append("while weighting the chain")
         elif evaluated_by == "refresh":
@@ -77,6 +83,18 @@ class NonFiniteLogDensityError(NonFiniteLogWeightError):
 
 def _show(value) -> str:
     return {"nan": "NaN", "inf": "+inf", "-inf": "-inf"}.get(str(value), str(value))
+
+
+class RunHealthWarning(UserWarning):
+    """A run finished, but its numbers need care: see :class:`DivergenceWarning` and :class:`UntrustedStderrWarning`."""
+
+
+class DivergenceWarning(RunHealthWarning):
+    """Many of a run's proposals diverged (each was rejected, so the chains moved less than the kernel intends)."""
+
+
+class UntrustedStderrWarning(RunHealthWarning):
+    """An estimate's ± is not to be trusted: a few runs carry the weight (low weight ESS, or Pareto k-hat > 0.7)."""
 
 
 class MissingCapabilityError(BDMCError, TypeError):

@@ -1,7 +1,9 @@
-"""NaN or +inf in any log density a run evaluates is an error naming the culprit; -inf (zero density) is legal."""
+"""A NaN or +inf log density where one must be finite (a chain's state, an exact prior draw, the exact latent) is an
+error naming the culprit; at a kernel's proposal it is a rejection, counted as a divergence; -inf is legal."""
 
 import dataclasses
 import math
+import re
 
 import jax
 import jax.numpy as jnp
@@ -44,6 +46,10 @@ class Toy:
         ll = -0.5 * (data - x) ** 2 - 0.5 * LOG_2PI
         if self.bug == "nan_far":
             return jnp.where(jnp.abs(x) > 3, jnp.nan, ll)
+        if self.bug == "overflow":  # as a likelihood in natural units overflows far out: no prior mass there
+            return jnp.where(jnp.abs(x) > 9, jnp.nan, ll)
+        if self.bug == "nan_at_5":  # a NaN no prior draw and no correct kernel ever meets
+            return jnp.where(jnp.abs(x - 5.0) < 1e-3, jnp.nan, ll)
         if self.bug == "plus_inf_left":
             return jnp.where(x < -1, jnp.inf, ll)
         if self.bug == "constraint":  # a hard constraint: zero density for x < 0
@@ -63,20 +69,62 @@ class ToyPredictive(Toy):
         return latent
 
 
-def test_nan_reached_only_at_rejected_hmc_proposals_is_caught(key):
-    # Leapfrog steps this large are unstable at the posterior: trajectories fly past |x| = 3, where the
-    # log-likelihood is NaN, and HMC rejects them, so no state and no weight ever sees the NaN.
+def test_a_nan_region_with_prior_mass_is_an_error_never_a_silent_bias(key):
+    # The negative control. Leapfrog steps this large are unstable at the posterior: trajectories fly past
+    # |x| = 3, where the log-likelihood is NaN, and HMC rejects them, so no state and no weight of 4 chains
+    # would see the NaN, and the run would sample as if the region (0.27% of the prior) had zero density.
+    # The check at exact prior draws before the run finds it.
     model = Toy(bug="nan_far")
-    with pytest.raises(NonFiniteLogDensityError) as err:
-        bdmc.forward_ais(key, model, NEAR_ZERO, num_steps=30, num_runs=4,
-                         kernel=HMC(model, step_size=1.5, num_integration_steps=3), progress=False)
-    e = err.value
-    assert e.term == "log_likelihood" and e.case == 0 and np.isnan(e.value)
-    assert e.evaluated_by == "kernel" and 0 <= e.chain < 4 and 1 <= e.step < 30
-    assert e.lam == pytest.approx(bdmc.schedules.sigmoidal(30)[e.step])
-    message = str(e)
-    assert f"log_likelihood case 0 is NaN at step {e.step}" in message
-    assert f"lambda = {e.lam}" in message and f"chain {e.chain}" in message
+    for run in (bdmc.forward_ais, lambda *a, **k: bdmc.reverse_ais(*a, exact_latent={"x": jnp.asarray(0.1)}, **k)):
+        with pytest.raises(NonFiniteLogDensityError) as err:
+            run(key, model, NEAR_ZERO, num_steps=30, num_runs=4,
+                kernel=HMC(model, step_size=1.5, num_integration_steps=3), progress=False)
+        e = err.value
+        assert e.term == "log_likelihood" and e.case == 0 and np.isnan(e.value)
+        assert e.evaluated_by == "prior draw"
+        assert re.search(r"log_likelihood case 0 is NaN at an exact prior draw \(draw \d+; \d+ of the 1024 prior draws",
+                         str(e))
+
+
+def test_divergent_proposals_are_rejected_and_counted_and_the_answer_is_right(key):
+    # A likelihood that overflows to NaN far out (|x| > 9: no prior or posterior mass) is a correct model;
+    # an unstable step size sends trajectories there. Each is a rejected proposal, counted as a divergence.
+    model = Toy(bug="overflow")
+    truth = gaussian_mean_log_marginal(np.asarray(NEAR_ZERO)[:, None], prior_mean=0.0, prior_std=1.0, noise_std=1.0)
+    kernel = HMC(model, step_size=2.5, num_integration_steps=4)
+    lower = bdmc.forward_ais(key, model, NEAR_ZERO, num_steps=300, num_runs=32, kernel=kernel, progress=False)
+    upper = bdmc.reverse_ais(key, model, NEAR_ZERO, exact_latent={"x": jnp.asarray(0.1)}, num_steps=300,
+                             num_runs=32, kernel=kernel, progress=False)
+    for est in (lower, upper):
+        assert est.divergences > 0 and est.details.divergences.shape == (32,)
+        assert est.divergences == int(est.details.divergences.sum())
+        assert 0 < est.divergence_rate == pytest.approx(est.divergences / (32 * 299))
+        assert est.details.info.divergent.shape == (299,) and est.details.info.divergent.max() > 0
+        assert est.to_dict()["divergences"] == est.divergences
+    assert abs(lower.value - truth) < 4 * lower.stderr + 0.02
+    assert upper.value > truth - 4 * upper.stderr - 0.02
+
+
+@dataclasses.dataclass(frozen=True)
+class JumpTo:
+    """A broken kernel: it moves every chain to ``x = to`` without asking the density."""
+
+    to: float
+
+    def __call__(self, key, latent, data, lam):
+        return {"x": jnp.full_like(latent["x"], self.to)}, bdmc.kernels.KernelInfo(jnp.ones(()))
+
+
+def test_a_state_of_nan_density_that_a_kernel_accepts_is_an_error(key):
+    model = Toy(bug="nan_at_5")
+    # Weighted at the next step ...
+    with pytest.raises(NonFiniteLogDensityError, match=r"case 0 is NaN at step 2 .* while weighting the chain"):
+        bdmc.forward_ais(key, model, NEAR_ZERO, num_steps=10, num_runs=2, kernel=JumpTo(5.0), tune="off",
+                         progress=False)
+    # ... or, after the last move, at the final state.
+    with pytest.raises(NonFiniteLogDensityError, match=r"NaN at step 1 .* at the state the kernel moved the chain to"):
+        bdmc.forward_ais(key, model, NEAR_ZERO, num_steps=2, num_runs=2, kernel=JumpTo(5.0), tune="off",
+                         progress=False)
 
 
 def test_plus_inf_log_likelihood_stops_reverse_ais(key):
@@ -85,7 +133,7 @@ def test_plus_inf_log_likelihood_stops_reverse_ais(key):
         bdmc.reverse_ais(key, model, NEAR_ZERO, exact_latent={"x": jnp.asarray(0.3)}, num_steps=30, num_runs=8,
                          kernel=HMC(model, step_size=1.0, num_integration_steps=3), progress=False)
     assert err.value.term == "log_likelihood" and err.value.value == np.inf
-    assert "is +inf at step" in str(err.value) and "reverse AIS" in str(err.value)
+    assert "is +inf at an exact prior draw" in str(err.value) and "reverse AIS" in str(err.value)
 
 
 def test_smc_and_shme_name_a_nan_predictive(key):
@@ -161,7 +209,7 @@ def test_numpyro_factor_of_plus_inf_names_the_site(key):
 
     data = {"y": NEAR_ZERO}
     partial = bdmc.ppl.from_numpyro(program, factor=lambda mu: jnp.where(mu > 1.0, jnp.inf, 0.0), observed="y")
-    with pytest.raises(NonFiniteLogDensityError, match=r"log_prior \(NumPyro site 'f'\) is \+inf at step"):
+    with pytest.raises(NonFiniteLogDensityError, match=r"log_prior \(NumPyro site 'f'\) is \+inf at an exact prior draw"):
         bdmc.forward_ais(key, partial, data, num_steps=20, num_runs=8, progress=False)
     everywhere = bdmc.ppl.from_numpyro(program, factor=lambda mu: jnp.inf, observed="y")
     with pytest.raises(NonFiniteLogDensityError, match=r"log_prior \(NumPyro site 'f'\) is \+inf"):

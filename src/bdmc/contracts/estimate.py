@@ -8,6 +8,7 @@ combination rule and that the recorded seed reproduces the run.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..errors import NonFiniteLogWeightError
+from . import weight_health
 
 Side = Literal["lower", "upper"]
 Combine = Literal["log-mean-exp", "log-harmonic-mean", "mean-log", "max"]
@@ -119,6 +121,14 @@ class Estimate:
         How ``runs`` combine into ``value`` (BDMC paper, footnote 5).
     compiled : bool or None
         Whether this call compiled its program (False: a cached one was reused, ``compile_seconds`` is 0).
+    divergences : int or None
+        Transitions whose proposal diverged (a NaN or +inf density, or an energy error beyond the kernel's
+        threshold), over all chains: each was rejected. None for an estimator that runs no kernel.
+    divergence_rate : float or None
+        ``divergences`` as a fraction of all transitions of all chains.
+
+    Weight health (computed from ``runs`` on first access): :attr:`weight_ess`, :attr:`khat` and
+    :attr:`stderr_warning`, which says when ``stderr`` is not to be trusted.
     """
 
     value: float
@@ -133,6 +143,8 @@ class Estimate:
     details: Any = field(default=None, repr=False, compare=False)
     combine: Combine = "mean-log"
     compiled: bool | None = None
+    divergences: int | None = None
+    divergence_rate: float | None = None
 
     def __post_init__(self):
         if self.combine not in COMBINE_RULES:
@@ -165,6 +177,31 @@ class Estimate:
         return cls(value=combine_runs(runs, rule), bound=bound, runs=runs, stderr=_combined_stderr(runs, rule),
                    combine=rule, **kwargs)
 
+    @functools.cached_property
+    def weight_ess(self) -> float:
+        """Effective sample size of the weights the runs combine by (``exp(runs)`` for a lower bound,
+        ``exp(-runs)`` for an upper); NaN for an estimate that does not average weights."""
+        logw = weight_health.log_weights(self.runs, self.bound)
+        return float("nan") if logw is None else weight_health.weight_ess(logw)
+
+    @functools.cached_property
+    def khat(self) -> float:
+        """PSIS Pareto k-hat of those weights (ArviZ's ``psislw``); NaN with fewer than 25 runs or no bound."""
+        logw = weight_health.log_weights(self.runs, self.bound)
+        return float("nan") if logw is None else weight_health.pareto_khat(logw)
+
+    @property
+    def stderr_warning(self) -> str | None:
+        """Why ``stderr`` is not to be trusted (one run carries the weight, or a heavy tail), with what to try;
+        None when the weights look healthy or the estimate does not average weights."""
+        if self.bound is None or self.combine not in ("log-mean-exp", "log-harmonic-mean"):
+            return None
+        why = weight_health.untrusted(self.weight_ess, self.khat, self.runs.size)
+        if why is None:
+            return None
+        return (f"the ± is not to be trusted ({why}): a few runs carry the weight, so the estimate may be off by "
+                "more than its stderr. Try more steps (num_steps), more runs, or SMC.")
+
     @property
     def key(self) -> jax.Array:
         """The PRNG key the estimator was called with, rebuilt from :attr:`seed`."""
@@ -177,7 +214,9 @@ class Estimate:
             "stderr": _json_float(self.stderr), "runs": [_json_float(v) for v in self.runs],
             "seconds": self.seconds, "compile_seconds": self.compile_seconds, "compiled": self.compiled,
             "n_evals": int(self.n_evals), "settings": {k: _json_value(v) for k, v in self.settings.items()},
-            "seed": list(self.seed),
+            "seed": list(self.seed), "divergences": self.divergences,
+            "divergence_rate": None if self.divergence_rate is None else _json_float(self.divergence_rate),
+            "weight_ess": _json_float(self.weight_ess), "khat": _json_float(self.khat),
         }
 
     @property

@@ -57,6 +57,21 @@ def log_density(model: Model, latent: PyTree, data: PyTree, lam) -> jax.Array:
     return value
 
 
+def proposal_log_density(model: Model, latent: PyTree, data: PyTree, lam) -> jax.Array:
+    """:func:`log_density` as a kernel's acceptance rule reads it at a *proposal*: NaN or +inf become -inf.
+
+    A trajectory that diverges (an HMC step that overflowed) reaches densities no state may have; the
+    proposal is rejected, as NumPyro, Stan and BlackJAX reject it, and the run counts a divergence (the
+    check inside :func:`log_density` still records it). Never use it for a weight.
+    """
+    return legal_for_acceptance(log_density(model, latent, data, lam))
+
+
+def legal_for_acceptance(value) -> jax.Array:
+    """``value`` with NaN and +inf replaced by -inf: what an acceptance rule may compare."""
+    return jnp.where(value < jnp.inf, value, -jnp.inf)
+
+
 def weighted_sum(lam, terms) -> jax.Array:
     """``sum_i lam_i * terms_i`` with ``0 * (-inf) = 0`` (a switched-off data case adds nothing)."""
     lam = jnp.broadcast_to(jnp.asarray(lam, terms.dtype), terms.shape)

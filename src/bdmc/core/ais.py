@@ -14,7 +14,8 @@ from ..contracts.model import log_density, n_cases, validate_data
 from ..contracts.nonfinite import describe_nonfinite
 from ..errors import BDMCError, NonFiniteLogDensityError
 from . import schedules
-from .engine import anneal
+from .engine import PRIOR_CHECK_DRAWS, anneal
+from .health import divergence_fields, warn_if_unhealthy
 from .pilot import Pilot, refuse_in_chain_adaptation
 from .pilot import tune as tune_run
 from .prior import prior_draws
@@ -93,7 +94,8 @@ def forward_ais(
     data = validate_data(model, data)
     path, kernel, tuned = plan(key, model, data, kernel, schedule, num_steps, tune)
     init, key_run = prior_draws(key, model, num_runs)
-    result = anneal(key_run, model, data, kernel, path, init, record_increments=record_increments,
+    result = anneal(key_run, model, data, kernel, path, init, prior_check=PRIOR_CHECK_DRAWS,
+                    record_increments=record_increments,
                     progress=progress, description=f"forward AIS T={path.shape[0]}")
     return _estimate(result, result.log_weights, "lower", key, tuned,
                      _settings("forward", path, num_runs, kernel, tuned))
@@ -129,7 +131,8 @@ def reverse_ais(
     path, kernel, tuned = plan(key, model, data, kernel, schedule, num_steps, tune)
     init = broadcast_latent(model, exact_latent, num_runs)
     check_exact_latent(model, data, exact_latent, init, path[-1], description="reverse AIS")
-    result = anneal(key, model, data, kernel, path[::-1], init, record_increments=record_increments,
+    result = anneal(key, model, data, kernel, path[::-1], init, prior_check=PRIOR_CHECK_DRAWS,
+                    record_increments=record_increments,
                     progress=progress, description=f"reverse AIS T={path.shape[0]}")
     return _estimate(result, -result.log_weights, "upper", key, tuned,
                      _settings("reverse", path, num_runs, kernel, tuned))
@@ -164,10 +167,11 @@ def plan(key, model, data, kernel, schedule, num_steps, tune):
 
 def _estimate(result, runs, bound, key, tuned, settings):
     extra = (tuned.seconds - tuned.compile_seconds, tuned.compile_seconds, tuned.n_evals) if tuned else (0, 0, 0)
-    return Estimate.from_runs(
+    estimate = Estimate.from_runs(
         runs, bound=bound, seconds=result.seconds + extra[0], compile_seconds=result.compile_seconds + extra[1],
         n_evals=result.n_evals + extra[2], settings=settings, seed=seed_of(key), details=result,
-        compiled=result.compiled)
+        compiled=result.compiled, **divergence_fields(result))
+    return warn_if_unhealthy(estimate, f"{settings['direction']} AIS T={settings['num_steps']}", stacklevel=4)
 
 
 def require_exact_latent(exact_latent, who: str) -> None:

@@ -23,9 +23,19 @@ rounding: batched arithmetic may associate differently). Its failures name the d
 
 Every log density a weight or a kernel evaluates is checked (``contracts.model.nonfinite_check``): each
 chain's part of a step records, through mutable JAX references, whether a density was NaN or +inf and the
-state it was evaluated at (this reaches inside gradients and the while loops of NUTS); every chain's first
-failure is carried as data and the host reads it once per chunk, never per step. A NaN or +inf density, or a NaN or
-+inf log-weight increment, stops the run; -inf (zero weight) is legal.
+state it was evaluated at (this reaches inside gradients and the while loops of NUTS). Where a density must
+be finite, that is an error: at a state a chain holds (its weight, an SMC refresh, the state a kernel
+accepted, the final state) and at exact prior draws. Every chain's first failure is carried as data and the
+host reads it once per chunk, never per step; the run stops naming the term, step, lambda and chain. -inf
+(zero weight) is legal. Where a density may diverge, it is not an error: a NaN or +inf density at a
+kernel's *proposal* (an HMC trajectory that overflowed) is a rejection, as in NumPyro, Stan and BlackJAX,
+counted per step and per chain as a divergence.
+
+A model whose density is NaN on a region of prior mass would then be sampled as if that region had zero
+density: a silent bias. So a run given ``prior_check`` first evaluates the density at that many exact prior
+draws (on ``fold_in(key, PRIOR_CHECK_STREAM)``, never the run's randomness) and stops at a NaN or +inf
+there: a region of prior mass p is missed with probability ``(1 - p) ** prior_check`` (1,024 draws: below
+1e-4 for p = 1%).
 """
 
 from __future__ import annotations
@@ -42,16 +52,19 @@ import numpy as np
 from ..caching import CompiledCache
 from ..contracts.capabilities import supports
 from ..contracts.kernel import CachedTransition, evals_per_step
-from ..contracts.model import increment_from_terms, log_density_increment
+from ..contracts.capabilities import CollapsedDensity
+from ..contracts.model import increment_from_terms, log_density, log_density_increment, weighted_sum
 from ..contracts.nonfinite import describe_nonfinite
 from ..contracts.step_rule import StepRule
 from ..errors import ScheduleError
-from .failures import checked, expand, raise_if_failed
+from .failures import ACCEPTED, checked, expand, raise_if_failed, raise_prior_failure
 from .records import AnnealResult, AnnealState, Failures, StepInfo, StepOutput
 from .progress import compiling, progress_report
 from .resampling import AdaptiveResampling, final_log_evidence, group_ess
 
 DEFAULT_CHUNK = 64
+PRIOR_CHECK_DRAWS = 1024  # what estimators pass as prior_check
+PRIOR_CHECK_STREAM = 0x5EEDC4EC  # folded into the run's key for the prior check's draws
 
 
 def anneal(
@@ -68,6 +81,7 @@ def anneal(
     batch_axes: Any = None,
     batch_label: str = "data set",
     chunk_size: int = DEFAULT_CHUNK,
+    prior_check: int = 0,
     record_increments: bool = False,
     progress: bool | str | Callable[[int, int], None] = "auto",
     description: str = "annealing",
@@ -104,6 +118,9 @@ def anneal(
         What a member of the batch is called in error messages ("image", "data set").
     chunk_size : int
         Steps per compiled call (progress granularity).
+    prior_check : int
+        Exact prior draws (``model.sample_prior``) at which every density term is checked before the run (0:
+        none); estimators pass :data:`PRIOR_CHECK_DRAWS`. See the module docstring.
     record_increments : bool
         Also return every chain's log-weight increment at every step.
     progress : bool, "auto" or callable
@@ -114,9 +131,9 @@ def anneal(
     Raises
     ------
     NonFiniteLogDensityError
-        When any log density evaluated during the run (weights, kernels, rejected proposals and intermediate
-        leapfrog points included) is NaN or +inf, naming the term, the first such step, lambda, the chain
-        (and the data set of a batch).
+        When a log density that must be finite is NaN or +inf (at a chain's state, weighted or accepted, or at
+        an exact prior draw of the prior check), naming the term, the first such step, lambda, the chain (and
+        the data set of a batch). At a proposal it is a divergence, counted in ``AnnealResult.divergences``.
     NonFiniteLogWeightError
         When a chain's log-weight increment is NaN or +inf although the densities were not (e.g. a chain that
         reached a state of zero density under the distribution it was sampling).
@@ -149,12 +166,16 @@ def anneal(
     cached = caches_terms(model, kernel, rule, lams)
     kernel_def, params = split_kernel(kernel)
     statics = (model, kernel_def, rule, resampler, num_particles, bool(record_increments), cached,
-               _axes_signature(batch_axes))
+               _axes_signature(batch_axes), max(0, int(prior_check)))
     first = (lam_from[:chunk_size], lam_to[:chunk_size], active[:chunk_size], index[:chunk_size])
     with compiling(progress, description):
         (start, finish, compiled), compile_seconds, built = _compile(
-            statics, batch_axes, (key, data, init_latents, runs, first, params))
-    state = start(params, data, init_latents)
+            statics, batch_axes, (key, data, init_latents, runs, first, params, (lams[0], lams[-1])))
+    ends = (lams[0], lams[-1])  # the prior check's lambdas for a model with its own (collapsed) density
+    state, prior_bad = start(params, key, data, init_latents, ends)
+    if prior_check:
+        _raise_if_prior_failed(np.asarray(prior_bad), key, batch_axes, batch_label, model=model, data=data,
+                               lams=lams, description=description)
 
     report = progress_report(progress, num_transitions * chains * members, description, num_transitions)
     outs = []
@@ -178,17 +199,19 @@ def anneal(
                 jax.block_until_ready(state.log_weights)
                 report(min((c + 1) * chunk_size, num_transitions), num_transitions)
         check(pending)
-        latents, log_weights, log_evidence = jax.block_until_ready(finish(params, state))
+        latents, log_weights, log_evidence, final = jax.block_until_ready(finish(params, data, state, lams[-1], np.int32(num_transitions - 1)))
+        check(final)
     finally:
         if report is not None and hasattr(report, "close"):
             report.close()
     seconds = time.perf_counter() - began
 
-    steps = StepOutput(*(np.concatenate([np.asarray(field) for field in fields], axis=-1 if i < 4 else -2)
+    steps = StepOutput(*(np.concatenate([np.asarray(field) for field in fields], axis=-1 if i < 5 else -2)
                          for i, fields in enumerate(zip(*outs))))
     info = StepInfo(mean_increment=steps.mean_increment[..., :num_transitions],
                     acceptance=steps.acceptance[..., :num_transitions], ess=steps.ess[..., :num_transitions],
-                    resampled=steps.resampled[..., :num_transitions])
+                    resampled=steps.resampled[..., :num_transitions],
+                    divergent=steps.divergent[..., :num_transitions])
     if cached:  # one evaluation per chain to fill the cache; weights then come free
         evals = chains * (1 + num_transitions * int(kernel.evals_per_cached_step))
     else:
@@ -203,6 +226,7 @@ def anneal(
         compile_seconds=compile_seconds,
         compiled=built,
         n_evals=evals * members,
+        divergences=np.asarray(state.divergences),
     )
 
 
@@ -234,9 +258,12 @@ def join_kernel(kernel_def, params):
     return part if kind == "static" else jax.tree.unflatten(part, params)
 
 
-def _start(params, data, init_latents, *, model, kernel_def, cached, runs) -> AnnealState:
-    """The run's initial state. On the lean path a chain's state is the kernel's cached state, whose densities
-    are checked here (a failure is reported as the first step's weight)."""
+def _start(params, key, data, init_latents, ends, *, model, kernel_def, cached, runs, prior_check):
+    """The run's initial state, and which of the prior check's draws have a NaN or +inf density term.
+
+    On the lean path a chain's state is the kernel's cached state, whose densities are checked here (a
+    failure is reported as the first step's weight).
+    """
     kernel = join_kernel(kernel_def, params)
     chains = _num_chains(init_latents)
     dtype = jnp.result_type(float)
@@ -245,15 +272,45 @@ def _start(params, data, init_latents, *, model, kernel_def, cached, runs) -> An
     if cached:
         bad, at, states = jax.vmap(checked(lambda x: kernel.init_state(x, data)))(init_latents)
         failures = failures._replace(density_step=jnp.where(bad, 0, never), density_at=at)
-    return AnnealState(states, jnp.zeros(chains, dtype), jnp.zeros(runs, dtype), failures)
+    prior_bad = _prior_check(key, model, data, ends, prior_check)
+    return AnnealState(states, jnp.zeros(chains, dtype), jnp.zeros(runs, dtype), failures,
+                       jnp.zeros(chains, jnp.int32)), prior_bad
 
 
-def _finish(params, state: AnnealState, *, kernel_def, cached, num_particles):
-    """Final latents, log-weights and each run's log-evidence."""
+def _prior_check(key, model, data, ends, num_draws):
+    """Per exact prior draw, whether a density term is NaN or +inf there (every term, whatever its weight:
+    prior draws are where every term must be defined)."""
+    if not num_draws:
+        return jnp.zeros((0,), bool)
+    keys = jax.random.split(jax.random.fold_in(key, PRIOR_CHECK_STREAM), num_draws)
+
+    def illegal(k):
+        x = model.sample_prior(k)
+        if supports(model, CollapsedDensity):
+            values = jnp.stack([model.log_density(x, data, lam) for lam in ends])
+        else:
+            values = jnp.concatenate([jnp.atleast_1d(model.log_prior(x)),
+                                      jnp.ravel(model.log_likelihood(x, data))])
+        return jnp.any(jnp.isnan(values) | (values == jnp.inf))
+
+    return jax.vmap(illegal)(keys)
+
+
+def _finish(params, data, state: AnnealState, lam_end, last_step, *, model, kernel_def, cached, num_particles):
+    """Final latents, log-weights, each run's log-evidence and the final states' failures (a NaN or +inf
+    density at the state a chain ends in, which no later weight would see)."""
     kernel = join_kernel(kernel_def, params)
     latents = (jax.vmap(kernel.state_latent)(state.states, state.failures.density_at) if cached
                else state.states)
-    return latents, state.log_weights, final_log_evidence(state.log_weights, state.log_evidence, num_particles)
+    bad, at, _ = jax.vmap(checked(lambda x: log_density(model, x, data, lam_end)))(latents)
+    failures = state.failures
+    last = jnp.full_like(failures.density_step, last_step)
+    hit = (failures.density_step < 0) & bad
+    failures = Failures(failures.weight_step, jnp.where(hit, last, failures.density_step),
+                        jnp.where(hit, ACCEPTED, failures.density_phase),
+                        jax.tree.map(lambda a, b: jnp.where(expand(hit, a), b, a), failures.density_at, at))
+    evidence = final_log_evidence(state.log_weights, state.log_evidence, num_particles)
+    return latents, state.log_weights, evidence, failures
 
 
 def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, kernel_def, rule, resampler,
@@ -269,14 +326,26 @@ def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, 
         return jax.vmap(checked(lambda x: rule.increment(model, x, data, lf, lt)))(states)
 
     def move(keys, states, like, lt):
+        """The kernel's move: ``(diverged, accepted_bad, accepted_at, (states, info))`` per chain. A NaN or +inf
+        density the kernel evaluated (at a proposal it rejected) is a divergence; at the state it moved to (on
+        the lean path, whose cached terms give that density free) a failure. Off the lean path the next
+        weight, or the final check, evaluates the state the kernel moved to."""
         if cached:
             def step(k, s):
                 return kernel.step(k, s, data, lt, like=like)
-            return jax.vmap(checked(step, like))(keys, states)
-        return jax.vmap(checked(lambda k, x: kernel(k, x, data, lt)))(keys, states)
+            diverged, _, (new, info) = jax.vmap(checked(step, like))(keys, states)
+            value = jax.vmap(lambda s: s.log_prior + weighted_sum(lt, kernel.state_terms(s)))(new)
+            bad = ~(value < jnp.inf)
+            at = jax.vmap(kernel.state_latent, in_axes=(0, None))(new, like)
+        else:
+            diverged, _, (new, info) = jax.vmap(checked(lambda k, x: kernel(k, x, data, lt)))(keys, states)
+            bad, at = jnp.zeros_like(diverged), new
+        if info.divergent is not None:
+            diverged = diverged | info.divergent
+        return diverged, bad, at, (new, info)
 
     def transition(state: AnnealState, t, lf, lt):
-        states, logw, log_z, failures = state
+        states, logw, log_z, failures, _ = state
         like = jax.tree.map(lambda a: a[0], failures.density_at)  # one chain's latent: every latent's structure
         # Keys derive from the global step index, so chunking never changes the numbers.
         k_resample, k_refresh, k_move = jax.random.split(jax.random.fold_in(key, t), 3)
@@ -300,8 +369,8 @@ def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, 
         else:
             bad_r, at_r, states = jax.vmap(checked(lambda k, x: rule.refresh(k, model, x, data, lf, lt)))(
                 jax.random.split(k_refresh, chains), states)
-        bad_k, at_k, (states, info) = move(jax.random.split(k_move, chains), states, like, lt)
-        # Each chain keeps its first failure, in the order evaluated within a step: weight, refresh, kernel.
+        diverged, bad_k, at_k, (states, info) = move(jax.random.split(k_move, chains), states, like, lt)
+        # Each chain keeps its first failure, in the order evaluated within a step: weight, refresh, accepted.
         step, phase_of, at_of = failures.density_step, failures.density_phase, failures.density_at
         new = step < 0
         for phase, (bad, at) in enumerate(((bad_w, at_w), (bad_r, at_r), (bad_k, at_k))):
@@ -311,15 +380,17 @@ def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, 
             at_of = jax.tree.map(lambda a, b: jnp.where(expand(hit, a), b, a), at_of, at)
             new = new & ~bad
         acc = jnp.mean(info.acceptance).astype(logw.dtype)
-        out = StepOutput(jnp.mean(inc), acc, ess, resampled, inc if record else inc[:0])
-        return AnnealState(states, logw, log_z, Failures(weight_step, step, phase_of, at_of)), out
+        out = StepOutput(jnp.mean(inc), acc, ess, resampled, jnp.mean(diverged.astype(logw.dtype)),
+                         inc if record else inc[:0])
+        return AnnealState(states, logw, log_z, Failures(weight_step, step, phase_of, at_of),
+                           state.divergences + diverged.astype(jnp.int32)), out
 
     def body(state, xs):
         lf, lt, on, t = xs
 
         def skip(st):
             z = jnp.zeros((), st.log_weights.dtype)
-            return st, StepOutput(z, z, z, z, jnp.zeros_like(st.log_weights) if record else st.log_weights[:0])
+            return st, StepOutput(z, z, z, z, z, jnp.zeros_like(st.log_weights) if record else st.log_weights[:0])
 
         return jax.lax.cond(on, lambda st: transition(st, t, lf, lt), skip, state)
 
@@ -368,24 +439,27 @@ def _compile(statics, batch_axes, shapes):
     Returns ``((start, finish, chunk), seconds, built)``; ``seconds`` is 0.0 and ``built`` False when the
     programs came from the cache.
     """
-    key, data, init_latents, runs, first, params = shapes
-    leaves, treedef = jax.tree.flatten((key, data, init_latents, first, params))
+    key, data, init_latents, runs, first, params, ends = shapes
+    leaves, treedef = jax.tree.flatten((key, data, init_latents, first, params, ends))
     signature = (treedef, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves), runs, jnp.result_type(float))
-    model, kernel_def, rule, resampler, num_particles, record, cached, _ = statics
+    model, kernel_def, rule, resampler, num_particles, record, cached, _, prior_check = statics
 
     def build():
         began = time.perf_counter()
-        start = functools.partial(_start, model=model, kernel_def=kernel_def, cached=cached, runs=runs)
-        finish = functools.partial(_finish, kernel_def=kernel_def, cached=cached, num_particles=num_particles)
+        start = functools.partial(_start, model=model, kernel_def=kernel_def, cached=cached, runs=runs,
+                                  prior_check=prior_check)
+        finish = functools.partial(_finish, model=model, kernel_def=kernel_def, cached=cached,
+                                   num_particles=num_particles)
         chunk = functools.partial(_chunk, model=model, kernel_def=kernel_def, rule=rule, resampler=resampler,
                                   num_particles=num_particles, record=record, cached=cached)
         if batch_axes is not None:
-            start = jax.vmap(start, in_axes=(None, batch_axes, 0))
-            finish = jax.vmap(finish, in_axes=(None, 0))
+            start = jax.vmap(start, in_axes=(None, 0, batch_axes, 0, None))
+            finish = jax.vmap(finish, in_axes=(None, batch_axes, 0, None, None))
             chunk = jax.vmap(chunk, in_axes=(None, 0, batch_axes, 0, None, None, None, None))
         start, finish, chunk = jax.jit(start), jax.jit(finish), jax.jit(chunk)
-        state = jax.eval_shape(start, params, data, init_latents)
-        programs = (start.lower(params, data, init_latents).compile(), finish.lower(params, state).compile(),
+        state, _ = jax.eval_shape(start, params, key, data, init_latents, ends)
+        programs = (start.lower(params, key, data, init_latents, ends).compile(),
+                    finish.lower(params, data, state, ends[1], np.int32(0)).compile(),
                     chunk.lower(params, key, data, state, *first).compile())
         return programs, time.perf_counter() - began
 
@@ -407,6 +481,27 @@ def _raise_if_failed(failures: Failures, batch_axes, batch_label, *, lams, model
     others = f"; {int(failed.sum()) - 1} other {batch_label}(s) failed too" if failed.sum() > 1 else ""
     raise_if_failed(jax.tree.map(lambda a: a[b], failures), lams=lams, model=model, data=member, rule=rule,
                     description=f"{description}, {batch_label} {b}{others}")
+
+
+def _raise_if_prior_failed(bad, key, batch_axes, batch_label, *, model, data, lams, description):
+    """Raise if an exact prior draw of the prior check has a NaN or +inf density term, naming the term and (in
+    a batch) the data set."""
+    flat = bad.reshape(-1, bad.shape[-1]) if bad.ndim else bad
+    if not flat.any():
+        return
+    b = int(np.argmax(flat.any(axis=1))) if batch_axes is not None else 0
+    member_key, member_data = key, data
+    if batch_axes is not None:
+        member_key = key[b]
+        member_data = jax.tree.map(lambda ax, x: x if ax is None else jnp.take(x, b, axis=ax), batch_axes, data,
+                                   is_leaf=lambda x: x is None)
+        description = f"{description}, {batch_label} {b}"
+    row = flat[b] if batch_axes is not None else flat
+    draw = int(np.argmax(row))
+    keys = jax.random.split(jax.random.fold_in(member_key, PRIOR_CHECK_STREAM), row.size)
+    latent = jax.jit(model.sample_prior)(keys[draw])
+    raise_prior_failure(model, latent, member_data, lams, draw=draw, n_bad=int(row.sum()), n_draws=int(row.size),
+                        description=description)
 
 
 def _axes_signature(batch_axes):

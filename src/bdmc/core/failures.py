@@ -1,5 +1,6 @@
-"""Where a run failed: each chain's first NaN or +inf density or weight increment, recorded on the device and
-explained on the host (the term, step, lambda and chain) after the run stopped."""
+"""Where a run failed: each chain's first NaN or +inf density (where one must be finite) or weight increment,
+recorded on the device and explained on the host (the term, step, lambda and chain) after the run stopped;
+and the prior check's failure (a NaN or +inf density term at an exact prior draw)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import numpy as np
 from ..contracts.nonfinite import describe_nonfinite, recording
 from ..errors import NonFiniteLogDensityError, NonFiniteLogWeightError
 
-PHASES = ("weight", "refresh", "kernel")
+PHASES = ("weight", "refresh", "accepted")
+ACCEPTED = PHASES.index("accepted")
 
 
 def checked(fn, like=None):
@@ -77,6 +79,15 @@ def raise_if_failed(failures, *, lams, model, data, rule, description):
         step = weight_step + 1
         raise NonFiniteLogWeightError(step=step, lam=_lam_at(lams, step), chain=chain,
                                       n_bad=int(np.sum(first_bad >= 0)), direction=description)
+
+
+def raise_prior_failure(model, latent, data, lams, *, draw: int, n_bad: int, n_draws: int, description: str):
+    """Raise the prior check's failure at ``latent`` (exact prior draw ``draw`` of ``n_draws``), naming the term."""
+    lam_end = lams[-1] if np.ndim(lams) == 1 else lams[np.argmax(np.mean(lams, axis=-1))]
+    found = describe_nonfinite(model, latent, data, np.ones_like(np.asarray(lam_end)))
+    term, case, value = found if found is not None else ("log density", None, "NaN or +inf")
+    raise NonFiniteLogDensityError(term=term, value=value, case=case, evaluated_by="prior draw",
+                                   prior_draws=(draw, n_bad, n_draws), direction=description)
 
 
 def _lam_at(lams, step):

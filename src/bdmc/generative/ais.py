@@ -26,7 +26,7 @@ import numpy as np
 from ..caching import CompiledCache
 from ..contracts.estimate import Estimate, seed_of
 from ..core.ais import make_path
-from ..core.engine import DEFAULT_CHUNK, anneal
+from ..core.engine import DEFAULT_CHUNK, PRIOR_CHECK_DRAWS, anneal
 from ..core.prior import prior_draws_batch
 from ..errors import BDMCError, DataError
 from ..kernels.hmc import HMC
@@ -246,8 +246,9 @@ def _evaluate(key, decoder, params, images, exact, *, direction, sigma, latent_d
         start_u = z if init is None else jax.vmap(model.to_u, (0, axes))(z, data)
         start = jnp.broadcast_to(start_u[:, None, :], (n, int(num_runs), int(latent_dim)))
         visited = path[::-1]
+    # The decoder is shared by every image, so a NaN region of it shows in any image: fewer draws per image.
     run = anneal(keys, model, data, kernel, visited, start, batch_axes=axes, batch_label="image",
-                 chunk_size=chunk_size, progress=progress,
+                 chunk_size=chunk_size, prior_check=PRIOR_CHECK_DRAWS // 8, progress=progress,
                  description=f"{direction} AIS T={path.shape[0]} ({n} images x {num_runs} runs)")
     latents = run.latents if init is None else jax.vmap(jax.vmap(model.to_z, (0, None)), (0, axes))(run.latents,
                                                                                                       data)

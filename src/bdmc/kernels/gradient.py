@@ -14,12 +14,13 @@ import blackjax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from ..contracts.model import log_density
 from ..contracts.kernel import KernelInfo
+from ..contracts.model import proposal_log_density
 
 
 def _target(model, data, lam):
-    return lambda x: log_density(model, x, data, lam)
+    # NaN or +inf at a proposal is a rejection (-inf), counted by the engine as a divergence.
+    return lambda x: proposal_log_density(model, x, data, lam)
 
 
 @dataclass(frozen=True)
@@ -83,4 +84,4 @@ class NUTS:
                         else jnp.asarray(self.inverse_mass, flat.dtype))
         state, info = blackjax.nuts.build_kernel()(key, state, logdensity, self.step_size, inverse_mass,
                                                    max_num_doublings=self.max_tree_depth)
-        return state.position, KernelInfo(info.acceptance_rate)
+        return state.position, KernelInfo(info.acceptance_rate, info.is_divergent)

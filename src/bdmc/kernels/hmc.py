@@ -25,7 +25,7 @@ from jax.flatten_util import ravel_pytree
 
 from ..contracts.capabilities import CollapsedDensity, supports
 from ..contracts.kernel import KernelInfo
-from ..contracts.model import log_density, weighted_sum
+from ..contracts.model import legal_for_acceptance, proposal_log_density, weighted_sum
 from ..contracts.nonfinite import nonfinite_check
 from .step_sizes import StepSizeTable, step_size_at
 
@@ -131,16 +131,17 @@ class HMC:
 
         end, end_momentum = jax.lax.fori_loop(0, self.num_integration_steps, leapfrog, (state, momentum))
         energy = -_value(state, lam) + metric.kinetic_energy(momentum)
-        new_energy = -_value(end, lam) + metric.kinetic_energy(-end_momentum)
+        # A proposal of NaN or +inf density is rejected (-inf): a divergence, counted, never an accepted state.
+        new_energy = -legal_for_acceptance(_value(end, lam)) + metric.kinetic_energy(-end_momentum)
         delta = energy - new_energy
         delta = jnp.where(jnp.isnan(delta), -jnp.inf, delta)
         p_accept = jnp.clip(jnp.exp(delta), max=1)
         accept = jax.random.bernoulli(key_accept, p_accept)
         state = jax.tree.map(lambda a, b: jnp.where(accept, a, b), end, state)
-        return state, KernelInfo(p_accept)
+        return state, KernelInfo(p_accept, diverged(delta))
 
     def _blackjax_step(self, key, latent, data, lam):
-        logdensity = lambda x: log_density(self.model, x, data, lam)  # noqa: E731
+        logdensity = lambda x: proposal_log_density(self.model, x, data, lam)  # noqa: E731
         state = blackjax.hmc.init(latent, logdensity)
         flat, _ = ravel_pytree(latent)
         inverse_mass = (jnp.ones_like(flat) if self.inverse_mass is None
@@ -148,7 +149,16 @@ class HMC:
         step_size = jnp.asarray(step_size_at(self.step_size, lam), flat.dtype)
         state, info = blackjax.hmc.build_kernel()(key, state, logdensity, step_size, inverse_mass,
                                                   self.num_integration_steps)
-        return state.position, KernelInfo(info.acceptance_rate)
+        return state.position, KernelInfo(info.acceptance_rate, info.is_divergent)
+
+
+# The energy error beyond which a trajectory counts as divergent (Stan's and BlackJAX's threshold).
+DIVERGENCE_THRESHOLD = 1000.0
+
+
+def diverged(delta) -> jax.Array:
+    """Whether a trajectory with energy change ``delta`` (log acceptance ratio) diverged."""
+    return ~(delta > -DIVERGENCE_THRESHOLD)
 
 
 def _evaluate(model, flat, unravel, data) -> TermsState:

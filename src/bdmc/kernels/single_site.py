@@ -30,7 +30,7 @@ from jax.flatten_util import ravel_pytree
 
 from ..contracts.capabilities import CollapsedDensity, supports
 from ..contracts.kernel import KernelInfo
-from ..contracts.model import log_density, weighted_sum
+from ..contracts.model import legal_for_acceptance, log_density, weighted_sum
 from ..contracts.nonfinite import nonfinite_check
 from ..errors import BDMCError
 
@@ -183,8 +183,9 @@ class SingleSiteMH:
                 new = loc[j] + scale[j] * z
                 hastings = self._log_hastings(old, new, loc[j], scale[j])
             proposed = evaluate(s.position.at[j].set(new))
-            log_ratio = value(proposed) - value(s) + hastings
-            log_ratio = jnp.where(jnp.isnan(log_ratio), -jnp.inf, log_ratio)  # a NaN proposal is rejected
+            # A NaN or +inf proposal is rejected (a divergence the engine counts).
+            log_ratio = legal_for_acceptance(value(proposed)) - value(s) + hastings
+            log_ratio = jnp.where(jnp.isnan(log_ratio), -jnp.inf, log_ratio)
             p_accept = jnp.exp(jnp.minimum(log_ratio, 0.0))
             accept = jax.random.uniform(k_acc, (), dtype) < p_accept
             s = jax.tree.map(lambda a, b: jnp.where(accept, a, b), proposed, s)

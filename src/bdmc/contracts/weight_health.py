@@ -1,0 +1,70 @@
+"""Whether an estimate's ± can be trusted: the effective sample size and the Pareto k-hat of its runs' weights.
+
+A lower bound combines runs by log-mean-exp of weights ``w_k = exp(run_k)``; an upper bound by log-harmonic-mean,
+a log-mean-exp of ``exp(-run_k)``. When one run carries nearly all the weight, the delta-method standard error
+of a log-mean-exp is about 1 whatever the error really is, and an estimate may sit nats from the truth with a
+small ±. Two diagnostics say so:
+
+- the effective sample size ``(sum w)^2 / sum w^2`` of the weights: near 1 when one run dominates;
+- the Pareto k-hat of Pareto-smoothed importance sampling (ArviZ's ``psislw``; Vehtari et al. 2024): above 0.7
+  the weights' tail is too heavy for the mean to converge at a useful rate. PSIS fits the largest
+  ``min(n / 5, 3 sqrt(n))`` weights, so it needs n >= 25 runs; with fewer, k-hat is not estimated (NaN).
+
+:func:`untrusted` is the rule an estimate warns by (calibrated in ``benchmarks/weight_health.py``).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+from scipy.special import logsumexp
+
+KHAT_LIMIT = 0.7  # PSIS's own threshold (Vehtari et al. 2024, Sec. 3)
+MIN_ESS = 4.0  # "a few chains": below it, the weights rest on one to three runs
+MIN_RUNS_FOR_KHAT = 25
+
+
+def log_weights(runs, bound) -> np.ndarray | None:
+    """The log-weights whose mean an estimate is: the runs (lower bound), their negatives (upper), else None."""
+    runs = np.asarray(runs, dtype=np.float64)
+    if bound == "lower":
+        return runs
+    if bound == "upper":
+        return -runs
+    return None
+
+
+def weight_ess(logw) -> float:
+    """``(sum w)^2 / sum w^2`` of ``w = exp(logw)``; NaN when every weight is zero."""
+    logw = np.asarray(logw, dtype=np.float64)
+    if logw.size == 0 or not np.any(np.isfinite(logw)):
+        return float("nan")
+    return float(math.exp(2 * logsumexp(logw) - logsumexp(2 * logw)))
+
+
+def pareto_khat(logw) -> float:
+    """PSIS's Pareto k-hat of the weights (ArviZ's ``psislw``), or NaN with fewer than 25 finite weights."""
+    logw = np.asarray(logw, dtype=np.float64)
+    logw = logw[np.isfinite(logw)]
+    if logw.size < MIN_RUNS_FOR_KHAT or np.ptp(logw) == 0:
+        return float("nan") if logw.size < MIN_RUNS_FOR_KHAT else float("-inf")
+    import arviz  # ArviZ's import takes a second or two: only when a k-hat is asked for
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ArviZ warns about the k-hat it returns; the caller reads the value
+        _, khat = arviz.psislw(logw.copy())
+    return float(khat)
+
+
+def untrusted(ess: float, khat: float, num_runs: int) -> str | None:
+    """Why an estimate's ± is not to be trusted, or None: k-hat above 0.7, or an ESS below :data:`MIN_ESS` (below
+    half the runs, for fewer than eight runs, whose ESS cannot reach 4 however healthy)."""
+    reasons = []
+    if np.isfinite(khat) and khat > KHAT_LIMIT:
+        reasons.append(f"Pareto k-hat {khat:.2f} > {KHAT_LIMIT}")
+    floor = min(MIN_ESS, num_runs / 2)
+    if not ess >= floor:
+        reasons.append(f"weights' effective sample size {ess:.1f} of {num_runs} runs < {floor:g}")
+    return "; ".join(reasons) or None

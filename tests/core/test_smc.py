@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import bdmc
+from bdmc.core.prior_check import PRIOR_CHECK_DRAWS
 from bdmc.core.prior import prior_draws
 from bdmc import BDMCError, simulate
 from bdmc.core.resampling import AdaptiveResampling
@@ -95,7 +96,8 @@ def test_one_particle_smc_is_ais_on_the_data_path(key):
     smc = bdmc.smc(key, model, data, num_runs=RUNS[1], progress=False)
     path = bdmc.schedules.data_path(model.n)
     init, key_run = prior_draws(key, model, RUNS[1])
-    ais = bdmc.anneal(key_run, model, data, model.default_kernel(), path, init, progress=False)
+    ais = bdmc.anneal(key_run, model, data, model.default_kernel(), path, init, prior_check=PRIOR_CHECK_DRAWS,
+                      progress=False)
     assert not ais.compiled  # SMC's own program: so the same numbers bit for bit
     np.testing.assert_array_equal(smc.runs, ais.log_weights)
 

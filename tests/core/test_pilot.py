@@ -112,7 +112,7 @@ def test_the_run_uses_the_pilots_choice_frozen_and_its_own_keys(problem):
 
 def test_pilot_tuned_bounds_hold_and_sandwich_the_truth(problem):
     data, latent, exact = problem
-    kw = dict(num_steps=30, num_runs=200, kernel=HMC(MODEL), tune=PILOT)
+    kw = dict(num_steps=60, num_runs=200, kernel=HMC(MODEL), tune=PILOT)
     fwd = bdmc.forward_ais(jax.random.key(4), MODEL, data, **kw)
     rev = bdmc.reverse_ais(jax.random.key(5), MODEL, data, exact_latent=latent, **kw)
     # Unbiased weights: the log-mean-exp of many runs is within its stderr of the truth from each side,

@@ -1,14 +1,17 @@
 """Every kernel leaves f(.; lam) invariant, for scalar and per-case lam; a broken one is caught."""
 
+import dataclasses
+
 import jax
 import numpy as np
 import pytest
 
 from bdmc import simulate
-from bdmc.kernels import HMC, MALA, NUTS, Cycle, Gibbs, RandomWalkMH, repeat
+from bdmc.kernels import HMC, MALA, NUTS, Cycle, GaussianTable, Gibbs, IndependentMH, RandomWalkMH, repeat
 from bdmc.models import GaussianMean
 
-from helpers import BrokenMH, assert_same_but_rounding, invariance_z_scores
+from bdmc.kernels.mass import table_from_moments
+from helpers import BrokenMH, assert_same_but_rounding, gaussian_target, invariance_z_scores
 
 MODEL = GaussianMean(n=20, dim=3, prior_mean=0.5, prior_std=1.5, noise_std=1.0)
 THRESHOLD = 4.5  # ~4 standard errors, with 6 statistics per test
@@ -23,12 +26,25 @@ def _lams():
     return {"0.3": 0.3, "1.0": 1.0, "per-case": per_case}
 
 
+# A pilot-like table by lambda: means and covariances unlike the targets' (the kernels must stay exact anyway).
+TABLE_LAMS = (0.0, 0.2, 0.5, 1.0)
+DIAG_TABLE = GaussianTable(TABLE_LAMS, tuple((0.1 * i, -0.2, 0.3) for i in range(4)),
+                           tuple((0.08 + 0.01 * i, 0.05, 0.2) for i in range(4)))
+DENSE_TABLE = GaussianTable(TABLE_LAMS, DIAG_TABLE.means,
+                            tuple(((0.08, 0.02, 0.0), (0.02, 0.05, 0.01), (0.0, 0.01, 0.1 + 0.02 * i)) for i in range(4)))
+
 KERNELS = {
     "rwmh": RandomWalkMH(MODEL, scale=0.15),
     "mala": MALA(MODEL, step_size=0.01),
     "hmc": HMC(MODEL, step_size=0.05, num_integration_steps=8),
     "hmc-mass": HMC(MODEL, step_size=0.1, num_integration_steps=5, inverse_mass=(0.5, 1.0, 2.0)),
+    "hmc-table": HMC(MODEL, step_size=0.3, num_integration_steps=5, inverse_mass=DIAG_TABLE, jitter=0.5),
+    "hmc-dense-table": HMC(MODEL, step_size=0.3, num_integration_steps=5, inverse_mass=DENSE_TABLE),
+    "mala-table": MALA(MODEL, step_size=0.3, inverse_mass=DENSE_TABLE),
     "nuts": NUTS(MODEL, step_size=0.2, inverse_mass=(0.5, 1.0, 2.0), max_tree_depth=5),
+    "nuts-table": NUTS(MODEL, step_size=0.3, inverse_mass=DIAG_TABLE, max_tree_depth=4),
+    "imh": IndependentMH(MODEL, proposal=DENSE_TABLE),
+    "imh-gaussian": IndependentMH(MODEL, proposal=DIAG_TABLE, df=None, scale=1.5),
     "gibbs": MODEL.default_kernel(),
     "cycle": Cycle((Gibbs(MODEL.gibbs_update), RandomWalkMH(MODEL, scale=0.15))),
     "repeat": repeat(MALA(MODEL, step_size=0.01), 3),
@@ -51,7 +67,11 @@ def test_broken_acceptance_ratio_is_caught(lam_name, key):
 def test_kernels_move_and_report_acceptance(key):
     data = _data()
     x = {"mu": data.mean(0)}  # a high-density point, so every kernel should move from it
+    mean, cov, _ = gaussian_target(MODEL, data, 0.5, x)
+    fitted = table_from_moments([0.0, 1.0], [mean, mean], [cov, cov])  # an independence proposal near the target
     for name, kernel in KERNELS.items():
+        if name.startswith("imh"):
+            kernel = dataclasses.replace(kernel, proposal=fitted)
         moved, accs = False, []
         step = jax.jit(kernel.__call__)  # one compile per kernel; eager NUTS dispatches every tree step
         for k in jax.random.split(key, 5):

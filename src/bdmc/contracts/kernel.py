@@ -9,6 +9,8 @@ beyond that call is a structural protocol, found with ``supports``, never with `
 - :class:`CachedTransition`: a chain state that caches the lambda-free parts of the density (the engine's
   lean path);
 - :class:`TunableStepSize`: a ``step_size`` field the pilot steers (a number or a table by lambda);
+- :class:`Preconditioned`: an ``inverse_mass`` field the pilot fills with its fit of each intermediate
+  distribution's covariance; :class:`FittedProposal`: a ``proposal`` field it fills with the fit itself;
 - :class:`ReversibleTransition`: its own transition density and reverse (Chib-style estimators, CMS);
 - :class:`HoldsModel`: the model it was built for;
 - :class:`CountedConstrainedMove`, :class:`ConstrainedMoveCost`: nested sampling's constrained moves and
@@ -59,6 +61,20 @@ class TunableStepSize(Protocol):
     """
 
     step_size: Any
+
+
+@runtime_checkable
+class Preconditioned(Protocol):
+    """A kernel with an ``inverse_mass`` (None, a matrix, or a table by lambda) that a pilot may fit."""
+
+    inverse_mass: Any
+
+
+@runtime_checkable
+class FittedProposal(Protocol):
+    """A kernel proposing from a ``proposal`` table of Gaussians by lambda that a pilot fits (independent MH)."""
+
+    proposal: Any
 
 
 @runtime_checkable

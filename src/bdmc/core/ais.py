@@ -14,8 +14,9 @@ from ..contracts.model import log_density, n_cases, validate_data
 from ..contracts.nonfinite import describe_nonfinite
 from ..errors import BDMCError, NonFiniteLogDensityError
 from . import schedules
-from .engine import PRIOR_CHECK_DRAWS, anneal
+from .engine import anneal
 from .health import divergence_fields, warn_if_unhealthy
+from .prior_check import PRIOR_CHECK_DRAWS
 from .pilot import Pilot, refuse_in_chain_adaptation
 from .pilot import tune as tune_run
 from .prior import prior_draws

@@ -35,7 +35,7 @@ A model whose density is NaN on a region of prior mass would then be sampled as 
 density: a silent bias. So a run given ``prior_check`` first evaluates the density at that many exact prior
 draws (on ``fold_in(key, PRIOR_CHECK_STREAM)``, never the run's randomness) and stops at a NaN or +inf
 there: a region of prior mass p is missed with probability ``(1 - p) ** prior_check`` (1,024 draws: below
-1e-4 for p = 1%).
+1e-4 for p = 1%; :mod:`bdmc.core.prior_check`).
 """
 
 from __future__ import annotations
@@ -52,19 +52,17 @@ import numpy as np
 from ..caching import CompiledCache
 from ..contracts.capabilities import supports
 from ..contracts.kernel import CachedTransition, evals_per_step
-from ..contracts.capabilities import CollapsedDensity
 from ..contracts.model import increment_from_terms, log_density, log_density_increment, weighted_sum
 from ..contracts.nonfinite import describe_nonfinite
 from ..contracts.step_rule import StepRule
 from ..errors import ScheduleError
-from .failures import ACCEPTED, checked, expand, raise_if_failed, raise_prior_failure
+from .failures import ACCEPTED, checked, expand, raise_if_failed
+from .prior_check import prior_check_flags, raise_if_prior_failed
 from .records import AnnealResult, AnnealState, Failures, StepInfo, StepOutput
 from .progress import compiling, progress_report
 from .resampling import AdaptiveResampling, final_log_evidence, group_ess
 
 DEFAULT_CHUNK = 64
-PRIOR_CHECK_DRAWS = 1024  # what estimators pass as prior_check
-PRIOR_CHECK_STREAM = 0x5EEDC4EC  # folded into the run's key for the prior check's draws
 
 
 def anneal(
@@ -120,7 +118,7 @@ def anneal(
         Steps per compiled call (progress granularity).
     prior_check : int
         Exact prior draws (``model.sample_prior``) at which every density term is checked before the run (0:
-        none); estimators pass :data:`PRIOR_CHECK_DRAWS`. See the module docstring.
+        none); estimators pass :data:`bdmc.core.prior_check.PRIOR_CHECK_DRAWS`. See the module docstring.
     record_increments : bool
         Also return every chain's log-weight increment at every step.
     progress : bool, "auto" or callable
@@ -174,7 +172,7 @@ def anneal(
     ends = (lams[0], lams[-1])  # the prior check's lambdas for a model with its own (collapsed) density
     state, prior_bad = start(params, key, data, init_latents, ends)
     if prior_check:
-        _raise_if_prior_failed(np.asarray(prior_bad), key, batch_axes, batch_label, model=model, data=data,
+        raise_if_prior_failed(np.asarray(prior_bad), key, batch_axes, batch_label, model=model, data=data,
                                lams=lams, description=description)
 
     report = progress_report(progress, num_transitions * chains * members, description, num_transitions)
@@ -199,7 +197,8 @@ def anneal(
                 jax.block_until_ready(state.log_weights)
                 report(min((c + 1) * chunk_size, num_transitions), num_transitions)
         check(pending)
-        latents, log_weights, log_evidence, final = jax.block_until_ready(finish(params, data, state, lams[-1], np.int32(num_transitions - 1)))
+        last = np.int32(num_transitions - 1)
+        latents, log_weights, log_evidence, final = jax.block_until_ready(finish(params, data, state, lams[-1], last))
         check(final)
     finally:
         if report is not None and hasattr(report, "close"):
@@ -272,28 +271,9 @@ def _start(params, key, data, init_latents, ends, *, model, kernel_def, cached, 
     if cached:
         bad, at, states = jax.vmap(checked(lambda x: kernel.init_state(x, data)))(init_latents)
         failures = failures._replace(density_step=jnp.where(bad, 0, never), density_at=at)
-    prior_bad = _prior_check(key, model, data, ends, prior_check)
+    prior_bad = prior_check_flags(key, model, data, ends, prior_check)
     return AnnealState(states, jnp.zeros(chains, dtype), jnp.zeros(runs, dtype), failures,
                        jnp.zeros(chains, jnp.int32)), prior_bad
-
-
-def _prior_check(key, model, data, ends, num_draws):
-    """Per exact prior draw, whether a density term is NaN or +inf there (every term, whatever its weight:
-    prior draws are where every term must be defined)."""
-    if not num_draws:
-        return jnp.zeros((0,), bool)
-    keys = jax.random.split(jax.random.fold_in(key, PRIOR_CHECK_STREAM), num_draws)
-
-    def illegal(k):
-        x = model.sample_prior(k)
-        if supports(model, CollapsedDensity):
-            values = jnp.stack([model.log_density(x, data, lam) for lam in ends])
-        else:
-            values = jnp.concatenate([jnp.atleast_1d(model.log_prior(x)),
-                                      jnp.ravel(model.log_likelihood(x, data))])
-        return jnp.any(jnp.isnan(values) | (values == jnp.inf))
-
-    return jax.vmap(illegal)(keys)
 
 
 def _finish(params, data, state: AnnealState, lam_end, last_step, *, model, kernel_def, cached, num_particles):
@@ -481,27 +461,6 @@ def _raise_if_failed(failures: Failures, batch_axes, batch_label, *, lams, model
     others = f"; {int(failed.sum()) - 1} other {batch_label}(s) failed too" if failed.sum() > 1 else ""
     raise_if_failed(jax.tree.map(lambda a: a[b], failures), lams=lams, model=model, data=member, rule=rule,
                     description=f"{description}, {batch_label} {b}{others}")
-
-
-def _raise_if_prior_failed(bad, key, batch_axes, batch_label, *, model, data, lams, description):
-    """Raise if an exact prior draw of the prior check has a NaN or +inf density term, naming the term and (in
-    a batch) the data set."""
-    flat = bad.reshape(-1, bad.shape[-1]) if bad.ndim else bad
-    if not flat.any():
-        return
-    b = int(np.argmax(flat.any(axis=1))) if batch_axes is not None else 0
-    member_key, member_data = key, data
-    if batch_axes is not None:
-        member_key = key[b]
-        member_data = jax.tree.map(lambda ax, x: x if ax is None else jnp.take(x, b, axis=ax), batch_axes, data,
-                                   is_leaf=lambda x: x is None)
-        description = f"{description}, {batch_label} {b}"
-    row = flat[b] if batch_axes is not None else flat
-    draw = int(np.argmax(row))
-    keys = jax.random.split(jax.random.fold_in(member_key, PRIOR_CHECK_STREAM), row.size)
-    latent = jax.jit(model.sample_prior)(keys[draw])
-    raise_prior_failure(model, latent, member_data, lams, draw=draw, n_bad=int(row.sum()), n_draws=int(row.size),
-                        description=description)
 
 
 def _axes_signature(batch_axes):

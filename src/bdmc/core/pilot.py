@@ -13,7 +13,12 @@ and nudges the step size toward ``target_acceptance`` (a Robbins-Monro step on l
 * the **schedule** spaces the T distributions at equal thermodynamic length: the increment of step t has
   variance about ``(lam_t - lam_{t-1})^2 v(lam)``, and for a fixed T the sum of these is smallest when every
   step has the same ``(lam_t - lam_{t-1}) sqrt(v(lam))`` (Gelman and Meng 1998; Grosse et al. 2013);
-* the **step-size table** is the pilot's step sizes, smoothed, by lambda (:class:`StepSizeTable`).
+* the **step-size table** is the pilot's step sizes, smoothed, by lambda (:class:`StepSizeTable`);
+* the **preconditioner** is its chains' mean and covariance at each level (:class:`GaussianTable`; diagonal,
+  or dense up to ``DENSE_MAX_DIM`` coordinates), which HMC, NUTS and MALA use as their inverse mass matrix
+  and :class:`~bdmc.kernels.IndependentMH` proposes from. Each level's moves already use the previous level's
+  fit, so the step sizes are tuned for the preconditioned kernel. A kernel given its own ``inverse_mass`` keeps
+  it.
 """
 
 from __future__ import annotations
@@ -26,17 +31,24 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.flatten_util import ravel_pytree
 
 from ..caching import CompiledCache
 from ..contracts.capabilities import supports
-from ..contracts.kernel import CachedTransition, TunableStepSize, evals_per_step
+from ..contracts.kernel import CachedTransition, FittedProposal, Preconditioned, TunableStepSize, evals_per_step
 from ..contracts.model import log_density, weighted_sum
 from ..errors import BDMCError
+from ..kernels.mass import GaussianTable, table_from_moments
 from ..kernels.step_sizes import StepSizeTable
 from . import schedules
 from .prior import draw_prior
+from .resampling import SCHEMES
 
 PILOT_STREAM = 0x9E3779B9  # folded into the caller's key: the pilot's randomness is not the run's
+MASS_KINDS = ("auto", "diagonal", "dense", "identity")
+RESAMPLE_STREAM = 0x2545F491  # the pilot's resampling keys, folded into each level's
+PRECONDITIONED_JITTER = 0.5  # the step-size jitter of a preconditioned HMC (kernels.HMC's jitter)
+DENSE_MAX_DIM = 16  # mass="auto": a dense fit up to this many coordinates (benchmarks/preconditioning.py)
 
 
 @dataclass(frozen=True)
@@ -58,6 +70,10 @@ class Pilot:
         Levels at lambda = 0 (the prior) before the grid, steering the first step size.
     moves_per_level : int
         Transitions per level, each followed by a step-size update.
+    mass : {"auto", "diagonal", "dense", "identity"}
+        The preconditioner fitted for kernels that take one (an ``inverse_mass`` or a ``proposal`` left None):
+        the chains' covariance at each level, diagonal or dense; "auto" is dense up to ``DENSE_MAX_DIM``
+        coordinates (and half the pilot's chains), diagonal above; "identity" fits none.
     """
 
     num_steps: int = 32
@@ -66,6 +82,7 @@ class Pilot:
     min_lam: float = 1e-6
     warmup: int = 8
     moves_per_level: int = 3
+    mass: str = "auto"
 
     def __post_init__(self):
         if int(self.num_steps) < 4 or int(self.num_chains) < 2:
@@ -75,6 +92,8 @@ class Pilot:
             raise BDMCError(f"target_acceptance must lie in (0, 1), got {self.target_acceptance}")
         if not 0 < self.min_lam < 1:
             raise BDMCError(f"min_lam must lie in (0, 1), got {self.min_lam}")
+        if self.mass not in MASS_KINDS:
+            raise BDMCError(f"Pilot mass must be one of {MASS_KINDS}, got {self.mass!r}")
 
     def grid(self) -> np.ndarray:
         return np.concatenate([[0.0], np.geomspace(self.min_lam, 1.0, int(self.num_steps) - 1)])
@@ -93,6 +112,7 @@ class Tuned:
     acceptance: np.ndarray
     pilot: Pilot
     healthy: bool = True
+    grid: np.ndarray | None = None
 
     def settings(self) -> dict:
         """What the run records of its pilot."""
@@ -101,7 +121,8 @@ class Tuned:
                 "pilot_steps": int(self.pilot.num_steps),
                 "pilot_chains": int(self.pilot.num_chains), "pilot_seconds": self.seconds,
                 "pilot_compile_seconds": self.compile_seconds, "pilot_evals": int(self.n_evals),
-                "step_sizes": repr(table) if isinstance(table, StepSizeTable) else table}
+                "step_sizes": repr(table) if isinstance(table, StepSizeTable) else table,
+                "preconditioner": repr(fitted_table(self.kernel))}
 
 
 def tunes_step_size(kernel) -> bool:
@@ -109,6 +130,37 @@ def tunes_step_size(kernel) -> bool:
     (:class:`~bdmc.contracts.kernel.TunableStepSize`), which ``dataclasses.replace`` sets."""
     return (supports(kernel, TunableStepSize) and dataclasses.is_dataclass(kernel)
             and "step_size" in {f.name for f in dataclasses.fields(kernel)})
+
+
+def fitted_table(kernel) -> GaussianTable | None:
+    """The pilot's Gaussian table a kernel holds (as its inverse mass or its proposal), if any."""
+    for protocol, name in ((Preconditioned, "inverse_mass"), (FittedProposal, "proposal")):
+        if supports(kernel, protocol) and isinstance(getattr(kernel, name), GaussianTable):
+            return getattr(kernel, name)
+    return None
+
+
+def mass_kind(pilot: "Pilot", kernel, dim: int) -> tuple[str, str | None]:
+    """``(kind, field)``: the fit the pilot makes for ``kernel`` ("identity" when none) and the field it fills."""
+    field = None
+    if dataclasses.is_dataclass(kernel):
+        names = {f.name for f in dataclasses.fields(kernel)}
+        if supports(kernel, FittedProposal) and "proposal" in names and kernel.proposal is None:
+            field = "proposal"
+        elif supports(kernel, Preconditioned) and "inverse_mass" in names and kernel.inverse_mass is None:
+            field = "inverse_mass"
+    if field is None or pilot.mass == "identity":
+        return ("diagonal" if field == "proposal" else "identity"), field
+    if pilot.mass == "auto":  # a dense fit needs a few chains per coordinate
+        return ("dense" if dim <= min(DENSE_MAX_DIM, int(pilot.num_chains) // 2) else "diagonal"), field
+    return pilot.mass, field
+
+
+def jitter_of(kernel) -> dict:
+    """The step-size jitter a preconditioned kernel gets (HMC's ``jitter``: a fixed trajectory resonates on the
+    unit scales a preconditioner makes), as ``replace`` keywords; none for a kernel without one or with its own."""
+    names = {f.name for f in dataclasses.fields(kernel)}
+    return {"jitter": PRECONDITIONED_JITTER} if "jitter" in names and not kernel.jitter else {}
 
 
 def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None) -> Tuned:
@@ -132,24 +184,34 @@ def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None
     grid = pilot.grid()
     step0 = float(np.mean(kernel.step_size.sizes)) if steer and isinstance(kernel.step_size, StepSizeTable) \
         else (float(kernel.step_size) if steer else 0.0)
-    run, compile_seconds = _compiled_pilot(model, kernel, pilot, steer, data)
+    kind, field = mass_kind(pilot, kernel, _dimension(model))
+    run, compile_seconds = _compiled_pilot(model, kernel, pilot, steer, (kind, field), data)
     began = time.perf_counter()
-    variances, sizes, acceptance, sick = (np.asarray(x) for x in run(key, data, grid, np.float64(step0)))
+    outputs = run(key, data, grid, np.float64(step0))
+    lams, active, variances, sizes, acceptance, sick, means, covariances = (np.asarray(x) for x in outputs)
     seconds = time.perf_counter() - began
+    # The levels the pilot visited: its fixed grid, or the lambdas an adaptive pilot chose until it reached 1.
+    m = int(active.sum())
+    grid = np.concatenate([[0.0], lams[:m]])
+    variances, sizes, acceptance = variances[:m], sizes[:m], acceptance[:m]
+    means, covariances = means[: m + 1], covariances[: m + 1]
     # A NaN or +inf density in the pilot is a bug the run must report, not one a tuned run may steer around
     # (step sizes shrunk to nothing would keep the chains away from it): the run goes untuned.
     healthy = not bool(sick)
     path = thermodynamic_path(grid, variances, int(num_steps)) if healthy else schedules.sigmoidal(int(num_steps))
     if steer and healthy:
         kernel = dataclasses.replace(kernel, step_size=smoothed_table(grid[1:], sizes))
-    levels = pilot.num_steps - 1 + pilot.warmup
+    if field is not None and kind != "identity" and healthy:
+        kernel = dataclasses.replace(kernel, **{field: table_from_moments(grid, means, covariances)},
+                                     **(jitter_of(kernel) if field == "inverse_mass" else {}))
+    levels = m + pilot.warmup
     if supports(kernel, CachedTransition) and bool(kernel.caches_terms):
         evals = pilot.num_chains * (1 + levels * pilot.moves_per_level * int(kernel.evals_per_cached_step))
     else:  # each level also evaluates the likelihood for its variance
         evals = pilot.num_chains * levels * (1 + pilot.moves_per_level * evals_per_step(kernel))
     return Tuned(path=path, kernel=kernel, seconds=seconds + compile_seconds, compile_seconds=compile_seconds,
                  n_evals=evals, variances=variances, healthy=healthy,
-                 acceptance=acceptance, pilot=pilot)
+                 acceptance=acceptance, pilot=pilot, grid=grid)
 
 
 def thermodynamic_path(grid, variances, num_steps: int, *, weight: float = 0.5) -> np.ndarray:
@@ -204,29 +266,78 @@ def refuse_in_chain_adaptation(what: str) -> None:
 _PILOTS = CompiledCache("pilot", maxsize=32)
 
 
-def _compiled_pilot(model, kernel, pilot: Pilot, steer: bool, data):
+def _dimension(model) -> int:
+    """Coordinates of the model's flattened latent."""
+    shapes = jax.eval_shape(model.sample_prior, jax.random.key(0))
+    return int(sum(np.prod(s.shape, dtype=int) for s in jax.tree.leaves(shapes)))
+
+
+def _compiled_pilot(model, kernel, pilot: Pilot, steer: bool, mass: tuple, data):
     leaves, treedef = jax.tree.flatten(data)
     signature = (treedef, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves), jnp.result_type(float))
 
     def build():
         began = time.perf_counter()
         fn = jax.jit(lambda k, d, g, s0: _pilot(jax.random.fold_in(k, PILOT_STREAM), model, d, kernel, g, s0,
-                                                pilot=pilot, steer=steer))
+                                                pilot=pilot, steer=steer, mass=mass))
         example = (jax.random.key(0), data, pilot.grid(), np.float64(1.0))
         return fn.lower(*example).compile(), time.perf_counter() - began
 
-    (compiled, seconds), built = _PILOTS.get_or_build((model, kernel, pilot, steer, signature), build)
+    (compiled, seconds), built = _PILOTS.get_or_build((model, kernel, pilot, steer, mass, signature), build)
     return compiled, (seconds if built else 0.0)
 
 
-def _pilot(key, model, data, kernel, grid, step0, *, pilot: Pilot, steer: bool):
-    """The pilot scan: per level, the variance of the summed log-likelihood, a move, a step-size update."""
+def _moments(flats, dense: bool, chains: int):
+    """Mean and covariance (diagonal entries, or a matrix) of ``flats`` (n, d), regularized for ``chains`` chains.
+
+    The log variances are shrunk toward their mean by the share of their spread that sampling noise explains
+    (an empirical-Bayes estimate: log variance estimates from k chains have variance about 2 / (k - 1)): a
+    model whose coordinates share one scale gets an isotropic fit, which noise cannot make worse than the
+    identity, and one whose scales differ by orders of magnitude keeps them. A dense fit's correlations are
+    shrunk toward zero by 5 / (k + 5) (Stan's regularization of an adapted metric).
+    """
+    n = flats.shape[0]
+    mean = jnp.mean(flats, axis=0)
+    centered = flats - mean
+    var = jnp.sum(centered**2, axis=0) / (n - 1)
+    top = jnp.max(var)
+    var = jnp.maximum(var, jnp.where(top > 0, 1e-12 * top, 1.0))  # chains that all sit at one point
+    log_var = jnp.log(var)
+    centre = jnp.mean(log_var)
+    spread = jnp.mean((log_var - centre) ** 2)
+    noise = 2.0 / max(chains - 1, 1)
+    keep = 1.0 - jnp.clip(noise / jnp.maximum(spread, 1e-300), 0.0, 1.0)
+    shrunk = jnp.exp(centre + keep * (log_var - centre))
+    if not dense:
+        return mean, shrunk
+    sd = jnp.sqrt(var)
+    corr = (centered.T @ centered) / (n - 1) / jnp.outer(sd, sd)
+    corr = (1.0 - 5.0 / (chains + 5.0)) * corr + 5.0 / (chains + 5.0) * jnp.eye(var.shape[0])
+    scale = jnp.sqrt(shrunk)
+    return mean, corr * jnp.outer(scale, scale)
+
+
+def _pilot(key, model, data, kernel, grid, step0, *, pilot: Pilot, steer: bool, mass: tuple):
+    """The pilot scan: per level, the variance of the summed log-likelihood, moves with the previous level's
+    preconditioner, a step-size update per move, and the chains' mean and covariance after the moves."""
     chains = int(pilot.num_chains)
     latents, key = draw_prior(key, model, chains)
     like = jax.tree.map(lambda a: a[0], latents)
     cached = supports(kernel, CachedTransition) and bool(kernel.caches_terms)
     states = jax.vmap(lambda x: kernel.init_state(x, data))(latents) if cached else latents
     target = jnp.asarray(pilot.target_acceptance, grid.dtype)
+    kind, field = mass
+    dense = kind == "dense"
+
+    def flat(states):
+        return states.position if cached else jax.vmap(lambda x: ravel_pytree(x)[0])(states)
+
+    def preconditioned(k, mean, cov, lam):
+        if field == "inverse_mass" and kind != "identity":
+            return dataclasses.replace(k, inverse_mass=cov, **jitter_of(k))
+        if field == "proposal":
+            return dataclasses.replace(k, proposal=_one_point_table(lam, mean, cov))
+        return k
 
     def densities(states, lam):
         if cached:
@@ -238,17 +349,41 @@ def _pilot(key, model, data, kernel, grid, step0, *, pilot: Pilot, steer: bool):
             return jax.vmap(lambda s: jnp.sum(kernel.state_terms(s)))(states)
         return jax.vmap(lambda x: jnp.sum(model.log_likelihood(x, data)))(states)
 
+    adaptive = field is not None and kind != "identity"
+    warm = int(pilot.warmup)
+    levels = warm + (max_levels(pilot) if adaptive else int(pilot.num_steps) - 1)
+
     def level(carry, xs):
-        states, log_step = carry
-        t, lam = xs
+        states, log_step, mean, cov, lam_prev = carry
+        t, grid_lam = xs
         ll = summed(states)
         ok = jnp.isfinite(ll)
-        mean = jnp.sum(jnp.where(ok, ll, 0.0)) / jnp.maximum(jnp.sum(ok), 1)
-        var = jnp.sum(jnp.where(ok, (ll - mean) ** 2, 0.0)) / jnp.maximum(jnp.sum(ok) - 1, 1)
+        ll_mean = jnp.sum(jnp.where(ok, ll, 0.0)) / jnp.maximum(jnp.sum(ok), 1)
+        var = jnp.sum(jnp.where(ok, (ll - ll_mean) ** 2, 0.0)) / jnp.maximum(jnp.sum(ok) - 1, 1)
+        warming = t < warm
+        if adaptive:
+            # Chains that lag behind a sharpening target would give a preconditioner fitted to where they were,
+            # not to f(.; lam): the pilot is an SMC sampler with adaptive tempering (as PyMC's and BlackJAX's),
+            # placing the next lam where the weight increments keep half the chains' ESS (or at the fixed grid's
+            # next point, if sooner), and resampling. Its choices are frozen before the run, so this costs the
+            # run no guarantee.
+            # Never a longer step than the fixed grid's, which resolves the small lambdas a schedule needs.
+            cap = grid[jnp.minimum(jnp.searchsorted(grid, lam_prev, side="right"), grid.shape[0] - 1)]
+            lam = jnp.where(warming, 0.0, jnp.minimum(_next_lambda(ll, ok, lam_prev, t == levels - 1, chains),
+                                                      jnp.where(t == levels - 1, 1.0, cap)))
+            logw = jnp.where(ok, (lam - lam_prev) * ll, -jnp.inf)
+            total = jax.scipy.special.logsumexp(logw)
+            probs = jnp.where(jnp.isfinite(total), jnp.exp(logw - total), 1.0 / chains)
+            idx = SCHEMES["systematic"](jax.random.fold_in(jax.random.fold_in(key, t), RESAMPLE_STREAM), probs,
+                                        chains)
+            states = jax.tree.map(lambda a: a[idx], states)
+        else:
+            lam = grid_lam
 
         def move(c, j):
             states, log_step = c
             k = dataclasses.replace(kernel, step_size=jnp.exp(log_step)) if steer else kernel
+            k = preconditioned(k, mean, cov, lam)
             keys = jax.random.split(jax.random.fold_in(jax.random.fold_in(key, t), j), chains)
             if cached:
                 states, info = jax.vmap(lambda kk, s: k.step(kk, s, data, lam, like=like))(keys, states)
@@ -257,20 +392,72 @@ def _pilot(key, model, data, kernel, grid, step0, *, pilot: Pilot, steer: bool):
             acc = jnp.mean(jnp.where(jnp.isfinite(info.acceptance), info.acceptance, 0.0))
             sick = jnp.any(~(densities(states, lam) < jnp.inf)) | jnp.any(jnp.isnan(info.acceptance))
             # Robbins-Monro on log step size: larger when accepting more than the target, smaller when less.
-            return (states, log_step + (acc - target) if steer else log_step), (acc, sick)
+            return (states, log_step + (acc - target) if steer else log_step), (acc, sick, flat(states))
 
-        # Several moves per level let the chains keep up with a sharpening target; the table keeps the step
-        # size the level ended with.
-        (states, log_step), (accs, sick) = jax.lax.scan(move, (states, log_step),
-                                                        jnp.arange(int(pilot.moves_per_level)))
-        return (states, log_step), (var, jnp.exp(log_step), jnp.mean(accs), jnp.any(sick))
+        def run_level(states, log_step):
+            # Several moves per level let the chains keep up with a sharpening target; the table keeps the step
+            # size the level ended with, and the moments of every move's chains pooled.
+            (states, log_step), (accs, sick, flats) = jax.lax.scan(move, (states, log_step),
+                                                                   jnp.arange(int(pilot.moves_per_level)))
+            m, c = _moments(flats.reshape(-1, flats.shape[-1]), dense, chains)
+            return states, log_step, m, c, jnp.mean(accs), jnp.any(sick)
+
+        def finished(states, log_step):  # an adaptive pilot that reached lam = 1 skips its remaining levels
+            return states, log_step, mean, cov, jnp.zeros_like(var), jnp.zeros((), bool)
+
+        done = (lam_prev >= 1.0) & ~warming if adaptive else jnp.zeros((), bool)
+        states, log_step, mean, cov, acc, sick = jax.lax.cond(done, finished, run_level, states, log_step)
+        return (states, log_step, mean, cov, lam), (lam, ~done, var, jnp.exp(log_step), acc, sick, mean, cov)
 
     # Warm-up at lam = 0: the chains are exact prior draws, so these levels steer the first step size and
     # pool more draws into the variance at the start, where the path's first steps are decided.
-    warm = int(pilot.warmup)
-    lams = jnp.concatenate([jnp.zeros(warm, grid.dtype), grid[1:]])
-    steps = jnp.arange(lams.shape[0])
+    grid_lams = jnp.zeros(levels, grid.dtype)
+    if not adaptive:
+        grid_lams = jnp.concatenate([jnp.zeros(warm, grid.dtype), grid[1:]])
     log_step0 = jnp.log(jnp.where(step0 > 0, step0, 1.0))
-    _, (variances, sizes, acceptance, sick) = jax.lax.scan(level, (states, log_step0), (steps, lams))
+    mean0, cov0 = _moments(flat(states), dense, chains)
+    start = (states, log_step0, mean0, cov0, jnp.zeros((), grid.dtype))
+    _, (lams, active, variances, sizes, acceptance, sick, means, covs) = jax.lax.scan(
+        level, start, (jnp.arange(levels), grid_lams))
     first = jnp.mean(variances[: warm + 1])
-    return variances[warm:].at[0].set(first), sizes[warm:], acceptance[warm:], jnp.any(sick)
+    # The table's lam = 0 entry is the last warm-up level's fit (the prior draws' when there is no warm-up).
+    means = jnp.concatenate([mean0[None], means])[warm:]
+    covs = jnp.concatenate([cov0[None], covs])[warm:]
+    return (lams[warm:], active[warm:], variances[warm:].at[0].set(first), sizes[warm:], acceptance[warm:],
+            jnp.any(sick), means, covs)
+
+
+def max_levels(pilot: Pilot) -> int:
+    """Levels (past the warm-up) an adaptive pilot may take to reach lam = 1: four times the fixed grid's."""
+    return 4 * (int(pilot.num_steps) - 1)
+
+
+def _next_lambda(ll, ok, lam_prev, last, chains: int, *, ess_fraction: float = 0.5, iterations: int = 40):
+    """The lam after ``lam_prev`` at which the chains' weight increments ``(lam - lam_prev) * ll`` keep an ESS of
+    ``ess_fraction * chains`` (bisection in log of the increment), or 1 when it is reached, or at the last level."""
+    lse = jax.scipy.special.logsumexp
+    target = ess_fraction * chains
+
+    def ess(log_delta):
+        lw = jnp.where(ok, jnp.exp(log_delta) * ll, -jnp.inf)
+        return jnp.exp(2 * lse(lw) - lse(2 * lw))
+
+    room = jnp.maximum(1.0 - lam_prev, 1e-300)
+    hi = jnp.log(room)
+    lo = jnp.log(jnp.asarray(1e-12, ll.dtype) * jnp.maximum(room, 1e-300))
+
+    def halve(_, bounds):
+        lo, hi = bounds
+        mid = 0.5 * (lo + hi)
+        keep = ess(mid) >= target
+        return jnp.where(keep, mid, lo), jnp.where(keep, hi, mid)
+
+    lo, _ = jax.lax.fori_loop(0, iterations, halve, (lo, hi))
+    lam = jnp.where(last | (ess(hi) >= target), 1.0, lam_prev + jnp.exp(lo))
+    return jnp.minimum(lam, 1.0)
+
+
+def _one_point_table(lam, mean, cov) -> GaussianTable:
+    """A traced one-point table (inside the pilot): the current fit, whatever lam."""
+    return jax.tree.unflatten(jax.tree.structure(GaussianTable((0.0,), ((0.0,),), ((1.0,),))),
+                              [jnp.reshape(lam, (1,)), mean[None], cov[None]])

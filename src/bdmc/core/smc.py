@@ -29,8 +29,9 @@ from ..errors import BDMCError
 from ..kernels import repeat
 from . import schedules
 from .ais import broadcast_latent, check_exact_latent, default_kernel, require_exact_latent
-from .engine import PRIOR_CHECK_DRAWS, AISRule, anneal
+from .engine import AISRule, anneal
 from .health import divergence_fields, warn_if_unhealthy
+from .prior_check import PRIOR_CHECK_DRAWS
 from .prior import prior_draws
 from .resampling import AdaptiveResampling
 from .smc_pilot import DataPathPilot, refine_data_path
@@ -222,7 +223,8 @@ def _run(key, model, data, exact_latent, *, direction, num_moves, num_particles,
         path = path[::-1]
     name = "SMC" if direction == "forward" else "SHME"
     result = anneal(key_run, model, data, kernel, path, init, num_particles=num_particles, resampler=resampler,
-                    rule=rule, prior_check=PRIOR_CHECK_DRAWS, progress=progress, description=f"{name} ({num_moves} moves/case)")
+                    rule=rule, prior_check=PRIOR_CHECK_DRAWS, progress=progress,
+                    description=f"{name} ({num_moves} moves/case)")
     runs = result.log_evidence if direction == "forward" else -result.log_evidence
     settings = {"method": name.lower(), "direction": direction, "num_moves": int(num_moves),
                 "num_particles": int(num_particles), "num_runs": int(num_runs), "proposal": proposal,

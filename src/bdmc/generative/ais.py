@@ -26,7 +26,8 @@ import numpy as np
 from ..caching import CompiledCache
 from ..contracts.estimate import Estimate, seed_of
 from ..core.ais import make_path
-from ..core.engine import DEFAULT_CHUNK, PRIOR_CHECK_DRAWS, anneal
+from ..core.engine import DEFAULT_CHUNK, anneal
+from ..core.prior_check import PRIOR_CHECK_DRAWS
 from ..core.prior import prior_draws_batch
 from ..errors import BDMCError, DataError
 from ..kernels.hmc import HMC

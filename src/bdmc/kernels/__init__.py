@@ -5,8 +5,10 @@ from .conditional import Conditional, GibbsSweep
 from .combinators import Cycle, Gibbs, Repeat, cycle, repeat
 from .gradient import MALA, NUTS, RandomWalkMH
 from .hmc import HMC, TermsState
+from .independent import IndependentMH
+from .mass import GaussianTable
 from .single_site import SingleSiteMH
 from .step_sizes import StepSizeTable
 
 __all__ = ["KernelInfo", "Conditional", "GibbsSweep", "Gibbs", "Cycle", "Repeat", "cycle", "repeat", "RandomWalkMH",
-           "SingleSiteMH", "MALA", "HMC", "NUTS", "TermsState", "StepSizeTable"]
+           "SingleSiteMH", "MALA", "HMC", "NUTS", "IndependentMH", "GaussianTable", "TermsState", "StepSizeTable"]

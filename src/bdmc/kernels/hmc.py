@@ -27,6 +27,7 @@ from ..contracts.capabilities import CollapsedDensity, supports
 from ..contracts.kernel import KernelInfo
 from ..contracts.model import legal_for_acceptance, proposal_log_density, weighted_sum
 from ..contracts.nonfinite import nonfinite_check
+from .mass import GaussianTable, inverse_mass_at
 from .step_sizes import StepSizeTable, step_size_at
 
 
@@ -55,15 +56,22 @@ class HMC:
         history, so every AIS bound stays valid.
     num_integration_steps : int
         Leapfrog steps per transition.
-    inverse_mass : tuple, optional
-        Diagonal inverse mass matrix over the flattened latent (``ravel_pytree`` order), as a tuple so the
-        kernel stays hashable; None means the identity.
+    inverse_mass : tuple or GaussianTable, optional
+        Inverse mass matrix over the flattened latent (``ravel_pytree`` order): a diagonal (a tuple), a dense
+        matrix (a tuple of rows), or a pilot's :class:`~bdmc.kernels.GaussianTable`, whose covariance at each
+        lam it uses (:func:`bdmc.core.pilot.tune` with ``Pilot(mass=...)``); None means the identity.
+    jitter : float
+        Each transition's step size is ``step_size * (1 + jitter * (2u - 1))``, ``u ~ U(0, 1)`` from the
+        transition's key: a random trajectory length. A preconditioned target has unit scales, where a fixed
+        trajectory of length near a multiple of 2 pi returns where it started; the pilot that fits a mass matrix
+        sets 0.5. Still a fixed kernel (a mixture over step sizes, each leaving ``f(.; lam)`` invariant).
     """
 
     model: Any
     step_size: float | StepSizeTable = 0.05
     num_integration_steps: int = 10
-    inverse_mass: tuple | None = None
+    inverse_mass: tuple | GaussianTable | None = None
+    jitter: float = 0.0
 
     @property
     def evals_per_step(self) -> int:
@@ -112,12 +120,14 @@ class HMC:
         like = jax.eval_shape(self.model.sample_prior, jax.random.key(0)) if like is None else like
         unravel = ravel_pytree(_zeros_like(like))[1]
         flat = state.position
-        inverse_mass = jnp.ones_like(flat) if self.inverse_mass is None else jnp.asarray(self.inverse_mass,
-                                                                                           flat.dtype)
-        metric = blackjax.mcmc.metrics.default_metric(inverse_mass)
+        metric = blackjax.mcmc.metrics.default_metric(inverse_mass_at(self.inverse_mass, lam, flat))
         velocity = jax.grad(metric.kinetic_energy)
         step_size = jnp.asarray(step_size_at(self.step_size, lam), flat.dtype)
-        key_momentum, key_accept = jax.random.split(key)
+        if self.jitter:  # a third key: fold_in(key, 1) would equal split(key)[1], the acceptance's
+            key_momentum, key_accept, key_jitter = jax.random.split(key, 3)
+            step_size = _jittered(key_jitter, step_size, self.jitter)
+        else:
+            key_momentum, key_accept = jax.random.split(key)
         momentum = metric.sample_momentum(key_momentum, flat)
         _check(state, lam, unravel)
 
@@ -144,9 +154,11 @@ class HMC:
         logdensity = lambda x: proposal_log_density(self.model, x, data, lam)  # noqa: E731
         state = blackjax.hmc.init(latent, logdensity)
         flat, _ = ravel_pytree(latent)
-        inverse_mass = (jnp.ones_like(flat) if self.inverse_mass is None
-                        else jnp.asarray(self.inverse_mass, flat.dtype))
+        inverse_mass = inverse_mass_at(self.inverse_mass, lam, flat)
         step_size = jnp.asarray(step_size_at(self.step_size, lam), flat.dtype)
+        if self.jitter:
+            key, key_jitter = jax.random.split(key)
+            step_size = _jittered(key_jitter, step_size, self.jitter)
         state, info = blackjax.hmc.build_kernel()(key, state, logdensity, step_size, inverse_mass,
                                                   self.num_integration_steps)
         return state.position, KernelInfo(info.acceptance_rate, info.is_divergent)
@@ -154,6 +166,10 @@ class HMC:
 
 # The energy error beyond which a trajectory counts as divergent (Stan's and BlackJAX's threshold).
 DIVERGENCE_THRESHOLD = 1000.0
+
+
+def _jittered(key, step_size, jitter):
+    return step_size * (1.0 + jitter * (2.0 * jax.random.uniform(key, (), step_size.dtype) - 1.0))
 
 
 def diverged(delta) -> jax.Array:
@@ -186,7 +202,7 @@ def _zeros_like(shape_tree):
     return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shape_tree)
 
 
-# The step size (a number or a table) is data, the rest static: a compiled run takes a new step size or a
-# pilot's new table as an argument instead of compiling again.
-jax.tree_util.register_dataclass(HMC, data_fields=["step_size"],
-                                 meta_fields=["model", "num_integration_steps", "inverse_mass"])
+# The step size and inverse mass (numbers or tables) are data, the rest static: a compiled run takes a pilot's
+# new tables as arguments instead of compiling again.
+jax.tree_util.register_dataclass(HMC, data_fields=["step_size", "inverse_mass"],
+                                 meta_fields=["model", "num_integration_steps", "jitter"])

@@ -1,0 +1,60 @@
+"""The check at exact prior draws: a NaN or +inf density term on a region of prior mass is a bug, found before a run.
+
+Kernels reject proposals of NaN or +inf density (divergences), so a run would sample a model whose density is NaN
+on part of its support as if that part had zero density: a silent bias. Before a run the engine evaluates every
+density term at ``num_draws`` exact prior draws, on ``fold_in(key, PRIOR_CHECK_STREAM)`` (never the run's
+randomness), and stops at a NaN or +inf there, naming the term. A region of prior mass p is missed with
+probability ``(1 - p) ** num_draws``: with the 1,024 draws estimators use, below 1e-4 for p = 1%, 6% for p = 0.27%.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..contracts.capabilities import CollapsedDensity, supports
+from .failures import raise_prior_failure
+
+PRIOR_CHECK_DRAWS = 1024  # what estimators pass as the engine's prior_check
+PRIOR_CHECK_STREAM = 0x5EEDC4EC  # folded into the run's key for the check's draws
+
+
+def prior_check_flags(key, model, data, ends, num_draws):
+    """Per exact prior draw, whether a density term is NaN or +inf there (every term, whatever its weight:
+    prior draws are where every term must be defined)."""
+    if not num_draws:
+        return jnp.zeros((0,), bool)
+    keys = jax.random.split(jax.random.fold_in(key, PRIOR_CHECK_STREAM), num_draws)
+
+    def illegal(k):
+        x = model.sample_prior(k)
+        if supports(model, CollapsedDensity):
+            values = jnp.stack([model.log_density(x, data, lam) for lam in ends])
+        else:
+            values = jnp.concatenate([jnp.atleast_1d(model.log_prior(x)),
+                                      jnp.ravel(model.log_likelihood(x, data))])
+        return jnp.any(jnp.isnan(values) | (values == jnp.inf))
+
+    return jax.vmap(illegal)(keys)
+
+
+def raise_if_prior_failed(bad, key, batch_axes, batch_label, *, model, data, lams, description):
+    """Raise if an exact prior draw of the prior check has a NaN or +inf density term, naming the term and (in
+    a batch) the data set."""
+    flat = bad.reshape(-1, bad.shape[-1]) if bad.ndim else bad
+    if not flat.any():
+        return
+    b = int(np.argmax(flat.any(axis=1))) if batch_axes is not None else 0
+    member_key, member_data = key, data
+    if batch_axes is not None:
+        member_key = key[b]
+        member_data = jax.tree.map(lambda ax, x: x if ax is None else jnp.take(x, b, axis=ax), batch_axes, data,
+                                   is_leaf=lambda x: x is None)
+        description = f"{description}, {batch_label} {b}"
+    row = flat[b] if batch_axes is not None else flat
+    draw = int(np.argmax(row))
+    keys = jax.random.split(jax.random.fold_in(member_key, PRIOR_CHECK_STREAM), row.size)
+    latent = jax.jit(model.sample_prior)(keys[draw])
+    raise_prior_failure(model, latent, member_data, lams, draw=draw, n_bad=int(row.sum()), n_draws=int(row.size),
+                        description=description)

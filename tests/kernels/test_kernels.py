@@ -31,7 +31,8 @@ TABLE_LAMS = (0.0, 0.2, 0.5, 1.0)
 DIAG_TABLE = GaussianTable(TABLE_LAMS, tuple((0.1 * i, -0.2, 0.3) for i in range(4)),
                            tuple((0.08 + 0.01 * i, 0.05, 0.2) for i in range(4)))
 DENSE_TABLE = GaussianTable(TABLE_LAMS, DIAG_TABLE.means,
-                            tuple(((0.08, 0.02, 0.0), (0.02, 0.05, 0.01), (0.0, 0.01, 0.1 + 0.02 * i)) for i in range(4)))
+                            tuple(((0.08, 0.02, 0.0), (0.02, 0.05, 0.01), (0.0, 0.01, 0.1 + 0.02 * i))
+                                  for i in range(4)))
 
 KERNELS = {
     "rwmh": RandomWalkMH(MODEL, scale=0.15),

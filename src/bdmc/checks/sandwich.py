@@ -31,7 +31,7 @@ from .sandwich_verdict import NOISE_STDERRS, ExactCheck, exact_check
 COLUMNS = [
     "method", "num_steps", "direction", "bound", "value", "stderr", "mean_single", "stderr_single", "certified_b3",
     "gap", "gap_single", "gap_single_stderr", "alarm", "alarm_p", "num_runs", "seconds", "compile_seconds",
-    "seconds_total", "n_evals", "exact",
+    "seconds_total", "n_evals", "exact", "divergence_rate", "weight_ess", "khat", "stderr_trusted",
 ]
 DIRECTIONS = ("forward", "reverse")  # the lower bound's rows, then the upper bound's
 CERTIFY_B = 3.0  # ``certified_b3``: the lower bound minus b holds with probability >= 1 - e^-b (Markov)
@@ -428,4 +428,6 @@ def _row(method: str, T: int, direction: str, est: Estimate, num_runs: int, exac
         "alarm": False, "alarm_p": np.nan, "num_runs": num_runs, "seconds": est.seconds,
         "compile_seconds": est.compile_seconds, "seconds_total": est.seconds + est.compile_seconds,
         "n_evals": est.n_evals, "exact": np.nan if exact is None else exact,
+        "divergence_rate": np.nan if est.divergence_rate is None else est.divergence_rate,
+        "weight_ess": est.weight_ess, "khat": est.khat, "stderr_trusted": est.stderr_warning is None,
     }

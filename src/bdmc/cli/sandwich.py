@@ -216,7 +216,8 @@ class RowPrinter:
         # Real data have no gap; their column is the Markov-certified lower bound instead.
         self.columns += [("mean\nsingle", 8, "right"),
                          (f"certified\nb={CERTIFY_B:g}", 9, "right") if real_data else ("gap\nsingle", 7, "right"),
-                         ("seconds", 7, "right"), ("compile\ns", 7, "right"), ("lik.\nevals", 6, "right")]
+                         ("diver-\nged", 6, "right"), ("seconds", 7, "right"), ("lik.\nevals", 6, "right")]
+        self.untrusted = []  # rows whose ± the weights do not support, explained under the table
         self.width = sum(w for _, w, _ in self.columns) + len(self.columns) - 1
 
     def _print(self, show_header: bool, cells=None, style=None) -> None:
@@ -239,14 +240,21 @@ class RowPrinter:
     def row(self, row: dict, *, resumed: bool = False) -> None:
         color = "blue" if row["direction"] == "forward" else "red"
         value, stderr = float(row["value"]), float(row["stderr"])
+        trusted = row.get("stderr_trusted", True)
+        trusted = True if trusted is None or (isinstance(trusted, float) and math.isnan(trusted)) else bool(trusted)
+        mark = "" if trusted else "[bold yellow]?[/]"
         cells = [str(int(row["num_steps"])), f"[{color}]{row['direction']}[/]",
                  f"{num(value, '.3f' if abs(value) < 1000 else '.2f')} ± "
-                 f"{num(stderr, '.3f' if not stderr >= 10 else '.2f')}"]
+                 f"{num(stderr, '.3f' if not stderr >= 10 else '.2f')}{mark}"]
+        if not trusted:
+            self.untrusted.append((int(row["num_steps"]), row["direction"], row.get("weight_ess"), row.get("khat")))
         if self.exact_known:
             cells.append(num(value - float(row["exact"]), "+.3f"))
         last = row["certified_b3"] if self.real_data else row["gap_single"]
-        cells += [num(row["mean_single"], ".3f"), num(last, ".3f"), seconds(row["seconds"]),
-                  seconds(row["compile_seconds"]), count(row["n_evals"])]
+        rate = row.get("divergence_rate", float("nan"))
+        diverged = "-" if rate is None or not np.isfinite(rate) else f"{100 * rate:.1f}%"
+        cells += [num(row["mean_single"], ".3f"), num(last, ".3f"), diverged, seconds(row["seconds"]),
+                  count(row["n_evals"])]
         self._print(show_header=False, cells=cells, style="dim" if resumed else None)
 
     def summary(self, result, *, until_gap) -> None:
@@ -256,6 +264,7 @@ class RowPrinter:
             self.console.print(text, soft_wrap=True)
 
         say("")
+        self.weight_health()
         if result.exact is not None:
             say(f"exact log p(y) = [bold]{result.exact:.4f}[/]")
         if self.real_data:
@@ -283,6 +292,18 @@ class RowPrinter:
             return
         for text in check.lines(mark=_marked):
             say(text)
+
+    def weight_health(self) -> None:
+        """Explain the rows marked ``?``: a few runs carry their weight, so their ± is not an error bar."""
+        if not self.untrusted:
+            return
+        shown = ", ".join(f"{self.knob}={T} {d} (ESS {num(ess, '.1f')}, k-hat {num(k, '.2f')})"
+                          for T, d, ess, k in self.untrusted[:4])
+        more = f" and {len(self.untrusted) - 4} more" if len(self.untrusted) > 4 else ""
+        self.console.print(
+            f"[bold yellow]?[/] the ± is not to be trusted where marked: a few runs carry the weight (effective "
+            f"sample size below 4, or Pareto k-hat above 0.7): {shown}{more}. Longer chains (a larger {self.knob}), "
+            "more runs (--runs) or SMC give weights that support it.", soft_wrap=True)
 
     def forward_only(self, result) -> None:
         """The lower bound on real data at the longest chain length, its certified form, and the exact value."""

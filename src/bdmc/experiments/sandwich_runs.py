@@ -28,7 +28,8 @@ CSV_NAME = "sandwich.csv"
 KEY = ("num_steps", "direction")
 # Column types of the sandwich table, in file order.
 DTYPES = {c: float for c in COLUMNS}
-DTYPES.update(method=str, num_steps=int, direction=str, bound=str, alarm=bool, num_runs=int, n_evals=int)
+DTYPES.update(method=str, num_steps=int, direction=str, bound=str, alarm=bool, num_runs=int, n_evals=int,
+              stderr_trusted=bool)
 # Settings on which a row's numbers depend; a resumed run must agree on all of them. ``data`` is "simulated"
 # or, for the user's observed data, a record of the arrays read (names, shapes) and a digest of their values.
 ROW_DETERMINING = ("command", "model", "options", "seed", "runs", "schedule", "method", "particles", "x64",

@@ -302,7 +302,8 @@ class RowPrinter:
         more = f" and {len(self.untrusted) - 4} more" if len(self.untrusted) > 4 else ""
         self.console.print(
             f"[bold yellow]?[/] the ± is not to be trusted where marked: a few runs carry the weight (effective "
-            f"sample size below 4, or Pareto k-hat above 0.7): {shown}{more}. Longer chains (a larger {self.knob}), "
+            f"sample size below max(4, runs / 8), or Pareto k-hat above 0.7): {shown}{more}. Longer chains (a "
+            f"larger {self.knob}), "
             "more runs (--runs) or SMC give weights that support it.", soft_wrap=True)
 
     def forward_only(self, result) -> None:

@@ -20,7 +20,8 @@ from .result import CheckOutcome, Figure
 
 NAME, REAL_NAME = "bdmc", "bdmc-real-data"
 SANDWICH_COLUMNS = ["num_steps", "direction", "value", "stderr", "mean_single", "gap_single", "gap_single_stderr",
-                    "certified_b3", "alarm", "alarm_p", "seconds", "n_evals", "exact"]
+                    "certified_b3", "alarm", "alarm_p", "seconds", "n_evals", "exact", "divergence_rate", "weight_ess",
+                    "khat", "stderr_trusted"]
 
 MEANING = (
     "On data simulated by the model, forward AIS gives stochastic lower bounds and reverse AIS, started at the "

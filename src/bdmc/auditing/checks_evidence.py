@@ -79,7 +79,13 @@ def evidence_outcome(key, model, data, *, kernel, num_steps: int, num_runs: int,
              "stderr": est.stderr, "certified": certified, "seconds": est.seconds + est.compile_seconds}]
     verdict, extra = "pass", ""
     details = {"num_steps": int(num_steps), "num_runs": int(num_runs), "markov_b": MARKOV_B,
-               "certified_probability": 1 - math.exp(-MARKOV_B), "lower": est.value, "certified": certified}
+               "certified_probability": 1 - math.exp(-MARKOV_B), "lower": est.value, "certified": certified,
+               "divergences": est.divergences, "divergence_rate": est.divergence_rate,
+               "weight_ess": est.weight_ess, "khat": est.khat, "stderr_warning": est.stderr_warning}
+    if est.stderr_warning is not None:  # the certified bound holds whatever the weights; the ± does not
+        extra += f"; the forward estimate's {est.stderr_warning.split(':')[0]}"
+    if est.divergence_rate and est.divergence_rate > 0.1:
+        extra += f"; {est.divergence_rate:.0%} of its transitions diverged (rejected proposals)"
     if draws is not None:
         flat, unravel = posterior_draws_flat(draws)
         log_joint = lambda th: log_density(model, unravel(th["theta"]), data, 1.0)  # noqa: E731

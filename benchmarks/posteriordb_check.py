@@ -176,6 +176,9 @@ TIGHT = {"hudson_lynx_hare-lotka_volterra": ("0, 0), 1e-5, 1e-3, 5e2);", "0, 0),
 # ------------------------------------------------------------------------------------------------ export
 
 
+DRAWS_SHIPPED = 500  # reference draws per posterior, drawn at random from its chains (draws.npz)
+
+
 def _git_show(pdb, path):
     return subprocess.run(["git", "-C", str(pdb), "show", f"HEAD:{path}"], check=True,
                           capture_output=True).stdout
@@ -219,6 +222,9 @@ def export(pdb: Path):
             "posteriordb_commit": commit,
         }
         (folder / "info.json").write_text(json.dumps(info, indent=1))
+        draws = reference_draws(pdb, name, DRAWS_SHIPPED)
+        if draws is not None:  # for the bracketing bounds of benchmarks/posteriordb.py
+            np.savez_compressed(folder / "draws.npz", **draws)
         print(f"{name}: {info['n_parameters']} parameters, {n_cases} cases, reference from {source}")
 
 

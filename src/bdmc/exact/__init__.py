@@ -3,10 +3,10 @@
 from .conjugate import gaussian_mean_log_marginal, linear_regression_log_marginal
 from . import grid_toys
 from .enumeration import mixture_log_marginal_enumerate
-from .quadrature import regression_half_normal_scale_log_marginal
+from .quadrature import hierarchical_normal_log_marginal, regression_half_normal_scale_log_marginal
 from .jeffreys import JeffreysResult, exact_jeffreys, geometric_log_densities, jeffreys_divergence
 
-__all__ = ["regression_half_normal_scale_log_marginal",
+__all__ = ["hierarchical_normal_log_marginal", "regression_half_normal_scale_log_marginal",
     "JeffreysResult",
     "exact_jeffreys",
     "geometric_log_densities",

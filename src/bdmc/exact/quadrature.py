@@ -33,3 +33,34 @@ def regression_half_normal_scale_log_marginal(y, X, *, prior_sd: float, sigma_sc
     pieces = [(grid[0], peak - 2), (peak - 2, peak + 2), (peak + 2, grid[-1])]
     total = sum(integrate.quad(f, a, b, limit=400, epsabs=0, epsrel=1e-11)[0] for a, b in pieces)
     return float(top + math.log(total))
+
+
+def hierarchical_normal_log_marginal(y, sigma, *, mu_sd: float, tau_cauchy_scale: float) -> float:
+    """log p(y) for eight schools: ``y_j ~ N(theta_j, sigma_j^2)``, ``theta_j ~ N(mu, tau^2)``, ``mu ~ N(0, mu_sd^2)``,
+    ``tau ~ HalfCauchy(tau_cauchy_scale)`` (centred or not: the same joint of y).
+
+    Given tau, ``y ~ N(0, diag(sigma^2 + tau^2) + mu_sd^2 11^T)``; the integral over log tau is done by adaptive
+    quadrature, split at its peak.
+    """
+    y, sigma = np.asarray(y, np.float64), np.asarray(sigma, np.float64)
+    n = y.size
+
+    def log_integrand(log_tau):
+        tau = math.exp(log_tau)
+        d = sigma**2 + tau**2
+        # Sherman-Morrison for diag(d) + s 11^T.
+        s = mu_sd**2
+        inv_d = 1.0 / d
+        denom = 1.0 + s * inv_d.sum()
+        quad = np.sum(y**2 * inv_d) - s * np.sum(y * inv_d) ** 2 / denom
+        logdet = np.sum(np.log(d)) + math.log(denom)
+        log_lik = -0.5 * (n * math.log(2 * math.pi) + logdet + quad)
+        return log_lik + stats.halfcauchy.logpdf(tau, scale=tau_cauchy_scale) + log_tau
+
+    grid = np.linspace(math.log(tau_cauchy_scale) - 25, math.log(tau_cauchy_scale) + 25, 5001)
+    values = np.array([log_integrand(g) for g in grid])
+    peak, top = grid[np.argmax(values)], values.max()
+    f = lambda g: math.exp(log_integrand(g) - top)  # noqa: E731
+    pieces = [(grid[0], peak - 3), (peak - 3, peak + 3), (peak + 3, grid[-1])]
+    total = sum(integrate.quad(f, a, b, limit=400, epsabs=0, epsrel=1e-11)[0] for a, b in pieces)
+    return float(top + math.log(total))

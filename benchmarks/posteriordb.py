@@ -49,7 +49,6 @@ from bdmc.contracts.model import log_density  # noqa: E402
 from bdmc.exact import hierarchical_normal_log_marginal, regression_half_normal_scale_log_marginal  # noqa: E402
 from bdmc.experiments.store import RunStore  # noqa: E402
 
-jax.config.update("jax_enable_x64", True)
 OUT = Path(__file__).parent / "results" / "posteriordb"
 MARKOV_B = 3.0
 
@@ -143,6 +142,7 @@ def run_one(name: str, args) -> dict:
 
 
 def main():
+    jax.config.update("jax_enable_x64", True)
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--names", nargs="+", default=None)
     parser.add_argument("--steps", type=int, default=300)

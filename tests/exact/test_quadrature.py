@@ -6,7 +6,7 @@ import numpy as np
 from scipy import stats
 from scipy.special import logsumexp
 
-from bdmc.exact import regression_half_normal_scale_log_marginal
+from bdmc.exact import hierarchical_normal_log_marginal, regression_half_normal_scale_log_marginal
 
 
 def _problem():
@@ -40,3 +40,18 @@ def test_without_covariates_it_is_the_evidence_of_the_noise_scale_alone():
     ll = stats.norm.logpdf(y[:, None], scale=grid[None, :]).sum(0) + stats.halfnorm.logpdf(grid, scale=5.0)
     direct = logsumexp(ll) + math.log(grid[1] - grid[0])
     assert abs(zero - direct) < 1e-6
+
+
+def test_eight_schools_quadrature_agrees_with_monte_carlo_over_tau():
+    y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
+    sigma = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
+    exact = hierarchical_normal_log_marginal(y, sigma, mu_sd=5.0, tau_cauchy_scale=5.0)
+    # Given tau and mu, the y_j are independent normals: average over draws of both.
+    rng = np.random.default_rng(1)
+    tau = stats.halfcauchy.rvs(scale=5.0, size=400_000, random_state=rng)
+    mu = rng.normal(0.0, 5.0, size=tau.size)
+    ll = stats.norm.logpdf(y[None, :], loc=mu[:, None], scale=np.sqrt(sigma**2 + tau[:, None] ** 2)).sum(1)
+    mc = logsumexp(ll) - math.log(ll.size)
+    weights = np.exp(ll - ll.max())
+    mc_se = weights.std() / weights.mean() / math.sqrt(ll.size)
+    assert abs(exact - mc) < 4 * mc_se + 1e-6, (exact, mc, mc_se)

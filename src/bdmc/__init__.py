@@ -18,6 +18,7 @@ from .core import schedules
 from .core.ais import forward_ais, reverse_ais
 from .core.engine import anneal
 from .core.records import AnnealResult, StepInfo
+from .core.reference import ReferencePath, reference_path
 from .core.smc import shme, smc
 from .errors import (BDMCError, DataError, DivergenceWarning, MissingCapabilityError, MissingExtraError,
                      NonFiniteLogDensityError, NonFiniteLogWeightError, RunHealthWarning, ScheduleError,
@@ -28,11 +29,11 @@ from .version import __version__
 __all__ = ["audit",
     "AnnealResult", "BDMCError", "BreadResult", "BugAlarm", "DataError", "DivergenceWarning", "ESTIMATORS",
     "Estimate", "MissingCapabilityError", "MissingExtraError", "NonFiniteLogDensityError", "NonFiniteLogWeightError",
-    "RunHealthWarning", "SandwichResult", "ScheduleError", "UntrustedStderrWarning", "Simulated", "StepInfo",
+    "ReferencePath", "RunHealthWarning", "SandwichResult", "ScheduleError", "UntrustedStderrWarning", "Simulated", "StepInfo",
     "__version__", "anneal", "bracket", "bread",
     "bug_alarm", "cache_info", "capabilities", "checks", "clear_caches", "contracts", "enable_x64", "estimators",
     "exact", "forward_ais", "gap", "kernels", "log_harmonic_mean", "log_mean_exp", "models", "ppl",
-    "reverse_ais", "sandwich", "schedules", "shme", "simulate", "smc",
+    "reference_path", "reverse_ais", "sandwich", "schedules", "shme", "simulate", "smc",
 ]
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import jax
+import numpy as np
 
 from ..checks.samplers import KernelSampler, NumPyroNUTS, Sampler
 from ..contracts.capabilities import ConditionalPrior, GibbsConditionals, OwnKernel, supports
@@ -23,7 +24,7 @@ from ..contracts.model import simulate, validate_data
 from ..core.pilot import tune
 from ..errors import BDMCError
 from ..files import to_jsonable
-from ..kernels import HMC, MALA, NUTS, RandomWalkMH, StepSizeTable
+from ..kernels import HMC, MALA, NUTS, GaussianTable, RandomWalkMH, StepSizeTable
 from ..ppl.numpyro import NumPyroModel
 from . import checks_bdmc, checks_evidence, checks_geweke, checks_sbc, checks_simulator
 from .result import AuditResult, CheckOutcome
@@ -306,12 +307,22 @@ def _named(key, model, name: str, *, warmup: int, thin: int | None) -> ResolvedS
     tuned = tune(key, model, validate_data(model, data), HMC(model), PILOT_STEPS)
     table = tuned.kernel.step_size
     at_one = float(table(1.0)) if isinstance(table, StepSizeTable) else float(table)
-    kernel = {"hmc": lambda: tuned.kernel, "nuts": lambda: NUTS(model, step_size=at_one),
-              "mala": lambda: MALA(model, step_size=0.5 * at_one**2),
-              "rwm": lambda: RandomWalkMH(model, scale=at_one)}[name]()
+    # The pilot's step sizes are in the units of its preconditioner (its fit of each distribution's covariance):
+    # NUTS and MALA take the same preconditioner; random-walk Metropolis, isotropic, the fit's typical scale.
+    mass = tuned.kernel.inverse_mass
+    scale = 1.0 if mass is None else float(np.exp(0.5 * np.mean(np.log(_variances_at_one(mass)))))
+    kernel = {"hmc": lambda: tuned.kernel, "nuts": lambda: NUTS(model, step_size=at_one, inverse_mass=mass),
+              "mala": lambda: MALA(model, step_size=0.5 * at_one**2, inverse_mass=mass),
+              "rwm": lambda: RandomWalkMH(model, scale=at_one * scale)}[name]()
     labels = {"hmc": "bdmc's HMC", "nuts": "bdmc's NUTS", "mala": "bdmc's MALA", "rwm": "random-walk Metropolis"}
     return ResolvedSampler(labels[name], KernelSampler(kernel, warmup=warmup, thin=thin, model=model), kernel,
                            {"sampler": name, "kernel": repr(kernel), "pilot_step_size_at_1": at_one})
+
+
+def _variances_at_one(mass) -> np.ndarray:
+    """The diagonal of an inverse mass matrix at lambda = 1 (a pilot's table, a tuple or a matrix)."""
+    cov = np.asarray(mass.covariance(1.0) if isinstance(mass, GaussianTable) else mass, np.float64)
+    return np.diag(cov) if cov.ndim == 2 else cov
 
 
 def _real_data(key, model, data, hyperparameters, *, budget: Budget, say, progress) -> CheckOutcome:

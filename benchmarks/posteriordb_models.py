@@ -327,6 +327,14 @@ def _odeint(func, y0, ts, *params):
     return odeint(func, y0, ts, *params, rtol=1e-10, atol=1e-10, mxstep=100_000)
 
 
+def _log_or_reject(z):
+    """``log z`` where the ODE solution is positive and finite, else -inf: a lognormal term of zero density there,
+    as Stan rejects a point where its solver fails or ``lognormal`` meets a non-positive location (parameters
+    far in a prior's tail make the solution overflow)."""
+    ok = jnp.isfinite(z) & (z > 0)
+    return jnp.where(ok, jnp.log(jnp.where(ok, z, 1.0)), -jnp.inf)
+
+
 def lotka_volterra(ts, y=None):
     """Predator-prey ODE; case 0 is the initial measurement y_init (time 0, z = z_init), cases 1..N the
     measurements at ``ts``; each case sums the two species' lognormal terms."""
@@ -340,7 +348,7 @@ def lotka_volterra(ts, y=None):
         return jnp.stack([(theta[0] - theta[1] * v) * u, (-theta[2] + theta[3] * u) * v])
 
     z = _odeint(dz_dt, z_init, jnp.concatenate([jnp.zeros(1), ts]), theta)
-    numpyro.sample("y", dist.LogNormal(jnp.log(z), sigma).to_event(1), obs=y)
+    numpyro.sample("y", dist.LogNormal(_log_or_reject(z), sigma).to_event(1), obs=y)
 
 
 def one_comp_mm_elim_abs(times, D, V, C_hat=None):
@@ -355,7 +363,7 @@ def one_comp_mm_elim_abs(times, D, V, C_hat=None):
         return jnp.reshape(dose - (V_m / V) * C[0] / (K_m + C[0]), (1,))
 
     C = _odeint(dC_dt, jnp.zeros(1), jnp.concatenate([jnp.zeros(1), times]), k_a, K_m, V_m)[1:, 0]
-    numpyro.sample("C_hat", dist.LogNormal(jnp.log(C), sigma), obs=C_hat)
+    numpyro.sample("C_hat", dist.LogNormal(_log_or_reject(C), sigma), obs=C_hat)
 
 
 # ------------------------------------------------------------------------------------------- registry

@@ -318,7 +318,13 @@ def accel_gp(Xgp_1, slambda_1, Xgp_sigma_1, slambda_sigma_1, Y=None):
     mu = intercept + Xgp_1 @ (jnp.sqrt(_spd_cov_exp_quad(slambda_1, sdgp_1, lscale_1)) * zgp_1)
     log_sigma = intercept_sigma + Xgp_sigma_1 @ (
         jnp.sqrt(_spd_cov_exp_quad(slambda_sigma_1, sdgp_sigma_1, lscale_sigma_1)) * zgp_sigma_1)
-    numpyro.sample("Y", dist.Normal(mu, jnp.exp(log_sigma)), obs=Y)
+    # Far in the priors' tails (a half-t sd, an inverse-gamma length scale) the spectral densities overflow (inf * 0)
+    # or the sd underflows to 0, and the density is NaN, where Stan rejects the point: there a case has zero density
+    # (its mean at the most negative float: the square overflows to inf), as for the ODE ports.
+    sigma = jnp.exp(log_sigma)
+    ok = jnp.isfinite(mu) & jnp.isfinite(sigma) & (sigma > 0)
+    far = jnp.finfo(jnp.result_type(mu)).min
+    numpyro.sample("Y", dist.Normal(jnp.where(ok, mu, far), jnp.where(ok, sigma, 1.0)), obs=Y)
 
 
 def _odeint(func, y0, ts, *params):

@@ -28,9 +28,9 @@ def warn_if_unhealthy(estimate: Estimate, what: str, *, stacklevel: int = 3) -> 
         warnings.warn(
             f"{what}: {rate:.0%} of transitions diverged ({estimate.divergences} rejected proposals: a NaN or "
             "infinite density, or an energy error above 1000). The bound still holds, but the chains barely moved: "
-            "try a "
-            "smaller step size or more pilot steps (tune=bdmc.Pilot(num_steps=64)), a preconditioned kernel, "
-            "or a model in better-scaled units.", DivergenceWarning, stacklevel=stacklevel)
+            "try more pilot steps (tune=bdmc.core.pilot.Pilot(num_steps=64)), the pilot's preconditioner for a "
+            "kernel without one (Pilot(mass='dense')), or a model in better-scaled units.", DivergenceWarning,
+            stacklevel=stacklevel)
     why = estimate.stderr_warning
     if why is not None:
         warnings.warn(f"{what}: {why}", UntrustedStderrWarning, stacklevel=stacklevel)

@@ -208,7 +208,8 @@ def summarize(rows, args) -> str:
             continue
         stan = "yes" if r.get("stan_normalized") else (f"no ({r['stan_offset']:+.3f})" if r.get("stan_offset")
                                                        is not None else "-")
-        budget = "" if r.get("num_steps", args.steps) == args.steps else f" (T = {r['num_steps']}, {r['num_runs']} runs)"
+        small = r.get("num_steps", args.steps) != args.steps
+        budget = f" (T = {r['num_steps']}, {r['num_runs']} runs)" if small else ""
         lines.append(
             f"| {r['posterior']} | {r['parameters']} | {r['cases']} | {f(r['ais'])} ± {f(r['ais_stderr'])}{budget}"
             f"{'' if r['ais_trusted'] else ' ?'} | {f(max(r['ais_certified'], r['smc_certified']))} | "

@@ -452,7 +452,8 @@ def _entry(name, model, observed, args, sites, *, params=None, latents=None, sim
 
 
 def _eight_schools_params(samples):
-    theta = np.asarray(samples["theta_trans"]) * np.asarray(samples["tau"])[:, None] + np.asarray(samples["mu"])[:, None]
+    tau, mu = np.asarray(samples["tau"])[:, None], np.asarray(samples["mu"])[:, None]
+    theta = np.asarray(samples["theta_trans"]) * tau + mu
     out = _flat("theta", theta)
     out.update({"mu": np.asarray(samples["mu"]), "tau": np.asarray(samples["tau"])})
     return out

@@ -251,7 +251,8 @@ def _reference(pdb, name):
         for k, m, s in zip(mean["names"], mean["mean_value"], msq["mean_squared_value"]):
             var = max(s - m * m, 0.0) * n / (n - 1)
             out[k] = {"mean": m, "sd": math.sqrt(var), "n_draws": n}
-        return out, "summary_statistics (mean_value, mean_squared_value; the draws file is listed in the repository but its blob was absent from the fetched snapshot)"
+        return out, ("summary_statistics (mean_value, mean_squared_value; the draws file is listed in the repository "
+                     "but its blob was absent from the fetched snapshot)")
     out = {}
     for k in chains[0]:
         x = np.concatenate([np.asarray(c[k], float) for c in chains])

@@ -167,7 +167,7 @@ def summarize(rows: pd.DataFrame, quick: bool) -> str:
 def _markdown(table: pd.DataFrame) -> str:
     cols = [table.index.name or ""] + list(table.columns)
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for name, row in table.iterrows():
+    for name, *row in table.itertuples():
         cells = [f"{v:.3f}" if isinstance(v, float) else str(v) for v in row]
         lines.append("| " + " | ".join([str(name)] + cells) + " |")
     return "\n".join(lines)

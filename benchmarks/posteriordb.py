@@ -223,8 +223,31 @@ def summarize(rows, args) -> str:
         held = sum(bool(r["certified_below_exact"]) and bool(r["upper_above_exact"]) for r in exact)
         lines += ["", f"Where log p(y) is known ({len(exact)} posteriors), the certified lower bound lies below it and "
                   f"the bracketing upper bound above it (within 3 stderr) on {held} of {len(exact)}."]
-    lines += ["", "`?`: the ± is not to be trusted (weight ESS below max(4, runs / 8) or k-hat above 0.7)."]
+    lines += ["", "`?`: the ± is not to be trusted (weight ESS below max(4, runs / 8) or k-hat above 0.7).", ""]
+    lines += _observations(ok, rows)
     return "\n".join(lines) + "\n"
+
+
+def _observations(ok, rows) -> list[str]:
+    """What the table shows, each sentence computed from the rows."""
+    def names(pairs):
+        return ", ".join(f"{n} ({v})" for n, v in pairs) or "none"
+
+    untrusted = [(r["posterior"], f"ESS {r['ais_weight_ess']:.1f}") for r in ok if not r["ais_trusted"]]
+    diverging = [(r["posterior"], f"{100 * r['ais_divergence_rate']:.0f}%") for r in ok
+                 if (r["ais_divergence_rate"] or 0) > 0.1]
+    far = [(r["posterior"], f"|z| {r['particles_max_abs_z']:.1f}") for r in ok if r["particles_max_abs_z"] > 4]
+    gaps = [(r["posterior"], f"{r['bracket_upper'] - r['ais']:.1f} nats") for r in ok
+            if r.get("bracket_upper") is not None and r["bracket_upper"] - r["ais"] > 3]
+    commits = sorted({r.get("commit") for r in rows if r.get("commit")})
+    return [f"- AIS's ± not to be trusted at this budget: {names(untrusted)}.",
+            f"- More than 10% of AIS's transitions diverged (rejected proposals): {names(diverging)}.",
+            f"- AIS's weighted final particles more than 4 reference standard errors from a reference mean: "
+            f"{names(far)}.",
+            f"- AIS more than 3 nats below the bracketing upper bound (not converged at this budget, or a loose "
+            f"upper bound): {names(gaps)}.",
+            f"- Rows computed at commit(s) {', '.join(commits)} (a later commit changed only the ports it lists in "
+            "`benchmarks/data/posteriordb/README.md`, whose rows it recomputed)."]
 
 
 if __name__ == "__main__":

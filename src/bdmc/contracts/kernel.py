@@ -11,6 +11,7 @@ beyond that call is a structural protocol, found with ``supports``, never with `
 - :class:`TunableStepSize`: a ``step_size`` field the pilot steers (a number or a table by lambda);
 - :class:`Preconditioned`: an ``inverse_mass`` field the pilot fills with its fit of each intermediate
   distribution's covariance; :class:`FittedProposal`: a ``proposal`` field it fills with the fit itself;
+  :class:`JitteredSteps`: a ``jitter`` of the step size the pilot sets with a preconditioner;
 - :class:`ReversibleTransition`: its own transition density and reverse (Chib-style estimators, CMS);
 - :class:`HoldsModel`: the model it was built for;
 - :class:`CountedConstrainedMove`, :class:`ConstrainedMoveCost`: nested sampling's constrained moves and
@@ -68,6 +69,13 @@ class Preconditioned(Protocol):
     """A kernel with an ``inverse_mass`` (None, a matrix, or a table by lambda) that a pilot may fit."""
 
     inverse_mass: Any
+
+
+@runtime_checkable
+class JitteredSteps(Protocol):
+    """A kernel whose step size is jittered per transition by a factor in ``1 ± jitter`` (HMC)."""
+
+    jitter: float
 
 
 @runtime_checkable

@@ -35,7 +35,8 @@ from jax.flatten_util import ravel_pytree
 
 from ..caching import CompiledCache
 from ..contracts.capabilities import supports
-from ..contracts.kernel import CachedTransition, FittedProposal, Preconditioned, TunableStepSize, evals_per_step
+from ..contracts.kernel import (CachedTransition, FittedProposal, JitteredSteps, Preconditioned, TunableStepSize,
+                                evals_per_step)
 from ..contracts.model import log_density, weighted_sum
 from ..errors import BDMCError
 from ..kernels.mass import GaussianTable, table_from_moments
@@ -134,9 +135,10 @@ def tunes_step_size(kernel) -> bool:
 
 def fitted_table(kernel) -> GaussianTable | None:
     """The pilot's Gaussian table a kernel holds (as its inverse mass or its proposal), if any."""
-    for protocol, name in ((Preconditioned, "inverse_mass"), (FittedProposal, "proposal")):
-        if supports(kernel, protocol) and isinstance(getattr(kernel, name), GaussianTable):
-            return getattr(kernel, name)
+    if supports(kernel, FittedProposal) and isinstance(kernel.proposal, GaussianTable):
+        return kernel.proposal
+    if supports(kernel, Preconditioned) and isinstance(kernel.inverse_mass, GaussianTable):
+        return kernel.inverse_mass
     return None
 
 
@@ -160,7 +162,8 @@ def jitter_of(kernel) -> dict:
     """The step-size jitter a preconditioned kernel gets (HMC's ``jitter``: a fixed trajectory resonates on the
     unit scales a preconditioner makes), as ``replace`` keywords; none for a kernel without one or with its own."""
     names = {f.name for f in dataclasses.fields(kernel)}
-    return {"jitter": PRECONDITIONED_JITTER} if "jitter" in names and not kernel.jitter else {}
+    wanted = supports(kernel, JitteredSteps) and "jitter" in names and not kernel.jitter
+    return {"jitter": PRECONDITIONED_JITTER} if wanted else {}
 
 
 def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None) -> Tuned:

@@ -61,8 +61,8 @@ def test_a_numpyro_program_runs_on_the_path_from_its_reference():
     X = np.ones((30, 1))
     exact = bdmc.exact.regression_half_normal_scale_log_marginal(y, X, prior_sd=10.0, sigma_scale=5.0)
     model = bdmc.ppl.from_numpyro(program, observed="y")
-    path = reference_path(jax.random.key(0), model, {"y": jnp.asarray(y)})
-    est = bdmc.forward_ais(jax.random.key(1), path, {"y": jnp.asarray(y)}, num_steps=200, num_runs=32,
+    path = reference_path(jax.random.key(0), model, {"y": jnp.asarray(y)}, num_starts=3)
+    est = bdmc.forward_ais(jax.random.key(1), path, {"y": jnp.asarray(y)}, num_steps=100, num_runs=32,
                            progress=False)
     assert abs(est.value - exact) < 4 * est.stderr + 0.05, (est.value, exact, est.stderr)
     assert math.isfinite(est.khat) and est.divergences is not None

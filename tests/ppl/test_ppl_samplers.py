@@ -151,6 +151,7 @@ def stan_model():
                               simulate=stan_simulator, backend="httpstan")
 
 
+@pytest.mark.slow  # builds a Stan program (about 30 s): the default suite keeps Stan's adapter tests, not its NUTS
 def test_stan_nuts_draws_the_closed_form_posterior_on_stans_unconstrained_space(stan_model):
     from bdmc.ppl.samplers import StanNUTS
 

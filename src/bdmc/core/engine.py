@@ -57,7 +57,7 @@ from ..contracts.nonfinite import describe_nonfinite
 from ..contracts.step_rule import StepRule
 from ..errors import ScheduleError
 from .failures import ACCEPTED, checked, expand, raise_if_failed
-from .prior_check import prior_check_flags, raise_if_prior_failed
+from .prior_check import check_prior
 from .records import AnnealResult, AnnealState, Failures, StepInfo, StepOutput
 from .progress import compiling, progress_report
 from .resampling import AdaptiveResampling, final_log_evidence, group_ess
@@ -164,16 +164,16 @@ def anneal(
     cached = caches_terms(model, kernel, rule, lams)
     kernel_def, params = split_kernel(kernel)
     statics = (model, kernel_def, rule, resampler, num_particles, bool(record_increments), cached,
-               _axes_signature(batch_axes), max(0, int(prior_check)))
+               _axes_signature(batch_axes))
     first = (lam_from[:chunk_size], lam_to[:chunk_size], active[:chunk_size], index[:chunk_size])
     with compiling(progress, description):
         (start, finish, compiled), compile_seconds, built = _compile(
-            statics, batch_axes, (key, data, init_latents, runs, first, params, (lams[0], lams[-1])))
-    ends = (lams[0], lams[-1])  # the prior check's lambdas for a model with its own (collapsed) density
-    state, prior_bad = start(params, key, data, init_latents, ends)
-    if prior_check:
-        raise_if_prior_failed(np.asarray(prior_bad), key, batch_axes, batch_label, model=model, data=data,
-                               lams=lams, description=description)
+            statics, batch_axes, (key, data, init_latents, runs, first, params, lams[-1]))
+    # Its own compiled program, cached per model and data shapes whatever the kernel, path or chains.
+    compile_seconds += check_prior(key, model, data, lams, num_draws=int(prior_check), batch_axes=batch_axes,
+                                   axes_signature=_axes_signature(batch_axes), batch_label=batch_label,
+                                   description=description)
+    state = start(params, data, init_latents)
 
     report = progress_report(progress, num_transitions * chains * members, description, num_transitions)
     outs = []
@@ -257,12 +257,9 @@ def join_kernel(kernel_def, params):
     return part if kind == "static" else jax.tree.unflatten(part, params)
 
 
-def _start(params, key, data, init_latents, ends, *, model, kernel_def, cached, runs, prior_check):
-    """The run's initial state, and which of the prior check's draws have a NaN or +inf density term.
-
-    On the lean path a chain's state is the kernel's cached state, whose densities are checked here (a
-    failure is reported as the first step's weight).
-    """
+def _start(params, data, init_latents, *, model, kernel_def, cached, runs):
+    """The run's initial state. On the lean path a chain's state is the kernel's cached state, whose densities
+    are checked here (a failure is reported as the first step's weight)."""
     kernel = join_kernel(kernel_def, params)
     chains = _num_chains(init_latents)
     dtype = jnp.result_type(float)
@@ -271,9 +268,8 @@ def _start(params, key, data, init_latents, ends, *, model, kernel_def, cached, 
     if cached:
         bad, at, states = jax.vmap(checked(lambda x: kernel.init_state(x, data)))(init_latents)
         failures = failures._replace(density_step=jnp.where(bad, 0, never), density_at=at)
-    prior_bad = prior_check_flags(key, model, data, ends, prior_check)
     return AnnealState(states, jnp.zeros(chains, dtype), jnp.zeros(runs, dtype), failures,
-                       jnp.zeros(chains, jnp.int32)), prior_bad
+                       jnp.zeros(chains, jnp.int32))
 
 
 def _finish(params, data, state: AnnealState, lam_end, last_step, *, model, kernel_def, cached, num_particles):
@@ -419,27 +415,26 @@ def _compile(statics, batch_axes, shapes):
     Returns ``((start, finish, chunk), seconds, built)``; ``seconds`` is 0.0 and ``built`` False when the
     programs came from the cache.
     """
-    key, data, init_latents, runs, first, params, ends = shapes
-    leaves, treedef = jax.tree.flatten((key, data, init_latents, first, params, ends))
+    key, data, init_latents, runs, first, params, lam_end = shapes
+    leaves, treedef = jax.tree.flatten((key, data, init_latents, first, params, lam_end))
     signature = (treedef, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves), runs, jnp.result_type(float))
-    model, kernel_def, rule, resampler, num_particles, record, cached, _, prior_check = statics
+    model, kernel_def, rule, resampler, num_particles, record, cached, _ = statics
 
     def build():
         began = time.perf_counter()
-        start = functools.partial(_start, model=model, kernel_def=kernel_def, cached=cached, runs=runs,
-                                  prior_check=prior_check)
+        start = functools.partial(_start, model=model, kernel_def=kernel_def, cached=cached, runs=runs)
         finish = functools.partial(_finish, model=model, kernel_def=kernel_def, cached=cached,
                                    num_particles=num_particles)
         chunk = functools.partial(_chunk, model=model, kernel_def=kernel_def, rule=rule, resampler=resampler,
                                   num_particles=num_particles, record=record, cached=cached)
         if batch_axes is not None:
-            start = jax.vmap(start, in_axes=(None, 0, batch_axes, 0, None))
+            start = jax.vmap(start, in_axes=(None, batch_axes, 0))
             finish = jax.vmap(finish, in_axes=(None, batch_axes, 0, None, None))
             chunk = jax.vmap(chunk, in_axes=(None, 0, batch_axes, 0, None, None, None, None))
         start, finish, chunk = jax.jit(start), jax.jit(finish), jax.jit(chunk)
-        state, _ = jax.eval_shape(start, params, key, data, init_latents, ends)
-        programs = (start.lower(params, key, data, init_latents, ends).compile(),
-                    finish.lower(params, data, state, ends[1], np.int32(0)).compile(),
+        state = jax.eval_shape(start, params, data, init_latents)
+        programs = (start.lower(params, data, init_latents).compile(),
+                    finish.lower(params, data, state, lam_end, np.int32(0)).compile(),
                     chunk.lower(params, key, data, state, *first).compile())
         return programs, time.perf_counter() - began
 

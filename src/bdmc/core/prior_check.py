@@ -9,10 +9,14 @@ probability ``(1 - p) ** num_draws``: with the 1,024 draws estimators use, below
 
 from __future__ import annotations
 
+import functools
+import time
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..caching import CompiledCache
 from ..contracts.capabilities import CollapsedDensity, supports
 from .failures import raise_prior_failure
 
@@ -20,7 +24,7 @@ PRIOR_CHECK_DRAWS = 1024  # what estimators pass as the engine's prior_check
 PRIOR_CHECK_STREAM = 0x5EEDC4EC  # folded into the run's key for the check's draws
 
 
-def prior_check_flags(key, model, data, ends, num_draws):
+def prior_check_flags(key, data, ends, *, model, num_draws):
     """Per exact prior draw, whether a density term is NaN or +inf there (every term, whatever its weight:
     prior draws are where every term must be defined)."""
     if not num_draws:
@@ -37,6 +41,32 @@ def prior_check_flags(key, model, data, ends, num_draws):
         return jnp.any(jnp.isnan(values) | (values == jnp.inf))
 
     return jax.vmap(illegal)(keys)
+
+
+_CHECKS = CompiledCache("prior check", maxsize=64)
+
+
+def check_prior(key, model, data, lams, *, num_draws: int, batch_axes, axes_signature, batch_label: str,
+                description: str) -> float:
+    """Run the check at ``num_draws`` exact prior draws (none when 0) and raise on a NaN or +inf term; return the
+    seconds spent compiling it (0 when its program came from the cache: one per model and data shapes)."""
+    if not num_draws:
+        return 0.0
+    ends = (np.asarray(lams[0]), np.asarray(lams[-1]))
+    leaves, treedef = jax.tree.flatten((key, data, ends))
+    signature = (treedef, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves), axes_signature)
+
+    def build():
+        began = time.perf_counter()
+        fn = functools.partial(prior_check_flags, model=model, num_draws=int(num_draws))
+        if batch_axes is not None:
+            fn = jax.vmap(fn, in_axes=(0, batch_axes, None))
+        return jax.jit(fn).lower(key, data, ends).compile(), time.perf_counter() - began
+
+    (compiled, seconds), built = _CHECKS.get_or_build((model, int(num_draws), signature), build)
+    raise_if_prior_failed(np.asarray(compiled(key, data, ends)), key, batch_axes, batch_label, model=model,
+                          data=data, lams=lams, description=description)
+    return seconds if built else 0.0
 
 
 def raise_if_prior_failed(bad, key, batch_axes, batch_label, *, model, data, lams, description):

@@ -64,6 +64,7 @@ def test_pilot_thinning_at_the_extremes():
     assert (thin, how["capped"]) == (MAX_THIN, True)
 
 
+@pytest.mark.slow  # 12 s
 def test_slow_correct_kernel_is_not_reported_fail():
     kernel = ARKernel(MODEL, RHO)
     # Unthinned, the ranks are far from uniform (the raw test rejects) ...

@@ -47,6 +47,7 @@ def test_forward_and_reverse_ais_from_the_reference_sandwich_the_exact_evidence(
         bdmc.simulate(jax.random.key(0), path)
 
 
+@pytest.mark.slow  # 14 s; the default suite keeps the path's exact-evidence test on a built-in model
 def test_a_numpyro_program_runs_on_the_path_from_its_reference():
     numpyro = pytest.importorskip("numpyro")
     import numpyro.distributions as dist

@@ -103,6 +103,7 @@ def test_reverse_agreement_flags_a_start_that_matters():
     assert not moved.agree and moved.table["kruskal_p"].max() < 1e-6
 
 
+@pytest.mark.slow  # 18 s; the run store's resume and refusal are in the default suite (tests/experiments)
 def test_bread_real_end_to_end_resumes_and_refuses_other_settings(regression, tmp_path, monkeypatch):
     model, data, _, _ = regression
     kwargs = dict(hyperparameters=["sigma_sq", "scale_sq"], steps=[5, 40], num_runs=12, mcmc_steps=[0, 20],

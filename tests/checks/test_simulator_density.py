@@ -258,6 +258,7 @@ def test_numpyro_logistic_regression_passes_over_seeds():
     assert verdicts.count("inconsistent") <= 1, verdicts  # below 0.001 at level 0.01
 
 
+@pytest.mark.slow  # 11 s
 @pytest.mark.float64  # in float32 the pmf of a nearly certain case rounds to 1 (see docs/checks.md)
 def test_nearly_certain_binary_cases_do_not_raise_false_alarms():
     # Regression: on Pima (768 cases, heavy-tailed scale prior, so many logits are huge) the binary moment test

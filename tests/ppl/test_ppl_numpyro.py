@@ -150,6 +150,7 @@ def regression(x, y=None):
 '''
 
 
+@pytest.mark.slow  # 12 s; the CLI's NumPyro path stays in tests/cli/test_cli_sandwich_data.py
 def test_sandwich_command_takes_a_numpyro_file(tmp_path):
     from typer.testing import CliRunner
 

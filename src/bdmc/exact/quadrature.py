@@ -27,12 +27,7 @@ def regression_half_normal_scale_log_marginal(y, X, *, prior_sd: float, sigma_sc
         return log_lik + stats.halfnorm.logpdf(math.exp(log_sigma), scale=sigma_scale) + log_sigma
 
     grid = np.linspace(math.log(sigma_scale) - 15, math.log(sigma_scale) + 6, 2101)
-    values = np.array([log_integrand(g) for g in grid])
-    peak, top = grid[np.argmax(values)], values.max()
-    f = lambda g: math.exp(log_integrand(g) - top)  # noqa: E731
-    pieces = [(grid[0], peak - 2), (peak - 2, peak + 2), (peak + 2, grid[-1])]
-    total = sum(integrate.quad(f, a, b, limit=400, epsabs=0, epsrel=1e-11)[0] for a, b in pieces)
-    return float(top + math.log(total))
+    return _log_integral(log_integrand, grid, half_width=2.0)
 
 
 def hierarchical_normal_log_marginal(y, sigma, *, mu_sd: float, tau_cauchy_scale: float) -> float:
@@ -58,9 +53,15 @@ def hierarchical_normal_log_marginal(y, sigma, *, mu_sd: float, tau_cauchy_scale
         return log_lik + stats.halfcauchy.logpdf(tau, scale=tau_cauchy_scale) + log_tau
 
     grid = np.linspace(math.log(tau_cauchy_scale) - 25, math.log(tau_cauchy_scale) + 25, 5001)
+    return _log_integral(log_integrand, grid, half_width=3.0)
+
+
+def _log_integral(log_integrand, grid, *, half_width: float) -> float:
+    """``log int exp(log_integrand(u)) du`` over ``grid``'s span: the peak found on the grid, then adaptive
+    quadrature on three pieces (the peak's neighbourhood and the two tails), scaled by the peak's value."""
     values = np.array([log_integrand(g) for g in grid])
     peak, top = grid[np.argmax(values)], values.max()
     f = lambda g: math.exp(log_integrand(g) - top)  # noqa: E731
-    pieces = [(grid[0], peak - 3), (peak - 3, peak + 3), (peak + 3, grid[-1])]
+    pieces = [(grid[0], peak - half_width), (peak - half_width, peak + half_width), (peak + half_width, grid[-1])]
     total = sum(integrate.quad(f, a, b, limit=400, epsabs=0, epsrel=1e-11)[0] for a, b in pieces)
     return float(top + math.log(total))

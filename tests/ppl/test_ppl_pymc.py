@@ -113,6 +113,21 @@ def test_sandwich_brackets_closed_form(model, hmc):
     assert not table.alarm.any()
 
 
+@pytest.mark.slow  # 10 s; the default suite keeps the path's exact-evidence test on a built-in model
+def test_the_program_runs_whole_on_the_path_from_its_reference(model):
+    """The same program taken whole (no prior / likelihood split used): forward AIS from the fitted reference
+    below the closed form, reverse AIS from the exact latent above it."""
+    data, latent = bdmc.simulate(jax.random.key(3), model)
+    exact = float(REFERENCE.exact_log_marginal(data["y"]))
+    path = bdmc.reference_path(jax.random.key(0), model, data, num_starts=3)
+    kw = dict(num_steps=100, num_runs=32, progress=False)
+    lower = bdmc.forward_ais(jax.random.key(1), path, data, **kw)
+    upper = bdmc.reverse_ais(jax.random.key(2), path, data, exact_latent=latent, **kw)
+    assert lower.certified(3.0) <= exact <= upper.certified(3.0)
+    assert abs(lower.value - exact) < 4 * lower.stderr + 0.05, (lower.value, exact, lower.stderr)
+    assert upper.value - lower.value < 0.3
+
+
 def test_bug_alarm_catches_misreported_exact_sample(model, hmc):
     """A simulator that reports s2 100 times too small (a units bug): the sandwich's bug alarm fires.
 

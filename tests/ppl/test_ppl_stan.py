@@ -79,10 +79,25 @@ def model():
 # ------------------------------------------------------------------------------ fast: no C++ compile
 
 
-def test_program_without_bdmc_lambda_is_rejected():
-    code = PROGRAM.replace("  real<lower=0, upper=1> bdmc_lambda;\n", "").replace("bdmc_lambda * ", "")
-    with pytest.raises(bdmc.BDMCError, match="no data variable 'bdmc_lambda'"):
-        from_stan(code, data=DATA, observed="y")
+# The program as a user writes it: no bdmc_lambda, the likelihood not marked.
+UNMARKED = PROGRAM.replace("  real<lower=0, upper=1> bdmc_lambda;\n", "").replace("bdmc_lambda * ", "")
+
+
+def test_a_program_without_bdmc_lambda_is_taken_whole_and_points_to_the_reference_path():
+    model = from_stan(UNMARKED, data=DATA, observed="y")
+    assert not model.marks_likelihood and model.normalized
+    x, y = jnp.zeros(5), {"y": jnp.zeros(20)}
+    for call in (lambda: model.log_prior(x), lambda: model.log_likelihood(x, y),
+                 lambda: model.log_density(x, y, 0.5)):
+        with pytest.raises(bdmc.BDMCError, match=r"declares no data variable 'bdmc_lambda'.*reference_path"):
+            call()
+    # `~` statements drop constants: the normalizer a reference path estimates is then not p(y); it says so.
+    with pytest.warns(UserWarning, match="marks no likelihood"):
+        from_stan(UNMARKED.replace("target += inv_gamma_lpdf(s2 | 1, 1);", "s2 ~ inv_gamma(1, 1);"),
+                  data=DATA, observed="y")
+
+
+def test_bdmc_lambda_must_be_a_real_scalar():
     with pytest.raises(bdmc.BDMCError, match="real scalar"):
         from_stan(PROGRAM.replace("real<lower=0, upper=1> bdmc_lambda", "vector[N] bdmc_lambda")
                   .replace("bdmc_lambda * normal_lpdf", "sum(bdmc_lambda) * normal_lpdf"), data=DATA, observed="y")
@@ -294,6 +309,25 @@ def test_forward_and_reverse_ais_sandwich_the_closed_form_and_converge(model):
     assert gaps.is_monotonic_decreasing and gaps.loc[1000] < gaps.loc[10] / 20
     for direction in ("forward", "reverse"):
         assert abs(t.loc[(1000, direction)].value - exact) < 0.25
+
+
+@pytest.mark.slow
+def test_a_program_without_bdmc_lambda_is_bounded_on_its_reference_path():
+    """No edit to the program: forward AIS from the fitted reference (no simulator needed: Stan-style starts)
+    is a lower bound on the closed form, reverse AIS from the simulator's exact latent an upper bound."""
+    data, latent = bdmc.simulate(jax.random.key(0), from_stan(PROGRAM, data=DATA, observed="y",
+                                                             simulate=make_simulator()))
+    exact = float(BUILTIN.exact_log_marginal(data["y"]))
+    plain = from_stan(UNMARKED, data={**FIXED, "y": np.asarray(data["y"])}, observed="y")
+    path = bdmc.reference_path(jax.random.key(1), plain, data, num_starts=3)
+    kw = dict(num_steps=100, num_runs=32, progress=False)
+    lower = bdmc.forward_ais(jax.random.key(2), path, data, **kw)
+    assert lower.value < exact + 4 * lower.stderr and abs(lower.value - exact) < 0.3, (lower.value, exact)
+    with_simulator = from_stan(UNMARKED, data=DATA, observed="y", simulate=make_simulator())
+    upper = bdmc.reverse_ais(jax.random.key(3), bdmc.reference_path(jax.random.key(1), with_simulator, data),
+                             data, exact_latent=latent, **kw)
+    assert lower.certified(3.0) <= exact <= upper.certified(3.0)
+    assert upper.value - lower.value < 0.3
 
 
 @pytest.mark.slow

@@ -42,7 +42,7 @@ from ..errors import BDMCError
 from ..kernels.mass import GaussianTable, table_from_moments
 from ..kernels.step_sizes import StepSizeTable
 from . import schedules
-from .prior import draw_prior
+from .prior import timed_prior_draws
 from .resampling import SCHEMES
 
 PILOT_STREAM = 0x9E3779B9  # folded into the caller's key: the pilot's randomness is not the run's
@@ -188,9 +188,12 @@ def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None
     step0 = float(np.mean(kernel.step_size.sizes)) if steer and isinstance(kernel.step_size, StepSizeTable) \
         else (float(kernel.step_size) if steer else 0.0)
     kind, field = mass_kind(pilot, kernel, _dimension(model))
-    run, compile_seconds = _compiled_pilot(model, kernel, pilot, steer, (kind, field), data)
+    latents, key_pilot, drawn = timed_prior_draws(jax.random.fold_in(key, PILOT_STREAM), model,
+                                                  int(pilot.num_chains))
+    run, compile_seconds = _compiled_pilot(model, kernel, pilot, steer, (kind, field), latents, data)
+    compile_seconds += drawn
     began = time.perf_counter()
-    outputs = run(key, data, grid, np.float64(step0))
+    outputs = run(key_pilot, latents, data, grid, np.float64(step0))
     lams, active, variances, sizes, acceptance, sick, means, covariances = (np.asarray(x) for x in outputs)
     seconds = time.perf_counter() - began
     # The levels the pilot visited: its fixed grid, or the lambdas an adaptive pilot chose until it reached 1.
@@ -275,15 +278,15 @@ def _dimension(model) -> int:
     return int(sum(np.prod(s.shape, dtype=int) for s in jax.tree.leaves(shapes)))
 
 
-def _compiled_pilot(model, kernel, pilot: Pilot, steer: bool, mass: tuple, data):
-    leaves, treedef = jax.tree.flatten(data)
+def _compiled_pilot(model, kernel, pilot: Pilot, steer: bool, mass: tuple, latents, data):
+    leaves, treedef = jax.tree.flatten((latents, data))
     signature = (treedef, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves), jnp.result_type(float))
 
     def build():
         began = time.perf_counter()
-        fn = jax.jit(lambda k, d, g, s0: _pilot(jax.random.fold_in(k, PILOT_STREAM), model, d, kernel, g, s0,
-                                                pilot=pilot, steer=steer, mass=mass))
-        example = (jax.random.key(0), data, pilot.grid(), np.float64(1.0))
+        fn = jax.jit(lambda k, x, d, g, s0: _pilot(k, x, model, d, kernel, g, s0, pilot=pilot, steer=steer,
+                                                   mass=mass))
+        example = (jax.random.key(0), latents, data, pilot.grid(), np.float64(1.0))
         return fn.lower(*example).compile(), time.perf_counter() - began
 
     (compiled, seconds), built = _PILOTS.get_or_build((model, kernel, pilot, steer, mass, signature), build)
@@ -320,11 +323,12 @@ def _moments(flats, dense: bool, chains: int):
     return mean, corr * jnp.outer(scale, scale)
 
 
-def _pilot(key, model, data, kernel, grid, step0, *, pilot: Pilot, steer: bool, mass: tuple):
-    """The pilot scan: per level, the variance of the summed log-likelihood, moves with the previous level's
-    preconditioner, a step-size update per move, and the chains' mean and covariance after the moves."""
+def _pilot(key, latents, model, data, kernel, grid, step0, *, pilot: Pilot, steer: bool, mass: tuple):
+    """The pilot scan from its chains' prior draws ``latents`` (drawn by the shared prior program,
+    :func:`bdmc.core.prior.prior_draws`): per level, the variance of the summed log-likelihood, moves with the
+    previous level's preconditioner, a step-size update per move, and the chains' mean and covariance after the
+    moves."""
     chains = int(pilot.num_chains)
-    latents, key = draw_prior(key, model, chains)
     like = jax.tree.map(lambda a: a[0], latents)
     cached = supports(kernel, CachedTransition) and bool(kernel.caches_terms)
     states = jax.vmap(lambda x: kernel.init_state(x, data))(latents) if cached else latents

@@ -1,10 +1,23 @@
-"""Prior draws that start a run: one compiled call, since eager draws cost milliseconds in dispatch."""
+"""Prior draws that start a run: compiled, since eager draws cost milliseconds in dispatch, and pooled.
+
+Compiling a model's prior sampler is often the dearest part of a short run (JAX's gamma sampler alone takes
+about 0.7 s to compile), and a run needs prior draws in several places: the prior check's 1,024, the pilot's
+chains, the run's chains. So every count up to :data:`POOL` is served by one compiled program per model that
+draws :data:`POOL` of them: ``jax.random.split(key, POOL)[:num]`` equals ``jax.random.split(key, num)`` (JAX's
+partitionable threefry), so the first ``num`` of the pool are exactly the draws of ``num`` keys and every
+caller's numbers are those of a program of its own size. A model whose sampler runs outside JAX (Stan,
+WebPPL, PyMC: ``samples_on_host``) has nothing to compile and draws only what is asked.
+"""
 
 from __future__ import annotations
+
+import time
 
 import jax
 
 from ..caching import CompiledCache
+
+POOL = 1024  # draws of the shared program (the prior check's count)
 
 
 def draw_prior(key, model, num: int):
@@ -17,9 +30,36 @@ def draw_prior(key, model, num: int):
 
 
 def prior_draws(key, model, num: int):
-    """:func:`draw_prior` as one compiled call, cached per model and ``num``."""
-    fn, _ = _DRAWS.get_or_build((model, int(num)), lambda: jax.jit(lambda k: draw_prior(k, model, int(num))))
-    return fn(key)
+    """:func:`draw_prior` as compiled calls: the first ``num`` of :func:`prior_pool` when ``num <= POOL`` (the
+    same numbers), else one program of that size, cached per model."""
+    draws, key_run, _ = timed_prior_draws(key, model, num)
+    return draws, key_run
+
+
+def timed_prior_draws(key, model, num: int):
+    """:func:`prior_draws` and the seconds spent compiling its program when this call built it (else 0)."""
+    key_init, key_run = jax.random.split(key)
+    draws, seconds = timed_prior_pool(key_init, model, num)
+    return draws, key_run, seconds
+
+
+def prior_pool(key, model, num: int = POOL):
+    """The prior draws of ``jax.random.split(key, num)``: for a model sampled in JAX, the first ``num`` of the
+    one compiled program of :data:`POOL` draws (``num <= POOL``); otherwise a program of ``num`` draws."""
+    return timed_prior_pool(key, model, num)[0]
+
+
+def timed_prior_pool(key, model, num: int = POOL):
+    """:func:`prior_pool` and the seconds its first call took when it built the program (compiling it), else 0."""
+    num = int(num)
+    pooled = num <= POOL and not getattr(model, "samples_on_host", False)
+    size = POOL if pooled else num
+    fn, built = _DRAWS.get_or_build((model, size, "keys"), lambda: jax.jit(
+        lambda k: jax.vmap(model.sample_prior)(jax.random.split(k, size))))
+    began = time.perf_counter()
+    draws = jax.block_until_ready(fn(key)) if built else fn(key)
+    seconds = time.perf_counter() - began if built else 0.0
+    return (draws if num == size else jax.tree.map(lambda a: a[:num], draws)), seconds
 
 
 _DRAWS = CompiledCache("prior draws", maxsize=64)

@@ -19,6 +19,7 @@ import numpy as np
 from ..caching import CompiledCache
 from ..contracts.capabilities import CollapsedDensity, supports
 from .failures import raise_prior_failure
+from .prior import timed_prior_pool
 
 PRIOR_CHECK_DRAWS = 1024  # what estimators pass as the engine's prior_check
 PRIOR_CHECK_STREAM = 0x5EEDC4EC  # folded into the run's key for the check's draws
@@ -30,9 +31,12 @@ def prior_check_flags(key, data, ends, *, model, num_draws):
     if not num_draws:
         return jnp.zeros((0,), bool)
     keys = jax.random.split(jax.random.fold_in(key, PRIOR_CHECK_STREAM), num_draws)
+    return illegal_at(jax.vmap(model.sample_prior)(keys), data, ends, model=model)
 
-    def illegal(k):
-        x = model.sample_prior(k)
+
+def illegal_at(draws, data, ends, *, model):
+    """Per draw (a leading axis), whether a density term is NaN or +inf there."""
+    def illegal(x):
         if supports(model, CollapsedDensity):
             values = jnp.stack([model.log_density(x, data, lam) for lam in ends])
         else:
@@ -40,7 +44,7 @@ def prior_check_flags(key, data, ends, *, model, num_draws):
                                       jnp.ravel(model.log_likelihood(x, data))])
         return jnp.any(jnp.isnan(values) | (values == jnp.inf))
 
-    return jax.vmap(illegal)(keys)
+    return jax.vmap(illegal)(draws)
 
 
 _CHECKS = CompiledCache("prior check", maxsize=64)
@@ -56,17 +60,29 @@ def check_prior(key, model, data, lams, *, num_draws: int, batch_axes, axes_sign
     leaves, treedef = jax.tree.flatten((key, data, ends))
     signature = (treedef, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves), axes_signature)
 
-    def build():
-        began = time.perf_counter()
-        fn = functools.partial(prior_check_flags, model=model, num_draws=int(num_draws))
-        if batch_axes is not None:
+    if batch_axes is not None:  # one program draws and checks every data set's draws
+        def build():
+            began = time.perf_counter()
+            fn = functools.partial(prior_check_flags, model=model, num_draws=int(num_draws))
             fn = jax.vmap(fn, in_axes=(0, batch_axes, None))
-        return jax.jit(fn).lower(key, data, ends).compile(), time.perf_counter() - began
+            return jax.jit(fn).lower(key, data, ends).compile(), time.perf_counter() - began
 
-    (compiled, seconds), built = _CHECKS.get_or_build((model, int(num_draws), signature), build)
-    raise_if_prior_failed(np.asarray(compiled(key, data, ends)), key, batch_axes, batch_label, model=model,
-                          data=data, lams=lams, description=description)
-    return seconds if built else 0.0
+        (compiled, seconds), built = _CHECKS.get_or_build((model, int(num_draws), signature), build)
+        bad, spent = compiled(key, data, ends), (seconds if built else 0.0)
+    else:  # the draws come from the model's shared prior program (core/prior.py), compiled once for all
+        draws, drawn = timed_prior_pool(jax.random.fold_in(key, PRIOR_CHECK_STREAM), model, int(num_draws))
+
+        def build():
+            began = time.perf_counter()
+            fn = jax.jit(functools.partial(illegal_at, model=model))
+            return fn.lower(draws, data, ends).compile(), time.perf_counter() - began
+
+        (compiled, seconds), built = _CHECKS.get_or_build((model, int(num_draws), signature, "pool"), build)
+        bad = compiled(draws, data, ends)
+        spent = (seconds if built else 0.0) + drawn  # drawn: the shared program's compile, when this call built it
+    raise_if_prior_failed(np.asarray(bad), key, batch_axes, batch_label, model=model, data=data, lams=lams,
+                          description=description)
+    return spent
 
 
 def raise_if_prior_failed(bad, key, batch_axes, batch_label, *, model, data, lams, description):

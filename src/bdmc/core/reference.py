@@ -54,8 +54,7 @@ class ReferencePath:
     df: float = 5.0
 
     def _unravel(self):
-        like = jax.eval_shape(self.model.sample_prior, jax.random.key(0))
-        return ravel_pytree(jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), like))[1]
+        return _unraveler(self.model)
 
     def sample_prior(self, key):
         """An exact draw from the reference."""
@@ -100,12 +99,47 @@ def log_joint(model, latent, data):
     return model.log_prior(latent) + jnp.sum(model.log_likelihood(latent, data))
 
 
+def _start_sampler(model):
+    """Where the fit starts: a model's own initializer if it has one (a Stan program: uniform on (-2, 2) in
+    every unconstrained coordinate, as Stan starts its samplers; it needs no simulator), else its prior."""
+    return getattr(model, "sample_initial", None) or model.sample_prior
+
+
+def _unraveler(model):
+    like = jax.eval_shape(_start_sampler(model), jax.random.key(0))
+    return ravel_pytree(jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), like))[1]
+
+
+def _negative_hessian(model, unravel, data, mode):
+    """``-d^2 log p(x, y)`` at the mode: by autodiff, or (a density computed outside JAX, such as a Stan
+    program's, has a gradient but no second derivative) by central differences of the gradient."""
+    def log_joint_flat(f):
+        return log_joint(model, unravel(f), data)
+
+    x = jnp.asarray(mode, jnp.result_type(float))
+    try:
+        return -np.asarray(jax.jit(jax.hessian(log_joint_flat))(x), np.float64)
+    except (ValueError, TypeError, NotImplementedError):
+        pass
+    grad = jax.jit(jax.grad(log_joint_flat))
+    step = 1e-4 * (1.0 + np.abs(np.asarray(mode, np.float64)))
+    rows = []
+    for i in range(len(mode)):
+        e = np.zeros(len(mode))
+        e[i] = step[i]
+        up = np.asarray(grad(jnp.asarray(mode + e, x.dtype)), np.float64)
+        down = np.asarray(grad(jnp.asarray(mode - e, x.dtype)), np.float64)
+        rows.append(-(up - down) / (2 * step[i]))
+    return np.asarray(rows).reshape(len(mode), len(mode))
+
+
 def reference_path(key, model, data, *, df: float = 5.0, widen: float = 1.5, num_starts: int = 8,
                    starts=None) -> ReferencePath:
     """Fit a Student-t reference to ``model``'s posterior given ``data`` and return the path from it.
 
-    The fit maximizes ``log p(x, y)`` by L-BFGS from ``num_starts`` points (prior draws, on
-    ``fold_in(key, REFERENCE_STREAM)``, or ``starts``: latents with a leading axis), takes the best mode and the
+    The fit maximizes ``log p(x, y)`` by L-BFGS from ``num_starts`` points (on ``fold_in(key,
+    REFERENCE_STREAM)``: prior draws, or the model's ``sample_initial`` where it has one, as a Stan program does;
+    or ``starts``: latents with a leading axis), takes the best mode and the
     inverse of the negative Hessian there (its eigenvalues floored, so a flat direction gets a wide scale), and
     widens it by ``widen``: heavier tails and a wider scale keep ``gamma / q`` bounded, which AIS's variance needs.
 
@@ -114,11 +148,10 @@ def reference_path(key, model, data, *, df: float = 5.0, widen: float = 1.5, num
     BDMCError
         When no start reaches a finite log density.
     """
-    like = jax.eval_shape(model.sample_prior, jax.random.key(0))
-    unravel = ravel_pytree(jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), like))[1]
+    unravel = _unraveler(model)
     if starts is None:
         keys = jax.random.split(jax.random.fold_in(key, REFERENCE_STREAM), int(num_starts))
-        starts = jax.vmap(model.sample_prior)(keys)
+        starts = jax.vmap(_start_sampler(model))(keys)
     flats = np.asarray(jax.vmap(lambda x: ravel_pytree(x)[0])(starts), np.float64)
     value_and_grad = jax.jit(jax.value_and_grad(lambda f: -log_joint(model, unravel(f), data)))
 
@@ -135,9 +168,8 @@ def reference_path(key, model, data, *, df: float = 5.0, widen: float = 1.5, num
     if best is None:
         raise BDMCError(f"the reference fit found no start with a finite log density for {model!r}")
     mode = best.x
-    hessian = np.asarray(jax.jit(jax.hessian(lambda f: log_joint(model, unravel(f), data)))(
-        jnp.asarray(mode, jnp.result_type(float))), np.float64)
-    precision = -(hessian + hessian.T) / 2
+    precision = _negative_hessian(model, unravel, data, mode)
+    precision = (precision + precision.T) / 2
     vals, vecs = np.linalg.eigh(precision)
     top = np.max(np.abs(vals)) if vals.size else 1.0
     vals = np.maximum(vals, 1e-8 * top if top > 0 else 1.0)  # a flat or convex direction: wide, not infinite

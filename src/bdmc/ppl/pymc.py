@@ -49,6 +49,9 @@ class PyMCModel:
         Names of the free variables' value variables (transformed space), the keys of ``latent``.
     """
 
+    # Prior draws come from PyMC's forward graph, called from JAX: nothing to compile, so draw only what is asked.
+    samples_on_host = True
+
     def __init__(self, model, *, observed: Sequence[Any] | None = None):
         pm = require("pymc", extra="pymc")
         from pymc.logprob.basic import transformed_conditional_logp

@@ -8,6 +8,7 @@ The program marks its likelihood with a data variable ``bdmc_lambda`` that multi
       target += bdmc_lambda * normal_lpdf(y | X * beta, sqrt(s2));   // likelihood
     }
 
+(a program that marks nothing is taken whole, for :func:`bdmc.reference_path`; see :func:`from_stan`),
 so Stan's log density with ``bdmc_lambda = lam`` is the intermediate density
 ``log f(x; lam) = log_prior(x) + lam * log p(y | x)``. The latent state is Stan's unconstrained parameter
 vector (a flat array in JAX's active float dtype; Stan itself computes in float64 and results are cast),
@@ -75,6 +76,9 @@ class StanModel:
         leave ``log_prior`` normalized only up to a constant.
     """
 
+    # Prior draws come from the user's Python simulator: nothing to compile, so draw only what is asked.
+    samples_on_host = True
+
     def __init__(self, program_code: str, *, data: Mapping[str, Any], observed: Sequence[str],
                  simulate: Callable | None = None, backend: str = "native", num_threads: int = 1,
                  name: str | None = None):
@@ -96,11 +100,8 @@ class StanModel:
         info = stanc_info(program_code)
         self.name = name or f"program {hashlib.sha256(program_code.encode()).hexdigest()[:10]}"
         inputs = self._inputs = info["inputs"]
-        if LAMBDA not in inputs:
-            raise BDMCError(
-                f"the Stan program has no data variable {LAMBDA!r}: declare `real<lower=0, upper=1> {LAMBDA};` "
-                f"in its data block and write the likelihood as `target += {LAMBDA} * ..._lpdf(...)`")
-        if inputs[LAMBDA]["type"] != "real" or inputs[LAMBDA]["dimensions"] != 0:
+        self.marks_likelihood = LAMBDA in inputs
+        if self.marks_likelihood and (inputs[LAMBDA]["type"] != "real" or inputs[LAMBDA]["dimensions"] != 0):
             raise BDMCError(f"{LAMBDA!r} must be declared as a real scalar in the data block")
         if not self.observed:
             raise BDMCError("observed must name at least one data variable")
@@ -108,7 +109,7 @@ class StanModel:
             if name == LAMBDA or name not in inputs:
                 raise BDMCError(f"observed variable {name!r} is not a data variable of the Stan program; "
                                 f"its data variables are {[n for n in inputs if n != LAMBDA]}")
-        if LAMBDA in data:
+        if self.marks_likelihood and LAMBDA in data:
             raise BDMCError(f"data must not contain {LAMBDA!r}: bdmc sets it along the annealing path")
         missing = [n for n in inputs if n != LAMBDA and n not in data]
         if missing:
@@ -131,7 +132,13 @@ class StanModel:
         self._placeholder = tuple(np.asarray(data[n], self._obs_dtype[n]) for n in self.observed)
         unnormalized = sorted(d for d in info.get("distributions", []) if d.endswith(("_lupdf", "_lupmf")))
         self.normalized = not unnormalized
-        if unnormalized:
+        if unnormalized and not self.marks_likelihood:
+            warnings.warn(
+                f"the Stan program uses unnormalized densities ({', '.join(unnormalized)}; `~` statements are "
+                "such) and marks no likelihood, so the normalizer of its density, which bounds on a reference "
+                "path estimate, is p(y) times the constants `~` drops (log p(y) minus them); write every "
+                "statement as `target += ..._lpdf(...)` for log p(y) itself.", stacklevel=3)
+        elif unnormalized:
             warnings.warn(
                 f"the Stan program uses unnormalized densities ({', '.join(unnormalized)}; `~` statements are "
                 "such), so its log_prior is normalized only up to a constant. AIS and BDMC bounds on log p(y) are "
@@ -211,15 +218,20 @@ class StanModel:
 
     def log_prior(self, latent):
         """Stan's log density (with log-Jacobians) at ``bdmc_lambda = 0``."""
+        self._require_marked("log_prior")
         return self.log_density(latent, dict(zip(self.observed, self._placeholder)), 0.0)
 
     def log_likelihood(self, latent, data):
         """``log p(y | x)`` as one term (Stan reports no per-case terms): shape (1,)."""
+        self._require_marked("log_likelihood")
         full = self.log_density(latent, data, 1.0)
         return (full - self.log_density(latent, data, 0.0))[None]
 
     def log_density(self, latent, data, lam):
-        """``log f(x; lam)``: Stan's log density at ``bdmc_lambda = lam`` (a scalar weight)."""
+        """``log f(x; lam)``: Stan's log density at ``bdmc_lambda = lam`` (a scalar weight); for a program that
+        marks no likelihood, its whole log density, at ``lam = 1`` only."""
+        if not self.marks_likelihood and not (isinstance(lam, (int, float)) and lam == 1):
+            self._require_marked("log_density at lambda != 1")
         lam = jnp.asarray(lam)
         if lam.ndim != 0:
             raise BDMCError(
@@ -314,7 +326,8 @@ class StanModel:
         data = dict(self._fixed)
         for name, value in zip(self.observed, observations):
             data[name] = np.asarray(value, self._obs_dtype[name])
-        data[LAMBDA] = float(lam)
+        if self.marks_likelihood:
+            data[LAMBDA] = float(lam)
         return data
 
     def _stan_log_prob(self, data, x) -> float:
@@ -324,6 +337,22 @@ class StanModel:
         if not isinstance(data, Mapping) or any(n not in data for n in self.observed):
             raise DataError(f"data must be a dict with the observed variable(s) {list(self.observed)}")
         return tuple(jnp.asarray(data[n], _active(self._obs_dtype[n])) for n in self.observed)
+
+    def _require_marked(self, what):
+        if not self.marks_likelihood:
+            raise BDMCError(
+                f"{what} needs the program to mark its likelihood, and {self.name} declares no data variable "
+                f"{LAMBDA!r}: run it as written on a path from a fitted reference, "
+                "`path = bdmc.reference_path(key, model, data)` (then any estimator on `path`), or declare "
+                f"`real<lower=0, upper=1> {LAMBDA};` and write the likelihood `target += {LAMBDA} * ..._lpdf(...)`")
+
+    def sample_initial(self, key):
+        """A point drawn uniformly from (-2, 2) in every unconstrained coordinate, as Stan initializes its
+        samplers: where a fit may start when there is no simulator (not an exact draw from anything bdmc
+        scores)."""
+        built = self._ensure_built()
+        dtype = jnp.result_type(float)
+        return jax.random.uniform(key, (built.dim,), dtype, -2.0, 2.0)
 
     def _require_simulator(self, what):
         if self.simulate_fn is None:
@@ -385,7 +414,8 @@ def from_stan(program_code: str, *, data: Mapping[str, Any], observed: str | Seq
         A Stan program whose data block declares ``real<lower=0, upper=1> bdmc_lambda;`` and whose model
         block multiplies the log-likelihood by it: ``target += bdmc_lambda * normal_lpdf(y | mu, sigma);``.
         ``bdmc_lambda`` must not enter the program any other way, and the observed variables only through that
-        likelihood.
+        likelihood. A program without ``bdmc_lambda`` is taken whole, as written: run it on
+        ``bdmc.reference_path(key, model, data)`` (its ``log_prior`` and ``log_likelihood`` refuse).
     data : dict
         Every data variable of the program except ``bdmc_lambda``, including the observed ones: their values
         fix the shapes; the data bdmc scores replace them.
@@ -423,7 +453,7 @@ def from_stan(program_code: str, *, data: Mapping[str, Any], observed: str | Seq
     bdmc.MissingExtraError
         When pystan is not installed (``pip install 'bdmc[stan]'``).
     bdmc.BDMCError
-        When the program lacks ``bdmc_lambda``, an observed name is not a data variable, ``data`` misses or
+        When ``bdmc_lambda`` is not a real scalar, an observed name is not a data variable, ``data`` misses or
         adds variables, or (on first use) the log density is not affine in ``bdmc_lambda``, or the simulator's
         output does not fit the program.
 

@@ -267,7 +267,8 @@ def _host_log_density(model: StanModel, x, lam, *obs, with_grad: bool):
     for g, (w, lam_g) in enumerate(groups):
         members = np.flatnonzero(inverse.reshape(-1) == g) if len(groups) > 1 else slice(None)
         changes = {n: np.asarray(v, model._obs_dtype[n]) for n, v in zip(model.observed, data_sets[int(w)])}
-        changes[LAMBDA] = float(lam_g)
+        if model.marks_likelihood:
+            changes[LAMBDA] = float(lam_g)
         v, gr = model._built.stan("log_prob_group", changes, xs[members], with_grad)
         values[members] = v
         if with_grad:
@@ -326,7 +327,8 @@ def build_program(model: StanModel) -> BuiltProgram:
         built.dim = probe[0].size
     else:
         built.dim = program("count_unconstrained", data, sum(math.prod(s) for s in shapes.values()))
-    _check_lambda_enters_affinely(model, built, probe)
+    if model.marks_likelihood:
+        _check_lambda_enters_affinely(model, built, probe)
     return built
 
 def _checked_prior_draw(model: StanModel) -> tuple:

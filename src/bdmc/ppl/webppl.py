@@ -57,6 +57,9 @@ class WebPPLModel:
         The number of ``observe`` / ``factor`` statements, the length of ``log_likelihood``.
     """
 
+    # Prior draws come from the WebPPL program run forward in node: nothing to compile, so draw only what is asked.
+    samples_on_host = True
+
     def __init__(self, program: str, *, data: Mapping[str, Any], observed: Sequence[str],
                  simulate: Callable | None = None, install: bool = True, name: str | None = None):
         if not isinstance(program, str):

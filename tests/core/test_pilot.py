@@ -163,7 +163,8 @@ def test_step_size_table_interpolates_in_log_space_and_refuses_bad_tables():
         StepSizeTable((0.5, 0.1), (0.1, 0.1))
 
 
-def test_a_pilot_that_meets_a_nan_or_plus_inf_density_leaves_the_run_untuned_so_it_reports_it(problem):
+def test_a_pilot_that_meets_a_nan_or_plus_inf_density_leaves_the_run_untuned_so_it_reports_it(problem,
+                                                                                               monkeypatch):
     from dataclasses import dataclass
 
     import jax.numpy as jnp
@@ -187,7 +188,13 @@ def test_a_pilot_that_meets_a_nan_or_plus_inf_density_leaves_the_run_untuned_so_
     data, _, _ = problem
     model = PlusInfPrior()
     kernel = HMC(model)
-    choice = tune(jax.random.key(0), model, data, kernel, 20, pilot=PILOT)
+    # The prior check runs before the pilot and stops there, before the pilot's compile...
+    with pytest.raises(bdmc.NonFiniteLogDensityError, match=r"the check before the pilot: .*log_prior is \+inf"):
+        tune(jax.random.key(0), model, data, kernel, 20, pilot=PILOT)
+    # ...and a pilot that meets such a region anyway (the check's draws missed it) does not tune around it.
+    with monkeypatch.context() as patch:
+        patch.setattr("bdmc.core.pilot.check_prior", lambda *a, **k: 0.0)
+        choice = tune(jax.random.key(0), model, data, kernel, 20, pilot=PILOT)
     # A tuned run could steer around the bug (step sizes shrunk until nothing moves); it must not.
     assert not choice.healthy and choice.kernel is kernel
     np.testing.assert_array_equal(choice.path, schedules.sigmoidal(20))

@@ -43,6 +43,7 @@ from ..kernels.mass import GaussianTable, table_from_moments
 from ..kernels.step_sizes import StepSizeTable
 from . import schedules
 from .prior import timed_prior_draws
+from .prior_check import PRIOR_CHECK_DRAWS, check_prior
 from .resampling import SCHEMES
 
 PILOT_STREAM = 0x9E3779B9  # folded into the caller's key: the pilot's randomness is not the run's
@@ -166,7 +167,8 @@ def jitter_of(kernel) -> dict:
     return {"jitter": PRECONDITIONED_JITTER} if wanted else {}
 
 
-def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None) -> Tuned:
+def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None,
+         prior_check: int = PRIOR_CHECK_DRAWS) -> Tuned:
     """Run a pilot and return the frozen path of ``num_steps`` distributions and the tuned kernel.
 
     Parameters
@@ -181,8 +183,15 @@ def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None
         Distributions T of the tuned path.
     pilot : Pilot, optional
         Pilot settings (default ``Pilot()``).
+    prior_check : int
+        Exact prior draws checked for a NaN or +inf density term before the pilot compiles
+        (:mod:`bdmc.core.prior_check`; the run checks again, on its own keys, with the compiled program).
     """
     pilot = Pilot() if pilot is None else pilot
+    # A density NaN or +inf on prior mass is the run's error anyway: find it before compiling the pilot (the
+    # run's own check then reuses the compiled program).
+    checked = check_prior(key, model, data, np.array([0.0, 1.0]), num_draws=int(prior_check), batch_axes=None,
+                          axes_signature=None, batch_label="", description="the check before the pilot")
     steer = tunes_step_size(kernel)
     grid = pilot.grid()
     step0 = float(np.mean(kernel.step_size.sizes)) if steer and isinstance(kernel.step_size, StepSizeTable) \
@@ -191,7 +200,7 @@ def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None
     latents, key_pilot, drawn = timed_prior_draws(jax.random.fold_in(key, PILOT_STREAM), model,
                                                   int(pilot.num_chains))
     run, compile_seconds = _compiled_pilot(model, kernel, pilot, steer, (kind, field), latents, data)
-    compile_seconds += drawn
+    compile_seconds += drawn + checked
     began = time.perf_counter()
     outputs = run(key_pilot, latents, data, grid, np.float64(step0))
     lams, active, variances, sizes, acceptance, sick, means, covariances = (np.asarray(x) for x in outputs)

@@ -18,6 +18,7 @@ import jax
 import numpy as np
 
 from ..core.pilot import Pilot, refuse_in_chain_adaptation, tune
+from ..core.prior_check import PRIOR_CHECK_DRAWS
 from ..errors import BDMCError
 from ..kernels.step_sizes import StepSizeTable
 
@@ -53,7 +54,8 @@ def pilot_table(key, model, cases, kernel, pilot: Pilot):
     pilot = dataclasses.replace(pilot, mass="identity")
     sizes, seconds, compile_seconds, evals, lams = [], 0.0, 0.0, 0, None
     for i, data in enumerate(cases):
-        tuned = tune(jax.random.fold_in(key, i), model, data, kernel, int(pilot.num_steps), pilot=pilot)
+        tuned = tune(jax.random.fold_in(key, i), model, data, kernel, int(pilot.num_steps), pilot=pilot,
+                     prior_check=PRIOR_CHECK_DRAWS // 8)
         if not tuned.healthy:
             raise BDMCError(f"the step-size pilot met a NaN or +inf log density on image {i}: check the decoder "
                             "and its parameters (a log density may be -inf, never NaN or +inf)")

@@ -20,6 +20,7 @@ from .core.engine import anneal
 from .core.records import AnnealResult, StepInfo
 from .core.reference import ReferencePath, reference_path
 from .core.smc import shme, smc
+from .core.tempered import reverse_tempered_smc, tempered_smc
 from .errors import (BDMCError, DataError, DivergenceWarning, MissingCapabilityError, MissingExtraError,
                      NonFiniteLogDensityError, NonFiniteLogWeightError, RunHealthWarning, ScheduleError,
                      UntrustedStderrWarning)
@@ -34,7 +35,8 @@ __all__ = ["audit",
     "__version__", "anneal", "bracket", "bread",
     "bug_alarm", "cache_info", "capabilities", "checks", "clear_caches", "contracts", "enable_x64", "estimators",
     "exact", "forward_ais", "gap", "kernels", "log_harmonic_mean", "log_mean_exp", "models", "ppl",
-    "reference_path", "reverse_ais", "sandwich", "schedules", "shme", "simulate", "smc",
+    "reference_path", "reverse_ais", "reverse_tempered_smc", "sandwich", "schedules", "shme", "simulate", "smc",
+    "tempered_smc",
 ]
 
 

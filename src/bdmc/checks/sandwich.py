@@ -23,7 +23,8 @@ import pandas as pd
 from ..contracts.capabilities import ExactEvidence, supports
 from ..contracts.estimate import ESTIMATORS, Estimate, EstimatorInfo
 from ..contracts.model import Simulated, simulate, validate_data
-from ..core import ais, smc  # noqa: F401  importing them registers the paired estimators
+from ..core import ais, smc, tempered  # noqa: F401  importing them registers the paired estimators
+from ..core.tempered import PARTICLES as TEMPERED_PARTICLES
 from ..errors import BDMCError
 from .alarm import ALPHA, FALLING_ALPHA, Bound, BugAlarm, alarm_from_bounds, crossing_p_bound
 from .sandwich_verdict import NOISE_STDERRS, ExactCheck, exact_check
@@ -63,6 +64,8 @@ class SandwichMethod:
         The knob's axis label in figures.
     labels : (str, str)
         How the alarm and figures name the lower and the upper estimator.
+    particles : int
+        Particles per run when :func:`sandwich` is not told (1 for the paper's SMC / SHME).
     """
 
     name: str
@@ -72,6 +75,7 @@ class SandwichMethod:
     symbol: str
     axis: str
     labels: tuple[str, str]
+    particles: int = 1
 
     @property
     def estimators(self) -> tuple[EstimatorInfo, EstimatorInfo]:
@@ -115,6 +119,9 @@ SANDWICH_METHODS: Mapping[str, SandwichMethod] = {
                           axis="intermediate distributions T", labels=("forward AIS", "reverse AIS")),
     "smc": SandwichMethod("smc", lower="smc", upper="shme", smallest=1, symbol="moves",
                           axis="MCMC moves per data case", labels=("SMC", "SHME")),
+    "tempered-smc": SandwichMethod("tempered-smc", lower="tempered-smc", upper="rev-tempered-smc", smallest=2,
+                                   symbol="T", axis="temperatures T",
+                                   labels=("tempered SMC", "reverse tempered SMC"), particles=TEMPERED_PARTICLES),
 }
 
 
@@ -210,7 +217,7 @@ def sandwich(
     kernel=None,
     schedule: str = "sigmoidal",
     method: str = "ais",
-    num_particles: int = 1,
+    num_particles: int | None = None,
     until_gap: float | None = None,
     max_steps: int = 100_000,
     alpha: float = ALPHA,
@@ -235,11 +242,12 @@ def sandwich(
         Independent runs per direction and knob value.
     kernel, schedule
         As for :func:`bdmc.forward_ais` (``schedule`` only where the estimators take one).
-    method : {"ais", "smc"}
-        The pair of :data:`SANDWICH_METHODS`: forward and reverse AIS (knob: intermediate distributions T), or
-        SMC (lower) and SHME (upper) on the data path (knob: MCMC moves per data case).
-    num_particles : int
-        Particles per SMC / SHME run.
+    method : {"ais", "smc", "tempered-smc"}
+        The pair of :data:`SANDWICH_METHODS`: forward and reverse AIS (knob: intermediate distributions T),
+        SMC (lower) and SHME (upper) on the data path (knob: MCMC moves per data case), or tempered SMC from
+        the prior and from the exact latent (knob: temperatures T; :mod:`bdmc.core.tempered`).
+    num_particles : int, optional
+        Particles per SMC / SHME or tempered SMC run (default: the pair's, 1 for SMC / SHME, 32 for tempered).
     until_gap : float, optional
         Keep doubling the knob from ``steps[0]`` (:func:`knob_values`) until the mean single-run gap (upper
         minus lower, the BREAD estimate B-hat, non-negative in expectation) is below ``until_gap`` nats or the
@@ -275,6 +283,7 @@ def sandwich(
     exact = exact_log_marginal_or_none(model, data)
     steps = checked_steps(method, steps)
     rows = {_row_key(r): {c: r.get(c, np.nan) for c in COLUMNS} | {"method": r.get("method", method)} for r in done}
+    num_particles = pair.particles if num_particles is None else num_particles
     options = {"kernel": kernel, "schedule": schedule, "num_particles": num_particles, "progress": progress}
     directions = DIRECTIONS[:1] if forward_only else DIRECTIONS
 

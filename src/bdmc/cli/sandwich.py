@@ -59,9 +59,10 @@ def sandwich_command(
     out: Optional[Path] = out_option("out/sandwich-MODEL"),
     schedule: str = typer.Option("sigmoidal", "--schedule", help="Annealing schedule name."),
     method: str = typer.Option("ais", "--method",
-                               help="ais: forward/reverse AIS, --steps = T. smc: SMC/SHME, --steps = moves per case."),
-    particles: Optional[int] = typer.Option(None, "--particles", show_default="1",
-                                            help="Particles per SMC/SHME run (--method smc only)."),
+                               help="ais: forward/reverse AIS, --steps = T. smc: SMC/SHME, --steps = moves per case. "
+                                    "tempered-smc: tempered SMC from prior and exact latent, --steps = T."),
+    particles: Optional[int] = typer.Option(None, "--particles", show_default="1 (smc), 32 (tempered-smc)",
+                                            help="Particles per run (--method smc or tempered-smc)."),
     until_gap: Optional[float] = typer.Option(
         None, "--until-gap", help="Double T from the one --steps value until the single-run gap is below TOL nats.",
         metavar="TOL"),
@@ -104,7 +105,7 @@ def sandwich_command(
     refuse_together({"--particles": particles is not None,
                      f"--method {method}": "num_particles" not in pair.options},
                     f"{method} runs single chains; particles need --method {' or '.join(with_particles)}")
-    particles = 1 if particles is None else particles
+    particles = pair.particles if particles is None else particles
     step_list = parse_steps(steps, smallest=pair.smallest)
     at_least(runs, "--runs", 1, "16")
     at_least(seed, "--seed", 0, "0")

@@ -1,0 +1,192 @@
+"""Tempered SMC on the geometric path: forward from prior draws (unbiased for Z), in reverse from the exact
+latent (unbiased for 1/Z).
+
+``num_particles`` particles per run move along the path ``f(x; lam) = p(x) p(y | x)^lam`` from prior to
+posterior: at each temperature every particle is weighted by ``f(x; lam_to) / f(x; lam_from)``, the run's
+particles are resampled when their ESS falls below ``ess_threshold * num_particles``, and each particle then
+takes ``num_moves`` transitions of a kernel that leaves ``f(.; lam_to)`` invariant. Everything adaptive (the
+temperatures, the kernel's step sizes and preconditioner) is chosen by the AIS pilot (:mod:`bdmc.core.pilot`)
+on its own keys and frozen, so the run is a Feynman-Kac particle system with fixed potentials and kernels:
+
+- **Forward.** Its estimate ``Z_hat = prod_t (1/K) sum_k w_t^k`` is unbiased for ``Z = p(y)`` (Del Moral 2004,
+  Prop. 7.4.1; any resampling scheme that keeps each particle's expected offspring proportional to its
+  weight). So ``log Z_hat`` is a stochastic lower bound on ``log p(y)``: ``E[log Z_hat] <= log p(y)``, and
+  ``P(log Z_hat > log p(y) + b) <= exp(-b)`` (Markov).
+- **Reverse.** Run the same system along the reversed path, from ``f(.; 1)`` (the posterior, normalizer Z) to
+  ``f(.; 0)`` (the prior, normalizer 1). The same theorem says its estimate is unbiased for the ratio of
+  the end normalizers, ``1 / Z``, *provided its initial particles are distributed as the first target*.
+  The argument (docs/tempered_smc.md) needs each initial particle to be marginally a posterior draw, not the
+  particles to be independent: the proof conditions on nothing at time 0 but the law of the first particle
+  system, and with the ``K`` particles all equal to one exact latent ``x*`` the law is that of ``x*``
+  copied ``K`` times; the first weights are then equal, and the identity ``E[Z_hat_rev] = 1/Z`` holds by the
+  tower property through ``x*``. So ``-log Z_hat_rev`` is a stochastic upper bound on ``log p(y)``, as
+  reverse AIS's (its ``K = 1`` case) is.
+
+With ``num_particles = 1`` both are AIS. Temperatures adapted *inside* the run from its own particles (as
+BlackJAX's and PyMC's adaptive tempering do) break the first condition: the potentials depend on the
+particles they weight, and the estimate is biased (``tests/core/test_tempered.py`` measures the bias).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from ..contracts.estimate import Estimate, register_estimator, seed_of
+from ..contracts.model import validate_data
+from ..errors import BDMCError
+from ..kernels import repeat
+from .ais import broadcast_latent, check_exact_latent, plan, require_exact_latent
+from .engine import anneal
+from .health import divergence_fields, warn_if_unhealthy
+from .pilot import Pilot
+from .prior import prior_draws
+from .prior_check import PRIOR_CHECK_DRAWS
+from .resampling import AdaptiveResampling
+
+PARTICLES = 32  # particles per run of num_particles="auto"
+
+
+@register_estimator("tempered-smc", label="tempered SMC", knob="num_steps", knobs=(10, 30, 100), bound="lower")
+def tempered_smc(
+    key,
+    model,
+    data,
+    *,
+    exact_latent=None,
+    num_steps: int = 100,
+    num_particles: int | str = "auto",
+    num_runs: int = 4,
+    num_moves: int = 1,
+    kernel: Any = None,
+    schedule="auto",
+    tune: str | Pilot = "auto",
+    resampling: str = "systematic",
+    ess_threshold: float = 0.5,
+    progress="auto",
+) -> Estimate:
+    """Tempered SMC from prior draws: an unbiased estimate of ``p(y)``, a stochastic lower bound on its log.
+
+    Parameters
+    ----------
+    key : PRNG key
+        Drives the run; the pilot folds in its own stream (:mod:`bdmc.core.pilot`).
+    model, data
+        A Model and its observed data.
+    exact_latent : optional
+        Not used (the run starts from prior draws); accepted so every estimator has one call shape.
+    num_steps : int
+        Temperatures T on the path, 0 and 1 included (T - 1 weightings): the knob.
+    num_particles : int or "auto"
+        Particles per run ("auto": :data:`PARTICLES`).
+    num_runs : int
+        Independent runs, each one estimate of ``log p(y)``, combined by log-mean-exp.
+    num_moves : int
+        Kernel transitions per particle at each temperature.
+    kernel : optional
+        Leaves every ``f(.; lam)`` invariant; the model's own, else pilot-tuned HMC (as :func:`bdmc.forward_ais`).
+    schedule : "auto", a schedule name or an array
+        The temperatures; "auto" takes the pilot's (frozen), as :func:`bdmc.forward_ais` does.
+    tune : "auto", "pilot", "off" or Pilot
+        As for :func:`bdmc.forward_ais`: every adaptive choice comes from a pilot on its own keys, frozen.
+    resampling : {"systematic", "stratified", "multinomial"}
+    ess_threshold : float
+        A run's particles are resampled when their ESS falls below this share of ``num_particles``.
+    progress : bool, "auto" or callable
+
+    Returns
+    -------
+    Estimate
+        ``bound="lower"``; one entry of ``runs`` per run; ``settings`` records the particles, moves and the
+        pilot's choices.
+    """
+    return _run(key, model, data, None, direction="forward", num_steps=num_steps, num_particles=num_particles,
+                num_runs=num_runs, num_moves=num_moves, kernel=kernel, schedule=schedule, tune=tune,
+                resampling=resampling, ess_threshold=ess_threshold, progress=progress)
+
+
+@register_estimator("rev-tempered-smc", label="rev tempered SMC", knob="num_steps", knobs=(10, 30, 100),
+                    bound="upper", needs_exact=True)
+def reverse_tempered_smc(
+    key,
+    model,
+    data,
+    *,
+    exact_latent=None,
+    num_steps: int = 100,
+    num_particles: int | str = "auto",
+    num_runs: int = 4,
+    num_moves: int = 1,
+    kernel: Any = None,
+    schedule="auto",
+    tune: str | Pilot = "auto",
+    resampling: str = "systematic",
+    ess_threshold: float = 0.5,
+    progress="auto",
+) -> Estimate:
+    """Tempered SMC from the exact posterior sample to the prior: unbiased for ``1 / p(y)``, so the negated log
+    is a stochastic upper bound on ``log p(y)`` (module docstring).
+
+    Every particle of a run starts at ``exact_latent`` (one exact sample, or a batch with a leading axis of
+    ``num_runs``: one per run); runs combine by log-harmonic-mean. Other parameters as for
+    :func:`tempered_smc`; the pilot runs forward from prior draws on its own keys and the run follows the
+    reverse of the temperatures it chose.
+    """
+    require_exact_latent(exact_latent, "reverse tempered SMC")
+    return _run(key, model, data, exact_latent, direction="reverse", num_steps=num_steps,
+                num_particles=num_particles, num_runs=num_runs, num_moves=num_moves, kernel=kernel,
+                schedule=schedule, tune=tune, resampling=resampling, ess_threshold=ess_threshold,
+                progress=progress)
+
+
+def _run(key, model, data, exact_latent, *, direction, num_steps, num_particles, num_runs, num_moves, kernel,
+         schedule, tune, resampling, ess_threshold, progress) -> Estimate:
+    if isinstance(num_particles, str) and num_particles == "auto":
+        num_particles = PARTICLES
+    for name, value in (("num_moves", num_moves), ("num_particles", num_particles), ("num_runs", num_runs)):
+        if isinstance(value, (bool, str)) or int(value) != value or value < 1:
+            extra = ' or "auto"' if name == "num_particles" else ""
+            raise BDMCError(f"{name} must be a positive integer{extra}, got {value!r}")
+    num_particles, num_runs, num_moves = int(num_particles), int(num_runs), int(num_moves)
+    resampler = AdaptiveResampling(scheme=resampling, ess_threshold=ess_threshold)  # validates both
+    data = validate_data(model, data)
+    chains = num_runs * num_particles
+    name = "tempered SMC" if direction == "forward" else "reverse tempered SMC"
+    if direction == "reverse":  # before the pilot: a bad exact latent is the caller's error, found at once
+        init = _per_run(model, exact_latent, num_runs, num_particles)
+    path, kernel, tuned = plan(key, model, data, kernel, schedule, num_steps, tune)
+    kernel = kernel if num_moves == 1 else repeat(kernel, num_moves)
+    key_run = key
+    if direction == "forward":
+        init, key_run = prior_draws(key, model, chains)
+    else:
+        check_exact_latent(model, data, exact_latent, init, path[-1], description=name)
+        path = path[::-1]
+    result = anneal(key_run, model, data, kernel, path, init, num_particles=num_particles, resampler=resampler,
+                    prior_check=PRIOR_CHECK_DRAWS, progress=progress,
+                    description=f"{name} T={path.shape[0]} K={num_particles}")
+    runs = result.log_evidence if direction == "forward" else -result.log_evidence
+    settings = {"method": "tempered-smc", "direction": direction, "num_steps": int(path.shape[0]),
+                "num_particles": num_particles, "num_runs": num_runs, "num_moves": num_moves,
+                "resampling": resampling, "ess_threshold": float(ess_threshold), "kernel": type(kernel).__name__}
+    seconds, compile_seconds, n_evals = result.seconds, result.compile_seconds, result.n_evals
+    if tuned is not None:  # the pilot's cost is part of the estimate's
+        seconds += tuned.seconds - tuned.compile_seconds
+        compile_seconds += tuned.compile_seconds
+        n_evals += tuned.n_evals
+        settings |= tuned.settings()
+    else:
+        settings["tuned"] = "off"
+    estimate = Estimate.from_runs(
+        runs, bound="lower" if direction == "forward" else "upper", seconds=seconds,
+        compile_seconds=compile_seconds, n_evals=n_evals, settings=settings, seed=seed_of(key), details=result,
+        compiled=result.compiled, **divergence_fields(result))
+    return warn_if_unhealthy(estimate, f"{name} T={settings['num_steps']}", stacklevel=4)
+
+
+def _per_run(model, exact_latent, num_runs: int, num_particles: int):
+    """The reverse run's start: each run's exact latent (one shared, or one per run) copied to its particles."""
+    runs = broadcast_latent(model, exact_latent, num_runs)
+    return jax.tree.map(lambda a: jnp.repeat(a, num_particles, axis=0), runs)

@@ -190,12 +190,16 @@ def test_bdmc_gap_on_ppca_and_its_alarm_on_a_wrong_sigma(ppca):
     np.testing.assert_allclose(result.gap, result.reverse.per_image - result.forward.per_image)
     # Negative control: reverse chains started from another image's z (not a posterior sample of this
     # image, as a simulator that mixed up its latents would give) make the "upper bound" cross the lower.
+    # Short chains with a fixed step size: how far a long run forgets its wrong start depends on the pilot's
+    # step sizes, which change with rounding (measured: at T = 200 one image of four fired with one build of
+    # the same program and none with another); at T = 20 three of four fire by a wide margin (p < 1e-5).
     images, latents, _ = ppca
-    opts = dict(sigma=SIGMA, latent_dim=K, num_runs=CHAINS, num_steps=200)
+    opts = dict(sigma=SIGMA, latent_dim=K, num_runs=CHAINS, num_steps=20, tune="off")
     fwd = ais_log_likelihood(jax.random.key(15), DECODER, PARAMS, images, **opts)
     rev = reverse_ais_log_likelihood(jax.random.key(16), DECODER, PARAMS, images, jnp.roll(latents, 1, axis=0),
-                                     tune=fwd.step_size, **opts)
-    assert any(bug_alarm(fwd.estimate(i), rev.estimate(i), alpha=0.01 / N_IMAGES).fired for i in range(N_IMAGES))
+                                     **opts)
+    fired = [bug_alarm(fwd.estimate(i), rev.estimate(i), alpha=0.01 / N_IMAGES).fired for i in range(N_IMAGES)]
+    assert sum(fired) >= 2, fired
 
 
 def test_runs_in_float32(ppca):

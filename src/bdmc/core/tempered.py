@@ -150,19 +150,25 @@ def _run(key, model, data, exact_latent, *, direction, num_steps, num_particles,
             extra = ' or "auto"' if name == "num_particles" else ""
             raise BDMCError(f"{name} must be a positive integer{extra}, got {value!r}")
     num_particles, num_runs, num_moves = int(num_particles), int(num_runs), int(num_moves)
-    resampler = AdaptiveResampling(scheme=resampling, ess_threshold=ess_threshold)  # validates both
+    if not 0.0 <= float(ess_threshold) <= 1.0:
+        raise BDMCError(f"ess_threshold must lie in [0, 1], got {ess_threshold!r}")
+    try:
+        resampler = AdaptiveResampling(scheme=resampling, ess_threshold=float(ess_threshold))
+    except ValueError as err:  # an unknown scheme, named by the resampler
+        raise BDMCError(str(err)) from err
     data = validate_data(model, data)
     chains = num_runs * num_particles
     name = "tempered SMC" if direction == "forward" else "reverse tempered SMC"
-    if direction == "reverse":  # before the pilot: a bad exact latent is the caller's error, found at once
-        init = _per_run(model, exact_latent, num_runs, num_particles)
+    if direction == "reverse":  # before the pilot: a malformed exact latent is the caller's error, found at once
+        per_run = broadcast_latent(model, exact_latent, num_runs)  # one exact latent per run
+        init = jax.tree.map(lambda a: jnp.repeat(a, num_particles, axis=0), per_run)  # copied to its particles
     path, kernel, tuned = plan(key, model, data, kernel, schedule, num_steps, tune)
     kernel = kernel if num_moves == 1 else repeat(kernel, num_moves)
     key_run = key
     if direction == "forward":
         init, key_run = prior_draws(key, model, chains)
     else:
-        check_exact_latent(model, data, exact_latent, init, path[-1], description=name)
+        check_exact_latent(model, data, exact_latent, per_run, path[-1], description=name)
         path = path[::-1]
     result = anneal(key_run, model, data, kernel, path, init, num_particles=num_particles, resampler=resampler,
                     prior_check=PRIOR_CHECK_DRAWS, progress=progress,
@@ -185,8 +191,3 @@ def _run(key, model, data, exact_latent, *, direction, num_steps, num_particles,
         compiled=result.compiled, **divergence_fields(result))
     return warn_if_unhealthy(estimate, f"{name} T={settings['num_steps']}", stacklevel=4)
 
-
-def _per_run(model, exact_latent, num_runs: int, num_particles: int):
-    """The reverse run's start: each run's exact latent (one shared, or one per run) copied to its particles."""
-    runs = broadcast_latent(model, exact_latent, num_runs)
-    return jax.tree.map(lambda a: jnp.repeat(a, num_particles, axis=0), runs)

@@ -4,8 +4,9 @@ Each seed simulates a data set and its exact latent from the model and runs one 
 reverse AIS at T = 2, 10, 100, 1000, SMC and SHME at 1, 3, 10 moves per case, or forward and reverse tempered
 SMC at T = 2, 10, 30 temperatures) with the model's default kernel. The run-level verdict
 (``SandwichResult.verdict``: every lower bound against every upper bound, pooled) is recorded with the
-uncertified falling-forward warning and, for comparison, the per-pair rule the verdict replaced (a mean
-per-pair gap more than 5 standard errors below zero at some T). The alarm's stated level is 0.01 (Markov's inequality); the table gives each rate with a 95% Clopper-Pearson interval.
+uncertified falling-forward warning and, for comparison, the per-pair rule the verdict replaced (a mean per-
+pair gap more than 5 standard errors below zero at some T). The alarm's stated level is 0.01 (Markov's
+inequality); the table gives each rate with a 95% Clopper-Pearson interval.
 
 Rows are appended to ``rows.jsonl`` as each sandwich finishes, each with its sandwich table, so the verdict can
 be recomputed from the data (``alarm_from_table``); a rerun resumes.

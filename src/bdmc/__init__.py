@@ -7,7 +7,7 @@ Importing bdmc changes no global JAX state. The estimators follow JAX's active d
 from . import checks, contracts, estimators, exact, kernels, models, ppl
 from .bracketing import bracket
 from .caching import cache_info, clear_caches
-from .config import enable_x64
+from .config import enable_compilation_cache, enable_x64
 from .checks.alarm import BugAlarm, bug_alarm
 from .checks.bread import BreadResult, bread
 from .checks.sandwich import SandwichResult, sandwich
@@ -33,7 +33,8 @@ __all__ = ["audit",
     "ReferencePath", "RunHealthWarning", "SandwichResult", "ScheduleError", "UntrustedStderrWarning", "Simulated",
     "StepInfo",
     "__version__", "anneal", "bracket", "bread",
-    "bug_alarm", "cache_info", "capabilities", "checks", "clear_caches", "contracts", "enable_x64", "estimators",
+    "bug_alarm", "cache_info", "capabilities", "checks", "clear_caches", "contracts", "enable_compilation_cache",
+    "enable_x64", "estimators",
     "exact", "forward_ais", "gap", "kernels", "log_harmonic_mean", "log_mean_exp", "models", "ppl",
     "reference_path", "reverse_ais", "reverse_tempered_smc", "sandwich", "schedules", "shme", "simulate", "smc",
     "tempered_smc",

@@ -28,8 +28,9 @@ def cache_dir() -> Path:
 def enable_compilation_cache(directory: str | os.PathLike | None = None) -> Path:
     """Keep compiled programs on disk (JAX's persistent compilation cache), so a later process reuses them.
 
-    The ``bdmc`` command turns this on (``--no-compile-cache`` to opt out): a second command on the same
-    model and shapes then pays no compilation. Programs that took under 0.5 s to compile are not stored.
+    The ``bdmc`` command turns this on (``--no-compile-cache`` to opt out); from Python it is one call,
+    ``bdmc.enable_compilation_cache()``, before the first run. A second process on the same model and shapes
+    then loads its programs instead of compiling them. Programs that took under 0.5 s to compile are not stored.
     Returns the directory used (default ``cache_dir() / "jax"``).
     """
     path = Path(directory) if directory is not None else cache_dir() / "jax"

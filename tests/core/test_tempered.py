@@ -115,7 +115,7 @@ def _adaptive_tempering_log_z(key, data, *, runs: int, particles: int, ess_targe
     ESS of the increments kept at ``ess_target * particles``, by bisection), as adaptive tempering does, with
     exact moves (the model's Gibbs draw): everything else as the frozen sampler's."""
     def one_run(key):
-        keys = jax.random.split(key, 64)
+        keys = jax.random.split(key, 25)
         mu = jax.vmap(CONTROL.sample_prior)(jax.random.split(keys[0], particles))
 
         def level(carry, k):
@@ -133,7 +133,7 @@ def _adaptive_tempering_log_z(key, data, *, runs: int, particles: int, ess_targe
                 return jnp.where(keep, mid, lo), jnp.where(keep, hi, mid)
 
             room = 1.0 - lam
-            lo, _ = jax.lax.fori_loop(0, 50, halve, (0.0, room))
+            lo, _ = jax.lax.fori_loop(0, 30, halve, (0.0, room))
             new = jnp.where(ess(room) >= ess_target * particles, 1.0, lam + lo)
             new = jnp.where(lam >= 1.0, 1.0, new)
             lw = (new - lam) * ll

@@ -96,7 +96,8 @@ def test_scores_recompute_from_the_stored_trials(sweep):
                       "ais": ("lower", "log-mean-exp"), "rev-ais": ("upper", "log-harmonic-mean"),
                       "smc": ("lower", "log-mean-exp"), "shme": ("upper", "log-harmonic-mean"),
                       "ns": ("neither", "mean-log"), "bic": ("neither", "mean-log"), "vb": ("lower", "max"),
-                      "vb+sym": ("lower", "max"), "cms": ("lower", "log-mean-exp")}
+                      "vb+sym": ("lower", "max"), "cms": ("lower", "log-mean-exp"),
+                      "tempered-smc": ("lower", "log-mean-exp"), "rev-tempered-smc": ("upper", "log-harmonic-mean")}
     assert rules == {name: expected_rules[name] for name in KNOBS}
 
 

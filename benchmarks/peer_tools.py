@@ -28,6 +28,7 @@ HMC_STEP, HMC_LEAPFROG = 0.05, 10
 BUDGETS = {
     "bdmc-ais": [30, 100, 300, 1000, 3000, 10000],
     "bdmc-smc": [(16, 1), (64, 1), (256, 1), (1024, 1)],
+    "bdmc-tsmc": [(16, 10, 5), (64, 10, 5), (64, 30, 5), (256, 30, 5)],
     "blackjax": [64, 256, 1024],
     "pymc": [250, 1000],
     "tfp": [100, 1000],
@@ -37,6 +38,7 @@ BUDGETS = {
     "nautilus": [500],
 }
 KNOBS = {"bdmc-ais": "num_steps T (1 run)", "bdmc-smc": "particles x moves/case (1 run)",
+         "bdmc-tsmc": "particles x temperatures x moves (1 run)",
          "blackjax": "particles", "pymc": "draws (particles)", "tfp": "num_steps (1 chain)",
          "tfp-refreshed": "num_steps (1 chain)",
          "dynesty": "nlive", "ultranest": "min_num_live_points", "nautilus": "n_live"}
@@ -72,6 +74,18 @@ def make_bdmc_smc(problem, budget):
     def run(seed):
         est = bdmc.smc(jax.random.key(seed), model, data, num_moves=int(moves), num_particles=int(particles),
                        num_runs=1, progress=False)
+        return {"log_z": float(est.value), "n_evals": int(est.n_evals), "compiled": bool(est.compiled),
+                "settings": {k: v for k, v in est.settings.items() if isinstance(v, (int, float, str, bool))}}
+    return run
+
+
+def make_bdmc_tsmc(problem, budget):
+    model, data = problem.model, jnp.asarray(problem.data)
+    particles, temperatures, moves = budget
+
+    def run(seed):
+        est = bdmc.tempered_smc(jax.random.key(seed), model, data, num_steps=int(temperatures),
+                                num_particles=int(particles), num_moves=int(moves), num_runs=1, progress=False)
         return {"log_z": float(est.value), "n_evals": int(est.n_evals), "compiled": bool(est.compiled),
                 "settings": {k: v for k, v in est.settings.items() if isinstance(v, (int, float, str, bool))}}
     return run
@@ -243,7 +257,8 @@ def make_nautilus(problem, n_live):
     return run
 
 
-MAKERS = {"bdmc-ais": make_bdmc_ais, "bdmc-smc": make_bdmc_smc, "blackjax": make_blackjax, "pymc": make_pymc,
+MAKERS = {"bdmc-ais": make_bdmc_ais, "bdmc-smc": make_bdmc_smc, "bdmc-tsmc": make_bdmc_tsmc, "blackjax": make_blackjax,
+          "pymc": make_pymc,
           "tfp": make_tfp, "tfp-refreshed": make_tfp_refreshed, "dynesty": make_dynesty, "ultranest": make_ultranest,
           "nautilus": make_nautilus}
 

@@ -47,7 +47,7 @@ from peer_tools import BUDGETS, KNOBS, TOOLS, budget_label  # noqa: E402
 bdmc.enable_x64()  # float64, as the closed forms
 
 RESULTS = Path(__file__).resolve().parent / "results" / "peers"
-BDMC_TOOLS = ("bdmc-ais", "bdmc-smc")
+BDMC_TOOLS = ("bdmc-ais", "bdmc-smc", "bdmc-tsmc")
 # The slow peers run fewer repeats and, for nautilus, fewer problems in the full run (minutes per run on two
 # cores); the headline of peers.md says so.
 SLOW_REPEATS = {"dynesty": 5, "ultranest": 5, "nautilus": 2}

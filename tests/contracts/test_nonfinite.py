@@ -86,6 +86,26 @@ def test_a_nan_region_with_prior_mass_is_an_error_never_a_silent_bias(key):
                          str(e))
 
 
+def test_the_prior_check_runs_once_per_model_and_data_and_a_failure_is_never_remembered(key, monkeypatch):
+    from bdmc.core import prior_check
+
+    calls = []
+    real = prior_check._check
+    monkeypatch.setattr(prior_check, "_check", lambda *a, **k: calls.append(1) or real(*a, **k))
+    model = Toy()
+    kw = dict(num_steps=5, num_runs=2, kernel=HMC(model), progress=False)
+    bdmc.forward_ais(key, model, NEAR_ZERO, **kw)
+    bdmc.forward_ais(jax.random.key(1), model, NEAR_ZERO, **kw)
+    assert len(calls) == 1  # the same model and data: checked once
+    bdmc.forward_ais(key, model, NEAR_ZERO + 1.0, **kw)
+    assert len(calls) == 2  # other data: checked again
+    broken = Toy(bug="nan_far")
+    for _ in range(2):  # a failed check is not cached: every run on the broken model stops
+        with pytest.raises(NonFiniteLogDensityError, match="exact prior draw"):
+            bdmc.forward_ais(key, broken, NEAR_ZERO, num_steps=5, num_runs=2, kernel=HMC(broken), progress=False)
+    assert len(calls) == 4
+
+
 def test_divergent_proposals_are_rejected_and_counted_and_the_answer_is_right(key):
     # A likelihood that overflows to NaN far out (|x| > 9: no prior or posterior mass) is a correct model;
     # an unstable step size sends trajectories there. Each is a rejected proposal, counted as a divergence.

@@ -1,13 +1,32 @@
 import os
+import re
+import sys
 import threading
 import traceback
 
-# Compilation is most of the suite's time, and XLA's backend optimizations most of compilation: the suite
-# compiles without them (about a third less time on the kernels and SMC tests). Only the generated code's
-# speed and rounding change, and no test pins bits (DESIGN, testing doctrine); `bdmc` itself keeps XLA's
-# defaults. Set before JAX starts its backend; flags the caller gave are kept.
-os.environ["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS"),
-                                                 "--xla_backend_optimization_level=0"]))
+
+def _suite_xla_flags() -> None:
+    """Compilation is most of the default suite's time, and XLA's backend optimizations most of compilation:
+    the default suite compiles without them (about a third less time on the kernels and SMC tests). Only the
+    generated code's speed and rounding change, and no test pins bits (DESIGN, testing doctrine). The slow
+    suite (``-m slow``) keeps XLA's defaults, as `bdmc` itself does: it is the heavier validation, run as users
+    run (under optimization level 0 one slow audit test, WebPPL under bdmc's NUTS, met NaN bracketing terms
+    that it does not meet with XLA's defaults; recorded in issue 30's closing note). The choice is made once,
+    in the controlling process, before JAX starts its backend; test workers inherit it; ``BDMC_TEST_XLA_OPT``
+    (``fast`` or ``default``) overrides it; flags the caller gave are kept."""
+    choice = os.environ.get("BDMC_TEST_XLA_OPT")
+    if choice is None:
+        args = sys.argv[1:]
+        expr = " ".join(args[i + 1] for i, a in enumerate(args[:-1]) if a == "-m")
+        expr += " ".join(a[2:] for a in args if a.startswith("-m") and len(a) > 2)
+        choice = "default" if re.search(r"(?<!not )\bslow\b", expr) else "fast"
+        os.environ["BDMC_TEST_XLA_OPT"] = choice
+    if choice == "fast" and "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS"),
+                                                         "--xla_backend_optimization_level=0"]))
+
+
+_suite_xla_flags()
 
 import jax  # noqa: E402
 import pytest  # noqa: E402

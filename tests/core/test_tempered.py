@@ -35,6 +35,7 @@ def _ratio_mean(log_ratios):
 def test_forward_tempered_smc_is_unbiased_for_z_and_its_log_a_lower_bound(problem):
     data, _, exact = problem
     est = bdmc.tempered_smc(jax.random.key(0), MODEL, data, num_runs=4000, **FEW)
+    assert est.khat < 0.5  # light tails: the ratio's mean and standard error mean what they say
     mean, se = _ratio_mean(est.runs - exact)
     assert abs(mean - 1.0) < 4 * se, (mean, se)
     # Not a vacuous check: the runs are noisy enough that Jensen's gap shows in their logs.
@@ -50,7 +51,11 @@ def test_reverse_tempered_smc_from_copies_of_the_exact_latent_is_unbiased_for_on
     runs = 4000
     keys = jax.random.split(jax.random.key(5), runs)
     posterior = jax.vmap(lambda k: MODEL.gibbs_update(k, None, data, 1.0))(keys)
-    est = bdmc.reverse_tempered_smc(jax.random.key(1), MODEL, data, exact_latent=posterior, num_runs=runs, **FEW)
+    # Reverse weights from the posterior out to the wide prior are heavy-tailed on a coarse path (k-hat 0.98 at
+    # 6 temperatures, where a mean and its standard error say little); 40 keep them light.
+    est = bdmc.reverse_tempered_smc(jax.random.key(1), MODEL, data, exact_latent=posterior, num_runs=runs,
+                                    **(FEW | {"num_steps": 40}))
+    assert est.khat < 0.5
     mean, se = _ratio_mean(exact - est.runs)  # runs are -log of the estimate of 1/Z
     assert abs(mean - 1.0) < 4 * se, (mean, se)
     logs = est.runs - exact

@@ -165,3 +165,17 @@ def test_temperatures_adapted_inside_the_run_bias_the_estimate_of_z():
                                schedule="geometric", tune="off", progress=False)
     mean, se = _ratio_mean(frozen.runs - exact)
     assert abs(mean - 1.0) < 4 * se, (mean, se)
+
+
+def test_a_new_pilot_table_reuses_the_compiled_run_and_repeated_moves_report_divergences(problem):
+    """With several moves per temperature (``Repeat``), the pilot's step-size table is data of the compiled run,
+    as with one move: a second call (a new table) compiles nothing. And a move's divergence is reported."""
+    data, _, _ = problem
+    kw = dict(num_steps=8, num_particles=8, num_runs=2, num_moves=3, kernel=HMC(MODEL), tune="pilot",
+              progress=False)
+    bdmc.tempered_smc(jax.random.key(20), MODEL, data, **kw)
+    again = bdmc.tempered_smc(jax.random.key(21), MODEL, data, **kw)
+    assert again.compiled is False
+    wild = bdmc.tempered_smc(jax.random.key(22), MODEL, data, **(kw | {"kernel": HMC(MODEL, step_size=40.0),
+                                                                      "tune": "off", "schedule": "linear"}))
+    assert wild.divergences > 0

@@ -69,10 +69,16 @@ class Repeat:
     def __call__(self, key, latent, data, lam):
         def body(x, k):
             x, info = self.kernel(k, x, data, lam)
-            return x, info.acceptance
+            divergent = jnp.zeros((), bool) if info.divergent is None else jnp.asarray(info.divergent, bool)
+            return x, (info.acceptance, divergent)
 
-        latent, acc = jax.lax.scan(body, latent, jax.random.split(key, self.n))
-        return latent, KernelInfo(jnp.mean(acc))
+        latent, (acc, divergent) = jax.lax.scan(body, latent, jax.random.split(key, self.n))
+        # A step of n moves diverged if any of its moves did.
+        return latent, KernelInfo(jnp.mean(acc), jnp.any(divergent))
+
+
+# The inner kernel's numbers (a pilot's step-size table) are data, so a new table reuses the compiled run.
+jax.tree_util.register_dataclass(Repeat, data_fields=["kernel"], meta_fields=["n"])
 
 
 def cycle(*kernels) -> Cycle:

@@ -256,3 +256,14 @@ def test_models_command_shows_each_models_capabilities():
     for name, cells in rows.items():
         caps = bdmc.capabilities(REGISTRY[name]())
         assert cells == ["yes" if caps[c] else "-" for c in columns], name
+
+
+def test_the_tempered_pair_runs_from_the_command_line_with_its_own_particle_default(tmp_path):
+    out = tmp_path / "tempered"
+    result = run("--model", "gaussian-mean", "--method", "tempered-smc", "--steps", "3,6", "--runs", "2",
+                 "--out", str(out))
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(out / "sandwich.csv")
+    assert set(table.method) == {"tempered-smc"} and len(table) == 4
+    settings = json.loads((out / "settings.json").read_text())["settings"]
+    assert settings["particles"] == 32  # the pair's default, not SMC's 1

@@ -30,7 +30,7 @@ def draw_prior(key, model, num: int):
 
 
 def prior_draws(key, model, num: int):
-    """:func:`draw_prior` as compiled calls: the first ``num`` of :func:`prior_pool` when ``num <= POOL`` (the
+    """:func:`draw_prior` as compiled calls: the first ``num`` of :func:`timed_prior_pool`'s when ``num <= POOL`` (the
     same numbers), else one program of that size, cached per model."""
     draws, key_run, _ = timed_prior_draws(key, model, num)
     return draws, key_run
@@ -43,14 +43,10 @@ def timed_prior_draws(key, model, num: int):
     return draws, key_run, seconds
 
 
-def prior_pool(key, model, num: int = POOL):
-    """The prior draws of ``jax.random.split(key, num)``: for a model sampled in JAX, the first ``num`` of the
-    one compiled program of :data:`POOL` draws (``num <= POOL``); otherwise a program of ``num`` draws."""
-    return timed_prior_pool(key, model, num)[0]
-
-
 def timed_prior_pool(key, model, num: int = POOL):
-    """:func:`prior_pool` and the seconds its first call took when it built the program (compiling it), else 0."""
+    """The prior draws of ``jax.random.split(key, num)`` and the seconds the call spent building (compiling) its
+    program, 0 when cached: for a model sampled in JAX, the first ``num`` of the one compiled program of
+    :data:`POOL` draws (``num <= POOL``); otherwise a program of ``num`` draws."""
     num = int(num)
     pooled = num <= POOL and not getattr(model, "samples_on_host", False)
     size = POOL if pooled else num

@@ -1,0 +1,24 @@
+"""The pooled prior program: every count is served by one compiled program, with the numbers of its own size."""
+
+import jax
+import numpy as np
+
+from bdmc.core.prior import POOL, draw_prior, prior_draws, timed_prior_pool
+from bdmc.models import LinearRegression
+
+MODEL = LinearRegression()  # an inverse-gamma prior: the gamma sampler is what the pool saves compiling
+
+
+def test_every_count_gets_the_draws_of_a_program_of_its_own_size_from_one_program():
+    key = jax.random.key(3)
+    for num in (1, 16, POOL, POOL + 5):  # POOL + 5: past the pool, a program of its own
+        draws, key_run = prior_draws(key, MODEL, num)
+        own, own_key = jax.jit(lambda k, n=num: draw_prior(k, MODEL, n))(key)
+        for a, b in zip(jax.tree.leaves(draws), jax.tree.leaves(own)):
+            assert a.shape[0] == num
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12)
+        np.testing.assert_array_equal(jax.random.key_data(key_run), jax.random.key_data(own_key))
+    # Counts up to the pool share one compiled program: a second count compiles nothing.
+    _, first = timed_prior_pool(jax.random.key(0), MODEL, 7)
+    _, second = timed_prior_pool(jax.random.key(1), MODEL, 300)
+    assert second == 0.0

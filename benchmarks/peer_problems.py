@@ -129,6 +129,18 @@ def regression_problem(n=200, dim=10, seed=1) -> Problem:
                             seed + 100, {"design": "iid N(0, 1)"})
 
 
+def narrow_problem(n=200, dim=5, prior_sd=10.0, noise_sd=0.05, seed=3) -> Problem:
+    """A well-identified regression: ``beta ~ N(0, 10^2 I)``, noise sd 0.05, standard-normal design; the posterior
+    is about 3,000 times narrower than the prior in every coordinate (``info["narrowing"]`` has the ratios)."""
+    design = np.random.default_rng(seed).standard_normal((n, dim))
+    problem = _linear_gaussian("narrow", f"well-identified regression (n={n}, d={dim}, posterior ~3,000x narrower)",
+                               design, prior_sd, noise_sd, seed + 100, {"design": "iid N(0, 1)"})
+    precision = np.eye(dim) / prior_sd**2 + design.T @ design / noise_sd**2
+    posterior_sd = np.sqrt(np.diag(np.linalg.inv(precision)))
+    problem.info["narrowing"] = (prior_sd / posterior_sd).tolist()
+    return problem
+
+
 def correlated_design(dim=20, condition=100.0, seed=2) -> np.ndarray:
     """A square design ``A = U diag(s) V^T`` with ``I + A^T A`` of eigenvalues geometric from 1 to ``condition``."""
     rng = np.random.default_rng(seed)
@@ -250,7 +262,7 @@ def pima_problem(prior_sd=1.0) -> Problem:
 
 
 BUILDERS = {"regression": regression_problem, "schools": schools_problem, "correlated": correlated_problem,
-            "pima": pima_problem}
+            "pima": pima_problem, "narrow": narrow_problem}
 
 
 def get_problem(name: str) -> Problem:

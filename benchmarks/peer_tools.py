@@ -2,8 +2,9 @@
 
 Every adapter gets the same log density (:mod:`peer_problems`). Settings not named here are the tool's
 defaults. The gradient-based peers (BlackJAX, TFP) use HMC with identity mass, step size 0.05 and 10 leapfrog
-steps, which is bdmc's default kernel at the time of writing; bdmc itself is always called with its own
-defaults, so a change of those flows into a rerun.
+steps, which is bdmc's default kernel at the time of writing; BlackJAX's tempered SMC instead tunes its HMC from
+its particles with BlackJAX's own tools (``blackjax_smc_fn``), the information bdmc's pilot uses. bdmc itself is
+always called with its own defaults, so a change of those flows into a rerun.
 
 ``make(tool, problem, budget)`` does the setup a user would do once (build the jitted function or the PyMC
 model); the first ``run`` pays any compilation. ``n_evals`` is the tool's own count of density or gradient
@@ -27,8 +28,8 @@ HMC_STEP, HMC_LEAPFROG = 0.05, 10
 # Budgets per tool: the knob a user turns for more accuracy. bdmc-smc is (particles, moves per data case).
 BUDGETS = {
     "bdmc-ais": [30, 100, 300, 1000, 3000, 10000],
-    "bdmc-smc": [(16, 1), (64, 1), (256, 1), (1024, 1)],
-    "bdmc-tsmc": [(16, 10, 5), (64, 10, 5), (64, 30, 5), (256, 30, 5)],
+    "bdmc-smc": [(64, 1), (256, 1)],
+    "bdmc-tsmc": [(16, 10, 5), (64, 10, 5), (64, 30, 5), (256, 30, 5), (256, 100, 5)],
     "blackjax": [64, 256, 1024],
     "pymc": [250, 1000],
     "tfp": [100, 1000],
@@ -92,22 +93,37 @@ def make_bdmc_tsmc(problem, budget):
 
 
 # --------------------------------------------------------------------------------------------- BlackJAX
-def blackjax_smc_fn(problem, num_particles, num_mcmc_steps=10, step_size=HMC_STEP):
-    """A jitted ``key -> (log Z, tempering steps)``: adaptive tempered SMC in one ``lax.while_loop``."""
+def blackjax_smc_fn(problem, num_particles, num_mcmc_steps=10):
+    """A jitted ``key -> (log Z, tempering steps)``: adaptive tempered SMC in one ``lax.while_loop``, with the
+    inner HMC tuned from the particles by BlackJAX's own tools (``blackjax.inner_kernel_tuning``): after each
+    tempering step the inverse mass matrix is the particles' variances (``inverse_mass_matrix_from_particles``,
+    Buchholz et al. 2018, Sec. 3.1), and the step size on that preconditioned scale is ``d ** -0.25`` (the
+    optimal scaling of HMC in d dimensions, Beskos et al. 2013), 10 leapfrog steps."""
     import blackjax
     from blackjax.smc import resampling
+    from blackjax.smc.tuning.from_particles import inverse_mass_matrix_from_particles
 
     data = jnp.asarray(problem.data)
     loglik = lambda x: jnp.sum(problem.log_lik(x, data))  # noqa: E731
     step = functools.partial(blackjax.hmc.build_kernel(), num_integration_steps=HMC_LEAPFROG)
-    params = {"step_size": jnp.full((1,), step_size), "inverse_mass_matrix": jnp.ones((1, problem.dim))}
-    smc = blackjax.adaptive_tempered_smc(problem.log_prior, loglik, step, blackjax.hmc.init, params,
-                                         resampling.systematic, target_ess=0.5, num_mcmc_steps=num_mcmc_steps)
+    step_size = float(problem.dim) ** -0.25
+
+    def params_from(particles):
+        inverse_mass = jnp.diag(inverse_mass_matrix_from_particles(particles))
+        return {"step_size": jnp.full((1,), step_size), "inverse_mass_matrix": inverse_mass[None]}
+
+    smc = blackjax.inner_kernel_tuning(
+        smc_algorithm=blackjax.adaptive_tempered_smc, logprior_fn=problem.log_prior, loglikelihood_fn=loglik,
+        mcmc_step_fn=step, mcmc_init_fn=blackjax.hmc.init, resampling_fn=resampling.systematic,
+        mcmc_parameter_update_fn=lambda key, state, info: params_from(state.particles),
+        initial_parameter_value={}, target_ess=0.5, num_mcmc_steps=num_mcmc_steps)
 
     @jax.jit
     def run(key):
         k_init, key = jax.random.split(key)
-        state = smc.init(jax.vmap(problem.sample_prior)(jax.random.split(k_init, num_particles)))
+        particles = jax.vmap(problem.sample_prior)(jax.random.split(k_init, num_particles))
+        # The first moves use the prior particles' variances, as every later one the current particles'.
+        state = blackjax.smc.inner_kernel_tuning.init(blackjax.smc.tempered.init, particles, params_from(particles))
 
         def body(carry):
             state, key, log_z, n = carry
@@ -116,7 +132,7 @@ def blackjax_smc_fn(problem, num_particles, num_mcmc_steps=10, step_size=HMC_STE
             return state, key, log_z + info.log_likelihood_increment, n + 1
 
         carry = (state, key, jnp.zeros(()), jnp.zeros((), jnp.int32))
-        _, _, log_z, n = jax.lax.while_loop(lambda c: c[0].tempering_param < 1, body, carry)
+        _, _, log_z, n = jax.lax.while_loop(lambda c: c[0].sampler_state.tempering_param < 1, body, carry)
         return log_z, n
     return run
 

@@ -127,12 +127,22 @@ def bdmc_source() -> str:
     return head + ("+dirty" if dirty else "")
 
 
+def tree_state() -> tuple[str, bool]:
+    """The commit of this checkout and whether the whole tree (benchmarks included) is clean."""
+    root = Path(__file__).resolve().parents[1]
+    git = ["git", "-C", str(root)]
+    head = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(git + ["status", "--porcelain"], capture_output=True, text=True).stdout.strip()
+    return head, not dirty
+
+
 class Runner:
     """Builds each (problem, tool, budget) once and records every call as a JSONL row."""
 
     def __init__(self, path, truths, console):
         self.path, self.truths, self.console = path, truths, console
         self.source = bdmc_source()
+        self.commit, self.clean = tree_state()
         self.done = {row_key(r) for r in load_rows(path)}
         self.runs, self.calls = {}, {}
 
@@ -154,7 +164,8 @@ class Runner:
         row = {"problem": name, "tool": tool, "budget": label, "knob": KNOBS[tool], "seed": seed,
                "kind": "cold" if first else "warm", "setup_seconds": setup,
                "seconds_with_setup": out["seconds"] + setup, "truth": truth["value"], "truth_kind": truth["kind"],
-               "error": out["log_z"] - truth["value"], "time": time.time(), "bdmc_source": self.source, **out}
+               "error": out["log_z"] - truth["value"], "time": time.time(), "bdmc_source": self.source,
+               "commit": self.commit, "clean_tree": self.clean, **out}
         append_row(self.path, row)
         self.done.add(row_key(row))
         self.console.print(f"{name:11s} {tool:14s} {label:>7s} seed {seed:2d} {row['kind']:4s} "

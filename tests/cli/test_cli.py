@@ -267,3 +267,13 @@ def test_the_tempered_pair_runs_from_the_command_line_with_its_own_particle_defa
     assert set(table.method) == {"tempered-smc"} and len(table) == 4
     settings = json.loads((out / "settings.json").read_text())["settings"]
     assert settings["particles"] == 32  # the pair's default, not SMC's 1
+
+
+def test_method_auto_resolves_from_the_model_and_checks_particles_against_the_pair_it_picked(tmp_path):
+    out = tmp_path / "auto"
+    result = run("--model", "gaussian-mean", "--method", "auto", "--steps", "3", "--runs", "2", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert set(pd.read_csv(out / "sandwich.csv").method) == {"ais"}  # the model ships its own kernel
+    refused = run("--model", "gaussian-mean", "--method", "auto", "--particles", "8", "--steps", "3",
+                  "--out", str(tmp_path / "refused"))
+    assert refused.exit_code != 0 and "--particles" in refused.output and "ais" in refused.output

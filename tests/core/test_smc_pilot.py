@@ -1,4 +1,4 @@
-"""The pilot-refined data path of SMC (bdmc.core.smc_pilot): frozen, unbiased, more accurate, and costed."""
+"""The pilot-chosen data path of SMC (bdmc.core.smc_pilot): frozen, unbiased, more accurate, O(N) steps, costed."""
 
 from dataclasses import dataclass
 
@@ -11,7 +11,7 @@ import bdmc
 from bdmc import BDMCError
 from bdmc.core import schedules
 from bdmc.core.smc import GENERIC_PARTICLES
-from bdmc.core.smc_pilot import DataPathPilot, refine_data_path, substeps_for
+from bdmc.core.smc_pilot import DataPathPilot, next_row, refine_data_path, substeps_for
 from bdmc.errors import NonFiniteLogWeightError
 from bdmc.models import FiniteMixture, LinearRegression
 from helpers import simulate_float64
@@ -43,18 +43,46 @@ def test_per_case_substeps_switch_each_case_on_linearly_in_its_own_count():
         schedules.data_path(3, steps_per_case=[2, 0, 1])
 
 
-def test_refined_smc_is_frozen_unbiased_for_z_costed_and_beats_the_plain_path(key):
+def test_next_row_merges_what_the_particles_agree_on_and_splits_what_they_do_not():
+    rng = np.random.default_rng(0)
+    base = rng.standard_normal((400, 1))
+    # Cases 0-2 agree across particles (variance 0.01 each, 0.09 together when perfectly correlated); case 3
+    # alone has variance 0.4.
+    terms = np.hstack([0.1 * base, 0.1 * base, 0.1 * base, np.sqrt(0.4) * rng.standard_normal((400, 1))])
+    terms = (terms - terms.mean(0)) / terms.std(0) * np.sqrt([0.01, 0.01, 0.01, 0.4])
+    lam = np.zeros(4)
+    row, v = next_row(terms, lam, np.arange(4), target_variance=0.1, max_substeps=64)
+    np.testing.assert_array_equal(row, [1, 1, 1, 0])  # three cases at once: 0.09 <= 0.1 < 0.09 + 0.4
+    assert v == pytest.approx(0.09)
+    row, v = next_row(terms, row, np.array([3]), target_variance=0.1, max_substeps=64)
+    np.testing.assert_allclose(row, [1, 1, 1, 0.5])  # sqrt(0.1 / 0.4): the step's variance meets the target
+    assert v == pytest.approx(0.1)
+    # What remains (half) varies by 0.4 / 4 = 0.1: within a target of 0.11 it goes in at once; at 0.05 the
+    # step takes sqrt(0.05 / 0.1) of it.
+    assert next_row(terms, row, np.array([3]), target_variance=0.11, max_substeps=64)[0][3] == 1.0
+    half = next_row(terms, row, np.array([3]), target_variance=0.05, max_substeps=64)[0][3]
+    np.testing.assert_allclose(half, 0.5 + 0.5 * np.sqrt(0.5))
+    # A -inf term (zero likelihood at some particle) takes the smallest step; the order is honoured.
+    terms[5, 1] = -np.inf
+    row, _ = next_row(terms, np.zeros(4), np.array([1, 0, 2, 3]), target_variance=0.1, max_substeps=8)
+    np.testing.assert_allclose(row, [0, 1 / 8, 0, 0])
+
+
+def test_chosen_path_is_frozen_unbiased_for_z_costed_and_beats_the_plain_path(key):
     data, _, exact = _problem()
     kernel = bdmc.core.ais.default_kernel(MODEL)
     first = refine_data_path(key, MODEL, data, kernel, num_cases=MODEL.n)
     again = refine_data_path(key, MODEL, data, kernel, num_cases=MODEL.n)
-    np.testing.assert_array_equal(first.substeps, again.substeps)  # the pilot's own keys: the same choice
-    # The early cases of a broad prior need sub-steps; the path has one row per sub-step.
-    assert first.substeps[:3].sum() > 3 and first.path.shape == (first.substeps.sum() + 1, MODEL.n)
+    np.testing.assert_array_equal(first.path, again.path)  # the pilot's own keys: the same choice
+    path = first.path
+    assert np.all(np.diff(path, axis=0) >= 0) and np.all(path[0] == 0) and np.all(path[-1] == 1)
+    # The early cases of a broad prior need sub-steps; once the posterior settles, one step takes several.
+    per_step = np.count_nonzero(np.diff(path, axis=0), axis=1)
+    assert first.substeps[:3].sum() > 3 and per_step.max() > 1, (first.substeps[:5], per_step)
     kw = dict(num_particles=8, num_runs=500, progress=False)
     tuned = bdmc.smc(key, MODEL, data, tune="pilot", **kw)
-    assert tuned.settings["substeps_total"] > MODEL.n and tuned.settings["data_path"] == "pilot-refined"
-    assert tuned.details.info.acceptance.shape[0] == tuned.settings["substeps_total"]
+    assert tuned.settings["data_path"] == "pilot-chosen" and tuned.settings["path_steps"] == len(path) - 1
+    assert tuned.details.info.acceptance.shape[0] == tuned.settings["path_steps"]
     # The pilot's evaluations are part of the estimate's cost.
     assert tuned.n_evals == tuned.details.n_evals + tuned.settings["data_pilot_evals"] > tuned.details.n_evals
     assert abs(tuned.value - exact) < 4 * tuned.stderr, (tuned.value - exact, tuned.stderr)
@@ -62,6 +90,24 @@ def test_refined_smc_is_frozen_unbiased_for_z_costed_and_beats_the_plain_path(ke
     rmse = {name: float(np.sqrt(np.mean((np.asarray(e.runs) - exact) ** 2)))
             for name, e in (("tuned", tuned), ("plain", plain))}
     assert rmse["tuned"] < rmse["plain"] / 1.5, rmse
+
+
+def test_the_chosen_path_takes_far_fewer_steps_than_cases_on_a_large_data_set(key):
+    """O(N) per step, not per case: 2,000 cases of a Gaussian mean settle in a few dozen steps."""
+    data = 0.7 + jax.random.normal(jax.random.key(3), (2000,))
+    refined = refine_data_path(key, _Generic(), data, bdmc.core.ais.default_kernel(_Generic()), num_cases=2000)
+    assert refined.healthy and refined.path.shape[0] - 1 < 100, refined.path.shape
+    est = bdmc.smc(key, _Generic(), data, num_particles=64, num_runs=8, progress=False)
+    exact = _generic_log_z(np.asarray(data))
+    assert abs(est.value - exact) < max(4 * est.stderr, 0.3), (est.value, exact, est.stderr)
+
+
+def _generic_log_z(y):
+    """log p(y) of ``_Generic``: y ~ N(0, I + 11^T)."""
+    from scipy import stats
+
+    n = len(y)
+    return float(stats.multivariate_normal(np.zeros(n), np.eye(n) + np.ones((n, n))).logpdf(y))
 
 
 @dataclass(frozen=True)

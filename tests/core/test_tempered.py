@@ -179,3 +179,27 @@ def test_a_new_pilot_table_reuses_the_compiled_run_and_repeated_moves_report_div
     wild = bdmc.tempered_smc(jax.random.key(22), MODEL, data, **(kw | {"kernel": HMC(MODEL, step_size=40.0),
                                                                       "tune": "off", "schedule": "linear"}))
     assert wild.divergences > 0
+
+
+class _NoKernel:
+    """GaussianMean's density without its exact Gibbs kernel: what a user's own model looks like to bdmc."""
+
+    def __init__(self):
+        self.inner = GaussianMean(n=10, dim=2)
+
+    def __getattr__(self, name):
+        if name in ("default_kernel",):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+def test_auto_runs_ais_on_a_model_with_its_own_kernel_and_tempered_smc_on_any_other(problem):
+    data, latent, exact = problem
+    from bdmc.checks.sandwich import auto_method
+
+    assert auto_method(MODEL) == "ais" and auto_method(_NoKernel()) == "tempered-smc"
+    result = bdmc.sandwich(jax.random.key(4), _NoKernel(), data, latent, method="auto", steps=[20], num_runs=4,
+                           progress=False)
+    assert result.method == "tempered-smc" and set(result.table.method) == {"tempered-smc"}
+    t = result.table.set_index("direction")
+    assert t.loc["forward", "certified_b3"] <= exact <= t.loc["reverse", "certified_b3"]

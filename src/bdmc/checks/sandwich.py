@@ -20,7 +20,7 @@ import jax
 import numpy as np
 import pandas as pd
 
-from ..contracts.capabilities import ExactEvidence, supports
+from ..contracts.capabilities import ExactEvidence, OwnKernel, supports
 from ..contracts.estimate import ESTIMATORS, Estimate, EstimatorInfo
 from ..contracts.model import Simulated, simulate, validate_data
 from ..core import ais, smc, tempered  # noqa: F401  importing them registers the paired estimators
@@ -40,7 +40,7 @@ CERTIFY_B = 3.0  # ``certified_b3``: the lower bound minus b holds with probabil
 PASSED_ON = ("kernel", "schedule", "num_particles", "progress")
 
 __all__ = ["COLUMNS", "CERTIFY_B", "DIRECTIONS", "ExactCheck", "NOISE_STDERRS", "SANDWICH_METHODS",
-           "SandwichKeys", "SandwichMethod", "SandwichResult", "alarm_from_table", "exact_check",
+           "SandwichKeys", "SandwichMethod", "SandwichResult", "alarm_from_table", "auto_method", "exact_check",
            "exact_log_marginal_or_none", "knob_values", "mark_alarms", "pair_keys", "pair_statistics", "sandwich",
            "sandwich_keys", "sandwich_method", "simulated_data"]
 
@@ -123,6 +123,15 @@ SANDWICH_METHODS: Mapping[str, SandwichMethod] = {
                                    symbol="T", axis="temperatures T",
                                    labels=("tempered SMC", "reverse tempered SMC"), particles=TEMPERED_PARTICLES),
 }
+
+
+def auto_method(model) -> str:
+    """The pair ``method="auto"`` runs on ``model``: forward and reverse AIS for a model with a kernel of its own
+    (the paper's models, whose Gibbs and collapsed kernels each AIS chain uses well: ``benchmarks/results/
+    estimators.md``), tempered SMC for any other model, whose pilot-tuned HMC gains most from a population
+    (``benchmarks/results/peers/``: tempered SMC is bdmc's fastest method to RMSE < 1 nat on every peer problem
+    where either reaches it)."""
+    return "ais" if supports(model, OwnKernel) else "tempered-smc"
 
 
 def sandwich_method(method: str) -> SandwichMethod:
@@ -242,10 +251,11 @@ def sandwich(
         Independent runs per direction and knob value.
     kernel, schedule
         As for :func:`bdmc.forward_ais` (``schedule`` only where the estimators take one).
-    method : {"ais", "smc", "tempered-smc"}
+    method : {"ais", "smc", "tempered-smc", "auto"}
         The pair of :data:`SANDWICH_METHODS`: forward and reverse AIS (knob: intermediate distributions T),
         SMC (lower) and SHME (upper) on the data path (knob: MCMC moves per data case), or tempered SMC from
-        the prior and from the exact latent (knob: temperatures T; :mod:`bdmc.core.tempered`).
+        the prior and from the exact latent (knob: temperatures T; :mod:`bdmc.core.tempered`). "auto" picks
+        by model class (:func:`auto_method`) and the result's ``method`` names the pair it ran.
     num_particles : int, optional
         Particles per SMC / SHME or tempered SMC run (default: the pair's, 1 for SMC / SHME, 32 for tempered).
     until_gap : float, optional
@@ -268,6 +278,8 @@ def sandwich(
     -------
     SandwichResult
     """
+    if method == "auto":
+        method = auto_method(model)
     pair = sandwich_method(method)
     keys = sandwich_keys(key)
     if forward_only and until_gap is not None:

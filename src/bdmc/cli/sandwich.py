@@ -19,7 +19,7 @@ from rich.table import Table
 
 import bdmc
 
-from ..checks.sandwich import (CERTIFY_B, DIRECTIONS, SANDWICH_METHODS, exact_log_marginal_or_none,
+from ..checks.sandwich import (CERTIFY_B, DIRECTIONS, SANDWICH_METHODS, auto_method, exact_log_marginal_or_none,
                                sandwich_method, simulated_data)
 from ..checks.sandwich_verdict import HOLDS, VIOLATED, WITHIN_NOISE
 from ..core.ais import SCHEDULES
@@ -60,7 +60,8 @@ def sandwich_command(
     schedule: str = typer.Option("sigmoidal", "--schedule", help="Annealing schedule name."),
     method: str = typer.Option("ais", "--method",
                                help="ais: forward/reverse AIS, --steps = T. smc: SMC/SHME, --steps = moves per case. "
-                                    "tempered-smc: tempered SMC from prior and exact latent, --steps = T."),
+                                    "tempered-smc: tempered SMC from prior and exact latent, --steps = T. "
+                                    "auto: ais for a model with its own kernel, else tempered-smc."),
     particles: Optional[int] = typer.Option(None, "--particles", show_default="1 (smc), 32 (tempered-smc)",
                                             help="Particles per run (--method smc or tempered-smc)."),
     until_gap: Optional[float] = typer.Option(
@@ -98,18 +99,16 @@ def sandwich_command(
         raise CLIError("--until-gap stops when the gap between the lower and the upper bound is small, but real "
                        "data have no upper bound (no exact posterior sample to start reverse chains from); list "
                        "the chain lengths in --steps instead")
-    if method not in SANDWICH_METHODS:
-        raise CLIError(f"--method: unknown method {method!r}; choose one of: {', '.join(SANDWICH_METHODS)}")
-    pair = sandwich_method(method)
-    with_particles = [m for m, p in SANDWICH_METHODS.items() if "num_particles" in p.options]
-    refuse_together({"--particles": particles is not None,
-                     f"--method {method}": "num_particles" not in pair.options},
-                    f"{method} runs single chains; particles need --method {' or '.join(with_particles)}")
-    particles = pair.particles if particles is None else particles
+    if method not in SANDWICH_METHODS and method != "auto":
+        raise CLIError(f"--method: unknown method {method!r}; choose one of: {', '.join(SANDWICH_METHODS)}, auto")
+    given_particles = particles
+    if method != "auto":  # "auto" is resolved, and its particles checked, once the model is built
+        method, particles = _pair_and_particles(method, particles)
+    pair = sandwich_method("ais" if method == "auto" else method)  # every pair "auto" picks counts T from 2
     step_list = parse_steps(steps, smallest=pair.smallest)
     at_least(runs, "--runs", 1, "16")
     at_least(seed, "--seed", 0, "0")
-    at_least(particles, "--particles", 1, "8")
+    at_least(given_particles, "--particles", 1, "8")
     if schedule not in SCHEDULES:
         raise CLIError(f"--schedule: unknown schedule {schedule!r}; choose one of: {', '.join(sorted(SCHEDULES))}")
     positive_number(until_gap, "--until-gap", "nats", "0.5")
@@ -129,6 +128,8 @@ def sandwich_command(
         model_obj, model_options = load_ppl_model(*ppl, data=data, observed=observed, simulator=simulator)
     else:
         model_obj, model_options = builtin_model(model, option or [])
+    if method == "auto":
+        method, particles = _pair_and_particles(auto_method(model_obj), given_particles)
     key = jax.random.key(seed)
     # The data bdmc.sandwich(key, ...) simulates: the structure real data are read into, and whether an exact
     # value is affordable (enumeration and quadrature only work on small instances).
@@ -335,3 +336,12 @@ class RowPrinter:
         """The run-level bug alarm over every lower and upper bound, prominently when it fires."""
         print_verdict(self.console, verdict)
 
+
+def _pair_and_particles(method: str, particles):
+    """``(method, particles)`` with the pair's default particles, refusing ``--particles`` for a single-chain pair."""
+    pair = sandwich_method(method)
+    with_particles = [m for m, p in SANDWICH_METHODS.items() if "num_particles" in p.options]
+    refuse_together({"--particles": particles is not None,
+                     f"--method {method}": "num_particles" not in pair.options},
+                    f"{method} runs single chains; particles need --method {' or '.join(with_particles)}")
+    return method, (pair.particles if particles is None else particles)

@@ -1,0 +1,137 @@
+"""Cold first calls, measured two ways for every tool of ``peers.py``: no disk caches, and everyone's disk caches warm.
+
+A cold call is a fresh Python process that imports the tool, builds its run (the model, the jitted function)
+and makes one call on one problem: what a user's first call costs. Each is timed inside its own process
+(``setup_seconds`` to build, ``call_seconds`` for the call, their sum ``seconds``; the import of bdmc, JAX and
+the tool is ``import_seconds``, reported apart because every tool pays about the same).
+
+- ``cold-nocache``: every disk cache empty. JAX's persistent compilation cache is off and the process's cache
+  folders (``XDG_CACHE_HOME``, PyTensor's ``compiledir``) are new, empty folders.
+- ``cold-cache``: the same call again in a new process whose caches a previous process filled: JAX's
+  persistent compilation cache on (``bdmc.enable_compilation_cache``, which every JAX tool then shares) and
+  PyTensor's compiled C kept.
+
+Tools are interleaved round-robin (problem by problem, every tool once per round, no-cache then cache), and
+every row records the load before and after, the time, the commit and whether the tree was clean. Rows go to
+``<out>/cold.jsonl`` as each call finishes; a rerun skips finished rows.
+
+    python benchmarks/peers_cold.py --repeats 2
+    python benchmarks/peers_cold.py --problems schools --tools bdmc-tsmc,blackjax --repeats 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results" / "peers"
+
+
+def child(problem: str, tool: str, budget: str, seed: int, cache: str | None) -> None:
+    """Inside the fresh process: import, build, call once, print one JSON line."""
+    began = time.perf_counter()
+    sys.path.insert(0, str(HERE))
+    import jax  # noqa: F401
+
+    import bdmc
+
+    if cache is not None:
+        bdmc.enable_compilation_cache(cache)
+    bdmc.enable_x64()
+    import peer_problems
+    import peer_tools
+
+    budget_value = json.loads(budget)
+    budget_value = tuple(budget_value) if isinstance(budget_value, list) else budget_value
+    imported = time.perf_counter()
+    run = peer_tools.make(tool, peer_problems.get_problem(problem), budget_value)
+    built = time.perf_counter()
+    out = run(seed)
+    done = time.perf_counter()
+    print(json.dumps({"log_z": out["log_z"], "import_seconds": imported - began, "setup_seconds": built - imported,
+                      "call_seconds": done - built, "seconds": done - imported}))
+
+
+def source() -> dict:
+    """The commit and whether the whole tree is clean (a dirty tree is recorded, never hidden)."""
+    git = ["git", "-C", str(HERE.parent)]
+    head = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(git + ["status", "--porcelain"], capture_output=True, text=True).stdout.strip()
+    return {"commit": head, "clean_tree": not dirty}
+
+
+def measure(problem, tool, budget, seed, kind, folder: Path) -> dict:
+    """One cold call in a new process; ``folder`` holds its caches (fresh for no-cache, kept for cache)."""
+    env = dict(os.environ, XDG_CACHE_HOME=str(folder / "xdg"), PYTENSOR_FLAGS=f"compiledir={folder / 'pytensor'}",
+               BDMC_CACHE_DIR=str(folder / "bdmc"))
+    cache = str(folder / "jax") if kind == "cold-cache" else None
+    args = [sys.executable, __file__, "--child", problem, tool, json.dumps(budget), str(seed)]
+    if cache is not None:
+        args += ["--cache", cache]
+    load_before, started = os.getloadavg()[0], time.time()
+    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=1800)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{tool} on {problem} failed:\n{proc.stderr[-2000:]}")
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {"problem": problem, "tool": tool, "budget": budget, "seed": seed, "kind": kind, **out,
+            "load_before": load_before, "load_after": os.getloadavg()[0], "time": started, **source()}
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--child", nargs=4, metavar=("PROBLEM", "TOOL", "BUDGET", "SEED"), help=argparse.SUPPRESS)
+    ap.add_argument("--cache", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--problems", default="schools,regression,correlated,pima,narrow")
+    ap.add_argument("--tools", default="bdmc-ais,bdmc-tsmc,blackjax,pymc,tfp")
+    ap.add_argument("--repeats", type=int, default=2, help="cold calls per (problem, tool, kind) (default 2)")
+    ap.add_argument("--out", type=Path, default=RESULTS)
+    args = ap.parse_args(argv)
+    if args.child:
+        problem, tool, budget, seed = args.child
+        child(problem, tool, budget, int(seed), args.cache)
+        return
+    sys.path.insert(0, str(HERE))
+    from peer_tools import BUDGETS
+
+    from bdmc.experiments.store import read_jsonl
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "cold.jsonl"
+    done = {(r["problem"], r["tool"], r["kind"], r["seed"]) for r in read_jsonl(path)} if path.exists() else set()
+    tools = args.tools.split(",")
+    for problem in args.problems.split(","):
+        for seed in range(args.repeats):
+            folders = {tool: Path(tempfile.mkdtemp(prefix=f"cold-{tool}-")) for tool in tools}
+            try:
+                for kind in ("cold-nocache", "cold-cache"):
+                    for tool in tools:  # round-robin: every tool once per kind and repeat
+                        if (problem, tool, kind, seed) in done:
+                            continue
+                        budget = BUDGETS[tool][0]
+                        if kind == "cold-cache" and not (folders[tool] / "jax").exists():
+                            measure(problem, tool, budget, seed + 1000, "prime", folders[tool])  # fill the caches
+                        row = measure(problem, tool, budget, seed, kind, folders[tool])
+                        line = (json.dumps(row) + "\n").encode()
+                        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                        try:
+                            os.write(fd, line)
+                            os.fsync(fd)
+                        finally:
+                            os.close(fd)
+                        print(f"{problem:11s} {tool:10s} {kind:13s} seed {seed} {row['seconds']:7.2f}s "
+                              f"(import {row['import_seconds']:.2f}s) load {row['load_before']:.2f}", flush=True)
+            finally:
+                for folder in folders.values():
+                    shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

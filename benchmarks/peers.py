@@ -128,11 +128,13 @@ def bdmc_source() -> str:
 
 
 def tree_state() -> tuple[str, bool]:
-    """The commit of this checkout and whether the whole tree (benchmarks included) is clean."""
+    """The commit of this checkout and whether its tree is clean (benchmarks included; the results folder, which
+    the run itself writes, excepted)."""
     root = Path(__file__).resolve().parents[1]
     git = ["git", "-C", str(root)]
     head = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(git + ["status", "--porcelain"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(git + ["status", "--porcelain", "--", ".", ":!benchmarks/results"], capture_output=True,
+                           text=True).stdout.strip()
     return head, not dirty
 
 

@@ -61,10 +61,12 @@ def child(problem: str, tool: str, budget: str, seed: int, cache: str | None) ->
 
 
 def source() -> dict:
-    """The commit and whether the whole tree is clean (a dirty tree is recorded, never hidden)."""
+    """The commit and whether the tree is clean, the results folder this run writes excepted (a dirty tree is
+    recorded, never hidden)."""
     git = ["git", "-C", str(HERE.parent)]
     head = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(git + ["status", "--porcelain"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(git + ["status", "--porcelain", "--", ".", ":!benchmarks/results"], capture_output=True,
+                           text=True).stdout.strip()
     return {"commit": head, "clean_tree": not dirty}
 
 

@@ -30,12 +30,13 @@ def enable_compilation_cache(directory: str | os.PathLike | None = None) -> Path
 
     The ``bdmc`` command turns this on (``--no-compile-cache`` to opt out); from Python it is one call,
     ``bdmc.enable_compilation_cache()``, before the first run. A second process on the same model and shapes
-    then loads its programs instead of compiling them. Programs that took under 0.5 s to compile are not stored.
+    then loads its programs instead of compiling them, every program however small (the many small ones of a
+    first call together cost about as much to compile as one large one).
     Returns the directory used (default ``cache_dir() / "jax"``).
     """
     path = Path(directory) if directory is not None else cache_dir() / "jax"
     path.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(path))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     return path

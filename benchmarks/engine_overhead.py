@@ -9,6 +9,8 @@ interface, ``init_state`` / ``step``: the engine's own lean path), on ``bdmc.mod
               ESS and acceptance records, chunked compiled calls, the finish program).
 * estimator -- ``bdmc.forward_ais(tune="off")`` (the engine plus the prior draws, the prior check at 1,024
               exact prior draws, weight health and the Estimate).
+* anneal-1chunk, anneal-unrecorded -- the engine in one chunk of T steps, and the engine with its recording of
+              each chain's first NaN or +inf density replaced by nothing: what chunking and the recording cost.
 
 Warm seconds are the median of ``--repeats`` calls, the three interleaved round-robin so that load hits all
 alike; every row carries the load average and a timestamp. Cold (first call, compilation included) is shown
@@ -68,6 +70,32 @@ def hand_scan(kernel, model):
     return jax.jit(run)
 
 
+def unrecorded(fn):
+    """``fn`` run with the engine's failure recording replaced by nothing (its own compiled programs): what the
+    recording of each chain's first NaN or +inf density costs. A measurement only: such a run would miss bugs."""
+    from bdmc.caching import CompiledCache
+    from bdmc.core import engine
+
+    cache = CompiledCache("engine without failure recording")
+
+    def checked(f, like=None):
+        def wrapped(*args):
+            return jnp.zeros((), bool), (args[-1] if like is None else like), f(*args)
+        return wrapped
+
+    def flagged(f):
+        return lambda *args: (jnp.zeros((), bool), f(*args))
+
+    def run():
+        saved = engine.checked, engine.flagged, engine._COMPILED
+        engine.checked, engine.flagged, engine._COMPILED = checked, flagged, cache
+        try:
+            return fn()
+        finally:
+            engine.checked, engine.flagged, engine._COMPILED = saved
+    return run
+
+
 def timed(fn):
     began = time.perf_counter()
     out = fn()
@@ -86,6 +114,11 @@ def measure(num_steps: int, chains: int, repeats: int) -> list[dict]:
         "hand": lambda: hand(key_run, latents, data, lams)[0],
         "anneal": lambda: bdmc.anneal(key_run, model, data, kernel, np.asarray(lams), latents,
                                       progress=False).log_weights,
+        # Apportioning: the engine in one chunk (no chunking), and without its failure recording.
+        "anneal-1chunk": lambda: bdmc.anneal(key_run, model, data, kernel, np.asarray(lams), latents,
+                                             chunk_size=num_steps, progress=False).log_weights,
+        "anneal-unrecorded": unrecorded(lambda: bdmc.anneal(key_run, model, data, kernel, np.asarray(lams),
+                                                            latents, progress=False).log_weights),
         "estimator": lambda: bdmc.forward_ais(jax.random.key(1), model, data, num_steps=num_steps, num_runs=chains,
                                               kernel=kernel, schedule="linear", tune="off", progress=False).runs,
     }
@@ -94,7 +127,8 @@ def measure(num_steps: int, chains: int, repeats: int) -> list[dict]:
         cold[name], outs[name] = timed(fn)
     # The same computation: the engine's weights are the hand scan's (same keys, same start).
     np.testing.assert_allclose(np.asarray(outs["anneal"]), np.asarray(outs["hand"]), rtol=1e-9, atol=1e-9)
-    np.testing.assert_allclose(np.asarray(outs["estimator"]), np.asarray(outs["hand"]), rtol=1e-9, atol=1e-9)
+    for name in contenders:
+        np.testing.assert_allclose(np.asarray(outs[name]), np.asarray(outs["hand"]), rtol=1e-9, atol=1e-9)
     warm = {name: [] for name in contenders}
     rows = []
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()

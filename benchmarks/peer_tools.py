@@ -29,9 +29,9 @@ HMC_STEP, HMC_LEAPFROG = 0.05, 10
 BUDGETS = {
     "bdmc-ais": [30, 100, 300, 1000, 3000, 10000],
     "bdmc-smc": [(64, 1), (256, 1)],
-    "bdmc-tsmc": [(16, 10, 5), (64, 10, 5), (64, 30, 5), (256, 30, 5), (256, 100, 5)],
-    "blackjax": [64, 256, 1024],
-    "pymc": [250, 1000],
+    "bdmc-tsmc": [(16, 30), (64, 30), (64, 100), (256, 100), (256, 300), (1024, 300)],
+    "blackjax": [64, 256, 1024, 4096],
+    "pymc": [250, 1000, 4000],
     "tfp": [100, 1000],
     "tfp-refreshed": [100, 1000, 3000],
     "dynesty": [50],
@@ -39,7 +39,7 @@ BUDGETS = {
     "nautilus": [500],
 }
 KNOBS = {"bdmc-ais": "num_steps T (1 run)", "bdmc-smc": "particles x moves/case (1 run)",
-         "bdmc-tsmc": "particles x temperatures x moves (1 run)",
+         "bdmc-tsmc": "particles x temperatures (1 run; moves per temperature the pilot's)",
          "blackjax": "particles", "pymc": "draws (particles)", "tfp": "num_steps (1 chain)",
          "tfp-refreshed": "num_steps (1 chain)",
          "dynesty": "nlive", "ultranest": "min_num_live_points", "nautilus": "n_live"}
@@ -82,11 +82,11 @@ def make_bdmc_smc(problem, budget):
 
 def make_bdmc_tsmc(problem, budget):
     model, data = problem.model, jnp.asarray(problem.data)
-    particles, temperatures, moves = budget
+    particles, temperatures = budget
 
     def run(seed):
         est = bdmc.tempered_smc(jax.random.key(seed), model, data, num_steps=int(temperatures),
-                                num_particles=int(particles), num_moves=int(moves), num_runs=1, progress=False)
+                                num_particles=int(particles), num_runs=1, progress=False)
         return {"log_z": float(est.value), "n_evals": int(est.n_evals), "compiled": bool(est.compiled),
                 "settings": {k: v for k, v in est.settings.items() if isinstance(v, (int, float, str, bool))}}
     return run

@@ -3,6 +3,7 @@
 import itertools
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -201,3 +202,46 @@ def test_a_pilot_that_meets_a_nan_or_plus_inf_density_leaves_the_run_untuned_so_
     assert "run untuned" in choice.settings()["tuned"]
     with pytest.raises(bdmc.NonFiniteLogDensityError, match=r"log_prior is \+inf"):
         bdmc.forward_ais(jax.random.key(0), model, data, num_steps=20, num_runs=8, kernel=kernel, tune=PILOT)
+
+
+def test_move_correlation_reads_an_ar1_chains_correlation_and_moves_for_inverts_it():
+    from bdmc.core.pilot import Tuned, move_correlation
+
+    rng = np.random.default_rng(0)
+    chains, d = 4000, 3
+    for rho in (0.0, 0.6, 0.95):
+        before = rng.standard_normal((chains, d)) * [1.0, 10.0, 0.1]  # unequal scales: a per-coordinate ratio
+        flats, x = [], before
+        for _ in range(3):
+            x = rho * x + np.sqrt(1 - rho**2) * rng.standard_normal((chains, d)) * [1.0, 10.0, 0.1]
+            flats.append(x)
+        got = float(move_correlation(jnp.asarray(before), jnp.asarray(np.stack(flats))))
+        assert abs(got - rho) < 0.03, (rho, got)
+    frozen = jnp.ones((3, 8, 2)) * jnp.arange(8.0)[None, :, None]
+    assert float(move_correlation(frozen[0], frozen)) == 1.0  # chains that never move
+
+    def tuned(rhos, healthy=True):
+        return Tuned(path=np.linspace(0, 1, 3), kernel=None, seconds=0.0, compile_seconds=0.0, n_evals=0,
+                     variances=np.ones(3), acceptance=np.ones(3), pilot=Pilot(), healthy=healthy,
+                     correlations=np.asarray(rhos))
+
+    assert tuned([0.6, 0.6, 0.1]).moves_for() == 4  # 0.6 ** 3 = 0.216 > 0.2 >= 0.6 ** 4
+    assert tuned([0.1, 0.05]).moves_for() == 1 and tuned([1.0]).moves_for() == 10
+    assert tuned([0.6], healthy=False).moves_for() == 1  # an unhealthy pilot's numbers are not used
+
+
+def test_tempered_smc_takes_the_moves_its_pilot_measured(key):
+    """A short-trajectory HMC (one leapfrog step) mixes slowly: the pilot measures it and the run moves more;
+    the default long-trajectory HMC gets one move."""
+    model = GaussianMean(n=20, dim=3)
+    data = simulate(jax.random.key(2), model).data
+    slow = bdmc.tempered_smc(key, model, data, num_steps=10, num_particles=16, num_runs=2, tune="pilot",
+                             kernel=HMC(model, num_integration_steps=1), progress=False)
+    fast = bdmc.tempered_smc(key, model, data, num_steps=10, num_particles=16, num_runs=2, tune="pilot",
+                             kernel=HMC(model), progress=False)
+    assert slow.settings["moves_chosen"] == fast.settings["moves_chosen"] == "pilot"
+    assert slow.settings["pilot_move_correlation"] > 0.5 > fast.settings["pilot_move_correlation"]
+    assert slow.settings["num_moves"] > 2 and fast.settings["num_moves"] <= 2, (slow.settings, fast.settings)
+    given = bdmc.tempered_smc(key, model, data, num_steps=10, num_particles=16, num_runs=2, num_moves=3,
+                              progress=False)
+    assert given.settings["num_moves"] == 3 and given.settings["moves_chosen"] == "given"

@@ -74,7 +74,10 @@ def legal_for_acceptance(value) -> jax.Array:
 
 def weighted_sum(lam, terms) -> jax.Array:
     """``sum_i lam_i * terms_i`` with ``0 * (-inf) = 0`` (a switched-off data case adds nothing)."""
-    lam = jnp.broadcast_to(jnp.asarray(lam, terms.dtype), terms.shape)
+    lam = jnp.asarray(lam, terms.dtype)
+    if lam.ndim == 0:  # one pass over the terms (the annealing path's case, evaluated at every leapfrog step)
+        return jnp.where(lam == 0, 0.0, lam * jnp.sum(terms))
+    lam = jnp.broadcast_to(lam, terms.shape)
     return jnp.sum(jnp.where(lam == 0, 0.0, lam * terms))
 
 
@@ -94,7 +97,13 @@ def log_density_increment(model: Model, latent: PyTree, data: PyTree, lam_from, 
 def increment_from_terms(terms, latent: PyTree, lam_from, lam_to) -> jax.Array:
     """``sum_i (lam_to_i - lam_from_i) * terms_i`` given the likelihood terms at ``latent``, checked like
     :func:`log_density_increment` (a NaN or +inf term whose weight changes fails the check)."""
-    delta = jnp.broadcast_to(jnp.asarray(lam_to, terms.dtype) - jnp.asarray(lam_from, terms.dtype), terms.shape)
+    delta = jnp.asarray(lam_to, terms.dtype) - jnp.asarray(lam_from, terms.dtype)
+    if delta.ndim == 0:
+        # One pass: the sum is below +inf exactly when every term is (a NaN or +inf term makes it NaN or +inf).
+        total = jnp.sum(terms)
+        nonfinite_check((total < jnp.inf) | (delta == 0), latent)
+        return jnp.where(delta == 0, 0.0, delta * total)
+    delta = jnp.broadcast_to(delta, terms.shape)
     nonfinite_check(jnp.all((terms < jnp.inf) | (delta == 0)), latent)
     return jnp.sum(jnp.where(delta == 0, 0.0, delta * terms))
 

@@ -56,7 +56,7 @@ from ..contracts.model import increment_from_terms, log_density, log_density_inc
 from ..contracts.nonfinite import describe_nonfinite
 from ..contracts.step_rule import StepRule
 from ..errors import ScheduleError
-from .failures import ACCEPTED, checked, expand, raise_if_failed
+from .failures import ACCEPTED, checked, expand, flagged, raise_if_failed
 from .prior_check import check_prior
 from .records import AnnealResult, AnnealState, Failures, StepInfo, StepOutput
 from .progress import compiling, progress_report
@@ -309,12 +309,12 @@ def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, 
         if cached:
             def step(k, s):
                 return kernel.step(k, s, data, lt, like=like)
-            diverged, _, (new, info) = jax.vmap(checked(step, like))(keys, states)
+            diverged, (new, info) = jax.vmap(flagged(step))(keys, states)
             value = jax.vmap(lambda s: s.log_prior + weighted_sum(lt, kernel.state_terms(s)))(new)
             bad = ~(value < jnp.inf)
             at = jax.vmap(kernel.state_latent, in_axes=(0, None))(new, like)
         else:
-            diverged, _, (new, info) = jax.vmap(checked(lambda k, x: kernel(k, x, data, lt)))(keys, states)
+            diverged, (new, info) = jax.vmap(flagged(lambda k, x: kernel(k, x, data, lt)))(keys, states)
             bad, at = jnp.zeros_like(diverged), new
         if info.divergent is not None:
             diverged = diverged | info.divergent

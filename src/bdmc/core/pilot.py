@@ -51,6 +51,8 @@ MASS_KINDS = ("auto", "diagonal", "dense", "identity")
 RESAMPLE_STREAM = 0x2545F491  # the pilot's resampling keys, folded into each level's
 PRECONDITIONED_JITTER = 0.5  # the step-size jitter of a preconditioned HMC (kernels.HMC's jitter)
 DENSE_MAX_DIM = 16  # mass="auto": a dense fit up to this many coordinates (benchmarks/preconditioning.py)
+MOVES_TARGET_CORRELATION = 0.2  # num_moves="auto": moves until a particle keeps at most this of where it began
+MAX_MOVES = 10
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,21 @@ class Tuned:
     pilot: Pilot
     healthy: bool = True
     grid: np.ndarray | None = None
+    correlations: np.ndarray | None = None
+
+    def moves_for(self, *, target: float = MOVES_TARGET_CORRELATION, most: int = MAX_MOVES) -> int:
+        """Moves per temperature that bring a particle's correlation with where it started below ``target``:
+        ``ceil(log(target) / log(rho))`` for the pilot's median lag-one correlation ``rho`` over its levels
+        (:func:`move_correlation`), between 1 and ``most``. A resampled population needs its duplicates to
+        part; how far one move takes them is the kernel's mixing, which the pilot measured."""
+        if self.correlations is None or not self.healthy or len(self.correlations) == 0:
+            return 1
+        rho = float(np.median(self.correlations))
+        if not np.isfinite(rho) or rho <= target:
+            return 1
+        if rho >= 1.0:
+            return int(most)
+        return int(min(most, max(1, np.ceil(np.log(target) / np.log(rho)))))
 
     def settings(self) -> dict:
         """What the run records of its pilot."""
@@ -124,6 +141,8 @@ class Tuned:
                 "pilot_chains": int(self.pilot.num_chains), "pilot_seconds": self.seconds,
                 "pilot_compile_seconds": self.compile_seconds, "pilot_evals": int(self.n_evals),
                 "step_sizes": repr(table) if isinstance(table, StepSizeTable) else table,
+                "pilot_move_correlation": (float(np.median(self.correlations)) if self.correlations is not None
+                                           and len(self.correlations) else None),
                 "preconditioner": repr(fitted_table(self.kernel))}
 
 
@@ -203,12 +222,12 @@ def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None
     compile_seconds += drawn + checked
     began = time.perf_counter()
     outputs = run(key_pilot, latents, data, grid, np.float64(step0))
-    lams, active, variances, sizes, acceptance, sick, means, covariances = (np.asarray(x) for x in outputs)
+    lams, active, variances, sizes, acceptance, sick, means, covariances, rhos = (np.asarray(x) for x in outputs)
     seconds = time.perf_counter() - began
     # The levels the pilot visited: its fixed grid, or the lambdas an adaptive pilot chose until it reached 1.
     m = int(active.sum())
     grid = np.concatenate([[0.0], lams[:m]])
-    variances, sizes, acceptance = variances[:m], sizes[:m], acceptance[:m]
+    variances, sizes, acceptance, rhos = variances[:m], sizes[:m], acceptance[:m], rhos[:m]
     means, covariances = means[: m + 1], covariances[: m + 1]
     # A NaN or +inf density in the pilot is a bug the run must report, not one a tuned run may steer around
     # (step sizes shrunk to nothing would keep the chains away from it): the run goes untuned.
@@ -226,7 +245,7 @@ def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None
         evals = pilot.num_chains * levels * (1 + pilot.moves_per_level * evals_per_step(kernel))
     return Tuned(path=path, kernel=kernel, seconds=seconds + compile_seconds, compile_seconds=compile_seconds,
                  n_evals=evals, variances=variances, healthy=healthy,
-                 acceptance=acceptance, pilot=pilot, grid=grid)
+                 acceptance=acceptance, pilot=pilot, grid=grid, correlations=rhos)
 
 
 def thermodynamic_path(grid, variances, num_steps: int, *, weight: float = 0.5) -> np.ndarray:
@@ -413,17 +432,18 @@ def _pilot(key, latents, model, data, kernel, grid, step0, *, pilot: Pilot, stee
         def run_level(states, log_step):
             # Several moves per level let the chains keep up with a sharpening target; the table keeps the step
             # size the level ended with, and the moments of every move's chains pooled.
+            before = flat(states)
             (states, log_step), (accs, sick, flats) = jax.lax.scan(move, (states, log_step),
                                                                    jnp.arange(int(pilot.moves_per_level)))
             m, c = _moments(flats.reshape(-1, flats.shape[-1]), dense, chains)
-            return states, log_step, m, c, jnp.mean(accs), jnp.any(sick)
+            return states, log_step, m, c, jnp.mean(accs), jnp.any(sick), move_correlation(before, flats)
 
         def finished(states, log_step):  # an adaptive pilot that reached lam = 1 skips its remaining levels
-            return states, log_step, mean, cov, jnp.zeros_like(var), jnp.zeros((), bool)
+            return states, log_step, mean, cov, jnp.zeros_like(var), jnp.zeros((), bool), jnp.zeros_like(var)
 
         done = (lam_prev >= 1.0) & ~warming if adaptive else jnp.zeros((), bool)
-        states, log_step, mean, cov, acc, sick = jax.lax.cond(done, finished, run_level, states, log_step)
-        return (states, log_step, mean, cov, lam), (lam, ~done, var, jnp.exp(log_step), acc, sick, mean, cov)
+        states, log_step, mean, cov, acc, sick, rho = jax.lax.cond(done, finished, run_level, states, log_step)
+        return (states, log_step, mean, cov, lam), (lam, ~done, var, jnp.exp(log_step), acc, sick, mean, cov, rho)
 
     # Warm-up at lam = 0: the chains are exact prior draws, so these levels steer the first step size and
     # pool more draws into the variance at the start, where the path's first steps are decided.
@@ -433,14 +453,26 @@ def _pilot(key, latents, model, data, kernel, grid, step0, *, pilot: Pilot, stee
     log_step0 = jnp.log(jnp.where(step0 > 0, step0, 1.0))
     mean0, cov0 = _moments(flat(states), dense, chains)
     start = (states, log_step0, mean0, cov0, jnp.zeros((), grid.dtype))
-    _, (lams, active, variances, sizes, acceptance, sick, means, covs) = jax.lax.scan(
+    _, (lams, active, variances, sizes, acceptance, sick, means, covs, rhos) = jax.lax.scan(
         level, start, (jnp.arange(levels), grid_lams))
     first = jnp.mean(variances[: warm + 1])
     # The table's lam = 0 entry is the last warm-up level's fit (the prior draws' when there is no warm-up).
     means = jnp.concatenate([mean0[None], means])[warm:]
     covs = jnp.concatenate([cov0[None], covs])[warm:]
     return (lams[warm:], active[warm:], variances[warm:].at[0].set(first), sizes[warm:], acceptance[warm:],
-            jnp.any(sick), means, covs)
+            jnp.any(sick), means, covs, rhos[warm:])
+
+
+def move_correlation(before, flats) -> jax.Array:
+    """A move's lag-one correlation from its mean squared jump: ``1 - E[(x' - x)^2] / (2 var)`` per coordinate,
+    averaged over coordinates and clipped to [0, 1] (0 for exact draws, 1 for chains that never move).
+
+    ``before`` (chains, d) are the chains before a level's moves, ``flats`` (moves, chains, d) after each."""
+    path = jnp.concatenate([before[None], flats])
+    jumps = jnp.mean((path[1:] - path[:-1]) ** 2, axis=(0, 1))
+    var = jnp.var(flats.reshape(-1, flats.shape[-1]), axis=0)
+    ratio = jnp.where(var > 0, jumps / (2.0 * jnp.where(var > 0, var, 1.0)), 0.0)
+    return jnp.clip(1.0 - jnp.mean(ratio), 0.0, 1.0)
 
 
 def max_levels(pilot: Pilot) -> int:

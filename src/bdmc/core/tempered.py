@@ -59,7 +59,7 @@ def tempered_smc(
     num_steps: int = 100,
     num_particles: int | str = "auto",
     num_runs: int = 4,
-    num_moves: int = 1,
+    num_moves: int | str = "auto",
     kernel: Any = None,
     schedule="auto",
     tune: str | Pilot = "auto",
@@ -83,8 +83,11 @@ def tempered_smc(
         Particles per run ("auto": :data:`PARTICLES`).
     num_runs : int
         Independent runs, each one estimate of ``log p(y)``, combined by log-mean-exp.
-    num_moves : int
-        Kernel transitions per particle at each temperature.
+    num_moves : int or "auto"
+        Kernel transitions per particle at each temperature. "auto": the pilot's choice
+        (:meth:`bdmc.core.pilot.Tuned.moves_for`: enough moves that a particle keeps at most 0.2 of its
+        correlation with where it began, from the pilot's measured lag-one correlation, at most 10), frozen;
+        1 when no pilot runs (a model with its own kernel).
     kernel : optional
         Leaves every ``f(.; lam)`` invariant; the model's own, else pilot-tuned HMC (as :func:`bdmc.forward_ais`).
     schedule : "auto", a schedule name or an array
@@ -118,7 +121,7 @@ def reverse_tempered_smc(
     num_steps: int = 100,
     num_particles: int | str = "auto",
     num_runs: int = 4,
-    num_moves: int = 1,
+    num_moves: int | str = "auto",
     kernel: Any = None,
     schedule="auto",
     tune: str | Pilot = "auto",
@@ -145,11 +148,13 @@ def _run(key, model, data, exact_latent, *, direction, num_steps, num_particles,
          schedule, tune, resampling, ess_threshold, progress) -> Estimate:
     if isinstance(num_particles, str) and num_particles == "auto":
         num_particles = PARTICLES
-    for name, value in (("num_moves", num_moves), ("num_particles", num_particles), ("num_runs", num_runs)):
+    auto_moves = isinstance(num_moves, str) and num_moves == "auto"
+    for name, value in (("num_moves", 1 if auto_moves else num_moves), ("num_particles", num_particles),
+                        ("num_runs", num_runs)):
         if isinstance(value, (bool, str)) or int(value) != value or value < 1:
-            extra = ' or "auto"' if name == "num_particles" else ""
+            extra = ' or "auto"' if name in ("num_particles", "num_moves") else ""
             raise BDMCError(f"{name} must be a positive integer{extra}, got {value!r}")
-    num_particles, num_runs, num_moves = int(num_particles), int(num_runs), int(num_moves)
+    num_particles, num_runs = int(num_particles), int(num_runs)
     if not 0.0 <= float(ess_threshold) <= 1.0:
         raise BDMCError(f"ess_threshold must lie in [0, 1], got {ess_threshold!r}")
     try:
@@ -163,6 +168,7 @@ def _run(key, model, data, exact_latent, *, direction, num_steps, num_particles,
         per_run = broadcast_latent(model, exact_latent, num_runs)  # one exact latent per run
         init = jax.tree.map(lambda a: jnp.repeat(a, num_particles, axis=0), per_run)  # copied to its particles
     path, kernel, tuned = plan(key, model, data, kernel, schedule, num_steps, tune)
+    num_moves = (tuned.moves_for() if tuned is not None else 1) if auto_moves else int(num_moves)
     kernel = kernel if num_moves == 1 else repeat(kernel, num_moves)
     key_run = key
     if direction == "forward":
@@ -176,6 +182,7 @@ def _run(key, model, data, exact_latent, *, direction, num_steps, num_particles,
     runs = result.log_evidence if direction == "forward" else -result.log_evidence
     settings = {"method": "tempered-smc", "direction": direction, "num_steps": int(path.shape[0]),
                 "num_particles": num_particles, "num_runs": num_runs, "num_moves": num_moves,
+                "moves_chosen": ("pilot" if tuned is not None else "default") if auto_moves else "given",
                 "resampling": resampling, "ess_threshold": float(ess_threshold), "kernel": type(kernel).__name__}
     seconds, compile_seconds, n_evals = result.seconds, result.compile_seconds, result.n_evals
     if tuned is not None:  # the pilot's cost is part of the estimate's

@@ -226,11 +226,22 @@ def summarize(rows) -> list[dict]:
                     "n_evals": statistics.median(evals) if evals else None,
                     "load": statistics.mean(r["load_before"] for r in rs),
                     "bdmc_source": ",".join(sorted({str(r.get("bdmc_source")) for r in rs})),
+                    "clean_tree": all(r.get("clean_tree", False) for r in rs),
+                    "first_time": min(r["time"] for r in rs), "last_time": max(r["time"] for r in rs),
                     "truth_kind": rs[0]["truth_kind"]})
     order = {t: i for i, t in enumerate(TOOLS)}
     budget_order = {(t, budget_label(b)): i for t in TOOLS for i, b in enumerate(BUDGETS[t])}
     out.sort(key=lambda s: (s["problem"], order.get(s["tool"], 99), budget_order.get((s["tool"], s["budget"]), 99)))
     return out
+
+
+def summary_times(summary) -> str:
+    """The span of the rows' timestamps (UTC)."""
+    from datetime import datetime, timezone
+
+    def stamp(t):
+        return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return f"{stamp(min(s['first_time'] for s in summary))} to {stamp(max(s['last_time'] for s in summary))} UTC"
 
 
 def reach(summary, problem, tool, threshold) -> dict | None:
@@ -254,6 +265,68 @@ def ratios(summary, problem, threshold) -> dict:
             value = mine[which] / best[which] if (mine and best and best[which] > 0) else None
             out[(tool, which)] = (value, best["tool"] if best else None)
     return out
+
+
+def best_ratio(summary, problem, threshold) -> dict:
+    """bdmc's best method against the best peer at ``threshold``: warm seconds per run (the pilot inside bdmc's),
+    ``{"bdmc": hit, "peer": hit, "ratio": float}``, or None entries where nobody reached it."""
+    def best(tools):
+        hits = [h for h in (reach(summary, problem, t, threshold) for t in tools) if h is not None]
+        return min(hits, key=lambda h: h["warm_s"], default=None)
+
+    mine, peer = best(BDMC_TOOLS), best([t for t in TOOLS if t not in BDMC_TOOLS])
+    ratio = mine["warm_s"] / peer["warm_s"] if mine and peer and peer["warm_s"] > 0 else None
+    return {"bdmc": mine, "peer": peer, "ratio": ratio}
+
+
+def cold_summary(cold_rows, summary) -> list[dict]:
+    """Per (problem, tool, kind) the median cold seconds (setup and first call, the import excluded) at the
+    tool's smallest budget, and the cold time to each threshold: that first call plus the warm time of the
+    budget that reaches the threshold, less the warm time of the smallest budget (what a first call at that
+    budget costs once compiled: compilation does not grow with the budget, the run's time does)."""
+    cells = {}
+    for r in cold_rows:
+        if r["kind"] in ("cold-nocache", "cold-cache"):
+            cells.setdefault((r["problem"], r["tool"], r["kind"]), []).append(r)
+    out = []
+    for (problem, tool, kind), rs in sorted(cells.items()):
+        first = statistics.median(r["seconds"] for r in rs)
+        smallest = [s for s in summary if s["problem"] == problem and s["tool"] == tool
+                    and s["budget"] == budget_label(rs[0]["budget"])]
+        base = smallest[0]["warm_s"] if smallest else float("nan")
+        row = {"problem": problem, "tool": tool, "kind": kind, "n": len(rs), "first_call_s": first,
+               "import_s": statistics.median(r["import_seconds"] for r in rs),
+               "load": statistics.mean(r["load_before"] for r in rs),
+               "commits": ",".join(sorted({f"{r['commit']}{'' if r['clean_tree'] else '+dirty'}" for r in rs}))}
+        for threshold in THRESHOLDS:
+            hit = reach(summary, problem, tool, threshold)
+            row[f"to_{threshold:g}"] = first + hit["warm_s"] - base if hit and math.isfinite(base) else None
+        out.append(row)
+    return out
+
+
+def cold_lines(cold, problem) -> list[str]:
+    lines = ["| tool | no disk caches: first call (s) | to < 1 nat | to < 0.1 nat | caches warm: first call (s) | "
+             "to < 1 nat | to < 0.1 nat |", "|---|---|---|---|---|---|---|"]
+    tools = dict.fromkeys(c["tool"] for c in cold if c["problem"] == problem)
+    for tool in tools:
+        cells = []
+        for kind in ("cold-nocache", "cold-cache"):
+            c = next((c for c in cold if c["problem"] == problem and c["tool"] == tool and c["kind"] == kind), None)
+            cells += ([fmt(c["first_call_s"]), fmt(c["to_1"]), fmt(c["to_0.1"])] if c else ["-", "-", "-"])
+        lines.append(f"| {tool} | " + " | ".join(cells) + " |")
+    for kind, label in (("cold-nocache", "no disk caches"), ("cold-cache", "caches warm")):
+        for threshold in THRESHOLDS:
+            key = f"to_{threshold:g}"
+            mine = [c for c in cold if c["problem"] == problem and c["kind"] == kind and c["tool"] in BDMC_TOOLS
+                    and c[key] is not None]
+            peers = [c for c in cold if c["problem"] == problem and c["kind"] == kind
+                     and c["tool"] not in BDMC_TOOLS and c[key] is not None]
+            if mine and peers:
+                a, b = min(mine, key=lambda c: c[key]), min(peers, key=lambda c: c[key])
+                lines.append(f"\nCold, {label}, to < {threshold:g} nat: bdmc's best ({a['tool']}, {fmt(a[key])} s) "
+                             f"/ the best peer's ({b['tool']}, {fmt(b[key])} s) = **{fmt(a[key] / b[key])}x**.")
+    return lines
 
 
 def fmt(x, digits=3) -> str:
@@ -331,7 +404,7 @@ def ratio_lines(summary, problem) -> list[str]:
     return lines
 
 
-def write_markdown(path, summary, truths, settings, machine, diagnosis_rows, missing) -> None:
+def write_markdown(path, summary, truths, settings, machine, diagnosis_rows, missing, cold=()) -> None:
     loads = [s["load"] for s in summary]
     lines = ["# log p(y) at equal accuracy: bdmc against its peers", "",
              headline(settings, missing), "",
@@ -341,8 +414,10 @@ def write_markdown(path, summary, truths, settings, machine, diagnosis_rows, mis
              f"Mean 1-minute load average before the calls: {statistics.mean(loads):.2f} "
              f"(min {min(loads):.2f}, max {max(loads):.2f}) on {machine['cpu_affinity']} CPUs. "
              "Budgets: smallest that reaches the threshold; 'between a and b' names the budget before it, "
-             "which did not. Ratios above 1: bdmc slower than the best peer. bdmc rows ran bdmc at commit "
-             + ", ".join(sorted({s["bdmc_source"] for s in summary if s["tool"] in BDMC_TOOLS})) + ".", ""]
+             "which did not. Ratios above 1: bdmc slower than the best peer. The rows ran at commit "
+             + ", ".join(sorted({s["bdmc_source"] for s in summary})) + "; clean tree: "
+             + ", ".join(sorted({str(s["clean_tree"]) for s in summary})) + "; rows taken from "
+             + f"{summary_times(summary)}.", ""]
     for name in settings["problems"]:
         problem, truth = peer_problems.get_problem(name), truths[name]
         lines += [f"## {problem.title}", ""]
@@ -353,8 +428,23 @@ def write_markdown(path, summary, truths, settings, machine, diagnosis_rows, mis
                       f"({truth['bdmc_label']}: {truth['bdmc']:.4f} ± {truth['bdmc_stderr']:.4f}) and a long "
                       f"BlackJAX run ({truth['peer_label']}: {truth['peer']:.4f}); they differ by "
                       f"{truth['agree_nats']:.3f} nat. Errors below are against this reference.", ""]
-        lines += ["### Time to reach RMSE", "", *reach_table(summary, name), "",
-                  *ratio_lines(summary, name), "", "### Every budget", "", *summary_table(summary, name), ""]
+        best = [best_ratio(summary, name, t) for t in THRESHOLDS]
+        lines += ["### Time to reach RMSE", "", *reach_table(summary, name), ""]
+        for threshold, b in zip(THRESHOLDS, best):
+            if b["ratio"] is not None:
+                lines.append(f"Warm, to < {threshold:g} nat: bdmc's best ({b['bdmc']['tool']} {b['bdmc']['budget']}, "
+                             f"{fmt(b['bdmc']['warm_s'])} s, its pilot included) / the best peer's "
+                             f"({b['peer']['tool']} {b['peer']['budget']}, {fmt(b['peer']['warm_s'])} s) = "
+                             f"**{fmt(b['ratio'])}x**.")
+            else:
+                lines.append(f"Warm, to < {threshold:g} nat: " + ("no peer reached it" if b["peer"] is None else
+                                                                  "no bdmc method reached it") + ".")
+            lines.append("")
+        lines += [*ratio_lines(summary, name), ""]
+        if cold:
+            lines += ["### Cold first calls, two ways (`peers_cold.py`: fresh processes)", "",
+                      *cold_lines(cold, name), ""]
+        lines += ["### Every budget", "", *summary_table(summary, name), ""]
     if diagnosis_rows and "regression" in settings["problems"]:
         from peer_smc_diagnosis import markdown
 
@@ -453,10 +543,14 @@ def main(argv=None) -> None:
     summary = summarize(rows)
     machine = machine_info()
     print_summary(console, summary, args.problems)
+    cold_path = args.out / ("cold_quick.jsonl" if args.quick else "cold.jsonl")
+    cold = cold_summary(load_rows(cold_path), summary) if cold_path.exists() else []
     (args.out / f"{stem}_summary.json").write_text(json.dumps(
-        {"settings": settings, "machine": machine, "truths": truths, "summary": summary}, indent=2, default=_jsonable))
+        {"settings": settings, "machine": machine, "truths": truths, "summary": summary, "cold": cold,
+         "best": {f"{name} < {t:g}": best_ratio(summary, name, t) for name in args.problems for t in THRESHOLDS}},
+        indent=2, default=_jsonable))
     write_markdown(args.out / f"{stem}.md", summary, truths, settings, machine,
-                   load_rows(args.out / "smc_diagnosis.jsonl"), missing)
+                   load_rows(args.out / "smc_diagnosis.jsonl"), missing, cold)
     plot(args.out / ("rmse_vs_seconds_quick.png" if args.quick else "rmse_vs_seconds.png"), summary, truths,
          args.problems)
     console.print(f"wrote {args.out / stem}.{{jsonl,md}}, {stem}_summary.json and the figure")

@@ -92,7 +92,7 @@ def main(argv=None) -> None:
     ap.add_argument("--child", nargs=4, metavar=("PROBLEM", "TOOL", "BUDGET", "SEED"), help=argparse.SUPPRESS)
     ap.add_argument("--cache", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--problems", default="schools,regression,correlated,pima,narrow")
-    ap.add_argument("--tools", default="bdmc-ais,bdmc-tsmc,blackjax,pymc,tfp")
+    ap.add_argument("--tools", default="bdmc-ais,bdmc-smc,bdmc-tsmc,blackjax,pymc,tfp")
     ap.add_argument("--repeats", type=int, default=2, help="cold calls per (problem, tool, kind) (default 2)")
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)

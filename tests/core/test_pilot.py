@@ -205,7 +205,8 @@ def test_a_pilot_that_meets_a_nan_or_plus_inf_density_leaves_the_run_untuned_so_
 
 
 def test_move_correlation_reads_an_ar1_chains_correlation_and_moves_for_inverts_it():
-    from bdmc.core.pilot import Tuned, move_correlation
+    from bdmc.core.chain_stats import move_correlation
+    from bdmc.core.pilot import Tuned
 
     rng = np.random.default_rng(0)
     chains, d = 4000, 3
@@ -232,16 +233,14 @@ def test_move_correlation_reads_an_ar1_chains_correlation_and_moves_for_inverts_
 
 def test_tempered_smc_takes_the_moves_its_pilot_measured(key):
     """A short-trajectory HMC (one leapfrog step) mixes slowly: the pilot measures it and the run moves more;
-    the default long-trajectory HMC gets one move."""
+    the default long-trajectory HMC gets fewer moves. Moves given by the caller are kept."""
     model = GaussianMean(n=20, dim=3)
     data = simulate(jax.random.key(2), model).data
-    slow = bdmc.tempered_smc(key, model, data, num_steps=10, num_particles=16, num_runs=2, tune="pilot",
-                             kernel=HMC(model, num_integration_steps=1), progress=False)
-    fast = bdmc.tempered_smc(key, model, data, num_steps=10, num_particles=16, num_runs=2, tune="pilot",
-                             kernel=HMC(model), progress=False)
+    kw = dict(num_steps=4, num_particles=4, num_runs=1, tune=Pilot(num_steps=8, warmup=2), progress=False)
+    slow = bdmc.tempered_smc(key, model, data, kernel=HMC(model, num_integration_steps=1), **kw)
+    fast = bdmc.tempered_smc(key, model, data, kernel=HMC(model), **kw)
     assert slow.settings["moves_chosen"] == fast.settings["moves_chosen"] == "pilot"
     assert slow.settings["pilot_move_correlation"] > 0.5 > fast.settings["pilot_move_correlation"]
     assert slow.settings["num_moves"] > 2 and fast.settings["num_moves"] <= 2, (slow.settings, fast.settings)
-    given = bdmc.tempered_smc(key, model, data, num_steps=10, num_particles=16, num_runs=2, num_moves=3,
-                              progress=False)
+    given = bdmc.tempered_smc(key, model, data, kernel=HMC(model), num_moves=3, **kw)
     assert given.settings["num_moves"] == 3 and given.settings["moves_chosen"] == "given"

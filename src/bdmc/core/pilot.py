@@ -42,6 +42,7 @@ from ..errors import BDMCError
 from ..kernels.mass import GaussianTable, table_from_moments
 from ..kernels.step_sizes import StepSizeTable
 from . import schedules
+from .chain_stats import chain_moments, move_correlation
 from .prior import timed_prior_draws
 from .prior_check import PRIOR_CHECK_DRAWS, check_prior
 from .resampling import SCHEMES
@@ -122,8 +123,8 @@ class Tuned:
     def moves_for(self, *, target: float = MOVES_TARGET_CORRELATION, most: int = MAX_MOVES) -> int:
         """Moves per temperature that bring a particle's correlation with where it started below ``target``:
         ``ceil(log(target) / log(rho))`` for the pilot's median lag-one correlation ``rho`` over its levels
-        (:func:`move_correlation`), between 1 and ``most``. A resampled population needs its duplicates to
-        part; how far one move takes them is the kernel's mixing, which the pilot measured."""
+        (:func:`bdmc.core.chain_stats.move_correlation`), between 1 and ``most``. A resampled population needs
+        its duplicates to part; how far one move takes them is the kernel's mixing, which the pilot measured."""
         if self.correlations is None or not self.healthy or len(self.correlations) == 0:
             return 1
         rho = float(np.median(self.correlations))
@@ -321,36 +322,6 @@ def _compiled_pilot(model, kernel, pilot: Pilot, steer: bool, mass: tuple, laten
     return compiled, (seconds if built else 0.0)
 
 
-def _moments(flats, dense: bool, chains: int):
-    """Mean and covariance (diagonal entries, or a matrix) of ``flats`` (n, d), regularized for ``chains`` chains.
-
-    The log variances are shrunk toward their mean by the share of their spread that sampling noise explains
-    (an empirical-Bayes estimate: log variance estimates from k chains have variance about 2 / (k - 1)): a
-    model whose coordinates share one scale gets an isotropic fit, which noise cannot make worse than the
-    identity, and one whose scales differ by orders of magnitude keeps them. A dense fit's correlations are
-    shrunk toward zero by 5 / (k + 5) (Stan's regularization of an adapted metric).
-    """
-    n = flats.shape[0]
-    mean = jnp.mean(flats, axis=0)
-    centered = flats - mean
-    var = jnp.sum(centered**2, axis=0) / (n - 1)
-    top = jnp.max(var)
-    var = jnp.maximum(var, jnp.where(top > 0, 1e-12 * top, 1.0))  # chains that all sit at one point
-    log_var = jnp.log(var)
-    centre = jnp.mean(log_var)
-    spread = jnp.mean((log_var - centre) ** 2)
-    noise = 2.0 / max(chains - 1, 1)
-    keep = 1.0 - jnp.clip(noise / jnp.maximum(spread, 1e-300), 0.0, 1.0)
-    shrunk = jnp.exp(centre + keep * (log_var - centre))
-    if not dense:
-        return mean, shrunk
-    sd = jnp.sqrt(var)
-    corr = (centered.T @ centered) / (n - 1) / jnp.outer(sd, sd)
-    corr = (1.0 - 5.0 / (chains + 5.0)) * corr + 5.0 / (chains + 5.0) * jnp.eye(var.shape[0])
-    scale = jnp.sqrt(shrunk)
-    return mean, corr * jnp.outer(scale, scale)
-
-
 def _pilot(key, latents, model, data, kernel, grid, step0, *, pilot: Pilot, steer: bool, mass: tuple):
     """The pilot scan from its chains' prior draws ``latents`` (drawn by the shared prior program,
     :func:`bdmc.core.prior.prior_draws`): per level, the variance of the summed log-likelihood, moves with the
@@ -435,7 +406,7 @@ def _pilot(key, latents, model, data, kernel, grid, step0, *, pilot: Pilot, stee
             before = flat(states)
             (states, log_step), (accs, sick, flats) = jax.lax.scan(move, (states, log_step),
                                                                    jnp.arange(int(pilot.moves_per_level)))
-            m, c = _moments(flats.reshape(-1, flats.shape[-1]), dense, chains)
+            m, c = chain_moments(flats.reshape(-1, flats.shape[-1]), dense, chains)
             return states, log_step, m, c, jnp.mean(accs), jnp.any(sick), move_correlation(before, flats)
 
         def finished(states, log_step):  # an adaptive pilot that reached lam = 1 skips its remaining levels
@@ -451,7 +422,7 @@ def _pilot(key, latents, model, data, kernel, grid, step0, *, pilot: Pilot, stee
     if not adaptive:
         grid_lams = jnp.concatenate([jnp.zeros(warm, grid.dtype), grid[1:]])
     log_step0 = jnp.log(jnp.where(step0 > 0, step0, 1.0))
-    mean0, cov0 = _moments(flat(states), dense, chains)
+    mean0, cov0 = chain_moments(flat(states), dense, chains)
     start = (states, log_step0, mean0, cov0, jnp.zeros((), grid.dtype))
     _, (lams, active, variances, sizes, acceptance, sick, means, covs, rhos) = jax.lax.scan(
         level, start, (jnp.arange(levels), grid_lams))
@@ -461,18 +432,6 @@ def _pilot(key, latents, model, data, kernel, grid, step0, *, pilot: Pilot, stee
     covs = jnp.concatenate([cov0[None], covs])[warm:]
     return (lams[warm:], active[warm:], variances[warm:].at[0].set(first), sizes[warm:], acceptance[warm:],
             jnp.any(sick), means, covs, rhos[warm:])
-
-
-def move_correlation(before, flats) -> jax.Array:
-    """A move's lag-one correlation from its mean squared jump: ``1 - E[(x' - x)^2] / (2 var)`` per coordinate,
-    averaged over coordinates and clipped to [0, 1] (0 for exact draws, 1 for chains that never move).
-
-    ``before`` (chains, d) are the chains before a level's moves, ``flats`` (moves, chains, d) after each."""
-    path = jnp.concatenate([before[None], flats])
-    jumps = jnp.mean((path[1:] - path[:-1]) ** 2, axis=(0, 1))
-    var = jnp.var(flats.reshape(-1, flats.shape[-1]), axis=0)
-    ratio = jnp.where(var > 0, jumps / (2.0 * jnp.where(var > 0, var, 1.0)), 0.0)
-    return jnp.clip(1.0 - jnp.mean(ratio), 0.0, 1.0)
 
 
 def max_levels(pilot: Pilot) -> int:

@@ -74,7 +74,7 @@ def measure(problem, tool, budget, seed, kind, folder: Path) -> dict:
     """One cold call in a new process; ``folder`` holds its caches (fresh for no-cache, kept for cache)."""
     env = dict(os.environ, XDG_CACHE_HOME=str(folder / "xdg"), PYTENSOR_FLAGS=f"compiledir={folder / 'pytensor'}",
                BDMC_CACHE_DIR=str(folder / "bdmc"))
-    cache = str(folder / "jax") if kind == "cold-cache" else None
+    cache = str(folder / "jax") if kind in ("prime", "cold-cache") else None
     args = [sys.executable, __file__, "--child", problem, tool, json.dumps(budget), str(seed)]
     if cache is not None:
         args += ["--cache", cache]

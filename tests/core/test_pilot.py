@@ -244,3 +244,43 @@ def test_tempered_smc_takes_the_moves_its_pilot_measured(key):
     assert slow.settings["num_moves"] > 2 and fast.settings["num_moves"] <= 2, (slow.settings, fast.settings)
     given = bdmc.tempered_smc(key, model, data, kernel=HMC(model), num_moves=3, **kw)
     assert given.settings["num_moves"] == 3 and given.settings["moves_chosen"] == "given"
+
+
+def test_repeat_up_to_gives_repeats_numbers_and_one_program_for_every_count(key):
+    """Pilot-chosen move counts vary by call: the count is data of the compiled run, not a new program."""
+    from bdmc.kernels import Repeat, RepeatUpTo
+
+    model = GaussianMean(n=10, dim=2)
+    data = simulate(jax.random.key(3), model).data
+    kernel = HMC(model, step_size=0.2, num_integration_steps=3)
+    x = model.sample_prior(jax.random.key(4))
+    for n in (1, 3):
+        a, info_a = Repeat(kernel, n)(key, x, data, 0.5)
+        b, info_b = RepeatUpTo(kernel, n, 5)(key, x, data, 0.5)
+        np.testing.assert_allclose(np.asarray(a["mu"]), np.asarray(b["mu"]), rtol=1e-12)
+        assert float(info_a.acceptance) == pytest.approx(float(info_b.acceptance))
+    latents = jax.vmap(model.sample_prior)(jax.random.split(key, 8))
+    runs = [bdmc.anneal(key, model, data, RepeatUpTo(kernel, n, 5), np.linspace(0, 1, 4), latents, progress=False)
+            for n in (1, 2, 4)]
+    assert runs[0].compiled and not runs[1].compiled and not runs[2].compiled
+    assert runs[2].n_evals > runs[1].n_evals > runs[0].n_evals  # the count still prices the evaluations
+
+
+def test_pilots_of_different_seeds_give_tables_of_one_shape_so_the_run_compiles_once():
+    """An adaptive pilot visits as many levels as its chains need, which varies by seed; its tables are padded
+    past lam = 1 to one length, read the same everywhere a run looks, and every seed reuses one program."""
+    from bdmc.core.pilot import padded
+
+    lams, sizes = padded([0.1, 0.5, 1.0], [0.3, 0.2, 0.1], length=6)
+    table = StepSizeTable(tuple(lams), tuple(sizes))
+    assert len(table.lams) == 6 and repr(table).startswith("StepSizeTable(3 points")
+    for lam in (0.0, 0.3, 0.75, 1.0):
+        assert float(table(lam)) == pytest.approx(float(StepSizeTable((0.1, 0.5, 1.0), (0.3, 0.2, 0.1))(lam)))
+    model = GaussianMean(n=10, dim=2)
+    data = simulate(jax.random.key(5), model).data
+    compiled = []
+    for seed in range(4):
+        est = bdmc.forward_ais(jax.random.key(seed), model, data, num_steps=8, num_runs=2, kernel=HMC(model),
+                               tune=Pilot(num_steps=8, warmup=2), progress=False)
+        compiled.append(est.compiled)
+    assert compiled[1:] == [False, False, False], compiled

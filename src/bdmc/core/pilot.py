@@ -234,10 +234,17 @@ def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None
     # (step sizes shrunk to nothing would keep the chains away from it): the run goes untuned.
     healthy = not bool(sick)
     path = thermodynamic_path(grid, variances, int(num_steps)) if healthy else schedules.sigmoidal(int(num_steps))
+    # The tables are data of the compiled run; padded to the pilot's most levels, every call's tables have one
+    # shape whatever levels its pilot visited, so a new seed never compiles the run again.
+    most = len(lams)
     if steer and healthy:
-        kernel = dataclasses.replace(kernel, step_size=smoothed_table(grid[1:], sizes))
+        table = smoothed_table(grid[1:], sizes)
+        lams_, sizes_ = padded(table.lams, table.sizes, length=most)
+        kernel = dataclasses.replace(kernel, step_size=StepSizeTable(tuple(map(float, lams_)),
+                                                                     tuple(map(float, sizes_))))
     if field is not None and kind != "identity" and healthy:
-        kernel = dataclasses.replace(kernel, **{field: table_from_moments(grid, means, covariances)},
+        fitted = table_from_moments(*padded(grid, means, covariances, length=most + 1))
+        kernel = dataclasses.replace(kernel, **{field: fitted},
                                      **(jitter_of(kernel) if field == "inverse_mass" else {}))
     levels = m + pilot.warmup
     if supports(kernel, CachedTransition) and bool(kernel.caches_terms):
@@ -278,6 +285,16 @@ def thermodynamic_path(grid, variances, num_steps: int, *, weight: float = 0.5) 
     return schedules.validate(np.maximum.accumulate(np.clip(path, 0.0, 1.0)))
 
 
+def padded(lams, *columns, length: int, spacing: float = 1e-9) -> tuple[np.ndarray, ...]:
+    """``lams`` and its columns (arrays with one entry per lam) extended to ``length`` entries: the lams past
+    the last rise by ``spacing`` (a table's lams must increase; no run reads a lam above 1, and a table holds
+    its last entry beyond its last lam), each column repeats its last entry."""
+    lams = np.asarray(lams, np.float64)
+    extra = max(int(length) - lams.shape[0], 0)
+    lams = np.concatenate([lams, lams[-1] + spacing * np.arange(1, extra + 1)])
+    return (lams, *(np.concatenate([np.asarray(c), np.repeat(np.asarray(c)[-1:], extra, axis=0)]) for c in columns))
+
+
 def smoothed_table(lams, sizes, *, width: int = 5) -> StepSizeTable:
     """The pilot's step sizes as a table, smoothed by a running median of log step size."""
     log_sizes = np.log(np.asarray(sizes, np.float64))
@@ -302,9 +319,14 @@ _PILOTS = CompiledCache("pilot", maxsize=32)
 
 
 def _dimension(model) -> int:
-    """Coordinates of the model's flattened latent."""
-    shapes = jax.eval_shape(model.sample_prior, jax.random.key(0))
-    return int(sum(np.prod(s.shape, dtype=int) for s in jax.tree.leaves(shapes)))
+    """Coordinates of the model's flattened latent (traced once per model: a trace costs milliseconds a call)."""
+    def count():
+        shapes = jax.eval_shape(model.sample_prior, jax.random.key(0))
+        return int(sum(np.prod(s.shape, dtype=int) for s in jax.tree.leaves(shapes)))
+    return _DIMENSIONS.get_or_build(model, count)[0]
+
+
+_DIMENSIONS = CompiledCache("latent dimensions", maxsize=64)
 
 
 def _compiled_pilot(model, kernel, pilot: Pilot, steer: bool, mass: tuple, latents, data):

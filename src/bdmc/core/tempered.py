@@ -37,11 +37,11 @@ import jax.numpy as jnp
 from ..contracts.estimate import Estimate, register_estimator, seed_of
 from ..contracts.model import validate_data
 from ..errors import BDMCError
-from ..kernels import repeat
+from ..kernels import RepeatUpTo, repeat
 from .ais import broadcast_latent, check_exact_latent, plan, require_exact_latent
 from .engine import anneal
 from .health import divergence_fields, warn_if_unhealthy
-from .pilot import Pilot
+from .pilot import MAX_MOVES, Pilot
 from .prior import prior_draws
 from .prior_check import PRIOR_CHECK_DRAWS
 from .resampling import AdaptiveResampling
@@ -168,8 +168,13 @@ def _run(key, model, data, exact_latent, *, direction, num_steps, num_particles,
         per_run = broadcast_latent(model, exact_latent, num_runs)  # one exact latent per run
         init = jax.tree.map(lambda a: jnp.repeat(a, num_particles, axis=0), per_run)  # copied to its particles
     path, kernel, tuned = plan(key, model, data, kernel, schedule, num_steps, tune)
-    num_moves = (tuned.moves_for() if tuned is not None else 1) if auto_moves else int(num_moves)
-    kernel = kernel if num_moves == 1 else repeat(kernel, num_moves)
+    if auto_moves and tuned is not None:
+        # The count is data of the compiled run: calls whose pilots chose different counts share one program.
+        num_moves = tuned.moves_for()
+        kernel = RepeatUpTo(kernel, num_moves, MAX_MOVES)
+    else:
+        num_moves = 1 if auto_moves else int(num_moves)
+        kernel = kernel if num_moves == 1 else repeat(kernel, num_moves)
     key_run = key
     if direction == "forward":
         init, key_run = prior_draws(key, model, chains)

@@ -2,7 +2,7 @@
 
 from ..contracts.kernel import KernelInfo
 from .conditional import Conditional, GibbsSweep
-from .combinators import Cycle, Gibbs, Repeat, cycle, repeat
+from .combinators import Cycle, Gibbs, Repeat, RepeatUpTo, cycle, repeat
 from .gradient import MALA, NUTS, RandomWalkMH
 from .hmc import HMC, TermsState
 from .independent import IndependentMH
@@ -10,5 +10,6 @@ from .mass import GaussianTable
 from .single_site import SingleSiteMH
 from .step_sizes import StepSizeTable
 
-__all__ = ["KernelInfo", "Conditional", "GibbsSweep", "Gibbs", "Cycle", "Repeat", "cycle", "repeat", "RandomWalkMH",
+__all__ = ["KernelInfo", "Conditional", "GibbsSweep", "Gibbs", "Cycle", "Repeat", "RepeatUpTo", "cycle", "repeat",
+           "RandomWalkMH",
            "SingleSiteMH", "MALA", "HMC", "NUTS", "IndependentMH", "GaussianTable", "TermsState", "StepSizeTable"]

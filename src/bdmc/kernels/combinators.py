@@ -7,6 +7,7 @@ from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ..contracts.kernel import KernelInfo
 
@@ -79,6 +80,42 @@ class Repeat:
 
 # The inner kernel's numbers (a pilot's step-size table) are data, so a new table reuses the compiled run.
 jax.tree_util.register_dataclass(Repeat, data_fields=["kernel"], meta_fields=["n"])
+
+
+@dataclass(frozen=True)
+class RepeatUpTo:
+    """Apply ``kernel`` ``n`` times, ``n`` a number the compiled program reads (at most ``most``): kernels with
+    different ``n`` share one program. The same numbers as ``Repeat(kernel, n)`` (the first ``n`` keys of
+    ``split(key, most)`` are ``split(key, n)``); the moves past ``n`` are skipped."""
+
+    kernel: Any
+    n: int
+    most: int
+
+    def __post_init__(self):
+        if isinstance(self.n, (int, np.integer)) and not 1 <= int(self.n) <= int(self.most):  # not when traced
+            raise ValueError(f"RepeatUpTo needs 1 <= n <= most, got n={self.n}, most={self.most}")
+
+    @property
+    def evals_per_step(self) -> int:
+        return int(self.n) * self.kernel.evals_per_step
+
+    def __call__(self, key, latent, data, lam):
+        n = jnp.asarray(self.n)
+        keys = jax.random.split(key, self.most)
+
+        def body(i, carry):
+            x, acc, divergent = carry
+            x, info = self.kernel(keys[i], x, data, lam)
+            bad = jnp.zeros((), bool) if info.divergent is None else jnp.asarray(info.divergent, bool)
+            return x, acc + jnp.asarray(info.acceptance, acc.dtype), divergent | bad
+
+        # A trip count the program reads: a while loop over the first n keys, the rest never drawn on.
+        latent, acc, divergent = jax.lax.fori_loop(0, n, body, (latent, jnp.zeros(()), jnp.zeros((), bool)))
+        return latent, KernelInfo(acc / n, divergent)
+
+
+jax.tree_util.register_dataclass(RepeatUpTo, data_fields=["kernel", "n"], meta_fields=["most"])
 
 
 def cycle(*kernels) -> Cycle:

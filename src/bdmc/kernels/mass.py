@@ -92,7 +92,8 @@ class GaussianTable:
     def __repr__(self):
         d = np.shape(self.means)[-1]
         kind = "dense" if np.ndim(self.covariances) == 3 else "diagonal"
-        return f"GaussianTable({len(self.lams)} points, {d} coordinates, {kind})"
+        points = sum(lam <= 1.0 for lam in self.lams)  # a pilot pads its tables past lam = 1 to one shape
+        return f"GaussianTable({points} points, {d} coordinates, {kind})"
 
 
 def _flatten(table):

@@ -44,7 +44,8 @@ class StepSizeTable:
         return jnp.exp(jnp.interp(lam, jnp.asarray(self.lams, lam.dtype), log_sizes))
 
     def __repr__(self):
-        return f"StepSizeTable({len(self.lams)} points, {min(self.sizes):.3g}..{max(self.sizes):.3g})"
+        points = sum(lam <= 1.0 for lam in self.lams)  # a pilot pads its tables past lam = 1 to one shape
+        return f"StepSizeTable({points} points, {min(self.sizes):.3g}..{max(self.sizes):.3g})"
 
 
 def _flatten(table):

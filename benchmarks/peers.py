@@ -217,10 +217,14 @@ def summarize(rows) -> list[dict]:
         warm = [r["seconds"] for r in rs if r["kind"] == "warm" and not r.get("compiled")]
         cold = [r["seconds_with_setup"] for r in rs if r["kind"] == "cold"]
         evals = [r["n_evals"] for r in rs if r.get("n_evals") is not None]
+        pilots = [r["settings"].get("pilot_seconds", r["settings"].get("data_pilot_seconds"))
+                  for r in rs if r["kind"] == "warm" and not r.get("compiled") and isinstance(r.get("settings"), dict)]
+        pilots = [x for x in pilots if x is not None]
         out.append({"problem": name, "tool": tool, "budget": label, "knob": rs[0]["knob"], "n": len(rs),
                     "rmse": float(np.sqrt(np.mean(err**2))), "bias": float(np.mean(err)),
                     "sd": float(np.std(err, ddof=1)) if len(err) > 1 else float("nan"),
                     "warm_s": statistics.median(warm) if warm else float("nan"), "n_warm": len(warm),
+                    "pilot_s": statistics.median(pilots) if pilots else float("nan"),
                     "cold_s": statistics.median(cold) if cold else float("nan"),
                     "n_evals": statistics.median(evals) if evals else None,
                     "load": statistics.mean(r["load_before"] for r in rs),
@@ -372,11 +376,13 @@ def headline(settings, missing) -> str:
 
 
 def summary_table(summary, problem) -> list[str]:
-    head = ["tool", "budget", "knob", "runs", "RMSE", "bias", "sd", "warm s/run", "cold s", "evals/run", "load"]
+    head = ["tool", "budget", "knob", "runs", "RMSE", "bias", "sd", "warm s/run", "of it bdmc's pilot", "cold s",
+            "evals/run", "load"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in (s for s in summary if s["problem"] == problem):
         lines.append("| " + " | ".join([s["tool"], s["budget"], s["knob"], str(s["n"]), fmt(s["rmse"]),
-                                        f"{s['bias']:+.3g}", fmt(s["sd"]), fmt(s["warm_s"]), fmt(s["cold_s"]),
+                                        f"{s['bias']:+.3g}", fmt(s["sd"]), fmt(s["warm_s"]), fmt(s["pilot_s"]),
+                                        fmt(s["cold_s"]),
                                         fmt(s["n_evals"]), f"{s['load']:.2f}"]) + " |")
     return lines
 

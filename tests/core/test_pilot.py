@@ -232,17 +232,19 @@ def test_move_correlation_reads_an_ar1_chains_correlation_and_moves_for_inverts_
 
 
 def test_tempered_smc_takes_the_moves_its_pilot_measured(key):
-    """A short-trajectory HMC (one leapfrog step) mixes slowly: the pilot measures it and the run moves more;
-    the default long-trajectory HMC gets fewer moves. Moves given by the caller are kept."""
+    """A short-trajectory HMC (one leapfrog step) mixes slowly: its pilot measures it and asks for more moves than
+    the default long-trajectory HMC's; a tempered run takes its pilot's count, and keeps one given by the caller."""
     model = GaussianMean(n=20, dim=3)
     data = simulate(jax.random.key(2), model).data
-    kw = dict(num_steps=4, num_particles=4, num_runs=1, tune=Pilot(num_steps=8, warmup=2), progress=False)
-    slow = bdmc.tempered_smc(key, model, data, kernel=HMC(model, num_integration_steps=1), **kw)
-    fast = bdmc.tempered_smc(key, model, data, kernel=HMC(model), **kw)
-    assert slow.settings["moves_chosen"] == fast.settings["moves_chosen"] == "pilot"
-    assert slow.settings["pilot_move_correlation"] > 0.5 > fast.settings["pilot_move_correlation"]
-    assert slow.settings["num_moves"] > 2 and fast.settings["num_moves"] <= 2, (slow.settings, fast.settings)
-    given = bdmc.tempered_smc(key, model, data, kernel=HMC(model), num_moves=3, **kw)
+    pilot = Pilot(num_steps=8, warmup=2)
+    slow = tune(key, model, data, HMC(model, num_integration_steps=1), 4, pilot=pilot)
+    fast = tune(key, model, data, HMC(model), 4, pilot=pilot)
+    assert np.median(slow.correlations) > 0.5 > np.median(fast.correlations)
+    assert slow.moves_for() > 2 and fast.moves_for() <= 2, (slow.correlations, fast.correlations)
+    kw = dict(num_steps=4, num_particles=4, num_runs=1, kernel=HMC(model), tune=pilot, progress=False)
+    run = bdmc.tempered_smc(key, model, data, **kw)
+    assert run.settings["moves_chosen"] == "pilot" and run.settings["num_moves"] == fast.moves_for()
+    given = bdmc.tempered_smc(key, model, data, num_moves=3, **kw)
     assert given.settings["num_moves"] == 3 and given.settings["moves_chosen"] == "given"
 
 

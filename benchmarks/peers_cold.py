@@ -60,14 +60,12 @@ def child(problem: str, tool: str, budget: str, seed: int, cache: str | None) ->
                       "call_seconds": done - built, "seconds": done - imported}))
 
 
-def source() -> dict:
-    """The commit and whether the tree is clean, the results folder this run writes excepted (a dirty tree is
-    recorded, never hidden)."""
-    git = ["git", "-C", str(HERE.parent)]
-    head = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(git + ["status", "--porcelain", "--", ".", ":!benchmarks/results"], capture_output=True,
-                           text=True).stdout.strip()
-    return {"commit": head, "clean_tree": not dirty}
+def tree_state() -> tuple[str, bool]:
+    """:func:`peers.tree_state` (imported here, not at the top: a child process must not pay for peers' imports)."""
+    sys.path.insert(0, str(HERE))
+    from peers import tree_state as state
+
+    return state()
 
 
 def measure(problem, tool, budget, seed, kind, folder: Path) -> dict:
@@ -84,7 +82,8 @@ def measure(problem, tool, budget, seed, kind, folder: Path) -> dict:
         raise RuntimeError(f"{tool} on {problem} failed:\n{proc.stderr[-2000:]}")
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     return {"problem": problem, "tool": tool, "budget": budget, "seed": seed, "kind": kind, **out,
-            "load_before": load_before, "load_after": os.getloadavg()[0], "time": started, **source()}
+            "load_before": load_before, "load_after": os.getloadavg()[0], "time": started,
+            **dict(zip(("commit", "clean_tree"), tree_state()))}
 
 
 def main(argv=None) -> None:
@@ -102,6 +101,7 @@ def main(argv=None) -> None:
         return
     sys.path.insert(0, str(HERE))
     from peer_tools import BUDGETS
+    from peers import append_row
 
     from bdmc.experiments.store import read_jsonl
 
@@ -121,13 +121,7 @@ def main(argv=None) -> None:
                         if kind == "cold-cache" and not (folders[tool] / "jax").exists():
                             measure(problem, tool, budget, seed + 1000, "prime", folders[tool])  # fill the caches
                         row = measure(problem, tool, budget, seed, kind, folders[tool])
-                        line = (json.dumps(row) + "\n").encode()
-                        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-                        try:
-                            os.write(fd, line)
-                            os.fsync(fd)
-                        finally:
-                            os.close(fd)
+                        append_row(path, row)
                         print(f"{problem:11s} {tool:10s} {kind:13s} seed {seed} {row['seconds']:7.2f}s "
                               f"(import {row['import_seconds']:.2f}s) load {row['load_before']:.2f}", flush=True)
             finally:

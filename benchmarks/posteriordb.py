@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from posteriordb_models import DATA_DIR, POSTERIORS, load  # noqa: E402
 
 import bdmc  # noqa: E402
-from bdmc.auditing.checks_evidence import posterior_draws_flat  # noqa: E402
+from bdmc.bracketing import posterior_draws_flat  # noqa: E402
 from bdmc.bracketing import bracket  # noqa: E402
 from bdmc.bracketing.families import MultivariateNormal  # noqa: E402
 from bdmc.contracts.model import log_density  # noqa: E402

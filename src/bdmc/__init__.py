@@ -10,6 +10,7 @@ from .caching import cache_info, clear_caches
 from .config import enable_compilation_cache, enable_x64
 from .checks.alarm import BugAlarm, bug_alarm
 from .checks.bread import BreadResult, bread
+from .checks.estimate_check import EstimateCheck, check_estimate
 from .checks.sandwich import SandwichResult, sandwich
 from .contracts.capabilities import capabilities
 from .contracts.estimate import ESTIMATORS, Estimate, gap, log_harmonic_mean, log_mean_exp
@@ -29,11 +30,13 @@ from .version import __version__
 
 __all__ = ["audit",
     "AnnealResult", "BDMCError", "BreadResult", "BugAlarm", "DataError", "DivergenceWarning", "ESTIMATORS",
-    "Estimate", "MissingCapabilityError", "MissingExtraError", "NonFiniteLogDensityError", "NonFiniteLogWeightError",
+    "Estimate", "EstimateCheck",
+    "MissingCapabilityError", "MissingExtraError", "NonFiniteLogDensityError", "NonFiniteLogWeightError",
     "ReferencePath", "RunHealthWarning", "SandwichResult", "ScheduleError", "UntrustedStderrWarning", "Simulated",
     "StepInfo",
     "__version__", "anneal", "bracket", "bread",
-    "bug_alarm", "cache_info", "capabilities", "checks", "clear_caches", "contracts", "enable_compilation_cache",
+    "bug_alarm", "cache_info", "capabilities",
+    "check_estimate", "checks", "clear_caches", "contracts", "enable_compilation_cache",
     "enable_x64", "estimators",
     "exact", "forward_ais", "gap", "kernels", "log_harmonic_mean", "log_mean_exp", "models", "ppl",
     "reference_path", "reverse_ais", "reverse_tempered_smc", "sandwich", "schedules", "shme", "simulate", "smc",

@@ -11,13 +11,10 @@ from __future__ import annotations
 import math
 
 import jax
-import numpy as np
 import pandas as pd
-from jax.flatten_util import ravel_pytree
 
-from ..bracketing import MultivariateNormal, bracket
+from ..bracketing import bracket_model
 from ..checks.sandwich import exact_log_marginal_or_none
-from ..contracts.model import log_density
 from ..core.ais import forward_ais
 from ..plotting.audit import plot_evidence, png_bytes
 from .result import CheckOutcome, Figure
@@ -36,13 +33,6 @@ REMEDY = (
     "A low or noisy bound: run longer chains (more intermediate distributions) or more of them. An AIS lower "
     "bound above the bracketing upper bound means the posterior draws miss part of the posterior (the upper "
     "bound needs exact draws): check the sampler's convergence (SBC) before using them.")
-
-
-def posterior_draws_flat(draws):
-    """``(flat, unravel)``: stacked latents (a pytree with a leading draw axis) as a matrix, and its unravel."""
-    flat = jax.vmap(lambda x: ravel_pytree(x)[0])(draws)
-    first = jax.tree.map(lambda a: a[0], draws)
-    return np.asarray(flat), ravel_pytree(first)[1]
 
 
 def evidence_outcome(key, model, data, *, kernel, num_steps: int, num_runs: int, data_label: str,
@@ -87,16 +77,14 @@ def evidence_outcome(key, model, data, *, kernel, num_steps: int, num_runs: int,
     if est.divergence_rate and est.divergence_rate > 0.1:
         extra += f"; {est.divergence_rate:.0%} of its transitions diverged (rejected proposals)"
     if draws is not None:
-        flat, unravel = posterior_draws_flat(draws)
-        log_joint = lambda th: log_density(model, unravel(th["theta"]), data, 1.0)  # noqa: E731
-        br = bracket({"theta": flat}, log_joint, family={"theta": MultivariateNormal}, key=k_bracket,
-                     num_draws=int(num_draws))
+        br = bracket_model(k_bracket, model, data, draws, num_draws=num_draws)
+        count = len(jax.tree.leaves(draws)[0])
         for label, e in (("bracketing upper bound U (Gaussian fit to the draws)", br.upper),
                          ("bracketing lower bound L (draws of that Gaussian)", br.lower)):
             rows.append({"label": label, "side": e.bound, "value": e.value, "stderr": e.stderr,
                          "certified": math.nan, "seconds": e.seconds})
-        details.update(bracket_upper=br.upper.value, bracket_lower=br.lower.value, num_posterior_draws=len(flat))
-        extra = f"; bracketing from {len(flat)} posterior draws: {br.lower.value:.2f} .. {br.upper.value:.2f}"
+        details.update(bracket_upper=br.upper.value, bracket_lower=br.lower.value, num_posterior_draws=count)
+        extra = f"; bracketing from {count} posterior draws: {br.lower.value:.2f} .. {br.upper.value:.2f}"
         if certified > br.upper.value + 2 * br.upper.stderr:
             verdict = "inconclusive"
             extra += " (the certified AIS bound lies above the bracketing upper bound: the draws miss posterior mass)"

@@ -8,6 +8,7 @@ the MCSA-optimized lower bound (Eqs. 9-11). For mixtures with exchangeable compo
 
 from .bounds import BracketResult, batch_means_stderr, bracket, fit_symmetric, upper_bound_values
 from .families import Categorical, Dirichlet, Family, InverseGamma, InverseWishart, MultivariateNormal
+from .model_draws import bracket_model, posterior_draws_flat
 from .mean_field import MeanField, fit_mean_field
 from .numerics import pd_cholesky, pd_inverse, pd_logdet
 from .optimize import MCSAInfo, coordinate_ascent, mcsa_diagnostic, mcsa_run, step_sizes
@@ -16,7 +17,8 @@ from .symmetry import LabelSymmetric, align_labels, log_permanent, log_permanent
 from .terms import draw, log_ratios, lower_bound_values
 
 __all__ = [
-    "BracketResult", "Categorical", "Dirichlet", "Family", "InverseGamma", "InverseWishart", "MCSAInfo",
+    "BracketResult", "Categorical", "bracket_model", "posterior_draws_flat",
+    "Dirichlet", "Family", "InverseGamma", "InverseWishart", "MCSAInfo",
     "MeanField", "MultivariateNormal", "as_sample_dict", "batch_means_stderr", "bracket", "coordinate_ascent",
     "draw", "fit_mean_field", "pd_cholesky", "pd_inverse", "pd_logdet", "log_ratios", "lower_bound_values",
     "mcsa_diagnostic", "mcsa_run", "step_sizes",

@@ -15,6 +15,7 @@ from .audit import audit_command
 from .bench import bench_command
 from .bread import bread_command
 from .bread_real import bread_real_command
+from .check_estimate import check_estimate_command
 from .generative import generative_command
 from .models import models_command
 from .sandwich import sandwich_command
@@ -50,6 +51,7 @@ app.command(name="bread-real")(bread_real_command)
 app.command(name="bench")(bench_command)
 app.command(name="generative")(generative_command)
 app.command(name="audit")(audit_command)
+app.command(name="check-estimate")(check_estimate_command)
 
 
 def main() -> None:

@@ -1,0 +1,168 @@
+"""The audit's false-fail rate on correct programs, under each PPL's own NUTS and bdmc's HMC.
+
+Every audit is ``bdmc.auditing.audit(key(seed), program, sampler=..., quick=True)`` (``Budget.quick()``, level
+0.01 split evenly over the statistical checks) on its own simulated data sets: the seed drives every data set
+the audit simulates. The programs (``calibration_programs.py``) are correct, so every "fail" is a false alarm;
+per sampler, the false-fail rate with its exact (Clopper-Pearson) 95% interval must be consistent with the
+stated level 0.01.
+
+Samplers and programs:
+
+- ``numpyro-nuts``: NumPyro's NUTS on the three NumPyro programs;
+- ``pymc-nuts``: ``pymc.sample`` on the three PyMC programs;
+- ``stan-nuts``: Stan's NUTS through pystan on the three Stan programs;
+- ``hmc``: bdmc's HMC (step sizes and preconditioner from the audit's pilot) on the three NumPyro programs.
+
+Cells are visited round-robin, seed by seed, so a run cut short has the same number of audits in every cell.
+Each finished audit appends one JSON row to ``rows.jsonl`` (sampler, program, seed, verdict, every check's
+verdict and numbers, the seconds, the commit, whether the tree was clean, the time and the load); a rerun skips
+the (sampler, program, seed) triples already there.
+
+    python benchmarks/audit_calibration.py --quick --seeds 67           # 201 audits per sampler (resumes)
+    python benchmarks/audit_calibration.py --quick --seeds 2 --samplers stan-nuts   # a first look
+    python benchmarks/audit_calibration.py --table-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import jax
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import calibration_programs  # noqa: E402
+from audit_power import numbers  # noqa: E402
+from check_power import clopper_pearson  # noqa: E402
+from peers import append_row, load_rows, tree_state  # noqa: E402
+
+import bdmc  # noqa: E402
+from bdmc.auditing import Budget, audit  # noqa: E402
+
+bdmc.enable_x64()
+
+LEVEL = 0.01
+OUT = Path(__file__).resolve().parent / "results" / "audit_calibration"
+# sampler -> the language of the programs it audits
+SAMPLERS = {"numpyro-nuts": "NumPyro", "pymc-nuts": "PyMC", "stan-nuts": "Stan", "hmc": "NumPyro"}
+LABELS = {"numpyro-nuts": "NumPyro's NUTS", "pymc-nuts": "PyMC's NUTS", "stan-nuts": "Stan's NUTS (pystan)",
+          "hmc": "bdmc's HMC"}
+CHECKS = ("simulator-density", "sbc", "geweke", "bdmc", "evidence")
+
+
+def row_key(row: dict) -> tuple:
+    return row["sampler"], row["program"], row["seed"]
+
+
+class Runner:
+    """Builds each program once and appends one row per audit."""
+
+    def __init__(self, path: Path, budget: Budget, quick: bool):
+        self.path, self.budget, self.quick = path, budget, quick
+        self.commit, self.clean = tree_state()
+        self.done = {row_key(r) for r in load_rows(path)}
+        self.programs: dict = {}
+
+    def run(self, sampler: str, program: str, seed: int) -> None:
+        if (sampler, program, seed) in self.done:
+            return
+        ppl = SAMPLERS[sampler]
+        if (ppl, program) not in self.programs:
+            self.programs[ppl, program] = calibration_programs.program(ppl, program)
+        load_before = os.getloadavg()[0]
+        began = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = audit(jax.random.key(seed), self.programs[ppl, program], sampler=sampler, budget=self.budget,
+                           level=LEVEL, name=f"{program} ({ppl})")
+        seconds = time.perf_counter() - began
+        row = {"sampler": sampler, "audited_sampler": result.sampler, "ppl": ppl, "program": program, "seed": seed,
+               "verdict": result.verdict, "seconds": seconds, "quick": self.quick,
+               "level": LEVEL, "level_per_check": result.settings["level_per_check"],
+               "thin": (result.settings["sampler"].get("thinning") or {}).get("thin"),
+               "checks": {c.name: {"verdict": c.verdict, "level": c.level, "statistic": c.statistic, **numbers(c)}
+                          for c in result.checks},
+               "commit": self.commit, "clean_tree": self.clean, "time": time.time(),
+               "load_before": load_before, "load_after": os.getloadavg()[0]}
+        append_row(self.path, row)
+        self.done.add(row_key(row))
+        failed = [n for n, c in row["checks"].items() if c["verdict"] == "fail"]
+        print(f"{sampler:13s} {program:13s} seed {seed:3d}  {row['verdict']:12s} {seconds:7.1f}s"
+              f"{'  fails: ' + ', '.join(failed) if failed else ''}  load {load_before:.2f}", flush=True)
+
+
+def plan(samplers, programs, seeds: int) -> list[tuple[str, str, int]]:
+    """Round-robin: every (sampler, program) cell at seed 0, then every cell at seed 1, ..."""
+    return [(s, p, seed) for seed in range(seeds) for s in samplers for p in programs]
+
+
+def summarize(rows: list[dict]) -> list[dict]:
+    """Per sampler (and per sampler and program): audits, fails, inconclusive, the false-fail rate's interval."""
+    out = []
+    for sampler in dict.fromkeys(r["sampler"] for r in rows):
+        mine = [r for r in rows if r["sampler"] == sampler]
+        for program in [None, *dict.fromkeys(r["program"] for r in mine)]:
+            cell = [r for r in mine if program is None or r["program"] == program]
+            fails = sum(r["verdict"] == "fail" for r in cell)
+            lo, hi = clopper_pearson(fails, len(cell))
+            out.append({"sampler": sampler, "program": program or "all", "audits": len(cell), "fails": fails,
+                        "inconclusive": sum(r["verdict"] == "inconclusive" for r in cell),
+                        "rate": fails / len(cell), "lo": lo, "hi": hi,
+                        "consistent": lo <= LEVEL,
+                        "check_fails": {c: sum(r["checks"].get(c, {}).get("verdict") == "fail" for r in cell)
+                                        for c in CHECKS},
+                        "check_inconclusive": {c: sum(r["checks"].get(c, {}).get("verdict") == "inconclusive"
+                                                      for r in cell) for c in CHECKS},
+                        "median_seconds": float(np.median([r["seconds"] for r in cell])),
+                        "commits": sorted({r["commit"] for r in cell}),
+                        "clean": all(r["clean_tree"] for r in cell)})
+    return out
+
+
+def write_table(rows: list[dict], path: Path) -> None:
+    summary = summarize(rows)
+    lines = [f"# The audit's false-fail rate on correct programs (`Budget.quick()`, level {LEVEL})", "",
+             f"{len(rows)} audits; produced by `python benchmarks/audit_calibration.py --table-only` from "
+             "`rows.jsonl`. A fail on a correct program is a false alarm; the 95% interval is Clopper-Pearson; "
+             f"'consistent' means the interval reaches down to the stated level {LEVEL}.", "",
+             "| sampler | program | audits | fails | rate | 95% interval | consistent with 0.01 | inconclusive | "
+             "fails by check (sim, sbc, geweke, bdmc) | median s | commits |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for s in summary:
+        by_check = ", ".join(str(s["check_fails"][c]) for c in CHECKS[:4])
+        lines.append(f"| {LABELS.get(s['sampler'], s['sampler'])} | {s['program']} | {s['audits']} | {s['fails']} | "
+                     f"{s['rate']:.3f} | {s['lo']:.4f} to {s['hi']:.4f} | {'yes' if s['consistent'] else 'NO'} | "
+                     f"{s['inconclusive']} | {by_check} | {s['median_seconds']:.1f} | "
+                     f"{', '.join(s['commits'])}{'' if s['clean'] else ' (dirty tree)'} |")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="Budget.quick() audits (the issue's setting)")
+    parser.add_argument("--seeds", type=int, default=67, help="seeds per (sampler, program) cell")
+    parser.add_argument("--samplers", nargs="+", default=list(SAMPLERS), choices=list(SAMPLERS))
+    parser.add_argument("--programs", nargs="+", default=list(calibration_programs.PROGRAMS),
+                        choices=list(calibration_programs.PROGRAMS))
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--table-only", action="store_true")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "rows.jsonl"
+    if not args.table_only:
+        runner = Runner(path, Budget.quick() if args.quick else Budget.default(), args.quick)
+        for sampler, program, seed in plan(args.samplers, args.programs, args.seeds):
+            runner.run(sampler, program, seed)
+    rows = load_rows(path)
+    if rows:
+        write_table(rows, args.out / "table.md")
+        print((args.out / "table.md").read_text())
+
+
+if __name__ == "__main__":
+    main()

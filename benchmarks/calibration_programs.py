@@ -1,0 +1,160 @@
+"""Correct programs, written the way users write them, for the audit's calibration under each PPL's own NUTS.
+
+Three programs in each of NumPyro, PyMC and Stan, the same three models in every language:
+
+- ``regression``: ``y_i ~ N(a + b x_i, sigma)``, ``a, b ~ N(0, 2.5)``, ``sigma ~ HalfNormal(1)``, 20 cases;
+- ``hierarchical``: eight schools, non-centred: ``mu ~ N(0, 5)``, ``tau ~ HalfNormal(5)``,
+  ``theta_j = mu + tau z_j``, ``z_j ~ N(0, 1)``, ``y_j ~ N(theta_j, sigma_j)`` with the schools' sigma_j;
+- ``logistic``: ``y_i ~ Bernoulli(logit^-1(a + x_i b))``, ``a ~ N(0, 2.5)``, ``b ~ N(0, 1)^2``, 40 cases.
+
+The Stan programs keep every normalizing constant (``_lpdf`` in ``target +=``, and the half-normal's
+truncation term ``- normal_lccdf(0 | 0, s)``), as a correct program must for its evidence; their simulators
+are written here in NumPy, as a Stan user writes one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+PROGRAMS = ("regression", "hierarchical", "logistic")
+PPLS = ("NumPyro", "PyMC", "Stan")
+
+N_REG = 20
+X_REG = np.linspace(-1.0, 1.0, N_REG)
+SIGMA_SCHOOLS = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
+J = len(SIGMA_SCHOOLS)
+N_LOG = 40
+X_LOG = np.random.default_rng(20261127).normal(size=(N_LOG, 2))
+
+
+# ----------------------------------------------------------------------------------------------- NumPyro
+def numpyro_program(name: str):
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    import bdmc
+
+    if name == "regression":
+        def regression(x, y=None):
+            a = numpyro.sample("a", dist.Normal(0.0, 2.5))
+            b = numpyro.sample("b", dist.Normal(0.0, 2.5))
+            sigma = numpyro.sample("sigma", dist.HalfNormal(1.0))
+            with numpyro.plate("cases", x.shape[0]):
+                numpyro.sample("y", dist.Normal(a + b * x, sigma), obs=y)
+        return bdmc.ppl.from_numpyro(regression, jnp.asarray(X_REG), observed="y")
+    if name == "hierarchical":
+        def schools(sigma, y=None):
+            mu = numpyro.sample("mu", dist.Normal(0.0, 5.0))
+            tau = numpyro.sample("tau", dist.HalfNormal(5.0))
+            with numpyro.plate("schools", sigma.shape[0]):
+                z = numpyro.sample("z", dist.Normal(0.0, 1.0))
+                numpyro.sample("y", dist.Normal(mu + tau * z, sigma), obs=y)
+        return bdmc.ppl.from_numpyro(schools, jnp.asarray(SIGMA_SCHOOLS), observed="y")
+    if name == "logistic":
+        def logistic(x, y=None):
+            a = numpyro.sample("a", dist.Normal(0.0, 2.5))
+            b = numpyro.sample("b", dist.Normal(0.0, 1.0).expand([x.shape[1]]).to_event(1))
+            with numpyro.plate("cases", x.shape[0]):
+                numpyro.sample("y", dist.Bernoulli(logits=a + x @ b), obs=y)
+        return bdmc.ppl.from_numpyro(logistic, jnp.asarray(X_LOG), observed="y")
+    raise KeyError(name)
+
+
+# -------------------------------------------------------------------------------------------------- PyMC
+def pymc_program(name: str):
+    import pymc as pm
+
+    import bdmc
+
+    with pm.Model() as program:
+        if name == "regression":
+            a = pm.Normal("a", 0.0, 2.5)
+            b = pm.Normal("b", 0.0, 2.5)
+            sigma = pm.HalfNormal("sigma", 1.0)
+            pm.Normal("y", a + b * X_REG, sigma, observed=np.zeros(N_REG))
+        elif name == "hierarchical":
+            mu = pm.Normal("mu", 0.0, 5.0)
+            tau = pm.HalfNormal("tau", 5.0)
+            z = pm.Normal("z", 0.0, 1.0, shape=J)
+            pm.Normal("y", mu + tau * z, SIGMA_SCHOOLS, observed=np.zeros(J))
+        elif name == "logistic":
+            a = pm.Normal("a", 0.0, 2.5)
+            b = pm.Normal("b", 0.0, 1.0, shape=2)
+            pm.Bernoulli("y", logit_p=a + pm.math.dot(X_LOG, b), observed=np.zeros(N_LOG, dtype=np.int64))
+        else:
+            raise KeyError(name)
+    return bdmc.ppl.from_pymc(program, observed="y")
+
+
+# -------------------------------------------------------------------------------------------------- Stan
+STAN = {
+    "regression": """
+data { int<lower=1> n; vector[n] x; vector[n] y; real<lower=0, upper=1> bdmc_lambda; }
+parameters { real a; real b; real<lower=0> sigma; }
+model {
+  target += normal_lpdf(a | 0, 2.5) + normal_lpdf(b | 0, 2.5);
+  target += normal_lpdf(sigma | 0, 1) - normal_lccdf(0 | 0, 1);
+  target += bdmc_lambda * normal_lpdf(y | a + b * x, sigma);
+}
+""",
+    "hierarchical": """
+data { int<lower=1> J; vector<lower=0>[J] sigma; vector[J] y; real<lower=0, upper=1> bdmc_lambda; }
+parameters { real mu; real<lower=0> tau; vector[J] z; }
+model {
+  target += normal_lpdf(mu | 0, 5);
+  target += normal_lpdf(tau | 0, 5) - normal_lccdf(0 | 0, 5);
+  target += normal_lpdf(z | 0, 1);
+  target += bdmc_lambda * normal_lpdf(y | mu + tau * z, sigma);
+}
+""",
+    "logistic": """
+data { int<lower=1> n; matrix[n, 2] x; array[n] int<lower=0, upper=1> y; real<lower=0, upper=1> bdmc_lambda; }
+parameters { real a; vector[2] b; }
+model {
+  target += normal_lpdf(a | 0, 2.5) + normal_lpdf(b | 0, 1);
+  target += bdmc_lambda * bernoulli_logit_lpmf(y | a + x * b);
+}
+""",
+}
+
+
+def _simulate_regression(rng, params=None):
+    p = dict(params or {})
+    p.setdefault("a", float(2.5 * rng.normal()))
+    p.setdefault("b", float(2.5 * rng.normal()))
+    p.setdefault("sigma", float(abs(rng.normal())))
+    return p, {"y": p["a"] + p["b"] * X_REG + p["sigma"] * rng.normal(size=N_REG)}
+
+
+def _simulate_hierarchical(rng, params=None):
+    p = dict(params or {})
+    p.setdefault("mu", float(5.0 * rng.normal()))
+    p.setdefault("tau", float(abs(5.0 * rng.normal())))
+    p.setdefault("z", rng.normal(size=J))
+    theta = p["mu"] + p["tau"] * np.asarray(p["z"])
+    return p, {"y": theta + SIGMA_SCHOOLS * rng.normal(size=J)}
+
+
+def _simulate_logistic(rng, params=None):
+    p = dict(params or {})
+    p.setdefault("a", float(2.5 * rng.normal()))
+    p.setdefault("b", rng.normal(size=2))
+    logits = p["a"] + X_LOG @ np.asarray(p["b"])
+    return p, {"y": (rng.uniform(size=N_LOG) < 1.0 / (1.0 + np.exp(-logits))).astype(np.int64)}
+
+
+def stan_program(name: str):
+    import bdmc
+
+    data = {"regression": {"n": N_REG, "x": X_REG, "y": np.zeros(N_REG)},
+            "hierarchical": {"J": J, "sigma": SIGMA_SCHOOLS, "y": np.zeros(J)},
+            "logistic": {"n": N_LOG, "x": X_LOG, "y": np.zeros(N_LOG, dtype=np.int64)}}[name]
+    simulate = {"regression": _simulate_regression, "hierarchical": _simulate_hierarchical,
+                "logistic": _simulate_logistic}[name]
+    return bdmc.ppl.from_stan(STAN[name], data=data, observed="y", simulate=simulate, name=f"calibration-{name}")
+
+
+def program(ppl: str, name: str):
+    """The program ``name`` written in ``ppl`` (one of :data:`PPLS`), as a bdmc model."""
+    return {"NumPyro": numpyro_program, "PyMC": pymc_program, "Stan": stan_program}[ppl](name)

@@ -1,0 +1,116 @@
+"""``bdmc check-estimate``: is another tool's log p(y) consistent with bdmc's certified bounds?
+
+Two steps on simulated data: ``--write-data FILE.npz`` writes the data set that ``--seed`` simulates (run the
+other tool on it); ``--value X`` then checks X against both certified bounds of that same data set (the seed
+simulates it again, with the latent that generated it). With ``--real-data`` the value is the evidence of the
+observed arrays in ``--data``: only the lower bound is certified.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import jax
+import numpy as np
+import typer
+from rich.markup import escape
+
+from ..checks.estimate_check import CONSISTENT, check_estimate
+from ..checks.sandwich import SANDWICH_METHODS, simulated_data
+from ..experiments.sandwich_runs import data_array_names, real_data_like
+from ..files import to_jsonable
+from ._common import PPL_OPTIONS, CLIError, at_least, command, console, wrote
+from ._models import builtin_model, load_npz, load_ppl_model, ppl_given, ppl_label
+
+VERDICT_STYLE = {CONSISTENT: "green"}
+
+
+@command
+def check_estimate_command(
+    value: Optional[float] = typer.Option(None, "--value", metavar="LOGZ",
+                                          help="The other tool's estimate of log p(y), in nats."),
+    stderr: Optional[float] = typer.Option(None, "--stderr", metavar="S",
+                                           help="Its standard error, if the tool gives one."),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Built-in model name (see `bdmc models`)."),
+    numpyro: Optional[str] = PPL_OPTIONS["numpyro"],
+    pymc: Optional[str] = PPL_OPTIONS["pymc"],
+    stan: Optional[str] = PPL_OPTIONS["stan"],
+    webppl: Optional[str] = PPL_OPTIONS["webppl"],
+    observed: Optional[str] = typer.Option(None, "--observed", metavar="NAMES",
+                                           help="The program's observed variable(s), comma-separated."),
+    simulator: Optional[str] = PPL_OPTIONS["simulator"],
+    data: Optional[Path] = typer.Option(None, "--data", metavar="FILE.npz",
+                                        help="Arguments of the PPL program; with --real-data also the observed "
+                                             "arrays."),
+    real_data: bool = typer.Option(False, "--real-data",
+                                   help="The value is the evidence of the observed arrays in --data (only the lower "
+                                        "bound is certified)."),
+    write_data: Optional[Path] = typer.Option(None, "--write-data", metavar="FILE.npz",
+                                              help="Write the data set --seed simulates, then stop."),
+    seed: int = typer.Option(0, "--seed", help="Simulates the data (with its exact latent) and drives bdmc's runs."),
+    level: float = typer.Option(0.01, "--level", help="Largest probability of calling a correct value wrong."),
+    method: str = typer.Option("auto", "--method", help="bdmc's estimators: auto, ais, tempered-smc or smc."),
+    steps: Optional[int] = typer.Option(None, "--steps", "-s", show_default="1000 (ais), 100 (tempered-smc)",
+                                        help="Their knob: T (ais, tempered-smc) or moves per case (smc)."),
+    runs: int = typer.Option(16, "--runs", "-r", help="Independent runs per direction."),
+    option: Optional[list[str]] = typer.Option(None, "--option", help="Model option KEY=VALUE (repeatable)."),
+    json_out: Optional[Path] = typer.Option(None, "--json", metavar="FILE.json", help="Also write the result here."),
+) -> None:
+    """Check another tool's log p(y) against bdmc's certified bounds: consistent, too high or too low."""
+    ppl = ppl_given(numpyro=numpyro, pymc=pymc, stan=stan, webppl=webppl)
+    if (ppl is None) == (model is None):
+        raise CLIError("give either --model NAME or one of --numpyro, --pymc, --stan, --webppl")
+    if (value is None) == (write_data is None):
+        raise CLIError("give --value LOGZ (check it) or --write-data FILE.npz (write the simulated data for the other "
+                       "tool first)")
+    if real_data and (data is None or write_data is not None):
+        raise CLIError("--real-data checks the evidence of the observed arrays in --data FILE.npz: give the file, "
+                       "and no --write-data")
+    if method != "auto" and method not in SANDWICH_METHODS:
+        raise CLIError(f"--method: unknown method {method!r}; choose one of: auto, {', '.join(SANDWICH_METHODS)}")
+    at_least(runs, "--runs", 1, "16")
+    at_least(seed, "--seed", 0, "0")
+    at_least(steps, "--steps", 1, "1000")
+    if not 0 < level < 1:
+        raise CLIError(f"--level must lie in (0, 1), got {level}")
+
+    if ppl is not None:
+        model_obj, _ = load_ppl_model(*ppl, data=data, observed=observed, simulator=simulator)
+    else:
+        model_obj, _ = builtin_model(model, option or [])
+    name = ppl_label(*ppl) if ppl is not None else model
+    key = jax.random.key(seed)
+    sim_data, exact_latent = simulated_data(key, model_obj)
+    out = console()
+    if write_data is not None:
+        names = data_array_names(sim_data) or ["data"]
+        arrays = dict(zip(names, (np.asarray(a) for a in jax.tree.leaves(sim_data))))
+        write_data.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(write_data, **arrays)
+        wrote(out, write_data, note=f" (the data set --seed {seed} simulates for {name}: run the other tool on it, "
+                                    f"then check its value with --value and the same --seed)")
+        return
+    if real_data:
+        sim_data = real_data_like(sim_data, load_npz(data), source=f"--data {data}")
+        exact_latent = None
+    result = check_estimate(jax.random.fold_in(key, 1), model_obj, sim_data, value, stderr=stderr,
+                            exact_latent=exact_latent, level=level, method=method, num_steps=steps, num_runs=runs,
+                            progress=out.is_terminal)
+    style = VERDICT_STYLE.get(result.verdict, "bold red")
+    out.print(f"[bold]bdmc check-estimate[/]  {escape(name)}  "
+              f"({'the observed data in ' + escape(str(data)) if real_data else f'data simulated by --seed {seed}'})",
+              soft_wrap=True)
+    out.print(f"[{style}]{escape(result.summary())}[/]", soft_wrap=True)
+    if result.verdict == CONSISTENT and result.two_sided:
+        out.print(f"[dim]consistent is not a certificate: the bounds are {result.width:.2f} nats apart; more --steps "
+                  "narrows them[/]", soft_wrap=True)
+    if json_out is not None:
+        fields = {k: getattr(result, k) for k in ("verdict", "value", "stderr", "level", "lower", "upper",
+                                                  "certified_lower", "certified_upper", "markov_b", "z", "exact",
+                                                  "method", "num_steps", "num_runs", "two_sided")}
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        record = to_jsonable({**fields, "model": name, "seed": seed}, nonfinite="string")
+        json_out.write_text(json.dumps(record, indent=2) + "\n")
+        wrote(out, json_out)

@@ -6,8 +6,8 @@ import traceback
 
 
 def _suite_xla_flags() -> None:
-    """Compilation is most of the default suite's time, and XLA's backend optimizations most of compilation:
-    the default suite compiles without them (about a third less time on the kernels and SMC tests). Only the
+    """Compilation is most of the default suite's time, and XLA's backend most of compilation: the default suite
+    compiles without backend optimizations and with XLA CPU's loop emitters (``FAST_XLA_FLAGS``). Only the
     generated code's speed and rounding change, and no test pins bits (DESIGN, testing doctrine). The slow
     suite (``-m slow``) keeps XLA's defaults, as `bdmc` itself does: it is the heavier validation, run as users
     run (under optimization level 0 one slow audit test, WebPPL under bdmc's NUTS, met NaN bracketing terms
@@ -21,9 +21,16 @@ def _suite_xla_flags() -> None:
         expr += " ".join(a[2:] for a in args if a.startswith("-m") and len(a) > 2)
         choice = "default" if re.search(r"(?<!not )\bslow\b", expr) else "fast"
         os.environ["BDMC_TEST_XLA_OPT"] = choice
-    if choice == "fast" and "--xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-        os.environ["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS"),
-                                                         "--xla_backend_optimization_level=0"]))
+    if choice == "fast":
+        given = os.environ.get("XLA_FLAGS", "")
+        fast = [flag for flag in FAST_XLA_FLAGS if flag.split("=")[0] not in given]
+        os.environ["XLA_FLAGS"] = " ".join(filter(None, [given, *fast]))
+
+
+# No backend optimization, and XLA CPU's older loop emitters instead of its fusion emitters: backend compilation
+# is most of the suite's time, and the fusion emitters took 43 s where the loop emitters take 24 s on the same
+# tests (tests/models/test_conformance.py, conditionals and core methods, empty compilation cache).
+FAST_XLA_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
 
 
 _suite_xla_flags()

@@ -2,7 +2,7 @@
 
 import contextlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -32,6 +32,19 @@ def invariance_z_scores(key, model, data, kernel, lam, *, n=4000, steps=20):
     For each coordinate: the standardized mean (should be N(0, 1)) and the standardized second moment
     minus one (sd sqrt(2/n)). A kernel that leaves f invariant gives |z| < ~4.5; a wrong one does not.
     """
+    return invariance_run(key, model, data, kernel, lam, n=n, steps=steps).z
+
+
+class InvarianceRun(NamedTuple):
+    """z-scores of :func:`invariance_z_scores`, the fraction of chains that moved, and every acceptance reported."""
+
+    z: np.ndarray
+    moved: float
+    acceptance: np.ndarray
+
+
+def invariance_run(key, model, data, kernel, lam, *, n=4000, steps=20) -> InvarianceRun:
+    """:func:`invariance_z_scores` with what a kernel must also do: move the chains, report acceptances in [0, 1]."""
     like = model.sample_prior(jax.random.key(0))
     mean, cov, unravel = gaussian_target(model, data, lam, like)
     k0, k1 = jax.random.split(key)
@@ -41,17 +54,18 @@ def invariance_z_scores(key, model, data, kernel, lam, *, n=4000, steps=20):
 
     def run(k, latent):
         def body(z, kk):
-            z, _ = kernel(kk, z, data, lam)
-            return z, None
+            z, info = kernel(kk, z, data, lam)
+            return z, info.acceptance
 
-        return jax.lax.scan(body, latent, jax.random.split(k, steps))[0]
+        return jax.lax.scan(body, latent, jax.random.split(k, steps))
 
-    out = jax.jit(jax.vmap(run))(jax.random.split(k1, n), latents)
-    flat = jax.vmap(lambda t: ravel_pytree(t)[0])(out)
-    u = (np.asarray(flat) - mean) / np.sqrt(np.diag(cov))
+    out, acceptance = jax.jit(jax.vmap(run))(jax.random.split(k1, n), latents)
+    flat = np.asarray(jax.vmap(lambda t: ravel_pytree(t)[0])(out))
+    u = (flat - mean) / np.sqrt(np.diag(cov))
     z_mean = u.mean(0) * np.sqrt(n)
     z_var = (np.mean(u**2, 0) - 1.0) / np.sqrt(2.0 / n)
-    return np.concatenate([z_mean, z_var])
+    moved = float(np.mean(np.any(flat != np.asarray(x), axis=1)))
+    return InvarianceRun(np.concatenate([z_mean, z_var]), moved, np.asarray(acceptance))
 
 
 @dataclass(frozen=True)

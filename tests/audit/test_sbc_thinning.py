@@ -127,3 +127,26 @@ def test_transposed_eigenvectors_still_fail_under_automatic_thinning():
     assert resolved.settings["thinning"]["automatic"] and resolved.sampler.thin <= 2  # exact Gibbs: independent
     assert out.verdict == "fail", out.summary
     assert np.isfinite(out.details["worst_median_ess"])
+
+
+def test_a_step_adapted_to_each_data_set_in_warm_up_frees_chains_a_fixed_step_leaves_stuck():
+    """HMC with a step 30 times too large for the posterior rejects nearly every move: its chains stay at their
+    prior starts and SBC fails (rightly: those are not posterior draws). With ``target_accept`` each data set's
+    warm-up adapts the step (dual averaging, then fixed): the same kernel gives calibrated ranks."""
+    from bdmc.kernels import HMC
+
+    model = GaussianMean(n=50, dim=2, noise_std=0.3)
+    posterior_sd = 1.0 / math.sqrt(1.0 + model.n / model.noise_std**2)
+    kernel = HMC(model, step_size=30 * posterior_sd, num_integration_steps=5)
+    key = jax.random.key(5)
+    fixed = sbc_outcome(key, model, KernelSampler(kernel, warmup=150, thin=2), label="fixed", level=LEVEL,
+                        num_replications=60, num_draws=DRAWS, thinning=None)
+    adapted_sampler = KernelSampler(kernel, warmup=150, thin=2, target_accept=0.8)
+    adapted = sbc_outcome(key, model, adapted_sampler, label="adapted", level=LEVEL, num_replications=60,
+                          num_draws=DRAWS, thinning=None)
+    assert fixed.verdict == "fail" and fixed.details["stuck_replications"] > 30
+    assert adapted.verdict == "pass" and adapted.details["stuck_replications"] == 0, adapted.summary
+    # The adapted kernel is a fixed HMC with a step near the posterior's scale.
+    _, kept = adapted_sampler._warmup(key, model.sample_prior(key), model.sample_data(key, model.sample_prior(key)),
+                                      jnp.ones(()))
+    assert 0.05 * posterior_sd < float(kept.step_size) < 3 * posterior_sd

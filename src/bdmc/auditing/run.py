@@ -34,6 +34,9 @@ SAMPLERS = ("auto", "gibbs", "nuts", "hmc", "mala", "rwm", "numpyro-nuts", "pymc
 OWN_NUTS = {"NumPyro": "numpyro-nuts", "PyMC": "pymc-nuts", "Stan": "stan-nuts"}
 PILOT_STEPS = 100  # length of the path the step-size pilot of a named gradient kernel is tuned for
 ADAPTIVE_THIN = 2  # thinning of a PPL's NUTS when the budget leaves it automatic (no pilot: it adapts)
+# Mean acceptance the SBC chains of a named gradient kernel adapt their step toward in warm-up (Stan's and
+# BlackJAX's defaults; MALA's optimal rate).
+TARGET_ACCEPT = {"hmc": 0.8, "nuts": 0.8, "mala": 0.574}
 
 
 @dataclass(frozen=True)
@@ -315,8 +318,13 @@ def _named(key, model, name: str, *, warmup: int, thin: int | None) -> ResolvedS
               "mala": lambda: MALA(model, step_size=0.5 * at_one**2, inverse_mass=mass),
               "rwm": lambda: RandomWalkMH(model, scale=at_one * scale)}[name]()
     labels = {"hmc": "bdmc's HMC", "nuts": "bdmc's NUTS", "mala": "bdmc's MALA", "rwm": "random-walk Metropolis"}
-    return ResolvedSampler(labels[name], KernelSampler(kernel, warmup=warmup, thin=thin, model=model), kernel,
-                           {"sampler": name, "kernel": repr(kernel), "pilot_step_size_at_1": at_one})
+    # SBC's chains adapt the pilot's step to each data set in warm-up (then keep it fixed); Geweke and AIS run the
+    # pilot's kernel as it is.
+    target = TARGET_ACCEPT.get(name)
+    sampler = KernelSampler(kernel, warmup=warmup, thin=thin, model=model, target_accept=target)
+    return ResolvedSampler(labels[name], sampler, kernel,
+                           {"sampler": name, "kernel": repr(kernel), "pilot_step_size_at_1": at_one,
+                            "warmup_target_accept": target})
 
 
 def _variances_at_one(mass) -> np.ndarray:

@@ -11,6 +11,7 @@ there is already at an exact posterior sample and would hide a sampler that does
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -21,6 +22,12 @@ from ..contracts.capabilities import supports
 from ..contracts.kernel import HoldsModel
 from ..contracts.model import log_density
 from ..errors import BDMCError, require
+from ..kernels.gradient import MALA, NUTS
+from ..kernels.hmc import HMC
+from ..kernels.step_sizes import step_size_at
+
+
+STEP_SIZE_KERNELS = (HMC, NUTS, MALA)  # the kernels whose step KernelSampler(target_accept=...) adapts
 
 
 @runtime_checkable
@@ -57,6 +64,13 @@ class KernelSampler:
     model : Model, optional
         The model whose prior starts the chain; defaults to the kernel's own ``model`` attribute (gradient
         kernels have one; a Gibbs sweep does not, so pass it).
+    target_accept : float, optional
+        For a kernel with a step size (:data:`STEP_SIZE_KERNELS`: HMC, NUTS, MALA): adapt a factor on its step
+        size (read at lambda = 1) by dual averaging toward this mean acceptance during the warm-up of each data
+        set, then keep it fixed,
+        as Stan and NumPyro do. A step size tuned on one data set can be far too large on another (a posterior
+        many times narrower): the chain then rejects every move and never leaves its start. The kept draws come
+        from a fixed kernel, so they are still exact in the limit.
     """
 
     kernel: Any
@@ -64,6 +78,12 @@ class KernelSampler:
     thin: int = 1
     model: Any = None
     traceable: bool = True
+    target_accept: float | None = None
+
+    @property
+    def batch(self) -> str:
+        """How SBC runs its replications: ``"map"`` for NUTS (trees of data-dependent depth), else ``"vmap"``."""
+        return "map" if isinstance(self.kernel, NUTS) else "vmap"
 
     def __post_init__(self):
         if self.warmup < 0 or self.thin < 1:
@@ -72,6 +92,12 @@ class KernelSampler:
         if self._model() is None:
             raise BDMCError(f"KernelSampler: {type(self.kernel).__name__} holds no model to draw the chain's start "
                             "from; pass model=...")
+        if self.target_accept is not None:
+            if not 0 < self.target_accept < 1:
+                raise BDMCError(f"KernelSampler: target_accept must lie in (0, 1), got {self.target_accept}")
+            if not isinstance(self.kernel, STEP_SIZE_KERNELS):
+                raise BDMCError(f"KernelSampler: target_accept adapts a step size, and {type(self.kernel).__name__} "
+                                "has none")
 
     def _model(self):
         if self.model is not None:
@@ -83,10 +109,10 @@ class KernelSampler:
         k_init, k_warm, k_run = jax.random.split(key, 3)
         one = jnp.ones((), jnp.result_type(float))
 
-        def step(latent, k):
-            return self.kernel(k, latent, data, one)[0], None
+        latent, kernel = self._warmup(k_warm, model.sample_prior(k_init), data, one)
 
-        latent = jax.lax.scan(step, model.sample_prior(k_init), jax.random.split(k_warm, self.warmup))[0]
+        def step(latent, k):
+            return kernel(k, latent, data, one)[0], None
 
         def keep(latent, k):
             latent = jax.lax.scan(step, latent, jax.random.split(k, self.thin))[0]
@@ -94,8 +120,29 @@ class KernelSampler:
 
         return jax.lax.scan(keep, latent, jax.random.split(k_run, num_draws))[1]
 
+    def _warmup(self, key, latent, data, one):
+        """The chain after ``warmup`` transitions, and the kernel it keeps (its step adapted, if asked)."""
+        keys = jax.random.split(key, self.warmup)
+        if self.target_accept is None:
+            return jax.lax.scan(lambda x, k: (self.kernel(k, x, data, one)[0], None), latent, keys)[0], self.kernel
+        from blackjax.adaptation.step_size import dual_averaging_adaptation
+
+        base = jnp.asarray(step_size_at(self.kernel.step_size, one), one.dtype)
+        init, update, final = dual_averaging_adaptation(self.target_accept)
+
+        def body(carry, k):
+            x, state = carry
+            kernel = dataclasses.replace(self.kernel, step_size=base * jnp.exp(state.log_step_size))
+            x, info = kernel(k, x, data, one)
+            accepted = jnp.where(jnp.isfinite(info.acceptance), info.acceptance, 0.0)
+            return (x, update(state, accepted)), None
+
+        (latent, state), _ = jax.lax.scan(body, (latent, init(jnp.ones((), one.dtype))), keys)
+        return latent, dataclasses.replace(self.kernel, step_size=base * final(state))
+
     def settings(self) -> dict:
-        return {"sampler": "kernel", "kernel": type(self.kernel).__name__, "warmup": self.warmup, "thin": self.thin}
+        return {"sampler": "kernel", "kernel": type(self.kernel).__name__, "warmup": self.warmup, "thin": self.thin,
+                "target_accept": self.target_accept}
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,8 +151,10 @@ class NumPyroNUTS:
     :func:`bdmc.ppl.from_numpyro`.
 
     The potential is the program's log joint on NumPyro's unconstrained space, as the adapter evaluates it
-    (the same density NumPyro's ``MCMC`` samples). The kernel is pure JAX, so SBC compiles it once and vmaps it
-    over replications (NumPyro's ``MCMC`` would re-enter Python per data set).
+    (the same density NumPyro's ``MCMC`` samples). The kernel is pure JAX, so SBC compiles it once over all
+    replications (NumPyro's ``MCMC`` would re-enter Python per data set). It maps over them rather than vmap
+    (``batch = "map"``): NUTS builds trees of data-dependent depth, and a vmapped batch runs every chain for as
+    long as its deepest tree (one data set with a narrow posterior made a whole audit four times longer).
 
     Parameters
     ----------
@@ -130,6 +179,7 @@ class NumPyroNUTS:
     target_accept_prob: float = 0.8
     max_tree_depth: int = 10
     traceable: bool = True
+    batch: str = "map"
 
     def __post_init__(self):
         require("numpyro", extra="numpyro")

@@ -373,4 +373,6 @@ def _replications(keys, *, model, sampler, num_draws):
         draws = sampler.draws(k_draw, data, num_draws=num_draws)
         return _ranks(k_tie, latent, data, draws, model=model)
 
-    return jax.vmap(one)(keys)
+    # A sampler whose cost varies by data set (NUTS's tree depth) is mapped: a vmapped batch would run every
+    # replication for as long as the slowest one.
+    return jax.lax.map(one, keys) if getattr(sampler, "batch", "vmap") == "map" else jax.vmap(one)(keys)

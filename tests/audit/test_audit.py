@@ -42,7 +42,7 @@ class WideKernelLR(LinearRegression):
 # Every check runs; evidence_runs equals sandwich_runs so the evidence reuses the sandwich's compiled AIS.
 SMALL = Budget(triples=8, sbc_replications=50, sbc_draws=9, sbc_warmup=2, sbc_thin=1, geweke_samples=1000,
                geweke_steps=10, sandwich_steps=(5, 20), sandwich_runs=8, evidence_steps=20, evidence_runs=8,
-               evidence_draws=0)
+               evidence_draws=0, prior_steps=50, prior_runs=8)
 SMALL_MODEL = GaussianMean(n=5, dim=2)
 
 
@@ -68,11 +68,11 @@ def small_broken() -> AuditResult:
 
 def test_small_correct_model_passes_every_check(small_correct):
     verdicts = {c.name: c.verdict for c in small_correct.checks}
-    assert verdicts == {"simulator-density": "pass", "sbc": "pass", "geweke": "pass", "bdmc": "pass",
-                        "evidence": "pass"}
+    assert verdicts == {"simulator-density": "pass", "prior-normalization": "pass", "sbc": "pass", "geweke": "pass",
+                        "bdmc": "pass", "evidence": "pass"}
     assert small_correct.verdict == "pass"
     tested = [c for c in small_correct.checks if c.level is not None]
-    assert {c.name for c in tested} == {"sbc", "geweke", "bdmc"}
+    assert {c.name for c in tested} == {"sbc", "geweke", "bdmc", "prior-normalization"}
     assert sum(c.level for c in tested) == pytest.approx(LEVEL)
     # The budget reached the checks.
     sbc = next(c for c in small_correct.checks if c.name == "sbc")
@@ -129,8 +129,8 @@ def broken() -> AuditResult:
 @slow
 def test_correct_model_passes_every_check(correct):
     verdicts = {c.name: c.verdict for c in correct.checks}
-    assert verdicts == {"simulator-density": "pass", "sbc": "pass", "geweke": "pass", "bdmc": "pass",
-                        "evidence": "pass"}
+    assert verdicts == {"simulator-density": "pass", "prior-normalization": "pass", "sbc": "pass", "geweke": "pass",
+                        "bdmc": "pass", "evidence": "pass"}
     assert correct.verdict == "pass"
     assert correct.sampler == "the model's Gibbs kernel"
 
@@ -138,7 +138,7 @@ def test_correct_model_passes_every_check(correct):
 @slow
 def test_levels_add_up_to_the_audit_level(correct):
     tested = [c for c in correct.checks if c.level is not None]
-    assert {c.name for c in tested} == {"sbc", "geweke", "bdmc"}
+    assert {c.name for c in tested} == {"sbc", "geweke", "bdmc", "prior-normalization"}
     assert sum(c.level for c in tested) == pytest.approx(LEVEL)
     assert correct.settings["level"] == LEVEL
 

@@ -50,7 +50,8 @@ def test_quick_audit_writes_the_report(program, tmp_path):
     for name in ("report.html", "results.json", "results.csv"):
         assert (out / name).stat().st_size > 0, name
     doc = json.loads((out / "results.json").read_text())
-    assert {c["name"] for c in doc["checks"]} == {"simulator-density", "sbc", "geweke", "bdmc", "evidence"}
+    assert {c["name"] for c in doc["checks"]} == {"simulator-density", "prior-normalization", "sbc", "geweke", "bdmc",
+                                                  "evidence"}
     assert doc["sampler"] == "NumPyro's NUTS"
     assert "audit verdict" in result.output
 

@@ -26,7 +26,7 @@ from ..errors import BDMCError
 from ..files import to_jsonable
 from ..kernels import HMC, MALA, NUTS, GaussianTable, RandomWalkMH, StepSizeTable
 from ..ppl.numpyro import NumPyroModel
-from . import checks_bdmc, checks_evidence, checks_geweke, checks_sbc, checks_simulator
+from . import checks_bdmc, checks_evidence, checks_geweke, checks_prior, checks_sbc, checks_simulator
 from .result import AuditResult, CheckOutcome
 
 SAMPLERS = ("auto", "gibbs", "nuts", "hmc", "mala", "rwm", "numpyro-nuts", "pymc-nuts", "stan-nuts")
@@ -75,6 +75,8 @@ class Budget:
         NUTS steps S behind the reverse chains' starts (empty: forward comparison only).
     real_warmup : int
         NUTS adaptation (and sampling) steps of the hyperparameter fit.
+    prior_steps, prior_runs : int
+        T and independent runs per direction of the prior-normalization check (0 runs: not run).
     """
 
     triples: int = 64
@@ -97,6 +99,8 @@ class Budget:
     real_runs: int = 20
     real_mcmc_steps: tuple = (100, 1000)
     real_warmup: int = 500
+    prior_steps: int = 200
+    prior_runs: int = 32
 
     @classmethod
     def default(cls) -> "Budget":
@@ -108,7 +112,8 @@ class Budget:
         return cls(triples=16, simulator_latents=32, simulator_data=32, simulator_prior=1000, sbc_replications=50,
                    sbc_draws=50, sbc_warmup=150, sbc_thin=None, geweke_samples=500, geweke_steps=20,
                    sandwich_steps=(10, 100), sandwich_runs=8, evidence_steps=200, evidence_runs=8, evidence_draws=200,
-                   real_steps=(10, 100), real_runs=8, real_mcmc_steps=(), real_warmup=150)
+                   real_steps=(10, 100), real_runs=8, real_mcmc_steps=(), real_warmup=150, prior_steps=100,
+                   prior_runs=16)
 
 
 @dataclass(frozen=True)
@@ -176,6 +181,8 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
     statistical = ["sbc", "bdmc"] + (["geweke"] if resolved.kernel is not None else [])
     if not supports(model, GibbsConditionals):
         statistical.append("simulator-density")
+    if budget.prior_runs > 0:
+        statistical.append("prior-normalization")
     each = level / len(statistical)
     outcomes: list[CheckOutcome] = []
 
@@ -188,6 +195,11 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
     done(checks_simulator.simulator_outcome(
         jax.random.fold_in(key, 1), model, num_triples=budget.triples, num_latents=budget.simulator_latents,
         num_data=budget.simulator_data, num_prior=budget.simulator_prior, level=each))
+
+    if budget.prior_runs > 0:
+        say("prior normalization (forward and reverse AIS from a fitted reference)")
+        done(checks_prior.prior_outcome(jax.random.fold_in(key, 8), model, num_steps=budget.prior_steps,
+                                        num_runs=budget.prior_runs, level=each))
 
     say(f"simulation-based calibration of {resolved.label}")
     done(checks_sbc.sbc_outcome(jax.random.fold_in(key, 2), model, resolved.sampler, label=resolved.label, level=each,

@@ -118,7 +118,8 @@ def _linear_gaussian(name, title, design, prior_sd, noise_sd, seed, info) -> Pro
         prior_transform=lambda u: prior_sd * special.ndtri(u), pymc_model=pymc_model,
         pymc_point=lambda x: {"x": np.asarray(x)},
         exact=linear_gaussian_log_z(y, design, prior_sd, noise_sd),
-        info={**info, "n": n, "dim": dim, "prior_sd": prior_sd, "noise_sd": noise_sd, "design_matrix": design},
+        info={**info, "n": n, "dim": dim, "prior_sd": prior_sd, "noise_sd": noise_sd, "design_matrix": design,
+              "data_seed": seed},
     )
 
 

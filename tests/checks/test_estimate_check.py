@@ -79,3 +79,12 @@ def test_on_the_users_data_only_the_lower_side_is_certified(simulated):
 def test_bad_input_names_the_culprit(simulated, value, stderr, culprit):
     with pytest.raises(bdmc.BDMCError, match=culprit):
         _check(value, simulated, stderr=stderr)
+
+
+def test_another_value_is_judged_against_the_same_bounds_without_new_runs(simulated):
+    exact = simulated[2]
+    first = _check(exact, simulated)
+    for value, verdict in ((exact + 15.0, TOO_HIGH), (exact - 15.0, TOO_LOW), (exact + 1.0, CONSISTENT)):
+        again = first.for_value(value)
+        assert again.verdict == verdict and (again.lower, again.upper) == (first.lower, first.upper)
+        assert again.verdict == _check(value, simulated).verdict  # the same as a fresh call with the same key

@@ -22,6 +22,7 @@ its side is reported as uncertified and never makes the verdict.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -95,6 +96,16 @@ class EstimateCheck:
         """``certified_upper - certified_lower`` (inf on the user's data): how small an error the check can see."""
         return self.certified_upper - self.certified_lower if self.two_sided else math.inf
 
+    def for_value(self, value: float, *, stderr: float | None = None) -> "EstimateCheck":
+        """The verdict on another value of the same ``log p(y)``, against the same bounds (no new runs)."""
+        value = _finite(value, "value")
+        stderr = _stderr(stderr)
+        lo, hi, b, z, verdict = _verdict(self.lower, self.upper, value, stderr, self.level, self.two_sided)
+        above = (math.isfinite(self.bracket_upper) and value - z * stderr > self.bracket_upper
+                 + 2 * float(self.details.get("bracket", {}).get("upper_stderr", 0.0)))
+        return dataclasses.replace(self, verdict=verdict, value=value, stderr=stderr, certified_lower=lo,
+                                   certified_upper=hi, markov_b=b, z=z, above_bracket=bool(above))
+
     def summary(self) -> str:
         """One sentence: the verdict, the value against the certified interval, the level."""
         given = f"{self.value:.3f}" + (f" ± {self.stderr:.3g}" if self.stderr > 0 else "")
@@ -155,9 +166,7 @@ def check_estimate(key, model, data, value: float, *, stderr: float | None = Non
         A value or standard error that is not finite, a level outside (0, 1).
     """
     value = _finite(value, "value")
-    stderr = 0.0 if stderr is None else _finite(stderr, "stderr")
-    if stderr < 0:
-        raise BDMCError(f"stderr must be >= 0, got {stderr}")
+    stderr = _stderr(stderr)
     if not 0 < level < 1:
         raise BDMCError(f"level must lie in (0, 1), got {level}")
     if data is None:
@@ -173,18 +182,7 @@ def check_estimate(key, model, data, value: float, *, stderr: float | None = Non
     forward = table[table["direction"] == "forward"].iloc[-1]
     lower = float(forward["value"])
     upper = float(table[table["direction"] == "reverse"].iloc[-1]["value"]) if two_sided else math.nan
-    # Each side at level / 2; with a stderr, half of that to Markov and half to the value's Gaussian noise.
-    side = level / 2
-    markov_b = math.log(1 / (side / 2 if stderr > 0 else side))
-    z = float(stats.norm.isf(side / 2)) if stderr > 0 else 0.0
-    certified_lower = lower - markov_b
-    certified_upper = upper + markov_b if two_sided else math.nan
-    if value + z * stderr < certified_lower:
-        verdict = TOO_LOW
-    elif two_sided and value - z * stderr > certified_upper:
-        verdict = TOO_HIGH
-    else:
-        verdict = CONSISTENT
+    certified_lower, certified_upper, markov_b, z, verdict = _verdict(lower, upper, value, stderr, level, two_sided)
     bracket_upper, above = math.nan, False
     details: dict[str, Any] = {"table": table.to_dict("records")}
     if draws is not None:
@@ -197,6 +195,30 @@ def check_estimate(key, model, data, value: float, *, stderr: float | None = Non
                          certified_lower=certified_lower, certified_upper=certified_upper, markov_b=markov_b, z=z,
                          bracket_upper=bracket_upper, above_bracket=above, exact=result.exact, method=method,
                          num_steps=knob, num_runs=int(num_runs), two_sided=two_sided, details=details)
+
+
+def _verdict(lower, upper, value, stderr, level, two_sided):
+    """``(certified_lower, certified_upper, b, z, verdict)``: each side at ``level / 2``; with a standard error,
+    half of a side's level to Markov and half to the value's Gaussian noise."""
+    side = level / 2
+    markov_b = math.log(1 / (side / 2 if stderr > 0 else side))
+    z = float(stats.norm.isf(side / 2)) if stderr > 0 else 0.0
+    certified_lower = lower - markov_b
+    certified_upper = upper + markov_b if two_sided else math.nan
+    if value + z * stderr < certified_lower:
+        verdict = TOO_LOW
+    elif two_sided and value - z * stderr > certified_upper:
+        verdict = TOO_HIGH
+    else:
+        verdict = CONSISTENT
+    return certified_lower, certified_upper, markov_b, z, verdict
+
+
+def _stderr(stderr) -> float:
+    stderr = 0.0 if stderr is None else _finite(stderr, "stderr")
+    if stderr < 0:
+        raise BDMCError(f"stderr must be >= 0, got {stderr}")
+    return stderr
 
 
 def _finite(x, name: str) -> float:

@@ -154,7 +154,7 @@ class NumPyroNUTS:
     (the same density NumPyro's ``MCMC`` samples). The kernel is pure JAX, so SBC compiles it once over all
     replications (NumPyro's ``MCMC`` would re-enter Python per data set). It maps over them rather than vmap
     (``batch = "map"``): NUTS builds trees of data-dependent depth, and a vmapped batch runs every chain for as
-    long as its deepest tree (one data set with a narrow posterior made a whole audit four times longer).
+    long as its deepest tree (one data set with a narrow posterior holds the batch at the largest trees).
 
     Parameters
     ----------

@@ -159,3 +159,14 @@ def test_numpyro_nuts_is_calibrated_and_a_far_too_large_step_or_no_warmup_is_fla
                             max_tree_depth=2)):
         r = sbc(jax.random.key(0), model, bad, num_replications=100, num_draws=49)
         assert r.verdict == "miscalibrated", r.message()
+
+
+def test_chain_diagnostics_tell_independent_draws_from_a_random_walk():
+    from bdmc.checks.sbc import chain_diagnostics
+
+    rng = np.random.default_rng(0)
+    iid = chain_diagnostics(rng.normal(size=(20, 100, 3)))
+    walk = chain_diagnostics(rng.normal(size=(20, 100, 3)).cumsum(axis=1))
+    assert iid["rhat"].shape == (20, 3) and np.median(iid["rhat"]) < 1.02 and np.median(iid["ess_bulk"]) > 60
+    assert np.median(walk["rhat"]) > 1.2 and np.median(walk["ess_bulk"]) < 15 and np.median(walk["ess_tail"]) < 30
+    assert chain_diagnostics(rng.normal(size=(20, 7, 3))) is None  # too few draws to split

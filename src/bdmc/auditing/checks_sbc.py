@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 
 import numpy as np
 
@@ -147,6 +148,10 @@ def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replicatio
         summary = f"ranks of all {len(res.names)} quantities are uniform within their bands"
         if autocorrelated:
             summary += f" ({ess_text}: autocorrelated, which lowers the test's power; thin more / run longer)"
+    diagnostics = _arviz_summary(res)
+    if diagnostics:
+        statistic += (f"; worst quantity's median over data sets: split R-hat {diagnostics['rhat']:.3f}, bulk ESS "
+                      f"{diagnostics['ess_bulk']:.0f}, tail ESS {diagnostics['ess_tail']:.0f} (ArviZ)")
     if thinning is not None and thinning.get("automatic"):
         summary += (f"; thin {thinning['thin']} chosen by a pilot (ESS per draw {thinning['ess_per_draw']:.2g} "
                     f"of {thinning['worst_quantity']}{', capped' if thinning.get('capped') else ''})")
@@ -156,8 +161,26 @@ def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replicatio
         figures=_figures(res), table=tuple(frame.to_dict("records")),
         details={**res.to_dict(), "median_ess": ess, "worst_median_ess": low_ess,
                  "worst_ess_quantity": res.names[low_q], "autocorrelated": autocorrelated, "thin": thin,
-                 "stuck_replications": stuck,
+                 "stuck_replications": stuck, "arviz": diagnostics,
                  "thinning": dict(thinning) if thinning is not None else None})
+
+
+def _arviz_summary(res) -> dict | None:
+    """The worst quantity's median over data sets of ArviZ's split R-hat (largest), bulk and tail ESS (smallest),
+    and how many data sets have some R-hat above 1.01."""
+    d = res.diagnostics
+    if not d:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a quantity whose chains never moved: all NaN
+        return _worst(d)
+
+
+def _worst(d) -> dict:
+    rhat = np.nanmedian(d["rhat"], axis=0)
+    return {"rhat": float(np.nanmax(rhat)), "ess_bulk": float(np.nanmin(np.nanmedian(d["ess_bulk"], axis=0))),
+            "ess_tail": float(np.nanmin(np.nanmedian(d["ess_tail"], axis=0))),
+            "data_sets_rhat_above_1_01": int(np.sum(np.nanmax(d["rhat"], axis=1) > 1.01))}
 
 
 def _listed(names) -> str:

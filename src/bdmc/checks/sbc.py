@@ -15,6 +15,7 @@ uniform rank CDF is known exactly.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 
@@ -74,6 +75,7 @@ class SBCResult:
     band: tuple
     ess: np.ndarray
     settings: dict = field(default_factory=dict)
+    diagnostics: dict | None = None
 
     @property
     def num_replications(self) -> int:
@@ -144,14 +146,23 @@ class SBCResult:
                 f"{float(np.median(self.ess)):.0f} of {self.num_draws}")
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per quantity: its name, gamma, p-value, whether it left the band, ESS and rank summaries."""
-        return pd.DataFrame({
+        """One row per quantity: its name, gamma, p-value, whether it left the band, ESS and rank summaries, and
+        ArviZ's split R-hat and bulk / tail ESS (medians over data sets; the largest R-hat)."""
+        frame = pd.DataFrame({
             "quantity": list(self.names), "gamma": self.statistic, "p_value": self.p_values,
             "outside_band": self.outside.astype(bool), "level_each": self.level / len(self.names),
             "mean_rank": self.ranks.mean(0), "expected_mean_rank": self.num_draws / 2,
             "ess_median": np.median(self.ess, 0), "ess_min": self.ess.min(0),
             "num_replications": self.num_replications, "num_draws": self.num_draws,
         })
+        if self.diagnostics:
+            with np.errstate(invalid="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns (a quantity that never moved)
+                frame["rhat_median"] = np.nanmedian(self.diagnostics["rhat"], 0)
+                frame["rhat_max"] = np.nanmax(self.diagnostics["rhat"], 0)
+                frame["ess_bulk_median"] = np.nanmedian(self.diagnostics["ess_bulk"], 0)
+                frame["ess_tail_median"] = np.nanmedian(self.diagnostics["ess_tail"], 0)
+        return frame
 
     def to_dict(self) -> dict:
         """JSON-ready summary (no ranks)."""
@@ -234,11 +245,29 @@ def sbc(
 
     test = uniformity_test(ranks, num_draws, level=level)
     ess = _ess(values)
+    diagnostics = chain_diagnostics(values)
     settings = {"num_replications": num_replications, "num_draws": num_draws, "level": level,
                 "test": "simultaneous ECDF band (Sailynoja et al. 2022, ArviZ), Bonferroni over quantities",
                 "sampler": sampler.settings(), "model": repr(model)}
     return SBCResult(names=names, ranks=ranks, num_draws=num_draws, level=float(level), ess=ess,
-                     settings=settings, **test)
+                     settings=settings, diagnostics=diagnostics, **test)
+
+
+def chain_diagnostics(values) -> dict | None:
+    """ArviZ's split R-hat, bulk and tail ESS of each data set's chain and quantity: ``{"rhat", "ess_bulk",
+    "ess_tail"}``, arrays ``(num_replications, num_quantities)`` (None with fewer than 8 draws). One chain per
+    data set, split in halves: R-hat compares the halves, as ArviZ does for a chain it splits."""
+    import arviz as az
+
+    values = np.asarray(values, np.float64)
+    half = values.shape[1] // 2
+    if half < 4:
+        return None
+    split = np.stack([values[:, :half], values[:, half:2 * half]])  # (2, R, half, Q)
+    data = az.convert_to_dataset({"v": split.transpose(0, 2, 1, 3)})  # chain, draw, data set, quantity
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {"rhat": np.asarray(az.rhat(data)["v"]), "ess_bulk": np.asarray(az.ess(data, method="bulk")["v"]),
+                "ess_tail": np.asarray(az.ess(data, method="tail")["v"])}
 
 
 def quantity_names(latent) -> tuple:

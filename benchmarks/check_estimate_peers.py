@@ -65,14 +65,17 @@ def exact_latent(problem):
 
 def blackjax_fixed_fn(problem, num_particles, step_size=0.05, num_steps=10, num_mcmc_steps=10):
     """BlackJAX's adaptive tempered SMC with a fixed identity-mass HMC: the known-biased configuration."""
+    import functools
+
     import blackjax
     from blackjax.smc import resampling
 
     data = jnp.asarray(problem.data)
     loglik = lambda x: jnp.sum(problem.log_lik(x, data))  # noqa: E731
-    params = {"step_size": step_size, "inverse_mass_matrix": jnp.ones(problem.dim), "num_integration_steps": num_steps}
-    smc = blackjax.adaptive_tempered_smc(problem.log_prior, loglik, blackjax.hmc.build_kernel(), blackjax.hmc.init,
-                                         params, resampling.systematic, 0.5, num_mcmc_steps=num_mcmc_steps)
+    step = functools.partial(blackjax.hmc.build_kernel(), num_integration_steps=num_steps)
+    params = {"step_size": jnp.full((1,), step_size), "inverse_mass_matrix": jnp.ones((1, problem.dim))}
+    smc = blackjax.adaptive_tempered_smc(problem.log_prior, loglik, step, blackjax.hmc.init, params,
+                                         resampling.systematic, 0.5, num_mcmc_steps=num_mcmc_steps)
 
     @jax.jit
     def run(key):

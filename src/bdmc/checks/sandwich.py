@@ -224,7 +224,7 @@ def sandwich(
     steps: Iterable[int] = (10, 100, 1000),
     num_runs: int = 16,
     kernel=None,
-    schedule: str = "sigmoidal",
+    schedule: str = "auto",
     method: str = "ais",
     num_particles: int | None = None,
     until_gap: float | None = None,
@@ -250,7 +250,9 @@ def sandwich(
     num_runs : int
         Independent runs per direction and knob value.
     kernel, schedule
-        As for :func:`bdmc.forward_ais` (``schedule`` only where the estimators take one).
+        As for :func:`bdmc.forward_ais` (``schedule`` only where the estimators take one). ``"auto"`` (the default)
+        leaves the path to each estimator: the pilot's temperatures where a pilot runs (a model without a kernel
+        of its own), else sigmoidal; a named schedule overrides the pilot's.
     method : {"ais", "smc", "tempered-smc", "auto"}
         The pair of :data:`SANDWICH_METHODS`: forward and reverse AIS (knob: intermediate distributions T),
         SMC (lower) and SHME (upper) on the data path (knob: MCMC moves per data case), or tempered SMC from

@@ -115,7 +115,7 @@ def _model(out_console: Console, model: str, steps: list[int], runs: int, seed: 
                           f"({row['seconds']:.2f} s)[/]", soft_wrap=True)
 
     run = sandwich_runs.run_sandwich(key, model_obj, data, exact_latent, store=store, steps=steps, num_runs=runs,
-                                     on_row=finished, progress=out_console.is_terminal)
+                                     schedule="sigmoidal", on_row=finished, progress=out_console.is_terminal)
     # The table covers every chain length in the store, resumed ones included.
     result = bread_table(run.table)
     table = Table(title=f"BREAD on {model} (simulated data, {runs} runs per direction)", title_justify="left")

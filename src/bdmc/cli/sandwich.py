@@ -57,7 +57,9 @@ def sandwich_command(
                               help="Comma-separated numbers of intermediate distributions T (each >= 2)."),
     seed: int = typer.Option(0, "--seed", help="Seed of jax.random.key; simulates the data and drives every run."),
     out: Optional[Path] = out_option("out/sandwich-MODEL"),
-    schedule: str = typer.Option("sigmoidal", "--schedule", help="Annealing schedule name."),
+    schedule: str = typer.Option("auto", "--schedule",
+                                 help="Annealing schedule: auto (the pilot's where one runs, else sigmoidal), "
+                                      "sigmoidal, linear or geometric."),
     method: str = typer.Option("ais", "--method",
                                help="ais: forward/reverse AIS, --steps = T. smc: SMC/SHME, --steps = moves per case. "
                                     "tempered-smc: tempered SMC from prior and exact latent, --steps = T. "
@@ -109,8 +111,9 @@ def sandwich_command(
     at_least(runs, "--runs", 1, "16")
     at_least(seed, "--seed", 0, "0")
     at_least(given_particles, "--particles", 1, "8")
-    if schedule not in SCHEDULES:
-        raise CLIError(f"--schedule: unknown schedule {schedule!r}; choose one of: {', '.join(sorted(SCHEDULES))}")
+    if schedule != "auto" and schedule not in SCHEDULES:
+        raise CLIError(f"--schedule: unknown schedule {schedule!r}; choose one of: auto, "
+                       f"{', '.join(sorted(SCHEDULES))}")
     positive_number(until_gap, "--until-gap", "nats", "0.5")
     if until_gap is not None and len(step_list) > 1:
         raise CLIError(f"--until-gap doubles T from one starting value, but --steps gives {len(step_list)}; "

@@ -86,7 +86,7 @@ def open_sandwich_store(out, settings: dict, *, overwrite: bool, discard=(), rea
 
 
 def run_sandwich(key, model, data, exact_latent, *, store: RunStore, steps: list[int], num_runs: int,
-                 schedule: str = "sigmoidal", method: str = "ais", num_particles: int = 1,
+                 schedule: str = "auto", method: str = "ais", num_particles: int = 1,
                  until_gap: float | None = None, max_steps: int = 100_000, alpha: float = ALPHA,
                  on_row: Callable[[dict], None] | None = None, progress="auto", real_data: bool = False
                  ) -> SandwichRun:

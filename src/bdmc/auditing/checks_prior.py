@@ -8,9 +8,14 @@ at the audit's share of its level. Models without an exact simulator of the prio
 
 from __future__ import annotations
 
+import math
+
+import pandas as pd
+
 from ..checks.prior_normalization import ADVICE, NOT_NORMALIZED, prior_normalization
 from ..errors import BDMCError
-from .result import CheckOutcome
+from ..plotting.audit import plot_evidence, png_bytes
+from .result import CheckOutcome, Figure
 
 NAME = "prior-normalization"
 TITLE = "Prior normalization: does the prior density integrate to one?"
@@ -35,10 +40,19 @@ def prior_outcome(key, model, *, num_steps: int, num_runs: int, level: float) ->
     verdict = "fail" if res.verdict == NOT_NORMALIZED else "pass"
     statistic = (f"log integral {res.estimate:+.3f} nats, t-interval [{res.interval_low:+.3f}, "
                  f"{res.interval_high:+.3f}] (Markov-certified [{res.certified_low:+.2f}, {res.certified_high:+.2f}])")
-    table = ({"direction": "forward (lower)", "mean": res.forward_mean, "stderr": res.forward_stderr},
-             {"direction": "reverse (upper)", "mean": res.reverse_mean, "stderr": res.reverse_stderr})
+    table = pd.DataFrame([
+        {"label": "forward AIS from the reference (mean log weight)", "side": "lower", "value": res.forward_mean,
+         "stderr": res.forward_stderr, "certified": res.certified_low},
+        {"label": "reverse AIS from simulator draws (mean log weight)", "side": "upper", "value": res.reverse_mean,
+         "stderr": res.reverse_stderr, "certified": res.certified_high},
+        {"label": "a normalized prior", "side": "exact", "value": 0.0, "stderr": 0.0, "certified": math.nan}])
+    fig = plot_evidence(table, title="Prior normalization: the log of the prior density's integral")
+    fig.axes[0].set_xlabel("log of the prior's integral (nats; bars: 2 standard errors; open triangles: certified)")
+    caption = ("The forward (lower) and reverse (upper) mean log weights between a reference fitted to the "
+               "simulator's draws and the prior density; a normalized prior puts 0 between them.")
     return CheckOutcome(name=NAME, title=TITLE, verdict=verdict, statistic=statistic, level=level,
-                        summary=res.summary(), meaning=MEANING, remedy=ADVICE, table=table,
+                        summary=res.summary(), meaning=MEANING, remedy=ADVICE, table=tuple(table.to_dict("records")),
+                        figures=(Figure(png_bytes(fig), caption),),
                         details={"estimate": res.estimate, "interval": [res.interval_low, res.interval_high],
                                  "certified": [res.certified_low, res.certified_high], "num_steps": res.num_steps,
                                  "num_runs": res.num_runs})

@@ -11,7 +11,7 @@ import bdmc
 from bdmc import BDMCError
 from bdmc.core import schedules
 from bdmc.core.smc import GENERIC_PARTICLES
-from bdmc.core.smc_pilot import DataPathPilot, next_row, refine_data_path, substeps_for
+from bdmc.core.smc_pilot import DataPathPilot, next_row, refine_data_path
 from bdmc.errors import NonFiniteLogWeightError
 from bdmc.models import FiniteMixture, LinearRegression
 from helpers import simulate_float64
@@ -22,15 +22,6 @@ MODEL = LinearRegression()  # the paper's cubic regression; exact log p(y)
 def _problem(seed=1):
     data, latent = simulate_float64(jax.random.key(seed), MODEL)
     return data, latent, float(MODEL.exact_log_marginal(data))
-
-
-def test_substeps_keep_each_steps_variance_near_the_target():
-    k = substeps_for([0.0, 0.1, 0.4, 3.6, 0.35, np.inf, np.nan], target_variance=0.1, max_substeps=64)
-    np.testing.assert_array_equal(k, [1, 1, 2, 6, 2, 64, 64])
-    # K^2 * target covers v, and K - 1 would not (the smallest such K), wherever K is not clipped.
-    v = np.array([0.3, 2.0, 17.0, 100.0])
-    k = substeps_for(v, target_variance=0.5, max_substeps=1000)
-    assert np.all(k**2 * 0.5 >= v) and np.all((k - 1) ** 2 * 0.5 < v)
 
 
 def test_per_case_substeps_switch_each_case_on_linearly_in_its_own_count():

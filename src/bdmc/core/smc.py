@@ -214,8 +214,7 @@ def _run(key, model, data, exact_latent, *, direction, num_moves, num_particles,
     kernel = kernel if num_moves == 1 else repeat(kernel, int(num_moves))
     if piloted:
         refined = refine_data_path(key, model, data, kernel, num_cases=num_cases, order=order,
-                                   pilot=tune if isinstance(tune, DataPathPilot) else None,
-                                   resampling=resampling, ess_threshold=ess_threshold)
+                                   pilot=tune if isinstance(tune, DataPathPilot) else None)
         path = refined.path
     rule = PosteriorProposal() if proposal == "posterior" else AISRule()
     resampler = AdaptiveResampling(scheme=resampling, ess_threshold=ess_threshold)

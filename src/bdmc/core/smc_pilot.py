@@ -95,13 +95,6 @@ class RefinedPath:
                 "data_pilot_seconds": self.seconds, "data_pilot_evals": int(self.n_evals)}
 
 
-def substeps_for(variances, *, target_variance: float, max_substeps: int) -> np.ndarray:
-    """``K_i = ceil(sqrt(v_i / target))`` clipped to ``[1, max_substeps]``; an infinite or NaN ``v_i`` gets the most."""
-    v = np.asarray(variances, float)
-    k = np.ceil(np.sqrt(np.where(np.isfinite(v), np.maximum(v, 0.0), np.inf) / target_variance))
-    return np.clip(np.nan_to_num(k, nan=max_substeps, posinf=max_substeps), 1, max_substeps).astype(int)
-
-
 def next_row(terms, lam, remaining, *, target_variance: float, max_substeps: int) -> tuple[np.ndarray, float]:
     """The pilot's next path row from its equally weighted particles' likelihood terms (module docstring).
 
@@ -139,8 +132,8 @@ def next_row(terms, lam, remaining, *, target_variance: float, max_substeps: int
     return row, float(v[0] * fraction**2)
 
 
-def refine_data_path(key, model, data, kernel, *, num_cases: int, order=None, pilot: DataPathPilot | None = None,
-                     resampling: str = "systematic", ess_threshold: float = 0.5) -> RefinedPath:
+def refine_data_path(key, model, data, kernel, *, num_cases: int, order=None,
+                     pilot: DataPathPilot | None = None) -> RefinedPath:
     """Run the pilot and return the frozen data path it chose (module docstring).
 
     Parameters
@@ -157,9 +150,9 @@ def refine_data_path(key, model, data, kernel, *, num_cases: int, order=None, pi
         The order in which cases are added.
     pilot : DataPathPilot, optional
         Pilot settings (default ``DataPathPilot()``).
-    resampling, ess_threshold
-        Accepted for the run's call shape; the pilot resamples after every step (multinomially), so that its
-        particles are equally weighted when it chooses the next step.
+
+    The pilot resamples after every step (multinomially), so that its particles are equally weighted when it
+    chooses the next step, whatever the run's resampling.
     """
     pilot = DataPathPilot() if pilot is None else pilot
     plain = schedules.data_path(num_cases, order=order)

@@ -72,8 +72,9 @@ def test_kernel_leaves_intermediate_distribution_invariant_moves_and_reports_acc
     assert np.max(np.abs(run.z)) < THRESHOLD, run.z
     # Invariance alone is met by a kernel that never moves: most chains must leave their exact starts.
     assert run.moved > 0.5, run.moved
-    assert np.all((run.acceptance >= 0.0) & (run.acceptance <= 1.0 + 1e-12)), (run.acceptance.min(),
-                                                                               run.acceptance.max())
+    rounding = 8 * np.finfo(run.acceptance.dtype).eps  # NUTS averages acceptance over a tree: 1 + rounding
+    assert np.all((run.acceptance >= 0.0) & (run.acceptance <= 1.0 + rounding)), (run.acceptance.min(),
+                                                                                  run.acceptance.max())
 
 
 @pytest.mark.parametrize("lam_name", ["0.3", "per-case"])

@@ -201,5 +201,7 @@ def test_lean_path_gives_the_numbers_of_the_plain_path(key):
     np.testing.assert_allclose(lean.log_weights, plain.log_weights, rtol=1e-10)
     for a, b in zip(jax.tree.leaves(lean.latents), jax.tree.leaves(plain.latents)):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(lean.info.acceptance, plain.info.acceptance, atol=1e-9)
+    # Acceptance is exp of an energy difference computed in two orders: a few units of the dtype's rounding.
+    rounding = max(1e-9, 64 * np.finfo(np.asarray(lean.info.acceptance).dtype).eps)
+    np.testing.assert_allclose(lean.info.acceptance, plain.info.acceptance, atol=rounding)
     assert lean.n_evals == 8 * (1 + 39 * 10) and plain.n_evals == 8 * 39 * (1 + 1)

@@ -52,7 +52,7 @@ OUT = Path(__file__).resolve().parent / "results" / "audit_calibration"
 SAMPLERS = {"numpyro-nuts": "NumPyro", "pymc-nuts": "PyMC", "stan-nuts": "Stan", "hmc": "NumPyro"}
 LABELS = {"numpyro-nuts": "NumPyro's NUTS", "pymc-nuts": "PyMC's NUTS", "stan-nuts": "Stan's NUTS (pystan)",
           "hmc": "bdmc's HMC"}
-CHECKS = ("simulator-density", "sbc", "geweke", "bdmc", "evidence")
+CHECKS = ("simulator-density", "prior-normalization", "sbc", "geweke", "bdmc", "evidence")
 
 
 def row_key(row: dict) -> tuple:
@@ -131,10 +131,10 @@ def write_table(rows: list[dict], path: Path) -> None:
              "`rows.jsonl`. A fail on a correct program is a false alarm; the 95% interval is Clopper-Pearson; "
              f"'consistent' means the interval reaches down to the stated level {LEVEL}.", "",
              "| sampler | program | audits | fails | rate | 95% interval | consistent with 0.01 | inconclusive | "
-             "fails by check (sim, sbc, geweke, bdmc) | median s | commits |",
+             "fails by check (sim, prior, sbc, geweke, bdmc) | median s | commits |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for s in summary:
-        by_check = ", ".join(str(s["check_fails"][c]) for c in CHECKS[:4])
+        by_check = ", ".join(str(s["check_fails"][c]) for c in CHECKS[:5])
         lines.append(f"| {LABELS.get(s['sampler'], s['sampler'])} | {s['program']} | {s['audits']} | {s['fails']} | "
                      f"{s['rate']:.3f} | {s['lo']:.4f} to {s['hi']:.4f} | {'yes' if s['consistent'] else 'NO'} | "
                      f"{s['inconclusive']} | {by_check} | {s['median_seconds']:.1f} | "

@@ -18,6 +18,7 @@ NAME = "sbc"
 # The worst quantity's median ESS below this fraction of the draws: ranks of a correct sampler are not uniform,
 # so the test's level does not hold and a failure is "inconclusive".
 LOW_ESS = 0.5
+DIAGNOSED_DATA_SETS = 20  # chains whose ArviZ R-hat and ESS the audit reports (ArviZ: ~5 ms a chain and quantity)
 MAX_THIN = 50  # cap on the automatic thinning
 PILOT_REPLICATIONS = 2  # data sets of the thinning pilot (sbc needs two; the ESS is their median)
 PILOT_DRAWS = 200  # at least this many unthinned draws per pilot chain, so lags up to MAX_THIN are seen
@@ -106,7 +107,8 @@ def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replicatio
     -------
     CheckOutcome
     """
-    res = sbc(key, model, sampler, num_replications=int(num_replications), num_draws=int(num_draws), level=level)
+    res = sbc(key, model, sampler, num_replications=int(num_replications), num_draws=int(num_draws), level=level,
+              chain_diagnostics_of=DIAGNOSED_DATA_SETS)
     frame = res.to_frame()
     bad = res.miscalibrated
     worst, gamma = res.worst
@@ -150,8 +152,9 @@ def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replicatio
             summary += f" ({ess_text}: autocorrelated, which lowers the test's power; thin more / run longer)"
     diagnostics = _arviz_summary(res)
     if diagnostics:
-        statistic += (f"; worst quantity's median over data sets: split R-hat {diagnostics['rhat']:.3f}, bulk ESS "
-                      f"{diagnostics['ess_bulk']:.0f}, tail ESS {diagnostics['ess_tail']:.0f} (ArviZ)")
+        statistic += (f"; worst quantity's median over {DIAGNOSED_DATA_SETS} data sets: split R-hat "
+                      f"{diagnostics['rhat']:.3f}, bulk ESS {diagnostics['ess_bulk']:.0f}, tail ESS "
+                      f"{diagnostics['ess_tail']:.0f} (ArviZ)")
     if thinning is not None and thinning.get("automatic"):
         summary += (f"; thin {thinning['thin']} chosen by a pilot (ESS per draw {thinning['ess_per_draw']:.2g} "
                     f"of {thinning['worst_quantity']}{', capped' if thinning.get('capped') else ''})")
@@ -166,8 +169,8 @@ def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replicatio
 
 
 def _arviz_summary(res) -> dict | None:
-    """The worst quantity's median over data sets of ArviZ's split R-hat (largest), bulk and tail ESS (smallest),
-    and how many data sets have some R-hat above 1.01."""
+    """The worst quantity's median over the diagnosed data sets of ArviZ's split R-hat (largest), bulk and tail ESS
+    (smallest), and how many data sets have some R-hat above 1.01."""
     d = res.diagnostics
     if not d:
         return None

@@ -173,7 +173,7 @@ def check_estimate(key, model, data, value: float, *, stderr: float | None = Non
         raise BDMCError("check_estimate needs the data the value is the evidence of (simulate them with "
                         "bdmc.simulate and pass its exact latent too, for both certified bounds)")
     method = auto_method(model) if method == "auto" else method
-    knob = DEFAULT_KNOB[sandwich_method(method).name] if num_steps is None else int(num_steps)
+    knob = DEFAULT_KNOB[sandwich_method(method).name] if num_steps is None else int(num_steps)  # checks the name
     k_runs, k_bracket = jax.random.split(key)
     two_sided = exact_latent is not None
     result = sandwich(k_runs, model, data, exact_latent, steps=[knob], num_runs=num_runs, kernel=kernel,

@@ -21,7 +21,7 @@ from ..checks.estimate_check import CONSISTENT, check_estimate
 from ..checks.sandwich import SANDWICH_METHODS, simulated_data
 from ..experiments.sandwich_runs import data_array_names, real_data_like
 from ..files import to_jsonable
-from ._common import PPL_OPTIONS, CLIError, at_least, command, console, wrote
+from ._common import PPL_OPTIONS, CLIError, at_least, command, console, model_option_option, wrote
 from ._models import builtin_model, load_npz, load_ppl_model, ppl_given, ppl_label
 
 VERDICT_STYLE = {CONSISTENT: "green"}
@@ -55,7 +55,7 @@ def check_estimate_command(
     steps: Optional[int] = typer.Option(None, "--steps", "-s", show_default="1000 (ais), 100 (tempered-smc)",
                                         help="Their knob: T (ais, tempered-smc) or moves per case (smc)."),
     runs: int = typer.Option(16, "--runs", "-r", help="Independent runs per direction."),
-    option: Optional[list[str]] = typer.Option(None, "--option", help="Model option KEY=VALUE (repeatable)."),
+    option: Optional[list[str]] = model_option_option(),
     json_out: Optional[Path] = typer.Option(None, "--json", metavar="FILE.json", help="Also write the result here."),
 ) -> None:
     """Check another tool's log p(y) against bdmc's certified bounds: consistent, too high or too low."""

@@ -21,12 +21,20 @@ the (sampler, program, seed) triples already there.
     python benchmarks/audit_calibration.py --quick --seeds 67           # 201 audits per sampler (resumes)
     python benchmarks/audit_calibration.py --quick --seeds 2 --samplers stan-nuts   # a first look
     python benchmarks/audit_calibration.py --table-only
+    python benchmarks/audit_calibration.py --quick --seeds 67 --workers 14 --until 480   # a many-core machine
+
+``--workers N`` starts N processes (fresh interpreters, never a fork after JAX has started), each taking every
+N-th audit of the plan (``--shard i/N``) and appending to the same ``rows.jsonl`` (one atomic write per row);
+``--until S`` stops starting audits S seconds after launch, so a run on a lent machine ends inside its lease.
+A checkout without git (a copied tree) takes its commit from ``BDMC_BENCH_COMMIT``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import platform
+import subprocess
 import sys
 import time
 import warnings
@@ -65,6 +73,9 @@ class Runner:
     def __init__(self, path: Path, budget: Budget, quick: bool):
         self.path, self.budget, self.quick = path, budget, quick
         self.commit, self.clean = tree_state()
+        if not self.commit:  # a copied tree without git: the sender names the commit
+            self.commit, self.clean = os.environ.get("BDMC_BENCH_COMMIT", "unknown"), None
+        self.machine = f"{platform.node()} ({os.cpu_count()} cores)"
         self.done = {row_key(r) for r in load_rows(path)}
         self.programs: dict = {}
 
@@ -87,7 +98,7 @@ class Runner:
                "thin": (result.settings["sampler"].get("thinning") or {}).get("thin"),
                "checks": {c.name: {"verdict": c.verdict, "level": c.level, "statistic": c.statistic, **numbers(c)}
                           for c in result.checks},
-               "commit": self.commit, "clean_tree": self.clean, "time": time.time(),
+               "commit": self.commit, "clean_tree": self.clean, "time": time.time(), "machine": self.machine,
                "load_before": load_before, "load_after": os.getloadavg()[0]}
         append_row(self.path, row)
         self.done.add(row_key(row))
@@ -99,6 +110,21 @@ class Runner:
 def plan(samplers, programs, seeds: int) -> list[tuple[str, str, int]]:
     """Round-robin: every (sampler, program) cell at seed 0, then every cell at seed 1, ..."""
     return [(s, p, seed) for seed in range(seeds) for s in samplers for p in programs]
+
+
+def shard(tasks: list[tuple[str, str, int]], spec: str) -> list[tuple[str, str, int]]:
+    """Shard ``i/N`` of the plan: worker i keeps to one (sampler, program) cell (cell i mod the number of cells,
+    so it compiles one program) and takes every k-th of that cell's seeds, k the workers sharing the cell."""
+    index, count = (int(x) for x in spec.split("/"))
+    if count == 1:
+        return tasks
+    cells = list(dict.fromkeys((s, p) for s, p, _ in tasks))
+    if count < len(cells):
+        return [t for i, t in enumerate(tasks) if i % count == index]
+    cell = cells[index % len(cells)]
+    sharing = len(range(index % len(cells), count, len(cells)))
+    mine = [t for t in tasks if (t[0], t[1]) == cell]
+    return mine[index // len(cells)::sharing]
 
 
 def summarize(rows: list[dict]) -> list[dict]:
@@ -120,7 +146,7 @@ def summarize(rows: list[dict]) -> list[dict]:
                                                       for r in cell) for c in CHECKS},
                         "median_seconds": float(np.median([r["seconds"] for r in cell])),
                         "commits": sorted({r["commit"] for r in cell}),
-                        "clean": all(r["clean_tree"] for r in cell)})
+                        "clean": all(r["clean_tree"] is not False for r in cell)})
     return out
 
 
@@ -151,17 +177,38 @@ def main(argv=None) -> None:
                         choices=list(calibration_programs.PROGRAMS))
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--table-only", action="store_true")
+    parser.add_argument("--workers", type=int, default=1, help="processes, each running every N-th audit")
+    parser.add_argument("--shard", default="0/1", help="i/N: run only the audits whose plan index is i mod N")
+    parser.add_argument("--until", type=float, default=None, help="start no audit after this many seconds")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "rows.jsonl"
-    if not args.table_only:
+    if not args.table_only and args.workers > 1:
+        run_workers(args, argv if argv is not None else sys.argv[1:])
+    elif not args.table_only:
+        began = time.monotonic()
         runner = Runner(path, Budget.quick() if args.quick else Budget.default(), args.quick)
-        for sampler, program, seed in plan(args.samplers, args.programs, args.seeds):
+        for sampler, program, seed in shard(plan(args.samplers, args.programs, args.seeds), args.shard):
+            if args.until is not None and time.monotonic() - began > args.until:
+                break
             runner.run(sampler, program, seed)
     rows = load_rows(path)
-    if rows:
+    if rows and args.shard == "0/1":
         write_table(rows, args.out / "table.md")
         print((args.out / "table.md").read_text())
+
+
+def run_workers(args, argv: list[str]) -> None:
+    """Start ``args.workers`` fresh interpreters, one shard each, one thread each; wait for all."""
+    passed = [a for i, a in enumerate(argv)
+              if a not in ("--workers",) and (i == 0 or argv[i - 1] != "--workers") and not a.startswith("--workers=")]
+    env = {**os.environ, "XLA_FLAGS": (os.environ.get("XLA_FLAGS", "") + " --xla_cpu_multi_thread_eigen=false "
+                                       "intra_op_parallelism_threads=1").strip(),
+           "OMP_NUM_THREADS": "1", "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu")}
+    procs = [subprocess.Popen([sys.executable, __file__, *passed, "--shard", f"{i}/{args.workers}"], env=env)
+             for i in range(args.workers)]
+    for proc in procs:
+        proc.wait()
 
 
 if __name__ == "__main__":

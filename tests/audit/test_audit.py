@@ -173,3 +173,19 @@ def test_broken_kernel_fails_the_checks_that_see_it(broken):
 def test_unknown_sampler_is_refused():
     with pytest.raises(bdmc.BDMCError, match="unknown sampler 'slice'"):
         audit(jax.random.key(0), MODEL, sampler="slice", budget=TINY)
+
+
+def test_evidence_survives_draws_of_a_stuck_chain():
+    """Posterior draws that repeat one state (a stuck chain) make the bracketing's fitted Gaussian singular: the
+    evidence check keeps its certified AIS bound and says why there is no bracket, instead of ending the audit."""
+    from bdmc.auditing.checks_evidence import evidence_outcome
+    from bdmc.contracts.model import simulate
+
+    sim = simulate(jax.random.key(1), SMALL_MODEL)
+    stuck = jax.tree.map(lambda x: jax.numpy.broadcast_to(x, (40, *x.shape)), sim.exact_latent)
+    ev = evidence_outcome(jax.random.key(2), SMALL_MODEL, sim.data, kernel=None, num_steps=20, num_runs=8,
+                          data_label="a simulated data set", draws=stuck)
+    assert ev.verdict == "pass"
+    assert "bracket_error" in ev.details and "bracket_upper" not in ev.details
+    assert "no bracketing bounds" in ev.summary
+    assert math.isfinite(ev.details["certified"])

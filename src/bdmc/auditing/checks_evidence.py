@@ -16,6 +16,7 @@ import pandas as pd
 from ..bracketing import bracket_model
 from ..checks.sandwich import exact_log_marginal_or_none
 from ..core.ais import forward_ais
+from ..errors import BDMCError
 from ..plotting.audit import plot_evidence, png_bytes
 from .result import CheckOutcome, Figure
 
@@ -76,15 +77,22 @@ def evidence_outcome(key, model, data, *, kernel, num_steps: int, num_runs: int,
         extra += f"; the forward estimate's {est.stderr_warning.split(':')[0]}"
     if est.divergence_rate and est.divergence_rate > 0.1:
         extra += f"; {est.divergence_rate:.0%} of its transitions diverged (rejected proposals)"
+    br = None
     if draws is not None:
-        br = bracket_model(k_bracket, model, data, draws, num_draws=num_draws)
         count = len(jax.tree.leaves(draws)[0])
+        try:
+            br = bracket_model(k_bracket, model, data, draws, num_draws=num_draws)
+        except BDMCError as err:  # uncertified and optional: the certified bound above stands without it
+            details["bracket_error"] = str(err)
+            extra += (f"; no bracketing bounds from the {count} posterior draws ({err}: draws that repeat one state, "
+                      "as a stuck chain's do, make the fitted Gaussian singular)")
+    if br is not None:
         for label, e in (("bracketing upper bound U (Gaussian fit to the draws)", br.upper),
                          ("bracketing lower bound L (draws of that Gaussian)", br.lower)):
             rows.append({"label": label, "side": e.bound, "value": e.value, "stderr": e.stderr,
                          "certified": math.nan, "seconds": e.seconds})
         details.update(bracket_upper=br.upper.value, bracket_lower=br.lower.value, num_posterior_draws=count)
-        extra = f"; bracketing from {count} posterior draws: {br.lower.value:.2f} .. {br.upper.value:.2f}"
+        extra += f"; bracketing from {count} posterior draws: {br.lower.value:.2f} .. {br.upper.value:.2f}"
         if certified > br.upper.value + 2 * br.upper.stderr:
             verdict = "inconclusive"
             extra += " (the certified AIS bound lies above the bracketing upper bound: the draws miss posterior mass)"
@@ -100,7 +108,7 @@ def evidence_outcome(key, model, data, *, kernel, num_steps: int, num_runs: int,
     fig = plot_evidence(table)
     caption = (f"Bounds on log p(y) of {data_label}: the forward AIS estimate with its certified value (open "
                "triangle; the truth lies to its right with probability >= 95%)"
-               + (" and the bracketing bounds from posterior draws" if draws is not None else "") + ".")
+               + (" and the bracketing bounds from posterior draws" if br is not None else "") + ".")
     return CheckOutcome(
         name=NAME, title=f"Evidence: log p(y) of {data_label}", verdict=verdict, statistic=statistic, level=None,
         summary=summary, meaning=MEANING, remedy=REMEDY, figures=(Figure(png_bytes(fig), caption),),

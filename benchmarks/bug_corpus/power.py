@@ -1,0 +1,159 @@
+"""How often the audit's checks see each bug of the corpus, and how often they fire on the correct twins.
+
+For every program of ``corpus.BUGS`` and its correct twin, at each seed, the audit's checks that need no
+posterior sampler run exactly as ``bdmc.audit`` runs them (same keys, ``Budget.quick()``, each at its share of
+the audit's level 0.01: 0.01 / 4 for a program audited under its PPL's NUTS, 0.01 / 5 with a user's kernel,
+which adds Geweke): the simulator-vs-density check and prior normalization on every program, and SBC and Geweke
+of the user's kernel where the bug is in the kernel. The audit's SBC of the PPL's own NUTS and its BDMC check
+are not run per seed here (their cost; ``benchmarks/audit_calibration.py`` measures their false alarms).
+
+Each (program, variant, seed) appends one JSON row to ``rows.jsonl``; a rerun skips rows already there.
+
+    python benchmarks/bug_corpus/power.py --seeds 20            # everything (resumes)
+    python benchmarks/bug_corpus/power.py --seeds 2 --only numpyro/mixture stan/half-normal
+    python benchmarks/bug_corpus/power.py --table-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import jax
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+from corpus import BUGS, GEWEKE, PRIOR, SBC, SIM  # noqa: E402
+from check_power import clopper_pearson  # noqa: E402
+from peers import append_row, load_rows, tree_state  # noqa: E402
+
+import bdmc  # noqa: E402
+from bdmc.auditing import Budget, checks_geweke, checks_prior, checks_sbc, checks_simulator  # noqa: E402
+from bdmc.auditing.run import resolve_sampler  # noqa: E402
+
+bdmc.enable_x64()
+
+LEVEL = 0.01
+OUT = HERE.parent / "results" / "bug_corpus"
+BUDGET = Budget.quick()
+CHECKS = (SIM, PRIOR, SBC, GEWEKE)
+
+
+def programs() -> list[tuple[str, str, object]]:
+    """(key, variant, Bug) of every program: each bug, then each correct twin once."""
+    out = [(b.key, "bug", b) for b in BUGS]
+    twins = {}
+    for b in BUGS:
+        twins.setdefault(b.twin, b)
+    return out + [(key, "correct", b) for key, b in twins.items()]
+
+
+def run_checks(seed: int, model, sampler) -> dict:
+    """The audit's sampler-free checks (and, with a user's kernel, its SBC and Geweke), keyed as the audit keys
+    them, at the audit's per-check level."""
+    key = jax.random.key(seed)
+    statistical = 4 + (sampler is not None)  # sbc, bdmc, simulator, prior (+ geweke with a kernel)
+    each = LEVEL / statistical
+    outcomes = [checks_simulator.simulator_outcome(
+                    jax.random.fold_in(key, 1), model, num_triples=BUDGET.triples, num_latents=BUDGET.simulator_latents,
+                    num_data=BUDGET.simulator_data, num_prior=BUDGET.simulator_prior, level=each),
+                checks_prior.prior_outcome(jax.random.fold_in(key, 8), model, num_steps=BUDGET.prior_steps,
+                                           num_runs=BUDGET.prior_runs, level=each)]
+    if sampler is not None:
+        resolved = resolve_sampler(jax.random.fold_in(key, 100), model, sampler, warmup=BUDGET.sbc_warmup,
+                                   thin=BUDGET.sbc_thin, num_draws=BUDGET.sbc_draws)
+        outcomes.append(checks_sbc.sbc_outcome(
+            jax.random.fold_in(key, 2), model, resolved.sampler, label=resolved.label, level=each,
+            num_replications=BUDGET.sbc_replications, num_draws=BUDGET.sbc_draws,
+            thinning=resolved.settings.get("thinning")))
+        outcomes.append(checks_geweke.geweke_outcome(jax.random.fold_in(key, 3), model, resolved.kernel, level=each,
+                                                     num_samples=BUDGET.geweke_samples, num_steps=BUDGET.geweke_steps,
+                                                     sampler=resolved.label))
+    return {o.name: {"verdict": o.verdict, "statistic": o.statistic, "level": o.level} for o in outcomes}
+
+
+def run(path: Path, seeds: int, only) -> None:
+    commit, clean = tree_state()
+    done = {(r["program"], r["variant"], r["seed"]) for r in load_rows(path)}
+    built = {}
+    todo = [(key, variant, bug) for key, variant, bug in programs() if not only or key in only]
+    for seed in range(seeds):
+        for key, variant, bug in todo:
+            if (key, variant, seed) in done:
+                continue
+            if (key, variant) not in built:
+                built[key, variant] = bug.build(variant == "bug")
+            model, sampler = built[key, variant]
+            load_before, began = os.getloadavg()[0], time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                checks = run_checks(seed, model, sampler)
+            row = {"program": key, "variant": variant, "ppl": bug.ppl, "seed": seed, "checks": checks,
+                   "seconds": time.perf_counter() - began, "quick": True, "commit": commit, "clean_tree": clean,
+                   "time": time.time(), "load_before": load_before, "load_after": os.getloadavg()[0],
+                   "machine": f"{platform.node()} ({os.cpu_count()} cores)"}
+            append_row(path, row)
+            fired = [n for n, c in checks.items() if c["verdict"] == "fail"]
+            print(f"{key:28s} {variant:8s} seed {seed:3d} {row['seconds']:6.1f}s  fired: {', '.join(fired) or '-'}",
+                  flush=True)
+
+
+def table(rows: list[dict]) -> str:
+    def count(program, variant, check):
+        cell = [r for r in rows if r["program"] == program and r["variant"] == variant and check in r["checks"]]
+        return sum(r["checks"][check]["verdict"] == "fail" for r in cell), len(cell)
+
+    def fmt(fired, n):
+        if n == 0:
+            return "-"
+        lo, hi = clopper_pearson(fired, n)
+        return f"{fired}/{n} ({lo:.2f}-{hi:.2f})"
+
+    lines = [f"{len(rows)} rows; produced by `python benchmarks/bug_corpus/power.py --table-only` from `rows.jsonl`. "
+             "A cell is fired / seeds (95% Clopper-Pearson interval); **bold**: the check the bug names. Each check at "
+             "its share of the audit's level 0.01 (`Budget.quick()`).", "",
+             "| PPL | bug | check(s) named | " + " | ".join(f"{c}: bug" for c in CHECKS) + " | "
+             + " | ".join(f"{c}: correct twin" for c in CHECKS) + " |",
+             "|---" * (3 + 2 * len(CHECKS)) + "|"]
+    for b in BUGS:
+        bug_cells = [fmt(*count(b.key, "bug", c)) for c in CHECKS]
+        bug_cells = [f"**{v}**" if c in b.checks and v != "-" else v for c, v in zip(CHECKS, bug_cells)]
+        twin_cells = [fmt(*count(b.twin, "correct", c)) for c in CHECKS]
+        lines.append(f"| {b.ppl} | {b.bug_class} (`{b.key}`) | {', '.join(b.checks)} | " + " | ".join(bug_cells)
+                     + " | " + " | ".join(twin_cells) + " |")
+    twins = sorted({b.twin for b in BUGS})
+    fired = [sum(r["checks"][c]["verdict"] == "fail" for r in rows if r["variant"] == "correct" and c in r["checks"])
+             for c in CHECKS]
+    tried = [sum(c in r["checks"] for r in rows if r["variant"] == "correct") for c in CHECKS]
+    lines += ["", f"Correct twins ({len(twins)} programs), all seeds together: "
+              + "; ".join(f"{c} {f}/{n}" for c, f, n in zip(CHECKS, fired, tried) if n) + "."]
+    commits = sorted({r["commit"] for r in rows})
+    lines.append(f"Commits: {', '.join(commits)}; clean trees: {all(r['clean_tree'] for r in rows)}.")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=20)
+    parser.add_argument("--only", nargs="+", default=None, help="program keys (e.g. stan/half-normal)")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--table-only", action="store_true")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "rows.jsonl"
+    if not args.table_only:
+        run(path, args.seeds, args.only)
+    rows = load_rows(path)
+    if rows:
+        (args.out / "table.md").write_text(table(rows))
+        print((args.out / "table.md").read_text())
+
+
+if __name__ == "__main__":
+    main()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import subprocess
 import sys
 import time
 import warnings
@@ -78,13 +79,20 @@ def run_checks(seed: int, model, sampler) -> dict:
     return {o.name: {"verdict": o.verdict, "statistic": o.statistic, "level": o.level} for o in outcomes}
 
 
-def run(path: Path, seeds: int, only) -> None:
+def run(path: Path, seeds: int, only, shard: str = "0/1") -> None:
     commit, clean = tree_state()
+    if not commit:  # a copied tree without git: the sender names the commit
+        commit, clean = os.environ.get("BDMC_BENCH_COMMIT", "unknown"), None
     done = {(r["program"], r["variant"], r["seed"]) for r in load_rows(path)}
     built = {}
     todo = [(key, variant, bug) for key, variant, bug in programs() if not only or key in only]
-    for seed in range(seeds):
-        for key, variant, bug in todo:
+    index, count = (int(x) for x in shard.split("/"))
+    # Worker i keeps to program i mod P (one program to compile) and every k-th seed, k the workers sharing it.
+    mine = todo[index % len(todo)::count] if count < len(todo) else [todo[index % len(todo)]]
+    sharing = max(1, len(range(index % len(todo), count, len(todo)))) if count >= len(todo) else 1
+    offset = index // len(todo) if count >= len(todo) else 0
+    for seed in range(offset, seeds, sharing):
+        for key, variant, bug in mine:
             if (key, variant, seed) in done:
                 continue
             if (key, variant) not in built:
@@ -134,7 +142,8 @@ def table(rows: list[dict]) -> str:
     lines += ["", f"Correct twins ({len(twins)} programs), all seeds together: "
               + "; ".join(f"{c} {f}/{n}" for c, f, n in zip(CHECKS, fired, tried) if n) + "."]
     commits = sorted({r["commit"] for r in rows})
-    lines.append(f"Commits: {', '.join(commits)}; clean trees: {all(r['clean_tree'] for r in rows)}.")
+    clean = all(r["clean_tree"] is not False for r in rows)
+    lines.append(f"Commits: {', '.join(commits)}; clean trees: {clean}.")
     return "\n".join(lines) + "\n"
 
 
@@ -144,13 +153,25 @@ def main(argv=None) -> None:
     parser.add_argument("--only", nargs="+", default=None, help="program keys (e.g. stan/half-normal)")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--table-only", action="store_true")
+    parser.add_argument("--workers", type=int, default=1, help="processes (fresh interpreters), one shard each")
+    parser.add_argument("--shard", default="0/1", help="i/N: this process's share (set by --workers)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "rows.jsonl"
-    if not args.table_only:
-        run(path, args.seeds, args.only)
+    if not args.table_only and args.workers > 1:
+        argv = list(sys.argv[1:] if argv is None else argv)
+        i = argv.index("--workers")
+        del argv[i:i + 2]
+        env = {**os.environ, "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+               "OMP_NUM_THREADS": "1", "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu")}
+        procs = [subprocess.Popen([sys.executable, __file__, *argv, "--shard", f"{i}/{args.workers}"], env=env)
+                 for i in range(args.workers)]
+        for proc in procs:
+            proc.wait()
+    elif not args.table_only:
+        run(path, args.seeds, args.only, args.shard)
     rows = load_rows(path)
-    if rows:
+    if rows and args.shard == "0/1":
         (args.out / "table.md").write_text(table(rows))
         print((args.out / "table.md").read_text())
 

@@ -88,7 +88,7 @@ def mixture(bug: bool):
                               name=f"corpus-mixture-{'bug' if bug else 'correct'}"), None
 
 
-# ------------------------------------------------- BREAD's WebPPL bug: a multivariate normal with transposed eigenvectors
+# ---------------------------- BREAD's WebPPL bug: a multivariate normal with transposed eigenvectors
 MVN = """
 data { int<lower=1> n; matrix[n, 3] y; cov_matrix[3] Sigma; real<lower=0, upper=1> bdmc_lambda; }
 parameters { vector[3] theta; }

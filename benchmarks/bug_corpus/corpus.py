@@ -39,6 +39,7 @@ def _builder(ppl: str, name: str) -> Callable:
     return module.PROGRAMS[name]
 
 
+ADAPTER = "adapter"  # the PPL adapter's checks on loading a program (e.g. Stan's: the prior may not read the data)
 SIM, PRIOR, SBC, GEWEKE = "simulator-density", "prior-normalization", "sbc", "geweke"
 
 BUGS = (
@@ -46,7 +47,8 @@ BUGS = (
         "`target += normal_lpdf(sigma | 0, 1);` on `real<lower=0> sigma` (mass 1/2: log p(y) 0.69 nats low)",
         (PRIOR,), "stan/regression"),
     Bug("Stan", "data-prior", "a prior that depends on the data",
-        "`normal_lpdf(a | mean(y), 2.5)`: the intercept's prior centred at the data", (SIM,), "stan/regression"),
+        "`normal_lpdf(a | mean(y), 2.5)`: the intercept's prior centred at the data", (ADAPTER, SIM),
+        "stan/regression"),
     Bug("Stan", "off-by-one", "a likelihood indexed off by one against its simulator",
         "`normal_lpdf(y[2:n] | a + b * x[1:(n - 1)], sigma)` while the simulator draws y[i] from x[i]", (SIM,),
         "stan/regression"),

@@ -4,8 +4,9 @@ For every program of ``corpus.BUGS`` and its correct twin, at each seed, the aud
 posterior sampler run exactly as ``bdmc.audit`` runs them (same keys, ``Budget.quick()``, each at its share of
 the audit's level 0.01: 0.01 / 4 for a program audited under its PPL's NUTS, 0.01 / 5 with a user's kernel,
 which adds Geweke): the simulator-vs-density check and prior normalization on every program, and SBC and Geweke
-of the user's kernel where the bug is in the kernel. The audit's SBC of the PPL's own NUTS and its BDMC check
-are not run per seed here (their cost; ``benchmarks/audit_calibration.py`` measures their false alarms).
+of the user's kernel where the bug is in the kernel. A program the PPL adapter refuses on loading (a structural
+check, before any statistical one) counts as seen by ``adapter``. The audit's SBC of the PPL's own NUTS and its
+BDMC check are not run per seed here (their cost; ``benchmarks/audit_calibration.py`` measures their false alarms).
 
 Each (program, variant, seed) appends one JSON row to ``rows.jsonl``; a rerun skips rows already there.
 
@@ -30,20 +31,21 @@ import jax
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from corpus import BUGS, GEWEKE, PRIOR, SBC, SIM  # noqa: E402
+from corpus import ADAPTER, BUGS, GEWEKE, PRIOR, SBC, SIM  # noqa: E402
 from check_power import clopper_pearson  # noqa: E402
 from peers import append_row, load_rows, tree_state  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.auditing import Budget, checks_geweke, checks_prior, checks_sbc, checks_simulator  # noqa: E402
 from bdmc.auditing.run import resolve_sampler  # noqa: E402
+from bdmc.errors import BDMCError  # noqa: E402
 
 bdmc.enable_x64()
 
 LEVEL = 0.01
 OUT = HERE.parent / "results" / "bug_corpus"
 BUDGET = Budget.quick()
-CHECKS = (SIM, PRIOR, SBC, GEWEKE)
+CHECKS = (ADAPTER, SIM, PRIOR, SBC, GEWEKE)
 
 
 def programs() -> list[tuple[str, str, object]]:
@@ -96,12 +98,21 @@ def run(path: Path, seeds: int, only, shard: str = "0/1") -> None:
             if (key, variant, seed) in done:
                 continue
             if (key, variant) not in built:
-                built[key, variant] = bug.build(variant == "bug")
-            model, sampler = built[key, variant]
+                try:
+                    built[key, variant] = bug.build(variant == "bug")
+                    model, _ = built[key, variant]
+                    jax.eval_shape(model.sample_prior, jax.random.key(0))  # a Stan program is built here
+                except BDMCError as err:  # the adapter refuses the program: the bug is seen before any check
+                    built[key, variant] = err
             load_before, began = os.getloadavg()[0], time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                checks = run_checks(seed, model, sampler)
+            if isinstance(built[key, variant], BDMCError):
+                checks = {ADAPTER: {"verdict": "fail", "statistic": str(built[key, variant]), "level": None}}
+            else:
+                model, sampler = built[key, variant]
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    checks = {ADAPTER: {"verdict": "pass", "statistic": "loaded", "level": None},
+                              **run_checks(seed, model, sampler)}
             row = {"program": key, "variant": variant, "ppl": bug.ppl, "seed": seed, "checks": checks,
                    "seconds": time.perf_counter() - began, "quick": True, "commit": commit, "clean_tree": clean,
                    "time": time.time(), "load_before": load_before, "load_after": os.getloadavg()[0],

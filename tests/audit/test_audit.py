@@ -189,3 +189,5 @@ def test_evidence_survives_draws_of_a_stuck_chain():
     assert "bracket_error" in ev.details and "bracket_upper" not in ev.details
     assert "no bracketing bounds" in ev.summary
     assert math.isfinite(ev.details["certified"])
+    # The draws' own diagnostics are reported (a chain that never moves has no finite R-hat).
+    assert ev.details["draws_diagnostics"]["draws"] == 40 and "R-hat" in ev.summary

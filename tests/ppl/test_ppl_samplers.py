@@ -75,6 +75,42 @@ def test_pymc_nuts_draws_the_closed_form_posterior_on_the_adapters_latent(pymc_m
     assert stats.kstest(np.asarray(other["mu"]), closed_form(y, z)[0].cdf).pvalue < P_FAIL
 
 
+def test_each_nuts_counts_its_divergences():
+    """Neal's funnel at a low target acceptance makes NUTS diverge; the closed-form model does not. PyMC's and
+    NumPyro's NUTS report the count over every post-warm-up transition (the thinned-away ones too)."""
+    pm = pytest.importorskip("pymc")
+    numpyro = pytest.importorskip("numpyro")
+    import numpyro.distributions as dist
+
+    from bdmc.checks.samplers import NumPyroNUTS
+    from bdmc.ppl.samplers import PyMCNUTS
+
+    with pm.Model() as funnel:
+        v = pm.Normal("v", 0.0, 3.0)
+        pm.Normal("x", 0.0, pm.math.exp(v / 2), shape=4)
+        pm.Normal("y", 0.0, 1.0, observed=np.zeros(1))
+    funnel_model = bdmc.ppl.from_pymc(funnel, observed="y")
+    data = {"y": jnp.zeros(1)}
+    _, stats_funnel = PyMCNUTS(funnel_model, num_warmup=200, thin=2, target_accept=0.6).diagnosed_draws(
+        jax.random.key(0), data, num_draws=200)
+    assert stats_funnel["transitions"] == 400 and stats_funnel["divergences"] > 0
+    y, z = observations()
+    _, calm = PyMCNUTS(pymc_program(), num_warmup=300).diagnosed_draws(
+        jax.random.key(0), {"y": jnp.asarray(y), "z": jnp.asarray(z)}, num_draws=200)
+    assert calm == {"divergences": 0, "transitions": 200}
+
+    def numpyro_funnel(y=None):
+        v = numpyro.sample("v", dist.Normal(0.0, 3.0))
+        numpyro.sample("x", dist.Normal(0.0, jnp.exp(v / 2)).expand([4]).to_event(1))
+        numpyro.sample("y", dist.Normal(0.0, 1.0).expand([1]).to_event(1), obs=y)
+
+    model = bdmc.ppl.from_numpyro(numpyro_funnel, observed="y")
+    draws, found = NumPyroNUTS(model, num_warmup=200, thin=2, target_accept_prob=0.6).diagnosed_draws(
+        jax.random.key(0), data, num_draws=200)
+    assert found["transitions"] == 400 and found["divergences"] > 0
+    assert draws["v"].shape == (200,)
+
+
 def test_pymc_nuts_refuses_other_models_and_bad_options(pymc_model):
     from bdmc.ppl.samplers import PyMCNUTS
 

@@ -9,11 +9,14 @@ the unconstrained space) add an upper bound (valid in expectation for exact post
 from __future__ import annotations
 
 import math
+import warnings
 
 import jax
+import numpy as np
 import pandas as pd
 
-from ..bracketing import bracket_model
+from ..bracketing import bracket_model, posterior_draws_flat
+from ..checks.sbc import chain_diagnostics
 from ..checks.sandwich import exact_log_marginal_or_none
 from ..core.ais import forward_ais
 from ..errors import BDMCError
@@ -36,8 +39,34 @@ REMEDY = (
     "bound needs exact draws): check the sampler's convergence (SBC) before using them.")
 
 
+def draw_diagnostics(draws, sampler_stats: dict | None = None) -> dict:
+    """ArviZ's worst split R-hat and smallest bulk and tail ESS over the coordinates of one chain's ``draws`` (a
+    pytree stacked on a leading axis), with its divergences where the sampler reported them."""
+    flat = np.asarray(posterior_draws_flat(draws)[0], np.float64)
+    out = {"rhat": None, "ess_bulk": None, "ess_tail": None, "draws": int(flat.shape[0])}
+    found = chain_diagnostics(flat[None])
+    if found is not None:
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a stuck chain: every value NaN
+            out.update(rhat=float(np.nanmax(found["rhat"])), ess_bulk=float(np.nanmin(found["ess_bulk"])),
+                       ess_tail=float(np.nanmin(found["ess_tail"])))
+    if sampler_stats:
+        out.update(divergences=int(sampler_stats["divergences"]), transitions=int(sampler_stats["transitions"]))
+    return out
+
+
+def describe_draws(d: dict) -> str:
+    text = ("too few draws for R-hat and ESS" if d["rhat"] is None else
+            f"worst split R-hat {d['rhat']:.3f}, smallest bulk / tail ESS {d['ess_bulk']:.0f} / {d['ess_tail']:.0f} "
+            "(ArviZ)")
+    if "divergences" in d:
+        text += f", {d['divergences']} divergent transition(s) of {d['transitions']}"
+    return text
+
+
 def evidence_outcome(key, model, data, *, kernel, num_steps: int, num_runs: int, data_label: str,
-                     draws=None, num_draws: int = 2000, progress=False) -> CheckOutcome:
+                     draws=None, num_draws: int = 2000, sampler_stats: dict | None = None, sampler: str = "the sampler",
+                     progress=False) -> CheckOutcome:
     """The certified lower bound on ``log p(y)`` and, with ``draws``, the bracketing bounds.
 
     Parameters
@@ -55,6 +84,10 @@ def evidence_outcome(key, model, data, *, kernel, num_steps: int, num_runs: int,
         Posterior draws (latents stacked on a leading axis) of ``model`` given ``data``.
     num_draws : int
         Draws of the fitted Gaussian for the bracketing lower bound.
+    sampler_stats : dict, optional
+        ``{"divergences", "transitions"}`` of the chain behind ``draws`` (a PPL's NUTS reports them).
+    sampler : str
+        The audited sampler's name, for the diagnostics of its draws (ArviZ's split R-hat, bulk and tail ESS).
 
     Returns
     -------
@@ -80,6 +113,9 @@ def evidence_outcome(key, model, data, *, kernel, num_steps: int, num_runs: int,
     br = None
     if draws is not None:
         count = len(jax.tree.leaves(draws)[0])
+        diagnosed = draw_diagnostics(draws, sampler_stats)
+        details["draws_diagnostics"] = diagnosed
+        extra += f"; {sampler}'s {count} draws on these data: " + describe_draws(diagnosed)
         try:
             br = bracket_model(k_bracket, model, data, draws, num_draws=num_draws)
         except BDMCError as err:  # uncertified and optional: the certified bound above stands without it

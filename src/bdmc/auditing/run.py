@@ -229,12 +229,18 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
     evidence_data = data if data is not None else sandwich_res.data
     label = "the given data" if data is not None else "the simulated data set of the BDMC check"
     say(f"evidence of {label}")
-    draws = None
+    draws, sampler_stats = None, None
     if budget.evidence_draws > 0:
-        draws = resolved.sampler.draws(jax.random.fold_in(key, 6), evidence_data, num_draws=budget.evidence_draws)
+        k_draws = jax.random.fold_in(key, 6)
+        if hasattr(resolved.sampler, "diagnosed_draws"):  # a PPL's NUTS: its divergences too
+            draws, sampler_stats = resolved.sampler.diagnosed_draws(k_draws, evidence_data,
+                                                                    num_draws=budget.evidence_draws)
+        else:
+            draws = resolved.sampler.draws(k_draws, evidence_data, num_draws=budget.evidence_draws)
     done(checks_evidence.evidence_outcome(
         jax.random.fold_in(key, 7), model, evidence_data, kernel=resolved.kernel, num_steps=budget.evidence_steps,
-        num_runs=budget.evidence_runs, data_label=label, draws=draws,
+        num_runs=budget.evidence_runs, data_label=label, draws=draws, sampler_stats=sampler_stats,
+        sampler=resolved.label,
         num_draws=budget.evidence_bracket_draws, progress=progress))
 
     settings = {"budget": to_jsonable(dataclasses.asdict(budget)), "level": level, "level_per_check": each,

@@ -188,6 +188,15 @@ class NumPyroNUTS:
                             f"thin={self.thin}")
 
     def draws(self, key, data, *, num_draws: int):
+        return self._run(key, data, num_draws)[0]
+
+    def diagnosed_draws(self, key, data, *, num_draws: int):
+        """``draws`` with the chain's divergences: ``(draws, {"divergences": int, "transitions": int})``, counted
+        over every transition after warm-up (the thinned-away ones too)."""
+        draws, diverging = self._run(key, data, num_draws)
+        return draws, {"divergences": int(jnp.sum(diverging)), "transitions": int(num_draws) * self.thin}
+
+    def _run(self, key, data, num_draws: int):
         from numpyro.infer.hmc import hmc
 
         model = self.model
@@ -204,8 +213,13 @@ class NumPyroNUTS:
         state = jax.lax.scan(step, state, None, length=self.num_warmup)[0]
 
         def keep(state, _):
-            state = jax.lax.scan(step, state, None, length=self.thin)[0]
-            return state, state.z
+            def one(carry, _):
+                state, diverged = carry
+                state = sample_kernel(state)
+                return (state, diverged + state.diverging.astype(jnp.int32)), None
+
+            state, diverged = jax.lax.scan(one, (state, jnp.zeros((), jnp.int32)), None, length=self.thin)[0]
+            return state, (state.z, diverged)
 
         return jax.lax.scan(keep, state, None, length=num_draws)[1]
 

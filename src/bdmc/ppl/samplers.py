@@ -153,6 +153,11 @@ class PyMCNUTS:
         return self._observed
 
     def draws(self, key, data, *, num_draws: int):
+        return self.diagnosed_draws(key, data, num_draws=num_draws)[0]
+
+    def diagnosed_draws(self, key, data, *, num_draws: int):
+        """``draws`` with the chain's divergences: ``(draws, {"divergences": int, "transitions": int})``, counted
+        over every draw after tuning (the thinned-away ones too)."""
         import pymc as pm
 
         program, shared = self._program(data)
@@ -169,7 +174,9 @@ class PyMCNUTS:
         finally:
             logger.setLevel(level)
         dtype = jnp.result_type(float)
-        return {name: jnp.asarray(trace.get_values(name)[::self.thin], dtype) for name in self.model.latent_names}
+        diverging = np.asarray(trace.get_sampler_stats("diverging"))
+        return ({name: jnp.asarray(trace.get_values(name)[::self.thin], dtype) for name in self.model.latent_names},
+                {"divergences": int(diverging.sum()), "transitions": int(diverging.size)})
 
     def settings(self) -> dict:
         return {"sampler": "pymc-nuts", "num_warmup": self.num_warmup, "thin": self.thin,
@@ -215,6 +222,11 @@ class StanNUTS:
         self.delta, self.max_depth = float(delta), max_depth
 
     def draws(self, key, data, *, num_draws: int):
+        return self.diagnosed_draws(key, data, num_draws=num_draws)[0]
+
+    def diagnosed_draws(self, key, data, *, num_draws: int):
+        """``draws`` with the chain's divergences: ``(draws, {"divergences": int, "transitions": int})``, counted
+        over the kept iterations (Stan reports the thinned ones only)."""
         import stan
 
         from .stan_host import outside_event_loop
@@ -235,7 +247,9 @@ class StanNUTS:
         if kept != num_draws:
             raise BDMCError(f"Stan returned {kept} draws, expected {num_draws}")
         unconstrained = model._unconstrain_many([{name: c[i] for name, c in columns.items()} for i in range(kept)])
-        return jnp.asarray(unconstrained, jnp.result_type(float))
+        divergent = np.asarray(fit["divergent__"]).ravel()
+        return (jnp.asarray(unconstrained, jnp.result_type(float)),
+                {"divergences": int(divergent.sum()), "transitions": int(divergent.size)})
 
     def settings(self) -> dict:
         return {"sampler": "stan-nuts", "num_warmup": self.num_warmup, "thin": self.thin, "delta": self.delta,

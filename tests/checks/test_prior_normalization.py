@@ -52,6 +52,11 @@ def test_a_normalized_prior_is_consistent_with_zero(results):
     assert r.verdict == NORMALIZED, r.summary()
     assert r.forward_mean <= r.reverse_mean + 3 * math.hypot(r.forward_stderr, r.reverse_stderr)
     assert abs(r.estimate) < 0.25 and r.certified_low < 0 < r.certified_high  # 0.25: well inside log 2
+    # Each side's weight health is reported: a well-fitted reference gives healthy weights on this 1-d prior.
+    for side in ("forward", "reverse"):
+        health = r.details["weight_health"][side]
+        # (k-hat is NaN where ArviZ's tail fit has too few distinct weights among 16 runs)
+        assert 8.0 <= health["weight_ess"] <= 16 and not health["khat"] > 0.7, (side, health)
 
 
 def test_a_lost_half_normal_normalizer_is_found(results):

@@ -40,11 +40,12 @@ def prior_outcome(key, model, *, num_steps: int, num_runs: int, level: float) ->
     verdict = "fail" if res.verdict == NOT_NORMALIZED else "pass"
     statistic = (f"log integral {res.estimate:+.3f} nats, t-interval [{res.interval_low:+.3f}, "
                  f"{res.interval_high:+.3f}] (Markov-certified [{res.certified_low:+.2f}, {res.certified_high:+.2f}])")
+    health = res.details["weight_health"]
     table = pd.DataFrame([
         {"label": "forward AIS from the reference (mean log weight)", "side": "lower", "value": res.forward_mean,
-         "stderr": res.forward_stderr, "certified": res.certified_low},
+         "stderr": res.forward_stderr, "certified": res.certified_low, **health["forward"]},
         {"label": "reverse AIS from simulator draws (mean log weight)", "side": "upper", "value": res.reverse_mean,
-         "stderr": res.reverse_stderr, "certified": res.certified_high},
+         "stderr": res.reverse_stderr, "certified": res.certified_high, **health["reverse"]},
         {"label": "a normalized prior", "side": "exact", "value": 0.0, "stderr": 0.0, "certified": math.nan}])
     fig = plot_evidence(table, title="Prior normalization: the log of the prior density's integral")
     fig.axes[0].set_xlabel("log of the prior's integral (nats; bars: 2 standard errors; open triangles: certified)")
@@ -55,4 +56,4 @@ def prior_outcome(key, model, *, num_steps: int, num_runs: int, level: float) ->
                         figures=(Figure(png_bytes(fig), caption),),
                         details={"estimate": res.estimate, "interval": [res.interval_low, res.interval_high],
                                  "certified": [res.certified_low, res.certified_high], "num_steps": res.num_steps,
-                                 "num_runs": res.num_runs})
+                                 "num_runs": res.num_runs, "weight_health": health})

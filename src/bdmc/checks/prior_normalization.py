@@ -174,4 +174,6 @@ def prior_normalization(key, model, *, num_steps: int = 200, num_runs: int = 16,
         certified_high=float(log_harmonic_mean(upper)) + b, forward_mean=mean_f, reverse_mean=mean_r,
         forward_stderr=se_f, reverse_stderr=se_r, num_steps=int(num_steps), num_runs=int(num_runs), level=level,
         details={"forward_runs": lower.tolist(), "reverse_runs": upper.tolist(), "reference_df": df,
+                 "weight_health": {side: {"weight_ess": est.weight_ess, "khat": est.khat}
+                                   for side, est in (("forward", forward), ("reverse", reverse))},
                  "reference_widen": widen, "num_fit": int(num_fit)})

@@ -1,6 +1,10 @@
 """The bug corpus: twelve programs in NumPyro, PyMC and Stan, each a bug class users make, each beside its
 correct twin, each naming the audit check that should see it.
 
+A Stan program's likelihood is one opaque term to bdmc (no per-case terms, no gradient in the data), so the
+forward-simulation simulator check tests only its prior: a bug in a Stan likelihood is SBC's to see (the
+simulator's data against Stan's NUTS on the program's density).
+
 An entry's ``build(bug)`` returns ``(model, sampler)``: the program with the bug (``bug=True``) or its correct
 twin, and the user's kernel where the bug is in the sampler (else None). ``twin`` names the correct program,
 shared where several bugs are edits of one program.
@@ -40,7 +44,7 @@ def _builder(ppl: str, name: str) -> Callable:
 
 
 ADAPTER = "adapter"  # the PPL adapter's checks on loading a program (e.g. Stan's: the prior may not read the data)
-SIM, PRIOR, SBC, GEWEKE = "simulator-density", "prior-normalization", "sbc", "geweke"
+SIM, PRIOR, SBC, GEWEKE, BDMC = "simulator-density", "prior-normalization", "sbc", "geweke", "bdmc"
 
 BUGS = (
     Bug("Stan", "half-normal", "a half-normal without its normalizer",
@@ -50,10 +54,10 @@ BUGS = (
         "`normal_lpdf(a | mean(y), 2.5)`: the intercept's prior centred at the data", (ADAPTER, SIM),
         "stan/regression"),
     Bug("Stan", "off-by-one", "a likelihood indexed off by one against its simulator",
-        "`normal_lpdf(y[2:n] | a + b * x[1:(n - 1)], sigma)` while the simulator draws y[i] from x[i]", (SIM,),
+        "`normal_lpdf(y[2:n] | a + b * x[1:(n - 1)], sigma)` while the simulator draws y[i] from x[i]", (SBC,),
         "stan/regression"),
     Bug("Stan", "mixture", "a mixture whose weights skip log-sum-exp",
-        "`w * normal_lpdf(y[i] | mu1, 1) + (1 - w) * normal_lpdf(y[i] | mu2, 1)` for `log_mix(w, ...)`", (SIM,),
+        "`w * normal_lpdf(y[i] | mu1, 1) + (1 - w) * normal_lpdf(y[i] | mu2, 1)` for `log_mix(w, ...)`", (SBC,),
         "stan/mixture"),
     Bug("Stan", "eigenvectors", "a multivariate-normal sampler with transposed eigenvectors (BREAD's WebPPL bug)",
         "the simulator draws theta as `V.T @ (sqrt(w) * eps)` for `V @ (sqrt(w) * eps)`", (SIM,), "stan/eigenvectors"),

@@ -6,7 +6,8 @@ the audit's level 0.01: 0.01 / 4 for a program audited under its PPL's NUTS, 0.0
 which adds Geweke): the simulator-vs-density check and prior normalization on every program, and SBC and Geweke
 of the user's kernel where the bug is in the kernel. A program the PPL adapter refuses on loading (a structural
 check, before any statistical one) counts as seen by ``adapter``. The audit's SBC of the PPL's own NUTS and its
-BDMC check are not run per seed here (their cost; ``benchmarks/audit_calibration.py`` measures their false alarms).
+BDMC check are run per seed only with ``--set with-nuts`` (their cost: Stan's NUTS is called once per SBC data
+set), on the programs named with ``--only``; ``benchmarks/audit_calibration.py`` measures their false alarms.
 
 Each (program, variant, seed) appends one JSON row to ``rows.jsonl``; a rerun skips rows already there.
 
@@ -31,12 +32,13 @@ import jax
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from corpus import ADAPTER, BUGS, GEWEKE, PRIOR, SBC, SIM  # noqa: E402
+from corpus import ADAPTER, BDMC, BUGS, GEWEKE, PRIOR, SBC, SIM  # noqa: E402
 from check_power import clopper_pearson  # noqa: E402
 from peers import append_row, load_rows, tree_state  # noqa: E402
 
 import bdmc  # noqa: E402
-from bdmc.auditing import Budget, checks_geweke, checks_prior, checks_sbc, checks_simulator  # noqa: E402
+from bdmc.auditing import (Budget, checks_bdmc, checks_geweke, checks_prior, checks_sbc,  # noqa: E402
+                           checks_simulator)
 from bdmc.auditing.run import resolve_sampler  # noqa: E402
 from bdmc.errors import BDMCError  # noqa: E402
 
@@ -45,7 +47,7 @@ bdmc.enable_x64()
 LEVEL = 0.01
 OUT = HERE.parent / "results" / "bug_corpus"
 BUDGET = Budget.quick()
-CHECKS = (ADAPTER, SIM, PRIOR, SBC, GEWEKE)
+CHECKS = (ADAPTER, SIM, PRIOR, SBC, GEWEKE, BDMC)
 
 
 def programs() -> list[tuple[str, str, object]]:
@@ -81,11 +83,27 @@ def run_checks(seed: int, model, sampler) -> dict:
     return {o.name: {"verdict": o.verdict, "statistic": o.statistic, "level": o.level} for o in outcomes}
 
 
-def run(path: Path, seeds: int, only, shard: str = "0/1") -> None:
+def run_sampler_checks(seed: int, model) -> dict:
+    """The audit's checks that run the program's own PPL NUTS (``--set with-nuts``): SBC of that sampler and the
+    BDMC check, keyed and levelled as the audit does."""
+    key = jax.random.key(seed)
+    each = LEVEL / 4  # sbc, bdmc, simulator, prior
+    resolved = resolve_sampler(jax.random.fold_in(key, 100), model, "auto", warmup=BUDGET.sbc_warmup,
+                               thin=BUDGET.sbc_thin, num_draws=BUDGET.sbc_draws)
+    sbc = checks_sbc.sbc_outcome(jax.random.fold_in(key, 2), model, resolved.sampler, label=resolved.label,
+                                 level=each, num_replications=BUDGET.sbc_replications, num_draws=BUDGET.sbc_draws,
+                                 thinning=resolved.settings.get("thinning"))
+    sandwich, _ = checks_bdmc.bdmc_outcome(jax.random.fold_in(key, 4), model, kernel=resolved.kernel,
+                                           steps=BUDGET.sandwich_steps, num_runs=BUDGET.sandwich_runs, level=each)
+    return {o.name: {"verdict": o.verdict, "statistic": o.statistic, "level": o.level} for o in (sbc, sandwich)}
+
+
+def run(path: Path, seeds: int, only, shard: str = "0/1", checks_set: str = "sampler-free") -> None:
     commit, clean = tree_state()
     if not commit:  # a copied tree without git: the sender names the commit
         commit, clean = os.environ.get("BDMC_BENCH_COMMIT", "unknown"), None
-    done = {(r["program"], r["variant"], r["seed"]) for r in load_rows(path)}
+    done = {(r["program"], r["variant"], r["seed"]) for r in load_rows(path)
+            if r.get("set", "sampler-free") == checks_set}
     built = {}
     todo = [(key, variant, bug) for key, variant, bug in programs() if not only or key in only]
     index, count = (int(x) for x in shard.split("/"))
@@ -111,9 +129,13 @@ def run(path: Path, seeds: int, only, shard: str = "0/1") -> None:
                 model, sampler = built[key, variant]
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    checks = {ADAPTER: {"verdict": "pass", "statistic": "loaded", "level": None},
-                              **run_checks(seed, model, sampler)}
-            row = {"program": key, "variant": variant, "ppl": bug.ppl, "seed": seed, "checks": checks,
+                    if checks_set == "with-nuts":
+                        checks = run_sampler_checks(seed, model)
+                    else:
+                        checks = {ADAPTER: {"verdict": "pass", "statistic": "loaded", "level": None},
+                                  **run_checks(seed, model, sampler)}
+            row = {"program": key, "variant": variant, "ppl": bug.ppl, "seed": seed, "set": checks_set,
+                   "checks": checks,
                    "seconds": time.perf_counter() - began, "quick": True, "commit": commit, "clean_tree": clean,
                    "time": time.time(), "load_before": load_before, "load_after": os.getloadavg()[0],
                    "machine": f"{platform.node()} ({os.cpu_count()} cores)"}
@@ -166,6 +188,8 @@ def main(argv=None) -> None:
     parser.add_argument("--table-only", action="store_true")
     parser.add_argument("--workers", type=int, default=1, help="processes (fresh interpreters), one shard each")
     parser.add_argument("--shard", default="0/1", help="i/N: this process's share (set by --workers)")
+    parser.add_argument("--set", dest="checks_set", default="sampler-free", choices=("sampler-free", "with-nuts"),
+                        help="the sampler-free checks (default), or SBC of the PPL's own NUTS and the BDMC check")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "rows.jsonl"
@@ -180,7 +204,7 @@ def main(argv=None) -> None:
         for proc in procs:
             proc.wait()
     elif not args.table_only:
-        run(path, args.seeds, args.only, args.shard)
+        run(path, args.seeds, args.only, args.shard, args.checks_set)
     rows = load_rows(path)
     if rows and args.shard == "0/1":
         (args.out / "table.md").write_text(table(rows))

@@ -1,0 +1,62 @@
+"""Numbers quoted by README.md, recomputed from rows.jsonl (tests/test_results_pages.py checks them)."""
+
+import json
+from pathlib import Path
+
+from scipy import stats
+
+SAMPLERS = {"numpyro": "numpyro-nuts", "pymc": "pymc-nuts", "stan": "stan-nuts", "hmc": "hmc"}
+QUOTES = tuple(f"{s}_{q}" for s in SAMPLERS for q in ("audits", "fails", "hi")) + ("numpyro_lo",
+    "total", "regression_numpyro_audits", "regression_numpyro_fails", "regression_numpyro_lo", "lent_audits")
+
+
+def _rows(folder: Path, sampler=None, program=None):
+    rows = [json.loads(line) for line in (folder / "rows.jsonl").read_text().splitlines() if line.strip()]
+    return [r for r in rows if (sampler is None or r["sampler"] == sampler)
+            and (program is None or r["program"] == program)]
+
+
+def _interval(fails, n):  # Clopper-Pearson, 95%
+    lo = 0.0 if fails == 0 else stats.beta.ppf(0.025, fails, n - fails + 1)
+    hi = 1.0 if fails == n else stats.beta.ppf(0.975, fails + 1, n - fails)
+    return lo, hi
+
+
+def _make(short, sampler):
+    def audits(folder):
+        return len(_rows(folder, sampler))
+
+    def fails(folder):
+        return sum(r["verdict"] == "fail" for r in _rows(folder, sampler))
+
+    def lo(folder):
+        return _interval(fails(folder), audits(folder))[0]
+
+    def hi(folder):
+        return _interval(fails(folder), audits(folder))[1]
+
+    return {f"{short}_audits": audits, f"{short}_fails": fails, f"{short}_lo": lo, f"{short}_hi": hi}
+
+
+for _short, _sampler in SAMPLERS.items():
+    globals().update(_make(_short, _sampler))
+
+
+def total(folder):
+    return len(_rows(folder))
+
+
+def regression_numpyro_audits(folder):
+    return len(_rows(folder, "numpyro-nuts", "regression"))
+
+
+def regression_numpyro_fails(folder):
+    return sum(r["verdict"] == "fail" for r in _rows(folder, "numpyro-nuts", "regression"))
+
+
+def regression_numpyro_lo(folder):
+    return _interval(regression_numpyro_fails(folder), regression_numpyro_audits(folder))[0]
+
+
+def lent_audits(folder):
+    return sum("lent machine" in r.get("machine", "") for r in _rows(folder))

@@ -51,7 +51,7 @@ BUGS = (
         "`target += normal_lpdf(sigma | 0, 1);` on `real<lower=0> sigma` (mass 1/2: log p(y) 0.69 nats low)",
         (PRIOR,), "stan/regression"),
     Bug("Stan", "data-prior", "a prior that depends on the data",
-        "`normal_lpdf(a | mean(y), 2.5)`: the intercept's prior centred at the data", (ADAPTER, SIM),
+        "`normal_lpdf(a | mean(y), 2.5)`: the intercept's prior centred at the data", (ADAPTER,),
         "stan/regression"),
     Bug("Stan", "off-by-one", "a likelihood indexed off by one against its simulator",
         "`normal_lpdf(y[2:n] | a + b * x[1:(n - 1)], sigma)` while the simulator draws y[i] from x[i]", (SBC,),

@@ -37,6 +37,9 @@ from scipy.special import gammaln
 import bdmc
 from bdmc.contracts.estimate import log_mean_exp, log_mean_exp_stderr
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import stamp  # noqa: E402
+
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
 STEP_SIZE, LEAPFROG = 0.05, 10
@@ -299,6 +302,7 @@ def main(argv=None):
                      "distributions": args.steps, "repeats": args.repeats, "statistic": args.stat,
                      "step_size": STEP_SIZE, "leapfrog_steps": LEAPFROG, "data_key": 0},
         "machine": machine_info(), "exact_log_z": exact, "results": rows, "ratios": ratios(rows),
+        "provenance": stamp(),
     }
     table = Table(title=f"Forward AIS, {chains} chains x {args.steps} distributions; exact log Z = {exact:.4f}")
     for h in HEAD:

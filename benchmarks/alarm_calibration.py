@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -30,6 +31,9 @@ from scipy import stats
 
 import bdmc
 from bdmc.models import FiniteMixture, GaussianMean, LinearRegression
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import stamp  # noqa: E402
 
 bdmc.enable_x64()
 
@@ -112,7 +116,7 @@ def main() -> None:
                     row = {"model": name, "method": method, "seed": seed, "chains": args.chains,
                            "particles": args.particles if method in PARTICLE_METHODS else 1,
                            "steps": list(METHODS[method]),
-                           **one(model, method, seed, chains=args.chains, particles=args.particles)}
+                           **one(model, method, seed, chains=args.chains, particles=args.particles), **stamp()}
                     f.write(json.dumps(row) + "\n")
                     f.flush()
                     os.fsync(f.fileno())

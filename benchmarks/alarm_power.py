@@ -18,6 +18,7 @@ import argparse
 import dataclasses
 import json
 import math
+import sys
 from pathlib import Path
 
 import jax
@@ -25,6 +26,9 @@ import pandas as pd
 
 import bdmc
 from bdmc.models import REGISTRY, LinearRegression
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import stamp  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
@@ -88,7 +92,7 @@ def main(argv=None) -> None:
                     per_t.append({"T": int(T), "forward": value["forward"], "reverse": value["reverse"],
                                   "alarm": bool(g["alarm"].any()), "alarm_p": float(g["alarm_p"].min())})
                 row = {"model": name, "factor": factor, "seed": seed, "fired": any(p["alarm"] for p in per_t),
-                       "per_T": per_t, "chains": args.chains}
+                       "per_T": per_t, "chains": args.chains, **stamp()}
                 rows.append(row)
                 with open(rows_path, "a") as f:
                     f.write(json.dumps(row) + "\n")

@@ -48,6 +48,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from check_power import (MODELS, NoiseLR, OffsetLR, ScaledLR, TransposedCG, WideKernelLR,  # noqa: E402
                          clopper_pearson)
+from provenance import stamp  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.auditing import Budget, audit, resolve_sampler  # noqa: E402
@@ -316,7 +317,7 @@ def main(argv=None) -> None:
                 print(f"{bug} seed {seed}: FAILED TO RUN: {type(err).__name__}: {err}", flush=True)
                 continue
             with rows_path.open("a") as f:
-                f.write(json.dumps(row) + "\n")
+                f.write(json.dumps({**row, **stamp()}) + "\n")
             print(f"{bug} seed {seed}: {row['verdict']} in {row['seconds']:.0f} s  "
                   f"{ {k: v['verdict'] for k, v in row['checks'].items()} }", flush=True)
     write_table(read_rows(rows_path), args.out / "table.md")

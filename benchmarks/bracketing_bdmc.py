@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -32,6 +33,9 @@ import bdmc
 jax.config.update("jax_cpu_enable_async_dispatch", False)
 from bdmc.bracketing import align_labels, bracket  # noqa: E402
 from bdmc.models.niw_mixture import NIWMixture  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import stamp  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
@@ -123,7 +127,7 @@ def main():
     summary = {"settings": vars(args), "data_seed": seed, "cluster_sizes": counts.tolist(),
                "log_k_factorial": math.lgamma(args.k + 1), "gibbs_seconds": gibbs_seconds,
                "bracket_seconds": bracket_seconds, "sandwich": {"lower": lower, "upper": upper, "rows": rows},
-               "brackets": brackets}
+               "brackets": brackets, "provenance": stamp()}
     for c in brackets[0]:
         v = np.asarray([b[c] for b in brackets], dtype=float)
         summary[c + "_mean"], summary[c + "_sd"] = float(v.mean()), float(v.std(ddof=1))

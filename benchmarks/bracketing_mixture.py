@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -65,6 +66,9 @@ from bdmc.bracketing import (  # noqa: E402
     upper_bound_values,
 )
 from bdmc.models.niw_mixture import NIWMixture  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import stamp  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
@@ -380,6 +384,7 @@ def main():
         row["per_rep_order_sym_U3>=U2>=U1>=L1>=L2>=L3"] = int(np.sum(
             (res["U3_sym"] >= res["U2_sym"]) & (res["U2_sym"] >= res["U1_sym"]) & (res["U1_sym"] >= res["L1_sym"])
             & (res["L1_sym"] >= res["L2_sym"]) & (res["L2_sym"] >= res["L3_sym"])))
+        row.update(stamp())
         rows.append(row)
         print(json.dumps({c: v for c, v in row.items() if not c.endswith("_values")}), flush=True)
         partial.write_text(json.dumps({"settings": settings, "rows": rows}, indent=1))

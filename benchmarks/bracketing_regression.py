@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -44,6 +45,9 @@ from bdmc.bracketing import (  # noqa: E402
     upper_bound_values,
 )
 from bdmc.models import LinearRegression  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import stamp  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
@@ -205,6 +209,7 @@ def main():
                                     + sum(np.sum(res[n] > ml + 3 * res[n + "_se"]) for n in ["L1", "L2", "L3", "L4"]))
         row["raw_violations"] = int(sum(np.sum(res[n] < ml) for n in ["U1", "U2"])
                                     + sum(np.sum(res[n] > ml) for n in ["L1", "L2", "L3", "L4"]))
+        row.update(stamp())
         rows.append(row)
         figdata[order] = row
         print(json.dumps(row), flush=True)
@@ -233,6 +238,7 @@ def main():
             "mean_U2_minus_ML": float(np.mean(res["U2"] - ml)), "mean_U1_minus_ML": float(np.mean(res["U1"] - ml)),
             "mean_ML_minus_L1": float(np.mean(ml - res["L1"])), "mean_ML_minus_L2": float(np.mean(ml - res["L2"])),
             "mean_ML_minus_L3": float(np.mean(ml - res["L3"])), "mean_ML_minus_L4": float(np.mean(ml - res["L4"])),
+            **stamp(),
         })
         print(json.dumps(set_rows[-1]), flush=True)
         (out / "regression_table1.json").write_text(json.dumps({"settings": vars(args), "rows": rows,

@@ -39,6 +39,9 @@ from bdmc.exact.jeffreys import exact_jeffreys, geometric_log_densities
 from bdmc.plotting.bread_toys import plot_bread_divergences, plot_grid_distributions
 import bdmc  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import stamp  # noqa: E402
+
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -149,7 +152,7 @@ def _sweep_section(toys, max_t) -> str:
             r = toy_jeffreys(log_target, t)
             rows.append(
                 dict(toy=name, num_distributions=t, J=r.J, B=r.B, log_w_forward=r.log_w_forward, log_z=r.log_z,
-                     log_w_reverse=r.log_w_reverse)
+                     log_w_reverse=r.log_w_reverse, **stamp())
             )
     table = pd.DataFrame(rows)
     table.to_csv(RESULTS / "bread_toys_sweep.csv", index=False)

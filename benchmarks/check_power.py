@@ -39,6 +39,7 @@ import dataclasses
 import functools
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -53,6 +54,9 @@ from bdmc.checks.geweke import DataAtOne, DefaultStatistics  # DataAtOne: Geweke
 from bdmc.contracts.estimate import log_harmonic_mean, log_mean_exp
 from bdmc.kernels import RandomWalkMH
 from bdmc.models import CorrelatedGaussianMean, LinearRegression
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import stamp  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
@@ -411,7 +415,7 @@ def main(argv=None) -> None:
             with open(rows_path, "a") as f:
                 for check, fired, statistic, extra in results:
                     row = {"bug": bug, "model": name, "check": check, "seed": seed, "fired": bool(fired),
-                           "statistic": float(statistic), "seconds": round(seconds, 3), **extra}
+                           "statistic": float(statistic), "seconds": round(seconds, 3), **extra, **stamp()}
                     rows.append(row)
                     f.write(json.dumps(row) + "\n")
                 f.flush()

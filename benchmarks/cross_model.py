@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -21,6 +22,9 @@ import numpy as np
 
 import bdmc
 from bdmc.models import REGISTRY
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import stamp  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
@@ -63,7 +67,7 @@ def main(argv=None) -> None:
                 row = {"data": data_name, "fit": fit, "num_steps": T, "num_chains": args.chains,
                        "value": est.value, "mean_single": est.mean_single, "stderr_single": est.stderr_single,
                        "runs": [float(r) for r in np.asarray(est.runs)], "seconds": est.seconds,
-                       "wall_seconds": time.time() - t0, "seed": args.seed}
+                       "wall_seconds": time.time() - t0, "seed": args.seed, **stamp()}
                 rows.append(row)
                 with open(rows_path, "a") as f:
                     f.write(json.dumps(row) + "\n")

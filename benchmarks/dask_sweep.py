@@ -34,6 +34,9 @@ import pandas as pd
 import bdmc
 from bdmc.experiments import bench
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import stamp  # noqa: E402
+
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
 RESULTS = Path(__file__).resolve().parent / "results" / "scale"
@@ -268,7 +271,7 @@ def run(args, modes: list[str]) -> None:
                         "worker_threads": args.worker_threads, "seed": args.seed, "modes": modes},
            "timings": timings, "rows": tables["in-process"].drop(columns=["trial_estimates"]).to_dict("records"),
            "load_start": list(load_start), "load_end": list(os.getloadavg()), "machine": machine_info(),
-           "source": source_info()}
+           "source": source_info(), "provenance": stamp()}
     for line in findings(out):
         console.print(line)
     args.out.mkdir(parents=True, exist_ok=True)

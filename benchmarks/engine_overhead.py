@@ -29,6 +29,7 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -42,6 +43,9 @@ from bdmc.core import schedules
 from bdmc.core.prior import prior_draws
 from bdmc.kernels import HMC
 from bdmc.models import LinearRegression
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import stamp  # noqa: E402
 
 bdmc.enable_x64()
 OUT = Path(__file__).resolve().parent / "results" / "engine_overhead"
@@ -137,7 +141,7 @@ def measure(num_steps: int, chains: int, repeats: int) -> list[dict]:
             seconds, _ = timed(fn)
             warm[name].append(seconds)
             rows.append({"num_steps": num_steps, "chains": chains, "contender": name, "repeat": r,
-                         "seconds": seconds, "load": os.getloadavg()[0], "commit": commit,
+                         "seconds": seconds, **stamp(), "load": os.getloadavg()[0], "commit": commit,
                          "time": datetime.now(timezone.utc).isoformat(timespec="seconds")})
     summary = []
     base = statistics.median(warm["hand"])

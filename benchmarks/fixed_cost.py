@@ -16,6 +16,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -24,6 +25,9 @@ import jax
 import bdmc
 from bdmc.kernels import HMC
 from bdmc.models import GaussianMean, LinearRegression
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import stamp  # noqa: E402
 
 bdmc.enable_x64()
 
@@ -77,7 +81,7 @@ def main(argv=None) -> int:
     rows = [{"case": label, **measure(fn, args.calls)} for label, fn in cases()]
     out = {"rows": rows, "load_before": load_before, "load_after": os.getloadavg(),
            "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(), "jax": jax.__version__,
-                       "bdmc": bdmc.version.__version__}}
+                       "bdmc": bdmc.version.__version__}, "provenance": stamp()}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "fixed_cost.json").write_text(json.dumps(out, indent=2))
     lines = ["# Fixed cost of a warm call", "",

@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import peer_problems  # noqa: E402
 import peer_tools  # noqa: E402
 from peer_tools import BUDGETS, KNOBS, TOOLS, budget_label  # noqa: E402
+from provenance import stamp, tree_state  # noqa: E402  (tree_state: other scripts import it from here)
 
 bdmc.enable_x64()  # float64, as the closed forms
 
@@ -60,7 +61,9 @@ THRESHOLDS = (1.0, 0.1)
 
 # ------------------------------------------------------------------------------------------- JSONL store
 def append_row(path: Path, row: dict) -> None:
-    """Append one JSON line with a single ``write`` on an O_APPEND descriptor (atomic for one row)."""
+    """Append one JSON line with a single ``write`` on an O_APPEND descriptor (atomic for one row), stamped with
+    :func:`provenance.stamp`'s fields that the row does not already hold (a row's own ``commit`` etc. win)."""
+    row = {**row, **{k: v for k, v in stamp().items() if k not in row}}
     line = (json.dumps(row, default=_jsonable) + "\n").encode()
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
@@ -126,17 +129,6 @@ def bdmc_source() -> str:
     return head + ("+dirty" if dirty else "")
 
 
-def tree_state() -> tuple[str, bool]:
-    """The commit of this checkout and whether its tree is clean (benchmarks included; the results folder, which
-    the run itself writes, excepted)."""
-    root = Path(__file__).resolve().parents[1]
-    git = ["git", "-C", str(root)]
-    head = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(git + ["status", "--porcelain", "--", ".", ":!benchmarks/results"], capture_output=True,
-                           text=True).stdout.strip()
-    return head, not dirty
-
-
 class Runner:
     """Builds each (problem, tool, budget) once and records every call as a JSONL row."""
 
@@ -199,7 +191,7 @@ def truths_for(problems, out_dir, quick, console) -> dict:
             continue
         if name not in refs:
             with console.status(f"reference run for {name} ..."):
-                refs[name] = peer_tools.long_reference(problem, quick=quick)
+                refs[name] = {**peer_tools.long_reference(problem, quick=quick), **stamp()}
             path.write_text(json.dumps(refs, indent=2))
         truths[name] = {"value": refs[name]["value"], "kind": "reference", **refs[name]}
     return truths

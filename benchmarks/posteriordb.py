@@ -41,6 +41,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from posteriordb_models import DATA_DIR, POSTERIORS, load  # noqa: E402
+from provenance import stamp  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.bracketing import posterior_draws_flat  # noqa: E402
@@ -178,8 +179,8 @@ def main():
         except Exception as err:  # a refused model is a result here: recorded, and the run goes on
             row = {"posterior": name, "error": f"{type(err).__name__}: {err}"[:500]}
             traceback.print_exc()
-        row.update(seconds=time.perf_counter() - start, commit=commit, load=os.getloadavg()[0],
-                   time=datetime.datetime.now().isoformat(timespec="seconds"))
+        row.update({**stamp(), "seconds": time.perf_counter() - start, "commit": commit, "load": os.getloadavg()[0],
+                    "time": datetime.datetime.now().isoformat(timespec="seconds")})
         store.append(row)
         print(f"{name}: {row.get('error') or 'ok'} ({row['seconds']:.0f} s)", flush=True)
     print(f"total {time.perf_counter() - began:.0f} s")

@@ -392,6 +392,9 @@ def stan_phase(name, infile: Path, outfile: Path, tight=False):
 
 
 def check(names, pdb, source, out_path=None):
+    sys.path.insert(0, str(HERE))
+    from provenance import stamp
+
     with tempfile.TemporaryDirectory() as d:
         d = Path(d)
         pts = d / "points.json"
@@ -408,7 +411,7 @@ def check(names, pdb, source, out_path=None):
                                   "--out", str(sout)], capture_output=True, text=True)
             if run.returncode != 0:
                 print(f"stan {name}: FAILED\n{run.stderr[-3000:]}", flush=True)
-                results[name] = {"ok": False, "error": run.stderr[-1500:]}
+                results[name] = {"ok": False, "error": run.stderr[-1500:], **stamp()}
                 continue
             stan_lp = np.asarray(json.loads(sout.read_text())["stan"])
             np_lp = np.asarray(points[name]["numpyro"])
@@ -439,7 +442,7 @@ def check(names, pdb, source, out_path=None):
                 "bdmc": points[name]["bdmc"],
                 "params_roundtrip_max_abs": points[name]["params_roundtrip_max_abs"],
                 "reference_names_missing_from_params": points[name]["reference_names_missing_from_params"],
-                **extra,
+                **extra, **stamp(),
             }
             print(f"stan {name}: offset {offset:.8f} (expected {expected:.8f}) spread {spread:.2e} "
                   f"(relative {spread / scale:.1e}) {'OK' if ok else 'MISMATCH'}", flush=True)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -35,6 +36,9 @@ import numpy as np
 import bdmc
 from bdmc.kernels import HMC
 from bdmc.models import LinearRegression
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import stamp  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
@@ -148,7 +152,7 @@ def main(argv=None) -> None:
         row = {"implementation": name, "forward": fwd.value, "forward_se": fwd.stderr, "reverse": rev.value,
                "reverse_se": rev.stderr, "truth": 0.5 * (fwd.value + rev.value), "exact": exact,
                "seconds_per_1000_chain_steps": 1000 * (fwd.seconds + rev.seconds) / (2 * chain_steps),
-               "compile_seconds": fwd.compile_seconds + rev.compile_seconds}
+               "compile_seconds": fwd.compile_seconds + rev.compile_seconds, **stamp()}
         rows.append(row)
         print(json.dumps(row), flush=True)
     write(rows, args)
@@ -261,7 +265,7 @@ def nhefs_cost(args) -> None:
                                num_runs=args.chains, kernel=kernel, progress=False)
         row = {"implementation": name, "chains": args.chains, "steps": steps, "log_ml_lower": res.value,
                "seconds_per_1000_chain_steps": 1000 * res.seconds / (steps * args.chains),
-               "compile_seconds": res.compile_seconds}
+               "compile_seconds": res.compile_seconds, **stamp()}
         rows.append(row)
         print(json.dumps(row), flush=True)
     first = first_build_seconds(x) if "stan" not in skip else None

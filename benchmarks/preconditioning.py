@@ -27,6 +27,7 @@ import argparse
 import datetime
 import math
 import os
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,9 @@ import bdmc
 from bdmc.exact import linear_regression_log_marginal
 from bdmc.experiments.store import RunStore
 from bdmc.kernels import HMC, IndependentMH
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import stamp  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 OUT = Path(__file__).parent / "results" / "preconditioning"
@@ -135,7 +139,7 @@ def run(args) -> pd.DataFrame:
                    "lower_within_3se": abs(lower.value - truth) <= 3 * lower.stderr,
                    "acceptance": float(np.mean(lower.details.info.acceptance)),
                    "divergence_rate": lower.divergence_rate, "weight_ess": lower.weight_ess,
-                   "seconds": time.perf_counter() - began, "commit": commit,
+                   "seconds": time.perf_counter() - began, **stamp(), "commit": commit,
                    "load": os.getloadavg()[0], "time": datetime.datetime.now().isoformat(timespec="seconds")}
             store.append(row)
             print(f"seed {seed} {name:13s} exact {truth:9.3f} lower {lower.value:9.3f} ± {lower.stderr:.3f} "

@@ -54,11 +54,16 @@ from bdmc.contracts.model import log_density  # noqa: E402
 from bdmc.realdata import factorization as fz  # noqa: E402
 from bdmc.realdata import webppl_models as wm  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import stamp  # noqa: E402
+
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
 OUT = Path(__file__).resolve().parent / "results" / "representation"
 COLUMNS = ["ppl", "representation", "kernel", "num_steps", "num_chains", "b_hat", "b_hat_stderr", "seconds",
            "n_evals", "alarm", "kernel_settings"]
+PROVENANCE = ["commit", "clean_tree", "date", "load", "machine"]  # provenance.stamp()'s fields
+COLUMNS += PROVENANCE
 LEAPFROG = 10
 
 
@@ -146,6 +151,9 @@ def main(argv=None) -> int:
     csv = args.out / "results.csv"
     done = set()
     if csv.exists():
+        head, *body = csv.read_text().splitlines()
+        if head.split(",") == COLUMNS[:-len(PROVENANCE)]:  # rows from before the provenance columns: left empty
+            csv.write_text("\n".join([",".join(COLUMNS)] + [line + "," * len(PROVENANCE) for line in body]) + "\n")
         old = pd.read_csv(csv)
         done = {(r.ppl, r.representation, r.kernel, int(r.num_steps), int(r.num_chains)) for r in old.itertuples()}
 
@@ -203,7 +211,8 @@ def main(argv=None) -> int:
                     row = {"ppl": ppl, "representation": rep, "kernel": kind, "num_steps": T,
                            "num_chains": args.chains, "b_hat": float(r["b_hat"]),
                            "b_hat_stderr": float(r["b_hat_stderr"]), "seconds": float(r["seconds"]),
-                           "n_evals": int(r["n_evals"]), "alarm": bool(r["alarm"]), "kernel_settings": desc}
+                           "n_evals": int(r["n_evals"]), "alarm": bool(r["alarm"]), "kernel_settings": desc,
+                           **stamp()}
                     pd.DataFrame([row], columns=COLUMNS).to_csv(csv, mode="a", header=not csv.exists(), index=False)
                     print(f"{ppl:8s} {rep:12s} {kind:4s} T={T:6d}  B-hat {row['b_hat']:10.3f} ± "
                           f"{row['b_hat_stderr']:7.3f}  {row['seconds']:8.2f} s", flush=True)

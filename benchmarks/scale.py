@@ -37,6 +37,9 @@ import numpy as np
 
 import bdmc
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import stamp  # noqa: E402
+
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms (also in every subprocess)
 
 RESULTS = Path(__file__).resolve().parent / "results" / "scale"
@@ -380,7 +383,8 @@ def run_sweep(args, stem: Path) -> None:
     out = {"settings": {k: v for k, v in vars(args).items() if k not in ("out", "one", "baseline", "report")},
            "baseline_mib": base_mib, "baseline_all_mib": base, "results": rows, "slopes": slopes(rows),
            "load_start": list(load_start), "load_end": list(os.getloadavg()),
-           "wall_seconds": time.perf_counter() - start, "machine": machine_info(), "source": source_info()}
+           "wall_seconds": time.perf_counter() - start, "machine": machine_info(), "source": source_info(),
+           "provenance": stamp()}
     for line in findings(out):
         console.print(line)
     write_outputs(stem, out)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -24,6 +25,9 @@ jax.config.update("jax_enable_x64", True)
 
 from bdmc.ppl import from_stan  # noqa: E402
 from bdmc.realdata import stan_models  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import stamp  # noqa: E402
 
 # The appendix's mixture likelihood: a normal density per case and component.
 APPENDIX_MIXTURE_MODEL = """
@@ -104,7 +108,7 @@ def main(argv=None) -> None:
         grad_gap = float(jnp.max(jnp.abs(g1 - g2) / (1 + jnp.abs(g2))))
         rows.append({"model": label, "shipped_us": 1e6 * fast_s, "appendix_us": 1e6 * slow_s,
                      "speedup": slow_s / fast_s, "max_relative_value_gap": value_gap,
-                     "max_relative_gradient_gap": grad_gap})
+                     "max_relative_gradient_gap": grad_gap, **stamp()})
         print(json.dumps(rows[-1]), flush=True)
     lines = [f"Value and gradient of the log density at lambda = 0.7, {args.chains} chains per call, {args.repeats} "
              "calls, compilation excluded; microseconds per chain.", "",

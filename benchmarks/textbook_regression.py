@@ -18,6 +18,7 @@ import argparse
 import datetime
 import os
 import subprocess
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -30,6 +31,9 @@ import bdmc
 from bdmc.datasets.loaders import load_nhefs
 from bdmc.exact import regression_half_normal_scale_log_marginal
 from bdmc.experiments.store import RunStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import stamp  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 OUT = Path(__file__).parent / "results" / "textbook_regression"
@@ -85,7 +89,7 @@ def main():
                    "warned": [str(w.message).split(":")[0] + ": " + type(w.message).__name__ for w in caught],
                    "acceptance": float(np.mean(est.details.info.acceptance)),
                    "preconditioner": est.settings.get("preconditioner"),
-                   "seconds": time.perf_counter() - began, "commit": commit, "load": os.getloadavg()[0],
+                   "seconds": time.perf_counter() - began, **stamp(), "commit": commit, "load": os.getloadavg()[0],
                    "time": datetime.datetime.now().isoformat(timespec="seconds")}
             store.append(row)
             print(f"T={T:6d} seed {seed}: {est.value:10.4f} ± {est.stderr:.4f} (exact {truth:.4f}, error "

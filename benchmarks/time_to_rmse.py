@@ -40,6 +40,7 @@ from rich.console import Console
 import bdmc
 from bdmc.models import REGISTRY
 
+from provenance import stamp
 from time_to_rmse_report import ESTIMATORS, targets, write_reports
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
@@ -224,10 +225,11 @@ def _call(name, key, model, data, knob, num_runs):
 
 
 def _provenance(load_before) -> dict:
-    """Load averages before and after, time, commit and versions: what a timing depends on besides the code."""
+    """Load averages before and after, time, commit and versions: what a timing depends on besides the code
+    (with :func:`provenance.stamp`'s fields; its ``commit`` is the same as this one)."""
     commit = _git("rev-parse", "--short", "HEAD")
     dirty = _git("status", "--porcelain", "--untracked-files=no", "--", "src").splitlines()
-    return {"load_before": list(load_before), "load_after": list(os.getloadavg()),
+    return {**stamp(), "load_before": list(load_before), "load_after": list(os.getloadavg()),
             "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "commit": commit, "uncommitted_src": [line[3:] for line in dirty], "cpus": os.cpu_count(),
             "jax": jax.__version__, "bdmc": bdmc.__version__}

@@ -22,6 +22,7 @@ import argparse
 import datetime
 import os
 import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -35,6 +36,9 @@ from bdmc.errors import RunHealthWarning
 from bdmc.experiments.store import RunStore
 from bdmc.kernels import HMC
 from bdmc.models import GaussianMean, LinearRegression
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from provenance import stamp  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 OUT = Path(__file__).parent / "results" / "weight_health"
@@ -73,7 +77,7 @@ def run(args) -> pd.DataFrame:
                         store.append({"problem": name, "direction": direction, "num_steps": T, "num_runs": runs,
                                       "seed": seed, "exact": truth, "value": est.value, "stderr": est.stderr,
                                       "error": error, "weight_ess": est.weight_ess, "khat": est.khat,
-                                      "warned": est.stderr_warning is not None, "commit": commit,
+                                      "warned": est.stderr_warning is not None, **stamp(), "commit": commit,
                                       "time": datetime.datetime.now().isoformat(timespec="seconds"),
                                       "load": os.getloadavg()[0]})
         print(f"seed {seed} done", flush=True)

@@ -1,8 +1,9 @@
 """How large a simulator bug the BDMC bug alarm catches: its firing rate against the size of a variance error.
 
-The bug is the one BREAD found in WebPPL (paper Sec. 5.2.2): the Gaussian sampler used to simulate the data
-and the exact latent draws with the wrong variance, while the model's density is right, so the "exact"
-posterior sample is not one. Here every Gaussian draw of the simulator has its variance multiplied by
+The bug is a simulator whose Gaussian draws have the wrong variance (the data and the exact latent), while the
+model's density is right, so the "exact" posterior sample is not one. (BREAD's WebPPL bug, paper Sec. 5.2.2, was
+another simulator bug: a multivariate-normal sampler with transposed eigenvectors; ``check_power.py`` and
+``bug_corpus/`` have it.) Here every Gaussian draw of the simulator has its variance multiplied by
 ``factor``; data and latent come from the buggy simulator, and the sandwich (forward and reverse AIS at
 T = 10, 100, 1000) is computed with the correct model. Reverse AIS then starts from the wrong distribution,
 and the alarm can fire only if that costs more nats than chance allows: the crossing is at most about
@@ -108,7 +109,8 @@ def summarize(rows, path: Path) -> None:
     summary = frame.groupby(["model", "factor"]).agg(runs=("fired", "size"), fired=("fired", "sum"),
                                                      largest_crossing=("crossing", "max"),
                                                      median_crossing=("crossing", "median")).reset_index()
-    lines = ["| model | variance factor | runs | alarms | median crossing (nats) | largest crossing (nats) |",
+    lines = ["| model | variance factor | runs | alarms (old per-T rule) | median crossing (nats) | largest crossing "
+             "(nats) |",
              "|---|---|---|---|---|---|"]
     for r in summary.itertuples():
         lines.append(f"| {r.model} | {r.factor:g} | {r.runs} | {r.fired} | {r.median_crossing:+.2f} | "

@@ -36,7 +36,9 @@ REMEDY = (
     "draws make ranks look miscalibrated (the verdict is then inconclusive), so thin more or run longer (the "
     "audit picks the thinning of a fixed kernel from a pilot unless the budget's sbc_thin is given). Then run "
     "longer warm-up, a smaller step size "
-    "or a higher target acceptance; if the failure persists at every budget, suspect the kernel's invariance "
+    "or a higher target acceptance. A chain that stays in a minor mode fails SBC too (a mixture's label-swapped "
+    "mode, where Stan's random initial values can start it): run several chains from dispersed starts and compare "
+    "them. If the failure persists at every budget, suspect the kernel's invariance "
     "(the Geweke test localizes it) or a simulator that does not match the density.")
 
 

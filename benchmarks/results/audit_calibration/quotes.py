@@ -6,7 +6,8 @@ from pathlib import Path
 from scipy import stats
 
 SAMPLERS = {"numpyro": "numpyro-nuts", "pymc": "pymc-nuts", "stan": "stan-nuts", "hmc": "hmc"}
-QUOTES = tuple(f"{s}_{q}" for s in SAMPLERS for q in ("audits", "fails", "hi")) + ("numpyro_lo",
+QUOTES = tuple(f"{s}_{q}" for s in SAMPLERS for q in ("audits", "fails", "hi", "remaining")) + ("numpyro_lo",
+    "remaining", "pymc_schools_quiet", "stan_schools_quiet", "here_latest",
     "total", "regression_numpyro_audits", "regression_numpyro_fails", "regression_numpyro_lo", "lent_audits")
 
 
@@ -35,11 +36,44 @@ def _make(short, sampler):
     def hi(folder):
         return _interval(fails(folder), audits(folder))[1]
 
-    return {f"{short}_audits": audits, f"{short}_fails": fails, f"{short}_lo": lo, f"{short}_hi": hi}
+    def remaining(folder):
+        return PLANNED - audits(folder)
+
+    return {f"{short}_audits": audits, f"{short}_fails": fails, f"{short}_lo": lo, f"{short}_hi": hi,
+            f"{short}_remaining": remaining}
 
 
 for _short, _sampler in SAMPLERS.items():
     globals().update(_make(_short, _sampler))
+
+
+PLANNED = 201  # 67 seeds x 3 programs per sampler
+LATEST = "431f461"  # the last run's commit (its rows: this machine, PyMC's and Stan's NUTS)
+
+
+def remaining(folder):
+    return 4 * PLANNED - len(_rows(folder))
+
+
+def here_latest(folder):
+    return sum(r["commit"] == LATEST for r in _rows(folder))
+
+
+def _quiet_schools(folder, sampler):
+    """Median seconds of the eight-schools audits of the latest run (load at most 1.6, compilation excluded: each
+    process's first audit of a program is left out)."""
+    import numpy as np
+
+    rows = [r for r in _rows(folder, sampler, "hierarchical") if r["commit"] == LATEST]
+    return float(np.median([r["seconds"] for r in rows[1:] if r["load_before"] <= 1.6]))
+
+
+def pymc_schools_quiet(folder):
+    return _quiet_schools(folder, "pymc-nuts")
+
+
+def stan_schools_quiet(folder):
+    return _quiet_schools(folder, "stan-nuts")
 
 
 def total(folder):

@@ -26,7 +26,7 @@ the (sampler, program, seed) triples already there.
 ``--workers N`` starts N processes (fresh interpreters, never a fork after JAX has started), each taking every
 N-th audit of the plan (``--shard i/N``) and appending to the same ``rows.jsonl`` (one atomic write per row);
 ``--until S`` stops starting audits S seconds after launch, so a run on a lent machine ends inside its lease.
-A checkout without git (a copied tree) takes its commit from ``BDMC_BENCH_COMMIT``.
+A checkout without git (a copied tree) takes its commit from ``BDMC_BENCH_COMMIT`` (``provenance.tree_state``).
 """
 
 from __future__ import annotations
@@ -73,8 +73,6 @@ class Runner:
     def __init__(self, path: Path, budget: Budget, quick: bool):
         self.path, self.budget, self.quick = path, budget, quick
         self.commit, self.clean = tree_state()
-        if not self.commit:  # a copied tree without git: the sender names the commit
-            self.commit, self.clean = os.environ.get("BDMC_BENCH_COMMIT", "unknown"), None
         self.machine = f"{platform.node()} ({os.cpu_count()} cores)"
         self.done = {row_key(r) for r in load_rows(path)}
         self.programs: dict = {}

@@ -119,7 +119,7 @@ model {
 }
 
 
-def _simulate_regression(rng, params=None):
+def simulate_regression(rng, params=None):
     p = dict(params or {})
     p.setdefault("a", float(2.5 * rng.normal()))
     p.setdefault("b", float(2.5 * rng.normal()))
@@ -127,7 +127,7 @@ def _simulate_regression(rng, params=None):
     return p, {"y": p["a"] + p["b"] * X_REG + p["sigma"] * rng.normal(size=N_REG)}
 
 
-def _simulate_hierarchical(rng, params=None):
+def simulate_hierarchical(rng, params=None):
     p = dict(params or {})
     p.setdefault("mu", float(5.0 * rng.normal()))
     p.setdefault("tau", float(abs(5.0 * rng.normal())))
@@ -136,7 +136,7 @@ def _simulate_hierarchical(rng, params=None):
     return p, {"y": theta + SIGMA_SCHOOLS * rng.normal(size=J)}
 
 
-def _simulate_logistic(rng, params=None):
+def simulate_logistic(rng, params=None):
     p = dict(params or {})
     p.setdefault("a", float(2.5 * rng.normal()))
     p.setdefault("b", rng.normal(size=2))
@@ -150,8 +150,8 @@ def stan_program(name: str):
     data = {"regression": {"n": N_REG, "x": X_REG, "y": np.zeros(N_REG)},
             "hierarchical": {"J": J, "sigma": SIGMA_SCHOOLS, "y": np.zeros(J)},
             "logistic": {"n": N_LOG, "x": X_LOG, "y": np.zeros(N_LOG, dtype=np.int64)}}[name]
-    simulate = {"regression": _simulate_regression, "hierarchical": _simulate_hierarchical,
-                "logistic": _simulate_logistic}[name]
+    simulate = {"regression": simulate_regression, "hierarchical": simulate_hierarchical,
+                "logistic": simulate_logistic}[name]
     return bdmc.ppl.from_stan(STAN[name], data=data, observed="y", simulate=simulate, name=f"calibration-{name}")
 
 

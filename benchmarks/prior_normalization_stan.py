@@ -34,7 +34,7 @@ def programs():
     data = {"n": cp.N_REG, "x": cp.X_REG, "y": np.zeros(cp.N_REG)}
     return {"regression (normalized half-normal)": (cp.stan_program("regression"), 0.0),
             "regression, half-normal without its log 2": (
-                bdmc.ppl.from_stan(missing, data=data, observed="y", simulate=cp._simulate_regression,
+                bdmc.ppl.from_stan(missing, data=data, observed="y", simulate=cp.simulate_regression,
                                    name="regression-no-normalizer"), -np.log(2.0))}
 
 

@@ -47,7 +47,7 @@ def stan_chains(chains: int = 8) -> list[float]:
 
     import jax
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
     import stan_programs
 
     import bdmc
@@ -55,7 +55,7 @@ def stan_chains(chains: int = 8) -> list[float]:
 
     bdmc.enable_x64()
     model, _ = stan_programs.mixture(False)
-    params, observed = stan_programs._simulate_mixture(np.random.default_rng(3))
+    params, observed = stan_programs.simulate_mixture(np.random.default_rng(3))
     print("truth:", {k: round(float(v), 2) for k, v in params.items()})
     shares = []
     with warnings.catch_warnings():

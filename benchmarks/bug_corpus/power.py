@@ -100,8 +100,6 @@ def run_sampler_checks(seed: int, model) -> dict:
 
 def run(path: Path, seeds: int, only, shard: str = "0/1", checks_set: str = "sampler-free") -> None:
     commit, clean = tree_state()
-    if not commit:  # a copied tree without git: the sender names the commit
-        commit, clean = os.environ.get("BDMC_BENCH_COMMIT", "unknown"), None
     done = {(r["program"], r["variant"], r["seed"]) for r in load_rows(path)
             if r.get("set", "sampler-free") == checks_set}
     built = {}

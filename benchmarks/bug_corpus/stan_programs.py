@@ -13,19 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 import bdmc
+import calibration_programs  # benchmarks/: on the path of every script that imports this module
 
-N = 20
-X = np.linspace(-1.0, 1.0, N)
-
-REGRESSION = """
-data { int<lower=2> n; vector[n] x; vector[n] y; real<lower=0, upper=1> bdmc_lambda; }
-parameters { real a; real b; real<lower=0> sigma; }
-model {
-  target += normal_lpdf(a | 0, 2.5) + normal_lpdf(b | 0, 2.5);
-  target += normal_lpdf(sigma | 0, 1) - normal_lccdf(0 | 0, 1);
-  target += bdmc_lambda * normal_lpdf(y | a + b * x, sigma);
-}
-"""
+# The calibration's correct regression (its program and simulator): the twin of three bugs below.
+REGRESSION = calibration_programs.STAN["regression"]
+N, X = calibration_programs.N_REG, calibration_programs.X_REG
 BUGS = {
     # The half-normal's normalizer dropped: its density on sigma > 0 has mass 1/2 (log 2 = 0.69 nats).
     "half-normal": ("target += normal_lpdf(sigma | 0, 1) - normal_lccdf(0 | 0, 1);",
@@ -39,14 +31,6 @@ BUGS = {
 }
 
 
-def _simulate_regression(rng, params=None):
-    p = dict(params or {})
-    p.setdefault("a", float(2.5 * rng.normal()))
-    p.setdefault("b", float(2.5 * rng.normal()))
-    p.setdefault("sigma", float(abs(rng.normal())))
-    return p, {"y": p["a"] + p["b"] * X + p["sigma"] * rng.normal(size=N)}
-
-
 def regression(name: str, bug: bool):
     code = REGRESSION
     if bug:
@@ -54,7 +38,7 @@ def regression(name: str, bug: bool):
         assert right in code
         code = code.replace(right, wrong)
     return bdmc.ppl.from_stan(code, data={"n": N, "x": X, "y": np.zeros(N)}, observed="y",
-                              simulate=_simulate_regression,
+                              simulate=calibration_programs.simulate_regression,
                               name=f"corpus-{name}-{'bug' if bug else 'correct'}"), None
 
 
@@ -73,7 +57,7 @@ MIXTURE_BUG = ("target += bdmc_lambda * log_mix(w, normal_lpdf(y[i] | mu1, 1), n
 N_MIX = 30
 
 
-def _simulate_mixture(rng, params=None):
+def simulate_mixture(rng, params=None):
     p = dict(params or {})
     p.setdefault("w", float(rng.beta(2.0, 2.0)))
     p.setdefault("mu1", float(-2.0 + rng.normal()))
@@ -84,7 +68,7 @@ def _simulate_mixture(rng, params=None):
 
 def mixture(bug: bool):
     code = MIXTURE.replace(*MIXTURE_BUG) if bug else MIXTURE
-    return bdmc.ppl.from_stan(code, data={"n": N_MIX, "y": np.zeros(N_MIX)}, observed="y", simulate=_simulate_mixture,
+    return bdmc.ppl.from_stan(code, data={"n": N_MIX, "y": np.zeros(N_MIX)}, observed="y", simulate=simulate_mixture,
                               name=f"corpus-mixture-{'bug' if bug else 'correct'}"), None
 
 

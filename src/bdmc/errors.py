@@ -3,10 +3,42 @@
 from __future__ import annotations
 
 import importlib
+import os
 
 
 class BDMCError(Exception):
     """Base class of every error raised by bdmc."""
+
+
+class UserProgramError(BDMCError):
+    """The user's program (a NumPyro, PyMC, Stan or WebPPL model, a simulator) or its data raised: the message
+    names the program and the arrays it was called with; the original exception is the ``__cause__``.
+
+    ``UserProgramError(message)``, or ``UserProgramError(program, error, called_with=..., where=..., hint=...)``,
+    which writes the message from its parts: ``program`` names the program, ``error`` is the exception it raised,
+    ``called_with`` describes its arguments (:func:`describe_arguments`), ``where`` is the program's line that
+    raised (FILE:LINE, :func:`program_line`) and ``hint`` what to do; each None or empty when unknown.
+    """
+
+    def __init__(self, program: str, error: BaseException | None = None, *, called_with: str | None = None,
+                 where: str | None = None, hint: str = ""):
+        self.program, self.error, self.called_with, self.where, self.hint = program, error, called_with, where, hint
+        if error is None:  # the whole message
+            super().__init__(program)
+            return
+        message = f"{program} raised {type(error).__name__}: {error}"
+        if where:
+            message += f" (at {where})"
+        if called_with is not None:
+            message += f"; it was called with {called_with}"
+        super().__init__(message + (f"; {hint}" if hint else ""))
+
+    def renamed(self, program: str, *, hint: str = "") -> UserProgramError:
+        """The same error under another name of the program (e.g. the command-line flag that gave it)."""
+        if self.error is None:
+            return UserProgramError(f"{program}: {self}" + (f"; {hint}" if hint else ""))
+        return UserProgramError(program, self.error, called_with=self.called_with, where=self.where,
+                                hint=hint or self.hint)
 
 
 class ScheduleError(BDMCError, ValueError):
@@ -103,6 +135,64 @@ class MissingCapabilityError(BDMCError, TypeError):
     def __init__(self, message: str, *, missing: tuple[str, ...] = ()):
         super().__init__(message)
         self.missing = missing
+
+
+def describe_arguments(args: tuple = (), kwargs: dict | None = None) -> str:
+    """The arguments a program was called with, e.g. ``x (100, 3) float64, n () int64``.
+
+    Parameters
+    ----------
+    args : tuple
+        Positional arguments.
+    kwargs : dict, optional
+        Keyword arguments.
+
+    Returns
+    -------
+    str
+        Each argument with its shape and dtype (arrays) or its type; ``no arguments`` when there are none.
+    """
+    items = [(f"argument {i}", v) for i, v in enumerate(args)] + list((kwargs or {}).items())
+    if not items:
+        return "no arguments"
+    return ", ".join(f"{name} {_shape_of(value)}" for name, value in items)
+
+
+def _shape_of(value) -> str:
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if shape is None or dtype is None:
+        return f"({type(value).__name__})"
+    return f"{tuple(int(s) for s in shape)} {dtype}"
+
+
+def program_line(error: BaseException, filename: str | None) -> str | None:
+    """``FILE:LINE`` of the innermost frame of ``error``'s traceback in the file ``filename``, None if none is.
+
+    Parameters
+    ----------
+    error : BaseException
+        An exception with its traceback.
+    filename : str or None
+        The program's file, as its code objects name it (``fn.__code__.co_filename``).
+
+    Returns
+    -------
+    str or None
+    """
+    if not filename:
+        return None
+    tb, line = error.__traceback__, None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == filename:
+            line = f"{_near(filename)}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return line
+
+
+def _near(filename: str) -> str:
+    """A file under the working directory by its relative path (as the user would have typed it)."""
+    relative = os.path.relpath(filename)
+    return filename if relative.startswith("..") else relative
 
 
 class MissingExtraError(BDMCError, ImportError):

@@ -131,11 +131,29 @@ def test_a_pymc_program_with_real_data_reaches_the_audit(tmp_path, monkeypatch):
     y = np.array([0.3, -1.2, 0.8, 2.0])
     np.savez(tmp_path / "data.npz", x=np.ones(4), y=y)
     result = runner.invoke(app, ["audit", "--pymc", f"{tmp_path / 'tiny.py'}:tiny", "--observed", "y", "--data",
-                                 str(tmp_path / "data.npz"), "--quick", "--out", str(tmp_path / "out")])
+                                 str(tmp_path / "data.npz"), "--real-data", "--quick", "--out",
+                                 str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     (model, kw), = calls
     assert type(model).__name__ == "PyMCModel" and kw["ppl"] == "PyMC"
     np.testing.assert_array_equal(kw["data"]["y"], y)  # the user's observations, not simulated ones
+    assert kw["provenance"]["data_file"].endswith("(real data: the --observed arrays)")
+    assert kw["provenance"]["function"] == "tiny" and kw["provenance"]["observed"] == ["y"]
+
+
+def test_observed_arrays_are_real_data_only_when_the_user_says_so(tmp_path, monkeypatch):
+    """A placeholder y in --data (Stan programs used to need one) is never taken for the user's data."""
+    calls = []
+    monkeypatch.setattr(bdmc.auditing, "audit", lambda key, model, **kw: calls.append((model, kw)) or RECORDED)
+    (tmp_path / "tiny.py").write_text(PYMC_PROGRAM)
+    np.savez(tmp_path / "data.npz", x=np.ones(4), y=np.zeros(4))
+    result = runner.invoke(app, ["audit", "--pymc", f"{tmp_path / 'tiny.py'}:tiny", "--observed", "y", "--data",
+                                 str(tmp_path / "data.npz"), "--quick", "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    (_, kw), = calls
+    assert kw["data"] is None and "simulated data" in result.output
+    assert "--data holds the observed y, not used" in " ".join(result.output.split())
+    assert kw["provenance"]["budget"] == "quick" and kw["provenance"]["command"].startswith("bdmc audit")
 
 
 def test_simulator_without_a_stan_program_is_refused(tmp_path):
@@ -164,7 +182,8 @@ def test_a_webppl_program_with_real_data_reaches_the_audit(tmp_path, monkeypatch
     y = np.array([0.3, -1.2, 0.8, 2.0])
     np.savez(tmp_path / "data.npz", scale=np.array(2.0), y=y)
     result = runner.invoke(app, ["audit", "--webppl", str(tmp_path / "mean.wppl"), "--observed", "y", "--data",
-                                 str(tmp_path / "data.npz"), "--quick", "--out", str(tmp_path / "out")])
+                                 str(tmp_path / "data.npz"), "--real-data", "--quick", "--out",
+                                 str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     (model, kw), = calls
     assert type(model).__name__ == "WebPPLModel" and kw["ppl"] == "WebPPL"

@@ -62,3 +62,38 @@ def test_draws_into_given_axes_and_handles_partial_tables(tmp_path):
 def test_missing_columns_are_named():
     with pytest.raises(ValueError, match="stderr"):
         plot_sandwich(pd.DataFrame({"num_steps": [10], "direction": ["forward"], "value": [0.0]}))
+
+
+def crossed_table():
+    """Bounds in order at T = 10 and 1000, crossed (lower above upper) at T = 100."""
+    values = {10: (-12.0, -8.0), 100: (-9.5, -10.5), 1000: (-10.1, -9.9)}
+    return pd.DataFrame([{"num_steps": T, "direction": d, "value": v, "stderr": 0.1, "num_runs": 4}
+                         for T, pair in values.items() for d, v in zip(("forward", "reverse"), pair)])
+
+
+def fills(ax, gid):
+    """The x of every vertex of the fills with this gid (the band ``between``, the hatched ``crossed``)."""
+    return [np.concatenate([path.vertices[:, 0] for path in c.get_paths()]) for c in ax.collections
+            if c.get_gid() == gid]
+
+
+def test_crossed_bounds_are_hatched_apart_from_the_band_between_them():
+    (ax,) = plot_sandwich(crossed_table()).axes
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "bounds crossed (lower above upper)" in labels and "between the bounds" in labels
+    (crossed,) = [c for c in ax.collections if c.get_gid() == "crossed"]
+    assert crossed.get_hatch() == "///"
+    # The crossed region runs from where the lines meet before T = 100 to where they meet after it; the lines
+    # are straight in log T, so the first meeting is at 10^(1 + 4/5).
+    (xs,) = fills(ax, "crossed")
+    assert xs.min() == pytest.approx(10 ** 1.8, rel=1e-9) and 100 < xs.max() < 1000 and 100 in xs
+    (band,) = fills(ax, "between")
+    assert 100 not in band and not ((band > xs.min()) & (band < xs.max())).any()
+    assert {10, 1000} <= set(band)
+
+
+def test_bounds_in_order_have_one_band_and_no_crossed_region():
+    (ax,) = plot_sandwich(make_table()).axes
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "between the bounds" in labels and not any("crossed" in t for t in labels)
+    assert fills(ax, "crossed") == [] and {10, 100, 1000} <= set(fills(ax, "between")[0])

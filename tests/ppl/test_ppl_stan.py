@@ -425,6 +425,21 @@ def simulate(rng, params=None):
 
 
 @pytest.mark.slow
+def test_the_observed_variable_may_be_left_to_the_simulator():
+    """Simulated-data runs need no placeholder for y: one simulated data set fixes its shape; without a simulator
+    the missing y is named."""
+    model = from_stan(PROGRAM, data=FIXED, observed="y", simulate=make_simulator())
+    assert model._obs_shape == {"y": (20,)}
+    with pytest.raises(bdmc.BDMCError, match=r"lacks the observed variable\(s\) \['y'\].*simulate="):
+        from_stan(PROGRAM, data=FIXED, observed="y")
+
+    def broken(rng, params=None):
+        raise KeyError("sigma")
+
+    with pytest.raises(bdmc.errors.UserProgramError, match="simulator failed to draw .*KeyError"):
+        from_stan(PROGRAM, data=FIXED, observed="y", simulate=broken)
+
+
 def test_sandwich_command_takes_a_stan_file(tmp_path):
     from typer.testing import CliRunner
 

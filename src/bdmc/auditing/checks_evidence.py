@@ -92,7 +92,7 @@ def evidence_outcome(key, model, data, *, kernel, num_steps: int, num_runs: int,
     Returns
     -------
     CheckOutcome
-        Informative (level None): ``"pass"``, or ``"inconclusive"`` when the certified AIS bound lies above the
+        Informative (level None): ``"informative"``, or ``"inconclusive"`` when the certified AIS bound lies above the
         bracketing upper bound.
     """
     k_ais, k_bracket = jax.random.split(key)
@@ -101,7 +101,7 @@ def evidence_outcome(key, model, data, *, kernel, num_steps: int, num_runs: int,
     certified = est.certified(MARKOV_B)
     rows = [{"label": f"forward AIS, T = {num_steps}, {num_runs} runs", "side": "lower", "value": est.value,
              "stderr": est.stderr, "certified": certified, "seconds": est.seconds + est.compile_seconds}]
-    verdict, extra = "pass", ""
+    verdict, extra = "informative", ""
     details = {"num_steps": int(num_steps), "num_runs": int(num_runs), "markov_b": MARKOV_B,
                "certified_probability": 1 - math.exp(-MARKOV_B), "lower": est.value, "certified": certified,
                "divergences": est.divergences, "divergence_rate": est.divergence_rate,

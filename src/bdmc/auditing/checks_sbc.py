@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import warnings
+from typing import Callable
 
 import numpy as np
 
@@ -83,7 +84,8 @@ def pilot_thin(key, model, sampler, *, num_draws: int, cap: int = MAX_THIN) -> t
 
 
 def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replications: int,
-                num_draws: int, thinning: dict | None = None) -> CheckOutcome:
+                num_draws: int, thinning: dict | None = None,
+                on_progress: Callable[[int, int], None] | None = None) -> CheckOutcome:
     """Run SBC and describe it as a :class:`CheckOutcome`.
 
     The rank test assumes independent draws. When the worst quantity's median effective sample size is below
@@ -104,13 +106,15 @@ def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replicatio
     num_replications, num_draws : int
     thinning : dict, optional
         How the sampler's thinning was chosen (:func:`pilot_thin`), recorded in the details.
+    on_progress : callable, optional
+        ``on_progress(done, num_replications)`` as data sets finish (:func:`bdmc.checks.sbc`).
 
     Returns
     -------
     CheckOutcome
     """
     res = sbc(key, model, sampler, num_replications=int(num_replications), num_draws=int(num_draws), level=level,
-              chain_diagnostics_of=DIAGNOSED_DATA_SETS)
+              chain_diagnostics_of=DIAGNOSED_DATA_SETS, on_progress=on_progress)
     frame = res.to_frame()
     bad = res.miscalibrated
     worst, gamma = res.worst

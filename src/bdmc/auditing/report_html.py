@@ -21,8 +21,9 @@ from ..version import __version__
 from .result import AuditResult, CheckOutcome, Figure
 
 # Text label and symbol beside each colour, so a verdict never rests on colour alone.
-VERDICT_LABEL = {"pass": ("\u2713", "pass"), "fail": ("\u2717", "FAIL"),
-                 "inconclusive": ("?", "inconclusive"), "not run": ("\u2013", "not run")}
+VERDICT_LABEL = {"pass": ("\u2713", "pass"), "fail": ("\u2717", "FAIL"), "error": ("!", "ERROR"),
+                 "incomplete": ("\u2026", "incomplete"), "inconclusive": ("?", "inconclusive"),
+                 "informative": ("i", "informative"), "not run": ("\u2013", "not run")}
 
 
 # Colours meet WCAG AA contrast (>= 4.5:1) as text on their backgrounds, and keep their meaning in greyscale
@@ -55,8 +56,11 @@ dl.what dd { margin: 0; overflow-wrap: anywhere; }
 .v-pass { color: var(--pass-fg); background: var(--pass-bg); }
 .v-fail { color: var(--fail-fg); background: var(--fail-bg); }
 .v-inconclusive { color: var(--inc-fg); background: var(--inc-bg); }
-.v-not-run { color: var(--nr-fg); background: var(--nr-bg); }
-.overall.v-pass, .overall.v-fail, .overall.v-inconclusive, .overall.v-not-run { color: var(--ink); }
+.v-not-run, .v-informative { color: var(--nr-fg); background: var(--nr-bg); }
+.v-error { color: var(--fail-fg); background: var(--inc-bg); }
+.v-incomplete { color: var(--inc-fg); background: var(--nr-bg); }
+.overall[class*="v-"] { color: var(--ink); }
+.caveat { font-weight: 600; }
 .scroll { overflow-x: auto; margin: .5rem 0 1rem; }
 table { border-collapse: collapse; width: 100%; font-size: .92rem; }
 th, td { text-align: left; vertical-align: top; padding: .35rem .6rem; border-bottom: 1px solid var(--rule); }
@@ -177,7 +181,7 @@ def fmt_cell(value: Any) -> tuple[str, bool]:
 
 
 def fmt_level(check: CheckOutcome) -> str:
-    if check.verdict == "not run":
+    if check.verdict in ("not run", "error"):
         return "\u2014"
     return "none (informative)" if check.level is None else f"{check.level:.3g}"
 
@@ -195,15 +199,38 @@ def overall_sentence(result: AuditResult) -> str:
     parts = []
     if by["fail"]:
         parts.append(f"{len(by['fail'])} of {ran} checks that ran failed: {'; '.join(by['fail'])}.")
+    if by["error"]:
+        parts.append(f"{len(by['error'])} raised an error instead of deciding: {'; '.join(by['error'])}.")
     if by["inconclusive"]:
         parts.append(f"{len(by['inconclusive'])} could not decide: {'; '.join(by['inconclusive'])}.")
     if by["pass"]:
         parts.append(f"{len(by['pass'])} passed" + (", each at its stated false-alarm level." if not by["fail"]
                                                      and not by["inconclusive"] else "."))
+    if by["informative"]:
+        parts.append(f"{len(by['informative'])} informative (no test: {'; '.join(by['informative'])}).")
     if by["not run"]:
         parts.append(f"{len(by['not run'])} not run (see {'its' if len(by['not run']) == 1 else 'their'} "
                      "section for why).")
+    if result.pending:
+        parts.append(f"Not finished: {', '.join(result.pending)} (the audit is running, or was interrupted).")
     return " ".join(parts) if parts else "The audit holds no check."
+
+
+# What was run, in the header's order: provenance key -> label.
+PROVENANCE_LABELS = {"command": "Command", "program": "Program file", "function": "Function", "simulator": "Simulator",
+                     "observed": "Observed", "data_file": "Data file", "budget": "Budget", "seed": "Seed",
+                     "date": "Date", "bdmc_version": "bdmc version"}
+
+
+def provenance_rows(provenance: Mapping[str, Any]) -> dict[str, str]:
+    """The header rows naming what was run (only those the provenance holds)."""
+    rows = {}
+    for key, label in PROVENANCE_LABELS.items():
+        value = provenance.get(key)
+        if value is None or value == "" or value == []:
+            continue
+        rows[label] = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+    return rows
 
 
 def fmt_seconds(seconds: float) -> str:
@@ -286,12 +313,12 @@ def verdict_table(result: AuditResult, ids: list[str]) -> str:
 
 
 def check_section(check: CheckOutcome, sid: str, *, max_rows: int) -> str:
-    failed = " failed" if check.verdict == "fail" else ""  # a bar down the side, seen while scrolling
+    failed = " failed" if check.verdict in ("fail", "error") else ""  # a bar down the side, seen while scrolling
     parts = [f'<section class="check{failed}" id="{sid}" aria-labelledby="{sid}-title">',
              f'<div class="check-head"><h2 id="{sid}-title">{esc(check.title or check.name)}</h2>'
              f"{badge(check.verdict)}</div>",
              f"<p>{esc(check.summary)}</p>"]
-    if check.verdict != "not run":
+    if check.verdict not in ("not run", "error"):
         level = ("no false-alarm level (informative)" if check.level is None
                  else f"false-alarm level {fmt_level(check)}")
         parts.insert(2, f'<p class="stat">{esc(fmt_statistic(check))} &middot; {esc(level)}</p>')
@@ -340,13 +367,15 @@ def render_html(result: AuditResult, *, title: str | None = None, max_rows: int 
     if title is None:
         title = f"bdmc audit: {result.model}" if len(result.model) <= 48 else "bdmc audit"
     ids = section_ids(result)
-    what = {"Model": result.model, "PPL": result.ppl, "Sampler": result.sampler, "Data": result.data}
+    what = {"Model": result.model, "PPL": result.ppl, "Sampler": result.sampler, "Data": result.data,
+            **provenance_rows(result.provenance)}
+    caveat = f'<p class="caveat">{esc(result.caveat)}.</p>' if result.caveat else ""
     header = (
         f'<header class="audit"><h1>{esc(title)}</h1>'
         '<dl class="what">' + "".join(f"<dt>{k}</dt><dd>{esc(v)}</dd>" for k, v in what.items()) + "</dl>"
         f'<div class="overall v-{result.verdict.replace(" ", "-")}" id="overall">'
         f"<strong>Overall</strong>{badge(result.verdict, big=True)}"
-        f"<p>{esc(overall_sentence(result))}</p></div></header>"
+        f"<p>{esc(overall_sentence(result))}</p>{caveat}</div></header>"
     )
     sections = "\n".join(check_section(c, sid, max_rows=max_rows) for c, sid in zip(result.checks, ids))
     settings = (kv_table(dict(result.settings)) if result.settings

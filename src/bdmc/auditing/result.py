@@ -11,8 +11,10 @@ import numbers
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Mapping
 
-Verdict = Literal["pass", "fail", "inconclusive", "not run"]
-VERDICTS = ("pass", "fail", "inconclusive", "not run")
+Verdict = Literal["pass", "fail", "inconclusive", "informative", "error", "not run"]
+VERDICTS = ("pass", "fail", "inconclusive", "informative", "error", "not run")
+# The audit's overall verdict, most severe first: a fail found stands even while other checks are pending.
+OVERALL_ORDER = ("fail", "error", "incomplete", "inconclusive", "pass", "informative")
 
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -51,6 +53,10 @@ class Figure:
         plt.close(fig)
         return cls(png=buf.getvalue(), caption=caption)
 
+    def __repr__(self) -> str:
+        width, height = self.size
+        return f"Figure({width}x{height} PNG, caption={self.caption[:60]!r}{'...' if len(self.caption) > 60 else ''})"
+
 
 @dataclass(frozen=True)
 class CheckOutcome:
@@ -62,9 +68,11 @@ class CheckOutcome:
         Short machine name, e.g. ``"sbc"``, ``"geweke"``, ``"simulator-density"``, ``"bdmc"``, ``"evidence"``.
     title : str
         The heading a reader sees, e.g. ``"Simulation-based calibration of NumPyro's NUTS"``.
-    verdict : {"pass", "fail", "inconclusive", "not run"}
-        ``"fail"`` only when the check's test rejects at ``level``; ``"not run"`` with the reason in
-        ``summary`` when the check does not apply (no conditionals, a sampler that cannot start from a state).
+    verdict : {"pass", "fail", "inconclusive", "informative", "error", "not run"}
+        ``"fail"`` only when the check's test rejects at ``level``; ``"informative"`` for an outcome that is
+        no test (the evidence bound); ``"error"`` when the check raised (its message in ``summary``, what to
+        try in ``remedy``; the other checks still run); ``"not run"`` with the reason in ``summary`` when the
+        check does not apply (no conditionals, a sampler that cannot start from a state).
     statistic : str
         The number the verdict rests on, in words (``"min p = 0.003 over 4 parameters (Bonferroni)"``).
     level : float or None
@@ -109,6 +117,9 @@ class CheckOutcome:
         if bad:
             raise ValueError(f"check {self.name!r}: figures must be Figure objects, got {type(bad[0]).__name__}")
 
+    def __repr__(self) -> str:
+        return f"CheckOutcome({self.name!r}, verdict={self.verdict!r}, statistic={self.statistic!r})"
+
     def to_dict(self) -> dict:
         """JSON-able dict (figures as their captions only)."""
         out = asdict(self)
@@ -139,7 +150,10 @@ class AuditResult:
     """Every check of one audit, and what it ran on.
 
     ``model``, ``ppl``, ``sampler`` and ``data`` name what was audited (``data`` is ``"simulated"`` or a
-    description of the user's data); ``settings`` holds the budgets; ``seconds`` the wall time.
+    description of the user's data); ``settings`` holds the budgets; ``seconds`` the wall time;
+    ``provenance`` what was run (command line, date, bdmc version, files, function, observed names, data file,
+    budget name, seed); ``pending`` the checks not yet finished (a report written while the audit runs, or
+    left by an interrupted one).
     """
 
     model: str
@@ -149,6 +163,8 @@ class AuditResult:
     checks: tuple[CheckOutcome, ...]
     settings: Mapping[str, Any] = field(default_factory=dict)
     seconds: float = 0.0
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    pending: tuple[str, ...] = ()
 
     def __post_init__(self):
         names = [c.name for c in self.checks]
@@ -158,17 +174,35 @@ class AuditResult:
                              f"CSV rows); repeated: {repeated}")
 
     @property
-    def verdict(self) -> Verdict:
-        """``"fail"`` if any check failed, else ``"inconclusive"`` if any was, else ``"pass"``."""
-        verdicts = {c.verdict for c in self.checks}
-        for v in ("fail", "inconclusive", "pass"):
-            if v in verdicts:
-                return v
-        return "not run"
+    def verdict(self) -> str:
+        """The most severe of: ``"fail"`` (a check failed), ``"error"`` (a check raised), ``"incomplete"``
+        (checks pending), ``"inconclusive"``, ``"pass"``, ``"informative"``; ``"not run"`` when none ran."""
+        verdicts = {c.verdict for c in self.checks} | ({"incomplete"} if self.pending else set())
+        return next((v for v in OVERALL_ORDER if v in verdicts), "not run")
+
+    @property
+    def quick(self) -> bool:
+        """Whether the audit ran at the quick budget (``Budget.quick()``)."""
+        return self.provenance.get("budget") == "quick"
+
+    @property
+    def caveat(self) -> str:
+        """What the overall verdict does not say: a quick audit's pass is a first look with little power."""
+        if self.quick and self.verdict in ("pass", "inconclusive", "informative"):
+            return ("quick budget: a first look with little power, not a clean bill; rerun without --quick "
+                    "(quick=False) before trusting a pass")
+        return ""
+
+    def __repr__(self) -> str:
+        checks = ", ".join(f"{c.name}: {c.verdict}" for c in self.checks)
+        pending = f", pending {list(self.pending)}" if self.pending else ""
+        return (f"AuditResult(model={self.model!r}, sampler={self.sampler!r}, verdict={self.verdict!r}, "
+                f"checks={{{checks}}}{pending}, {self.seconds:.0f} s)")
 
     def to_dict(self) -> dict:
         return {"model": self.model, "ppl": self.ppl, "sampler": self.sampler, "data": self.data,
-                "verdict": self.verdict, "settings": dict(self.settings), "seconds": self.seconds,
+                "verdict": self.verdict, "caveat": self.caveat, "provenance": dict(self.provenance),
+                "pending": list(self.pending), "settings": dict(self.settings), "seconds": self.seconds,
                 "checks": [c.to_dict() for c in self.checks]}
 
     @classmethod
@@ -182,4 +216,5 @@ class AuditResult:
         pngs = pngs or {}
         checks = tuple(CheckOutcome.from_dict(c, pngs=pngs.get(c["name"])) for c in d["checks"])
         return cls(model=d["model"], ppl=d["ppl"], sampler=d["sampler"], data=d["data"], checks=checks,
-                   settings=dict(d.get("settings", {})), seconds=float(d.get("seconds", 0.0)))
+                   settings=dict(d.get("settings", {})), seconds=float(d.get("seconds", 0.0)),
+                   provenance=dict(d.get("provenance", {})), pending=tuple(d.get("pending", ())))

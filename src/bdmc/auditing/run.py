@@ -10,8 +10,10 @@ with probability at most ``level``; the exact identity and the informative outco
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Sequence
 
 import jax
@@ -25,8 +27,11 @@ from ..core.pilot import tune
 from ..errors import BDMCError
 from ..files import to_jsonable
 from ..kernels import HMC, MALA, NUTS, GaussianTable, RandomWalkMH, StepSizeTable
-from ..ppl.numpyro import NumPyroModel
+from ..version import __version__
 from . import checks_bdmc, checks_evidence, checks_geweke, checks_prior, checks_sbc, checks_simulator
+from .budget import Budget, budget_label
+from .guard import error_outcome, guarded
+from .report import write_report
 from .result import AuditResult, CheckOutcome
 
 SAMPLERS = ("auto", "gibbs", "nuts", "hmc", "mala", "rwm", "numpyro-nuts", "pymc-nuts", "stan-nuts")
@@ -37,83 +42,6 @@ ADAPTIVE_THIN = 2  # thinning of a PPL's NUTS when the budget leaves it automati
 # Mean acceptance the SBC chains of a named gradient kernel adapt their step toward in warm-up (Stan's and
 # BlackJAX's defaults; MALA's optimal rate).
 TARGET_ACCEPT = {"hmc": 0.8, "nuts": 0.8, "mala": 0.574}
-
-
-@dataclass(frozen=True)
-class Budget:
-    """How much each check computes. ``Budget.default()`` and ``Budget.quick()`` are the presets.
-
-    Parameters
-    ----------
-    triples : int
-        Random triples per conditional and lambda (simulator vs density, for models with conditionals).
-    simulator_latents, simulator_data, simulator_prior : int
-        Prior draws, data sets per draw and prior draws of the forward-simulation check (models without).
-    sbc_replications, sbc_draws, sbc_warmup : int
-        Simulated data sets, posterior draws kept per data set and warm-up transitions of the sampler.
-    sbc_thin : int or None
-        Transitions between kept draws. ``None`` (the default): for a fixed kernel, chosen from a pilot so
-        that the draws are near independent (:func:`bdmc.auditing.checks_sbc.pilot_thin`, at most
-        ``checks_sbc.MAX_THIN``); ``ADAPTIVE_THIN`` for NumPyro's NUTS. A number is kept as given.
-    geweke_samples, geweke_steps : int
-        Chains of each Geweke simulation, and kernel steps per successive-conditional chain.
-    sandwich_steps : tuple of int
-        Chain lengths T of the sandwich on simulated data.
-    sandwich_runs : int
-        Independent runs per direction and length.
-    evidence_steps, evidence_runs : int
-        T and independent runs of the forward AIS estimate on the user's data.
-    evidence_draws : int
-        Posterior draws of the sampler for the bracketing bounds (0: none).
-    evidence_bracket_draws : int
-        Draws of the Gaussian fitted to them, for the bracketing lower bound.
-    real_steps : tuple of int
-        Chain lengths of the real-data protocol.
-    real_runs : int
-        Independent runs per condition and chain length.
-    real_mcmc_steps : tuple of int
-        NUTS steps S behind the reverse chains' starts (empty: forward comparison only).
-    real_warmup : int
-        NUTS adaptation (and sampling) steps of the hyperparameter fit.
-    prior_steps, prior_runs : int
-        T and independent runs per direction of the prior-normalization check (0 runs: not run).
-    """
-
-    triples: int = 64
-    simulator_latents: int = 64
-    simulator_data: int = 64
-    simulator_prior: int = 4000
-    sbc_replications: int = 200
-    sbc_draws: int = 100
-    sbc_warmup: int = 500
-    sbc_thin: int | None = None
-    geweke_samples: int = 2000
-    geweke_steps: int = 50
-    sandwich_steps: tuple = (10, 100, 1000)
-    sandwich_runs: int = 16
-    evidence_steps: int = 1000
-    evidence_runs: int = 16
-    evidence_draws: int = 1000
-    evidence_bracket_draws: int = 2000
-    real_steps: tuple = (10, 100, 1000)
-    real_runs: int = 20
-    real_mcmc_steps: tuple = (100, 1000)
-    real_warmup: int = 500
-    prior_steps: int = 200
-    prior_runs: int = 32
-
-    @classmethod
-    def default(cls) -> "Budget":
-        return cls()
-
-    @classmethod
-    def quick(cls) -> "Budget":
-        """A first look in about a minute on a small model: every check runs, with little power."""
-        return cls(triples=16, simulator_latents=32, simulator_data=32, simulator_prior=1000, sbc_replications=50,
-                   sbc_draws=50, sbc_warmup=150, sbc_thin=None, geweke_samples=500, geweke_steps=20,
-                   sandwich_steps=(10, 100), sandwich_runs=8, evidence_steps=200, evidence_runs=8, evidence_draws=200,
-                   real_steps=(10, 100), real_runs=8, real_mcmc_steps=(), real_warmup=150, prior_steps=100,
-                   prior_runs=16)
 
 
 @dataclass(frozen=True)
@@ -130,7 +58,9 @@ class ResolvedSampler:
 def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, budget: Budget | None = None,
           level: float = 0.01, hyperparameters: Sequence[str] | None = None, name: str | None = None,
           ppl: str | None = None, on_stage: Callable[[str], None] | None = None,
-          on_outcome: Callable[[CheckOutcome], None] | None = None, progress: bool = False) -> AuditResult:
+          on_outcome: Callable[[CheckOutcome], None] | None = None,
+          on_progress: Callable[[str], None] | None = None, progress: bool = False,
+          report_dir: str | os.PathLike | None = None, provenance: Mapping[str, Any] | None = None) -> AuditResult:
     """Run the project's checks on ``model`` and ``sampler`` (see ``docs/audit.md``).
 
     Parameters
@@ -162,8 +92,20 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
         Called with a short description as each check starts.
     on_outcome : callable, optional
         Called with each :class:`CheckOutcome` as it finishes.
+    on_progress : callable, optional
+        Called with a count within a stage as it grows (``"12 of 50 simulated data sets"``), where the stage
+        loops on the host (SBC of a sampler that is not one compiled program).
     progress : bool
         Show the engine's progress bars.
+    report_dir : path, optional
+        Write the report (:func:`bdmc.auditing.report.write_report`) here before the first check and again as
+        each check finishes, so that an interrupted audit keeps what it found.
+    provenance : mapping, optional
+        What was run, for the report (command line, files, function, observed names, data file); the date,
+        bdmc's version, the budget's name and the seed are added.
+
+    A check that raises becomes that check's ``"error"`` verdict, with its message and what to try; the other
+    checks still run. Only a wrong choice of sampler (refused before anything runs) and an interrupt propagate.
 
     Returns
     -------
@@ -172,85 +114,165 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
     if not 0 < level < 1:
         raise BDMCError(f"level must lie in (0, 1), got {level}")
     began = time.perf_counter()
+    budget_name = budget_label(budget, quick=quick)
     budget = budget if budget is not None else (Budget.quick() if quick else Budget.default())
     say = on_stage or (lambda _: None)
     if data is not None:
         data = validate_data(model, data)
-    resolved = resolve_sampler(jax.random.fold_in(key, 100), model, sampler, warmup=budget.sbc_warmup,
-                                thin=budget.sbc_thin, num_draws=budget.sbc_draws)
-    statistical = ["sbc", "bdmc"] + (["geweke"] if resolved.kernel is not None else [])
+    check_sampler(model, sampler)  # a wrong choice is the caller's mistake, refused before anything runs
+    resolved, resolve_error = _resolve_guarded(jax.random.fold_in(key, 100), model, sampler, budget=budget)
+    fixed_kernel = resolved is not None and resolved.kernel is not None
+    label = resolved.label if resolved is not None else _sampler_label(sampler)
+    statistical = ["sbc", "bdmc"] + (["geweke"] if fixed_kernel else [])
     if not supports(model, GibbsConditionals):
         statistical.append("simulator-density")
     if budget.prior_runs > 0:
         statistical.append("prior-normalization")
     each = level / len(statistical)
-    outcomes: list[CheckOutcome] = []
-
-    def done(outcome: CheckOutcome) -> None:
-        outcomes.append(outcome)
-        if on_outcome is not None:
-            on_outcome(outcome)
-
-    say("simulator vs density")
-    done(checks_simulator.simulator_outcome(
-        jax.random.fold_in(key, 1), model, num_triples=budget.triples, num_latents=budget.simulator_latents,
-        num_data=budget.simulator_data, num_prior=budget.simulator_prior, level=each))
-
-    if budget.prior_runs > 0:
-        say("prior normalization (forward and reverse AIS from a fitted reference)")
-        done(checks_prior.prior_outcome(jax.random.fold_in(key, 8), model, num_steps=budget.prior_steps,
-                                        num_runs=budget.prior_runs, level=each))
-
-    say(f"simulation-based calibration of {resolved.label}")
-    done(checks_sbc.sbc_outcome(jax.random.fold_in(key, 2), model, resolved.sampler, label=resolved.label, level=each,
-                                num_replications=budget.sbc_replications, num_draws=budget.sbc_draws,
-                                thinning=resolved.settings.get("thinning")))
-
-    if resolved.kernel is not None:
-        say(f"Geweke test of {resolved.label}")
-        done(checks_geweke.geweke_outcome(jax.random.fold_in(key, 3), model, resolved.kernel, level=each,
-                                          num_samples=budget.geweke_samples, num_steps=budget.geweke_steps,
-                                          sampler=resolved.label))
-    else:
-        done(CheckOutcome(name="geweke", title=f"Geweke test of {resolved.label}", verdict="not run", statistic="-",
-                          level=None, summary=f"not run: {resolved.label} adapts during warm-up, so it is not a fixed "
-                          "kernel that can be run from a given state (SBC audits it instead)"))
-
-    say("BDMC on simulated data (forward and reverse AIS)")
-    sandwich_outcome, sandwich_res = checks_bdmc.bdmc_outcome(
-        jax.random.fold_in(key, 4), model, kernel=resolved.kernel, steps=budget.sandwich_steps,
-        num_runs=budget.sandwich_runs, level=each, progress=progress)
-    done(sandwich_outcome)
-
-    if data is not None:
-        done(_real_data(jax.random.fold_in(key, 5), model, data, hyperparameters, budget=budget, say=say,
-                        progress=progress))
-
-    evidence_data = data if data is not None else sandwich_res.data
-    label = "the given data" if data is not None else "the simulated data set of the BDMC check"
-    say(f"evidence of {label}")
-    draws, sampler_stats = None, None
-    if budget.evidence_draws > 0:
-        k_draws = jax.random.fold_in(key, 6)
-        if hasattr(resolved.sampler, "diagnosed_draws"):  # a PPL's NUTS: its divergences too
-            draws, sampler_stats = resolved.sampler.diagnosed_draws(k_draws, evidence_data,
-                                                                    num_draws=budget.evidence_draws)
-        else:
-            draws = resolved.sampler.draws(k_draws, evidence_data, num_draws=budget.evidence_draws)
-    done(checks_evidence.evidence_outcome(
-        jax.random.fold_in(key, 7), model, evidence_data, kernel=resolved.kernel, num_steps=budget.evidence_steps,
-        num_runs=budget.evidence_runs, data_label=label, draws=draws, sampler_stats=sampler_stats,
-        sampler=resolved.label,
-        num_draws=budget.evidence_bracket_draws, progress=progress))
-
+    planned = ([checks_simulator.NAME] + ([checks_prior.NAME] if budget.prior_runs > 0 else [])
+               + [checks_sbc.NAME, checks_geweke.NAME, checks_bdmc.NAME]
+               + ([checks_bdmc.REAL_NAME] if data is not None else []) + [checks_evidence.NAME])
     settings = {"budget": to_jsonable(dataclasses.asdict(budget)), "level": level, "level_per_check": each,
-                "statistical_checks": statistical, "seed": list(seed_of(key)), "sampler": dict(resolved.settings),
+                "statistical_checks": statistical, "key": list(seed_of(key)),
+                "sampler": dict(resolved.settings) if resolved is not None else {"sampler": str(sampler)},
                 "overall_level": f"each statistical check at {each:.3g} = {level:g} / {len(statistical)}: the audit "
                                  f"fails a correct model and sampler with probability at most {level:g}",
                 "hyperparameters": list(hyperparameters or ())}
-    return AuditResult(model=name or repr(model), ppl=ppl or _ppl_of(model), sampler=resolved.label,
-                       data="simulated" if data is None else "user's data", checks=tuple(outcomes),
-                       settings=settings, seconds=time.perf_counter() - began)
+    stamp = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "bdmc_version": __version__,
+             "budget": budget_name, "seed": _seed_int(key), **dict(provenance or {})}
+    outcomes: list[CheckOutcome] = []
+
+    def result() -> AuditResult:
+        finished = {o.name for o in outcomes}
+        return AuditResult(model=name or repr(model), ppl=ppl or _ppl_of(model), sampler=label,
+                           data="simulated" if data is None else "user's data", checks=tuple(outcomes),
+                           settings=settings, seconds=time.perf_counter() - began, provenance=stamp,
+                           pending=tuple(n for n in planned if n not in finished))
+
+    def done(outcome: CheckOutcome) -> None:
+        outcomes.append(outcome)
+        if report_dir is not None:  # rewritten as each check finishes: an interrupted audit keeps its checks
+            write_report(result(), report_dir)
+        if on_outcome is not None:
+            on_outcome(outcome)
+
+    if report_dir is not None:
+        write_report(result(), report_dir)
+
+    say("simulator vs density")
+    done(guarded(checks_simulator.NAME, "Simulator vs density", lambda: checks_simulator.simulator_outcome(
+        jax.random.fold_in(key, 1), model, num_triples=budget.triples, num_latents=budget.simulator_latents,
+        num_data=budget.simulator_data, num_prior=budget.simulator_prior, level=each)))
+
+    if budget.prior_runs > 0:
+        say("prior normalization (forward and reverse AIS from a fitted reference)")
+        done(guarded(checks_prior.NAME, checks_prior.TITLE, lambda: checks_prior.prior_outcome(
+            jax.random.fold_in(key, 8), model, num_steps=budget.prior_steps, num_runs=budget.prior_runs,
+            level=each)))
+
+    sbc_title = f"Simulation-based calibration of {label}"
+    say(f"simulation-based calibration of {label}")
+    if resolved is None:
+        done(error_outcome(checks_sbc.NAME, sbc_title, resolve_error, during=f"building {label}"))
+    else:
+        done(guarded(checks_sbc.NAME, sbc_title, lambda: checks_sbc.sbc_outcome(
+            jax.random.fold_in(key, 2), model, resolved.sampler, label=resolved.label, level=each,
+            num_replications=budget.sbc_replications, num_draws=budget.sbc_draws,
+            thinning=resolved.settings.get("thinning"),
+            on_progress=None if on_progress is None else lambda done_, total: on_progress(
+                f"{done_} of {total} simulated data sets"))))
+
+    geweke_title = f"Geweke test of {label}"
+    if fixed_kernel:
+        say(f"Geweke test of {label}")
+        done(guarded(checks_geweke.NAME, geweke_title, lambda: checks_geweke.geweke_outcome(
+            jax.random.fold_in(key, 3), model, resolved.kernel, level=each, num_samples=budget.geweke_samples,
+            num_steps=budget.geweke_steps, sampler=resolved.label)))
+    else:
+        why = ("its sampler could not be built (see the SBC check)" if resolved is None else
+               f"{label} adapts during warm-up, so it is not a fixed kernel that can be run from a given state (SBC "
+               "audits it instead)")
+        done(CheckOutcome(name=checks_geweke.NAME, title=geweke_title, verdict="not run", statistic="-",
+                          level=None, summary=f"not run: {why}"))
+
+    say("BDMC on simulated data (forward and reverse AIS)")
+    sandwich_res = None
+
+    def bdmc_check() -> CheckOutcome:
+        nonlocal sandwich_res
+        outcome, sandwich_res = checks_bdmc.bdmc_outcome(
+            jax.random.fold_in(key, 4), model, kernel=resolved.kernel if fixed_kernel else None,
+            steps=budget.sandwich_steps, num_runs=budget.sandwich_runs, level=each, progress=progress)
+        return outcome
+
+    done(guarded(checks_bdmc.NAME, "BDMC on simulated data: sandwich, B-hat and the bug alarm", bdmc_check))
+
+    if data is not None:
+        done(guarded(checks_bdmc.REAL_NAME, "BDMC on the real data: BREAD's real-data protocol",
+                     lambda: _real_data(jax.random.fold_in(key, 5), model, data, hyperparameters, budget=budget,
+                                        say=say, progress=progress)))
+
+    data_label = ("the given data" if data is not None else "the simulated data set of the BDMC check"
+                  if sandwich_res is not None else "a simulated data set")
+    say(f"evidence of {data_label}")
+
+    def evidence_check() -> CheckOutcome:
+        evidence_data = (data if data is not None else sandwich_res.data if sandwich_res is not None
+                         else simulate(jax.random.fold_in(key, 9), model).data)  # the BDMC check raised
+        draws, sampler_stats = None, None
+        if budget.evidence_draws > 0 and resolved is not None:
+            k_draws = jax.random.fold_in(key, 6)
+            if hasattr(resolved.sampler, "diagnosed_draws"):  # a PPL's NUTS: its divergences too
+                draws, sampler_stats = resolved.sampler.diagnosed_draws(k_draws, evidence_data,
+                                                                        num_draws=budget.evidence_draws)
+            else:
+                draws = resolved.sampler.draws(k_draws, evidence_data, num_draws=budget.evidence_draws)
+        return checks_evidence.evidence_outcome(
+            jax.random.fold_in(key, 7), model, evidence_data, kernel=resolved.kernel if fixed_kernel else None,
+            num_steps=budget.evidence_steps, num_runs=budget.evidence_runs, data_label=data_label, draws=draws,
+            sampler_stats=sampler_stats, sampler=label, num_draws=budget.evidence_bracket_draws, progress=progress)
+
+    done(guarded(checks_evidence.NAME, f"Evidence: log p(y) of {data_label}", evidence_check))
+    return result()
+
+
+def check_sampler(model, sampler: Any) -> None:
+    """Refuse a sampler choice that cannot apply to ``model`` (an unknown name, another language's NUTS, Gibbs
+    without a kernel), before any check runs."""
+    if not isinstance(sampler, str):
+        if not (isinstance(sampler, Sampler) or callable(sampler)):
+            raise BDMCError(f"sampler must be a name ({', '.join(SAMPLERS)}), a sampler with draws(...) or a kernel, "
+                            f"got {type(sampler).__name__}")
+        return
+    if sampler not in SAMPLERS:
+        raise BDMCError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}, or pass a sampler "
+                        "object or a kernel")
+    language = {"numpyro-nuts": "NumPyro", "pymc-nuts": "PyMC", "stan-nuts": "Stan"}.get(sampler)
+    if language is not None and _ppl_of(model) != language:
+        raise BDMCError(f"sampler {sampler!r} needs a {language} program (bdmc.ppl.from_{language.lower()}), got "
+                        f"{model!r}")
+    if sampler == "gibbs" and not supports(model, OwnKernel):
+        raise BDMCError(f"sampler 'gibbs' needs a model with its own kernel (default_kernel); {model!r} has none: "
+                        "choose nuts, hmc, mala or rwm")
+
+
+def _resolve_guarded(key, model, sampler, *, budget: Budget):
+    """``(resolved, None)``, or ``(None, error)`` when building the sampler (its pilot) raised."""
+    try:
+        return resolve_sampler(key, model, sampler, warmup=budget.sbc_warmup, thin=budget.sbc_thin,
+                               num_draws=budget.sbc_draws), None
+    except Exception as err:  # noqa: BLE001  reported as the SBC check's error; the sampler-free checks run
+        return None, err
+
+
+def _sampler_label(sampler: Any) -> str:
+    return sampler if isinstance(sampler, str) else type(sampler).__name__
+
+
+def _seed_int(key) -> int | list[int]:
+    """The integer seed of ``jax.random.key(seed)`` (its key data is ``(0, seed)``), else the key data."""
+    words = [int(w) for w in seed_of(key)]
+    return words[-1] if len(words) == 2 and words[0] == 0 else words
 
 
 def resolve_sampler(key, model, sampler: Any, *, warmup: int = 500, thin: int | None = 1,
@@ -266,10 +288,8 @@ def resolve_sampler(key, model, sampler: Any, *, warmup: int = 500, thin: int | 
     simulated with ``key``: HMC keeps the pilot's table by lambda, NUTS, MALA and random-walk Metropolis its
     value at lambda = 1 (MALA's step is half its square: BlackJAX's MALA moves by ``sqrt(2 step)``).
     """
+    check_sampler(model, sampler)
     if isinstance(sampler, str):
-        if sampler not in SAMPLERS:
-            raise BDMCError(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLERS)}, or pass a sampler "
-                            "object or a kernel")
         if sampler == "auto":
             sampler = OWN_NUTS.get(_ppl_of(model)) or ("gibbs" if supports(model, OwnKernel) else "nuts")
         return _thinned(key, model, _named(key, model, sampler, warmup=warmup, thin=thin),
@@ -283,8 +303,7 @@ def resolve_sampler(key, model, sampler: Any, *, warmup: int = 500, thin: int | 
         return _thinned(key, model, ResolvedSampler(label, built, sampler, {"sampler": "kernel",
                                                                              "kernel": repr(sampler)}),
                         thin, num_draws)
-    raise BDMCError(f"sampler must be a name ({', '.join(SAMPLERS)}), a sampler with draws(...) or a kernel, got "
-                    f"{type(sampler).__name__}")
+    raise AssertionError("unreachable: check_sampler refuses every other sampler")  # pragma: no cover
 
 
 def _thinned(key, model, resolved: ResolvedSampler, thin: int | None, num_draws: int) -> ResolvedSampler:
@@ -300,24 +319,16 @@ def _thinned(key, model, resolved: ResolvedSampler, thin: int | None, num_draws:
 def _named(key, model, name: str, *, warmup: int, thin: int | None) -> ResolvedSampler:
     if name == "numpyro-nuts":
         thin = ADAPTIVE_THIN if thin is None else thin
-        if not isinstance(model, NumPyroModel):
-            raise BDMCError(f"sampler 'numpyro-nuts' needs a NumPyro program (bdmc.ppl.from_numpyro), got {model!r}")
         s = NumPyroNUTS(model, num_warmup=warmup, thin=thin)
         return ResolvedSampler("NumPyro's NUTS", s, None, s.settings())
     if name in ("pymc-nuts", "stan-nuts"):
         language = "PyMC" if name == "pymc-nuts" else "Stan"
-        if _ppl_of(model) != language:
-            raise BDMCError(f"sampler {name!r} needs a {language} program (bdmc.ppl.from_{language.lower()}), got "
-                            f"{model!r}")
         from ..ppl.samplers import PyMCNUTS, StanNUTS
 
         s = (PyMCNUTS if language == "PyMC" else StanNUTS)(model, num_warmup=warmup,
                                                             thin=ADAPTIVE_THIN if thin is None else thin)
         return ResolvedSampler(f"{language}'s NUTS", s, None, s.settings())
     if name == "gibbs":
-        if not supports(model, OwnKernel):
-            raise BDMCError(f"sampler 'gibbs' needs a model with its own kernel (default_kernel); {model!r} has none: "
-                            "choose nuts, hmc, mala or rwm")
         kernel = model.default_kernel()
         thin = 1 if thin is None else thin
         return ResolvedSampler("the model's Gibbs kernel",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -181,6 +182,7 @@ def sbc(
     level: float = 0.01,
     batch_size: int | None = None,
     chain_diagnostics_of: int = 0,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> SBCResult:
     """Simulation-based calibration of ``sampler`` on ``model``.
 
@@ -211,6 +213,8 @@ def sbc(
     chain_diagnostics_of : int
         ArviZ's split R-hat and bulk / tail ESS (:func:`chain_diagnostics`) of the first this many data sets'
         chains, in ``SBCResult.diagnostics`` (0, the default: none; ArviZ takes about 5 ms a chain and quantity).
+    on_progress : callable, optional
+        Called as ``on_progress(done, num_replications)`` after each compiled batch or replication.
 
     Returns
     -------
@@ -233,6 +237,8 @@ def sbc(
                 chunk = jnp.concatenate([chunk, pad])
             r, v = _replications(chunk, model=model, sampler=sampler, num_draws=num_draws)
             ranks.append(np.asarray(r)), values.append(np.asarray(v))
+            if on_progress is not None:
+                on_progress(min(start + batch, num_replications), num_replications)
     else:
         for k in keys:
             k_sim, k_draw, k_tie = jax.random.split(k, 3)
@@ -240,6 +246,8 @@ def sbc(
             draws = sampler.draws(k_draw, data, num_draws=num_draws)
             r, v = _ranks(k_tie, latent, data, draws, model=model)
             ranks.append(np.asarray(r)[None]), values.append(np.asarray(v)[None])
+            if on_progress is not None:
+                on_progress(len(ranks), num_replications)
     ranks = np.concatenate(ranks)[:num_replications]
     values = np.concatenate(values)[:num_replications]
     names = quantity_names(model.sample_prior(jax.random.key(0)))

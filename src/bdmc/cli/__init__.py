@@ -29,10 +29,20 @@ app = typer.Typer(
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from ..version import __version__
+
+        typer.echo(f"bdmc {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(debug: bool = typer.Option(False, "--debug", help="Show the traceback of any error (for bug reports)."),
           x64: bool = typer.Option(True, "--x64/--float32",
                                    help="Compute in float64 (the default, as the paper) or in JAX's float32."),
+          version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                       help="Print bdmc's version and exit."),
           compile_cache: bool = typer.Option(
               True, "--compile-cache/--no-compile-cache",
               help="Keep compiled programs in the user's cache directory ($BDMC_CACHE_DIR, else "

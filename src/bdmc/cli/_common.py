@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import traceback
 import warnings
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ..errors import BDMCError
+from ..errors import BDMCError, UserProgramError
 from ..experiments.store import DamagedRowWarning, prepare_output_dir
 from ..files import write_atomic
 
@@ -83,16 +84,75 @@ def command(fn):
 
 
 def describe(err: Exception) -> str:
-    """One line naming what failed and what to do."""
+    """One line naming what failed and what to do.
+
+    Only a failure in bdmc itself asks for a bug report: the user's program (an exception it raised, or one
+    whose traceback passes through a program file :func:`register_user_file` recorded) and memory running out
+    are named as such.
+    """
     if isinstance(err, CLIError):
         return _one_line(str(err))
+    if isinstance(err, UserProgramError):  # the program and its arguments are named in the message
+        todo = "" if err.hint else "; fix the program or the arguments it was given"
+        return _one_line(f"{err}{todo} (`bdmc --debug ...` shows the traceback)")
     if isinstance(err, BDMCError):
         return _one_line(f"{type(err).__name__}: {err}")
+    if _out_of_memory(err):
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        return _one_line(f"out of memory: {first}; reduce --runs (or --particles) or the model's size (--option n=..., "
+                         "the --data arrays)")
+    frame = _user_frame(err)
+    if frame is not None:
+        where = os.path.relpath(frame.filename)
+        where = frame.filename if where.startswith("..") else where
+        return _one_line(f"error in your program {where}:{frame.lineno} ({frame.name}): {type(err).__name__}: "
+                         f"{err}; fix the program (`bdmc --debug ...` shows the traceback)")
     if isinstance(err, OSError):
         where = f"{err.filename}: " if err.filename else ""
         return _one_line(f"{where}{err.strerror or err}; check the path, its permissions and free disk space")
     return _one_line(f"{type(err).__name__}: {err} (unexpected; rerun as `bdmc --debug ...` to see the traceback "
                      "and report it)")
+
+
+def _out_of_memory(err: BaseException) -> bool:
+    """A host allocation that failed, or XLA's RESOURCE_EXHAUSTED (jaxlib's runtime error)."""
+    return isinstance(err, MemoryError) or (type(err).__name__ in ("XlaRuntimeError", "JaxRuntimeError")
+                                            and "RESOURCE_EXHAUSTED" in str(err))
+
+
+# The Python files of the user's programs loaded in this process (resolved paths): a traceback through one of them
+# is the program's failure, not bdmc's.
+_USER_FILES: set[str] = set()
+
+
+def register_user_file(path: str | Path) -> None:
+    """Record a Python file of the user's program, so that errors raised in it are attributed to it.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file, as given on the command line.
+    """
+    _USER_FILES.add(str(Path(path).resolve()))
+
+
+def _user_frame(err: BaseException) -> traceback.FrameSummary | None:
+    """The innermost frame in a user's program file of ``err``'s traceback or of the exceptions it chains."""
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        seen.add(id(err))
+        inside = [f for f in traceback.extract_tb(err.__traceback__) if _is_user_file(f.filename)]
+        if inside:
+            return inside[-1]
+        err = err.__cause__ or err.__context__
+    return None
+
+
+def _is_user_file(filename: str) -> bool:
+    try:
+        return bool(_USER_FILES) and str(Path(filename).resolve()) in _USER_FILES
+    except (OSError, ValueError):  # a frame of generated code ("<string>") or an unresolvable path
+        return False
 
 
 def _one_line(text: str) -> str:
@@ -159,23 +219,48 @@ def refuse_together(given: dict[str, bool], reason: str) -> None:
 
 
 def parse_steps(text: str, *, option: str = "--steps", smallest: int = 2) -> list[int]:
-    """``"10,100,1000"`` -> ``[10, 100, 1000]`` (duplicates dropped, order kept)."""
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not parts:
-        raise CLIError(f"{option} needs at least one number, e.g. {option} 10,100,1000")
+    """``"10,100,1000"`` -> ``[10, 100, 1000]`` (duplicates dropped, order kept).
+
+    ``option`` names the option in messages; an option with several flags is named by all of them
+    (``"--steps/--T"``), the example by the first. An empty item (``10,,100``, a trailing comma) is refused.
+    """
+    example = f"{option.split('/')[0]} 10,100,1000"
+    parts = [p.strip() for p in text.split(",")]
+    if not any(parts):
+        raise CLIError(f"{option} needs at least one number, e.g. {example}")
+    if not all(parts):
+        raise CLIError(f"{option} {text!r}: an empty item between commas; use e.g. {example}")
     values: list[int] = []
     for p in parts:
         try:
             value = int(p.replace("_", ""))
         except ValueError:
-            raise CLIError(f"{option}: {p!r} is not an integer; use e.g. {option} 10,100,1000") from None
+            raise CLIError(f"{option}: {p!r} is not an integer; use e.g. {example}") from None
         if value < smallest:
             what = ("every T must be >= 2 (prior and posterior)" if smallest == 2 else
                     f"every value must be >= {smallest}")
-            raise CLIError(f"{option}: {what}, got {value}; use e.g. {option} 10,100,1000")
+            raise CLIError(f"{option}: {what}, got {value}; use e.g. {example}")
         if value not in values:
             values.append(value)
     return values
+
+
+def command_line(ctx: typer.Context) -> str:
+    """The running command as a shell line, from its parsed options (the ones given or changed from their
+    defaults), e.g. ``bdmc audit --numpyro model.py:fn --observed y --quick``: what a report says was run."""
+    import shlex
+
+    words = ["bdmc", ctx.info_name or ""]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        if param.param_type_name != "option" or value is None or value == param.default or value == []:
+            continue
+        flag = param.opts[0]
+        if param.is_flag:
+            words.append(flag if value else (param.secondary_opts or [flag])[0])
+        else:
+            words += [w for v in (value if param.multiple else [value]) for w in (flag, str(v))]
+    return shlex.join(words)
 
 
 # --------------------------------------------------------------------------------------------- formatting

@@ -11,8 +11,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib.util
+import inspect
 import math
+import re
 import typing
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +23,8 @@ import numpy as np
 
 from .. import models as builtin_models
 from ..files import to_jsonable
-from ._common import CLIError
+from ..errors import UserProgramError, describe_arguments, program_line
+from ._common import CLIError, register_user_file
 
 PPL_FLAGS = ("numpyro", "pymc", "stan", "webppl")
 # Integer fields that count something (data cases, dimensions, components): a model of size zero or less
@@ -93,6 +97,9 @@ def parse_options(cls, items: list[str]) -> dict[str, Any]:
             options[key] = _convert(raw.strip(), hints.get(key, fields[key].type), default(fields[key]))
         except ValueError as err:
             raise CLIError(f"--option {key}={raw!r}: {err}") from None
+        numbers = options[key] if isinstance(options[key], (tuple, list)) else (options[key],)
+        if any(isinstance(v, float) and not math.isfinite(v) for v in numbers):  # float() takes nan and inf
+            raise CLIError(f"--option {key}={raw.strip()}: must be a finite number")
     return options
 
 
@@ -182,11 +189,15 @@ def load_ppl_model(flag: str, spec: str, *, data: Path | None, observed: str | N
     if flag == "numpyro":
         fn = _load_attr(spec, "--numpyro")
         kwargs = {k: v for k, v in arrays.items() if k not in names}
-        model = ppl.from_numpyro(fn, observed=names, **kwargs)
+        try:
+            model = ppl.from_numpyro(fn, observed=names, **kwargs)
+        except UserProgramError as err:
+            hint = _call_hint(err.error, fn, flag=flag, data=data, observed=names)
+            raise err.renamed(f"--numpyro {spec}", hint=hint) from err.error
     elif flag == "pymc":
         obj = _load_attr(spec, "--pymc")
         kwargs = {k: v for k, v in arrays.items() if k not in names}
-        pm_model = obj(**kwargs) if callable(obj) else obj
+        pm_model = _build_pymc(obj, spec, kwargs, data=data, observed=names) if callable(obj) else obj
         model = ppl.from_pymc(pm_model, observed=names)
     elif flag == "webppl":
         path = Path(spec)
@@ -217,12 +228,52 @@ def load_ppl_model(flag: str, spec: str, *, data: Path | None, observed: str | N
     return model, settings
 
 
+def _build_pymc(builder, spec: str, kwargs: dict, *, data: Path | None, observed: list[str]):
+    """The PyMC model a ``--pymc`` function builds from the ``--data`` arrays; its failure names the program."""
+    try:
+        return builder(**kwargs)
+    except Exception as err:  # noqa: BLE001  the program's own failure, chained
+        raise UserProgramError(f"--pymc {spec}", err, called_with=describe_arguments((), kwargs),
+                               where=program_line(err, spec.rpartition(":")[0]),
+                               hint=_call_hint(err, builder, flag="pymc", data=data, observed=observed)) from err
+
+
+def _call_hint(err: BaseException, fn, *, flag: str, data: Path | None, observed: list[str]) -> str:
+    """What to do when calling the program with the ``--data`` arrays failed on its arguments ("" otherwise)."""
+    text = str(err) if isinstance(err, TypeError) else ""
+    unexpected = re.search(r"unexpected keyword argument '(\w+)'", text)
+    if unexpected:
+        return (f"--data {data} holds the array {unexpected[1]!r}, which is not an argument of the program; rename "
+                f"it to one of {_parameters(fn)}")
+    missing = re.search(r"missing \d+ required .*?arguments?: (.*)", text)
+    if not missing:
+        return ""
+    names = re.findall(r"'(\w+)'", missing[1])
+    simulated = [n for n in names if n in observed]
+    if simulated:
+        placeholder = ("" if flag == "numpyro" else
+                       ", and give the observed variable a placeholder of its shape when it is None "
+                       "(observed=numpy.zeros(n))")
+        return (f"the --observed array(s) {simulated} are not passed to the program (bdmc simulates them): give "
+                f"{simulated[0]} a default, e.g. {simulated[0]}=None{placeholder}")
+    where = f"--data {data}" if data is not None else "a --data FILE.npz (none was given)"
+    return f"give {', '.join(names)} as {'an array' if len(names) == 1 else 'arrays'} in {where}"
+
+
+def _parameters(fn) -> list[str]:
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):  # a builtin or a callable object without a signature
+        return []
+
+
 def load_npz(path: Path | None) -> dict:
-    """The arrays of a ``--data`` file (``.npz``), by name; none without a file.
+    """The arrays of a ``--data`` file (``.npz``), by name, each checked: numbers, every one finite.
 
     Parameters
     ----------
     path : Path or None
+        The file; None gives no arrays.
 
     Returns
     -------
@@ -232,23 +283,114 @@ def load_npz(path: Path | None) -> dict:
     Raises
     ------
     CLIError
-        When the file is missing or is not a readable ``.npz``.
+        When the file is missing, is not an ``.npz`` (it says what the file is instead: one ``.npy`` array, text),
+        holds Python objects or strings, or an array has a NaN or an infinity (named with its first index).
     """
     if path is None:
         return {}
-    if not Path(path).is_file():
+    path = Path(path)
+    if not path.is_file():
         raise CLIError(f"--data: no such file {path}; give a .npz file of the program's arguments")
+    _refuse_other_formats(path)
     try:
         with np.load(path, allow_pickle=False) as npz:
-            return {k: np.asarray(npz[k]) for k in npz.files}
-    except (OSError, ValueError) as err:
-        raise CLIError(f"--data: cannot read {path} as .npz ({err}); write it with numpy.savez") from None
+            arrays = {name: _read_array(npz, name, path) for name in npz.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+        raise CLIError(f"--data {path}: a damaged .npz file ({type(err).__name__}: {err}); write it again with "
+                       "numpy.savez") from None
+    for name, array in arrays.items():
+        check_array(array, name=name, source=f"--data {path}")
+    return arrays
 
 
+_NOT_NUMBERS = {"O": "Python objects", "U": "strings", "S": "bytes", "V": "records", "M": "dates", "m": "time spans",
+                "c": "complex numbers"}
+
+
+def check_array(array: np.ndarray, *, name: str, source: str) -> None:
+    """Refuse an array that is not numbers, or has a NaN or an infinity (naming the first one's index).
+
+    Parameters
+    ----------
+    array : numpy.ndarray
+    name : str
+        The array's name in its file.
+    source : str
+        Where it came from, e.g. ``--data file.npz``.
+
+    Raises
+    ------
+    CLIError
+    """
+    kind = array.dtype.kind
+    if kind not in "biuf":
+        raise CLIError(f"{source}: array {name!r} holds {_NOT_NUMBERS.get(kind, 'values')} (dtype {array.dtype}); "
+                       "bdmc needs numbers (bool, integer or float): save it with a numeric dtype")
+    if kind != "f":
+        return
+    bad = ~np.isfinite(array)
+    count = int(bad.sum())
+    if count:
+        first = tuple(int(i) for i in np.unravel_index(int(np.argmax(bad)), array.shape))
+        value = array[first]
+        what = "NaN" if np.isnan(value) else ("+inf" if value > 0 else "-inf")
+        raise CLIError(f"{source}: array {name!r} has {what} at index {first} ({count} non-finite "
+                       f"value{'s' if count > 1 else ''}); replace or drop those entries: bdmc needs finite data")
+
+
+def _refuse_other_formats(path: Path) -> None:
+    """Say what a ``--data`` file is when it is not an ``.npz`` (a zip archive, as numpy.savez writes)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(512)
+    except OSError as err:
+        raise CLIError(f"--data {path}: cannot read it ({err.strerror or err}); check its permissions") from None
+    if head.startswith(b"PK"):
+        return
+    example = f"numpy.savez('{path.with_suffix('.npz')}', NAME=...)"
+    if head.startswith(b"\x93NUMPY"):
+        raise CLIError(f"--data {path}: a single NumPy array (.npy{_npy_shape(path)}), not an .npz of named arrays; "
+                       f"wrap it in one, named as the program's argument or observed site: "
+                       f"numpy.savez('{path.with_suffix('.npz')}', NAME=numpy.load('{path}'))")
+    if not head:
+        raise CLIError(f"--data {path}: an empty file, not an .npz; write the arrays by name with {example}")
+    if _is_text(head):
+        raise CLIError(f"--data {path}: a text file, not an .npz; read it (e.g. numpy.loadtxt) and write the arrays "
+                       f"by name with {example}")
+    raise CLIError(f"--data {path}: not an .npz file (not the zip archive numpy.savez writes); write the arrays by "
+                   f"name with {example}")
+
+
+def _npy_shape(path: Path) -> str:
+    """``, shape (10, 3) float64`` from a ``.npy`` header (nothing when it cannot be read)."""
+    try:
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError):
+        return ""
+    return f", shape {tuple(array.shape)} {array.dtype}"
+
+
+def _is_text(head: bytes) -> bool:
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:  # perhaps cut inside a character: judge by the bytes
+        text = head[:-4].decode("utf-8", errors="replace")
+    return "\x00" not in text and all(c.isprintable() or c in "\t\r\n" for c in text)
+
+
+def _read_array(npz, name: str, path: Path) -> np.ndarray:
+    try:
+        return np.asarray(npz[name])
+    except ValueError as err:
+        if "allow_pickle" not in str(err) and "Object arrays" not in str(err):
+            raise
+    # Object arrays are pickled in an .npz: reading them would run whatever code the file holds.
+    raise CLIError(f"--data {path}: array {name!r} holds Python objects (dtype object), which bdmc does not read "
+                   "(unpickling can run code); save it as numbers, e.g. numpy.asarray(x, dtype=float)")
 
 
 def _load_attr(spec: str, flag: str):
-    """The object ``NAME`` defined in the Python file of ``PATH:NAME``."""
+    """The object ``NAME`` defined in the Python file of ``PATH:NAME``; its failures to load name the file."""
     path, sep, name = spec.rpartition(":")
     if not sep or not name or not path:
         raise CLIError(f"{flag}: expected PATH.py:NAME, got {spec!r}")
@@ -256,8 +398,27 @@ def _load_attr(spec: str, flag: str):
         raise CLIError(f"{flag}: no such file {path}")
     module_spec = importlib.util.spec_from_file_location(f"bdmc_user_{Path(path).stem}", path)
     module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)
+    register_user_file(path)
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as err:  # noqa: BLE001  the program's own failure: named with its file and line
+        raise CLIError(f"{flag} {path}: {_load_failure(err, module_spec.origin)}") from err
     if not hasattr(module, name):
         defined = sorted(n for n in vars(module) if not n.startswith("_"))
         raise CLIError(f"{flag}: {path} defines no {name!r}; it defines {defined}")
     return getattr(module, name)
+
+
+def _load_failure(err: Exception, origin: str) -> str:
+    """What went wrong loading the program file (``origin``, as its code objects name it), and what to do."""
+    if isinstance(err, SyntaxError):
+        text = f" ({err.text.strip()!r})" if err.text and err.text.strip() else ""
+        return f"syntax error at line {err.lineno}: {err.msg}{text}; fix the program"
+    line = program_line(err, origin)
+    at = f" at {line}" if line else ""
+    if isinstance(err, ModuleNotFoundError):
+        return (f"the program imports {err.name!r}{at}, which is not installed ({err}); install it or fix the "
+                "import")
+    if isinstance(err, ImportError):
+        return f"an import failed{at}: {err}; fix the import or install the package"
+    return f"loading the program raised {type(err).__name__}{at}: {err}; fix the program"

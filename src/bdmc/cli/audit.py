@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from pathlib import Path
 from typing import Optional
@@ -12,17 +13,20 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ._common import (PPL_OPTIONS, CLIError, at_least, command, console, model_option_option, out_option,
+from ._common import (PPL_OPTIONS, CLIError, at_least, command, command_line, console, model_option_option, out_option,
                       output_dir, parse_steps, wrote)
+from ._limits import Count, check_memory, runs_count, size_option
 from ._models import builtin_model, load_npz, load_ppl_model, ppl_given, ppl_label
 
 PPL_NAMES = {"numpyro": "NumPyro", "pymc": "PyMC", "stan": "Stan", "webppl": "WebPPL"}
 
-STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "yellow", "not run": "dim"}
+STYLE = {"pass": "green", "fail": "bold red", "error": "bold red", "incomplete": "yellow", "inconclusive": "yellow",
+         "informative": "cyan", "not run": "dim"}
 
 
 @command
 def audit_command(
+    ctx: typer.Context,
     model: Optional[str] = typer.Option(None, "--model", "-m", help="Built-in model name (see `bdmc models`)."),
     numpyro: Optional[str] = PPL_OPTIONS["numpyro"],
     pymc: Optional[str] = PPL_OPTIONS["pymc"],
@@ -31,8 +35,13 @@ def audit_command(
     simulator: Optional[str] = PPL_OPTIONS["simulator"],
     data: Optional[Path] = typer.Option(
         None, "--data", metavar="FILE.npz",
-        help="The program's arguments (covariates, sizes) and, under the --observed names, the user's real "
-             "observed data; for a built-in model, one array: its observed data."),
+        help="The program's arguments (covariates, sizes); with --real-data also the observed arrays (the "
+             "--observed names); for a built-in model with --real-data, one array: its observed data."),
+    real_data: bool = typer.Option(
+        False, "--real-data",
+        help="Audit the observed arrays in --data as the user's real data (the evidence of these data, and "
+             "BREAD's real-data protocol with --hyperparameters). Without it every check runs on simulated data "
+             "and observed arrays in --data are not used."),
     observed: Optional[str] = typer.Option(None, "--observed", metavar="NAMES",
                                            help="The program's observed variable(s), comma-separated."),
     sampler: str = typer.Option("auto", "--sampler",
@@ -76,8 +85,14 @@ def audit_command(
         raise CLIError("--option applies to built-in models; a program takes its arguments from --data")
     if simulator and (program is None or program[0] not in ("stan", "webppl")):
         raise CLIError("--simulator applies to a Stan or WebPPL program (--stan, --webppl) only")
-    if hyperparameters and data is None:
-        raise CLIError("--hyperparameters names sites to fit on real data: give the data with --data")
+    if real_data and data is None:
+        raise CLIError("--real-data reads the observed data from --data FILE.npz; give the file")
+    if hyperparameters and not real_data:
+        raise CLIError("--hyperparameters names sites to fit on real data: give the data with --data and "
+                       "--real-data")
+    if program is None and data is not None and not real_data:
+        raise CLIError("--data with --model holds the model's observed data, used only with --real-data; a "
+                       "built-in model takes its options from --option")
     if not 0 < level < 1:
         raise CLIError(f"--level must lie in (0, 1), got {level}; e.g. --level 0.01")
     for value, name in ((replications, "--sbc-replications"), (draws, "--sbc-draws"), (thin, "--thin"),
@@ -95,48 +110,119 @@ def audit_command(
 
     name = ppl_label(*program) if program is not None else model
     out = output_dir(out, f"audit-{name.replace(':', '-')}")
+    stdout = console()
     if program is not None:
         model_obj, _ = load_ppl_model(*program, data=data, observed=observed, simulator=simulator)
         arrays = load_npz(data)
         names = list(model_obj.observed)
         given = [n for n in names if n in arrays]
-        if given and len(given) != len(names):
-            raise CLIError(f"--data holds observed site(s) {given} but not {sorted(set(names) - set(given))}; give "
-                           "all of them (real data) or none (simulated data only)")
-        real = {n: arrays[n] for n in names} if given else None
+        if real_data and len(given) != len(names):
+            raise CLIError(f"--real-data: {data} lacks the observed array(s) "
+                           f"{sorted(set(names) - set(given))}; give every --observed name")
+        if given and not real_data:
+            stdout.print(f"[yellow]note:[/] --data holds the observed {', '.join(given)}, not used: the audit runs "
+                         "on simulated data (add --real-data to audit these data)", soft_wrap=True)
+        real = {n: arrays[n] for n in names} if real_data else None
     else:
         model_obj, _ = builtin_model(model, option or [])
-        real = _builtin_data(data)
+        real = _builtin_data(data) if real_data else None
     hyper = [h.strip() for h in hyperparameters.split(",") if h.strip()] if hyperparameters else None
+    check_memory(model_obj, size=size_option(options=option, data=data if program else None, model=model), counts=[
+        runs_count(max(budget.sandwich_runs, budget.evidence_runs)),
+        Count(f"--sbc-replications {budget.sbc_replications}", budget.sbc_replications, "use fewer replications",
+              data_sets=True),
+        Count(f"--geweke-samples {budget.geweke_samples}", budget.geweke_samples, "use fewer samples",
+              data_sets=True)])
+    budget_name = ("quick" if quick else "default") + _changed(overrides)
+    provenance = _provenance(ctx, program, simulator=simulator, observed=observed, data=data, real=real_data,
+                             budget=budget_name, seed=seed)
 
-    stdout = console()
     stdout.print(f"[bold]bdmc audit[/]  model [cyan]{escape(name)}[/] · sampler {escape(sampler)} · "
                  f"{'real data from ' + escape(str(data)) if real is not None else 'simulated data'} · "
-                 f"{'quick' if quick else 'default'} budget · level {level:g} · seed {seed}", soft_wrap=True)
-    began = time.perf_counter()
-    status = stdout.status("starting", spinner="dots") if stdout.is_terminal else None
-    if status is not None:
-        status.start()
-
-    def stage(text: str) -> None:
-        if status is not None:
-            status.update(f"{escape(text)} [dim]({time.perf_counter() - began:.0f} s)[/]")
-        else:
-            stdout.print(f"[dim]{time.perf_counter() - began:6.1f} s[/]  {escape(text)} ...", soft_wrap=True)
+                 f"{escape(budget_name)} budget · level {level:g} · seed {seed}", soft_wrap=True)
+    live = LiveStatus(stdout)
 
     def finished(outcome) -> None:
-        stdout.print(f"  [{STYLE[outcome.verdict]}]{outcome.verdict:>12}[/]  {escape(outcome.title)}", soft_wrap=True)
+        live.print(f"  [{STYLE[outcome.verdict]}]{outcome.verdict:>12}[/]  {escape(outcome.title)}")
 
-    try:
+    with live:
         result = audit(jax.random.key(seed), model_obj, sampler=sampler, data=real, budget=budget, level=level,
-                       hyperparameters=hyper, name=name, ppl=PPL_NAMES[program[0]] if program else None, on_stage=stage,
-                       on_outcome=finished)
-    finally:
-        if status is not None:
-            status.stop()
+                       hyperparameters=hyper, name=name, ppl=PPL_NAMES[program[0]] if program else None,
+                       on_stage=live.stage, on_progress=live.count, on_outcome=finished, report_dir=out,
+                       provenance=provenance)
     paths = write_report(result, out)
     print_summary(stdout, result)
     wrote(stdout, *paths.values())
+
+
+class LiveStatus:
+    """The audit's progress: in a terminal a spinner line with the stage, its count and the elapsed seconds,
+    redrawn every second; otherwise one line per stage."""
+
+    def __init__(self, out):
+        self.out, self.began, self.text, self.counted = out, time.perf_counter(), "starting", ""
+        self.status = out.status("starting", spinner="dots") if out.is_terminal else None
+        self.stop = threading.Event()
+        self.ticker = threading.Thread(target=self._tick, daemon=True)
+
+    def __enter__(self):
+        if self.status is not None:
+            self.status.start()
+            self.ticker.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        if self.status is not None:
+            self.status.stop()
+        return False
+
+    def stage(self, text: str) -> None:
+        self.text, self.counted = text, ""
+        if self.status is None:
+            self.out.print(f"[dim]{time.perf_counter() - self.began:6.1f} s[/]  {escape(text)} ...", soft_wrap=True)
+        self._draw()
+
+    def count(self, text: str) -> None:
+        self.counted = text
+        self._draw()
+
+    def print(self, text: str) -> None:
+        self.out.print(text, soft_wrap=True)
+
+    def _draw(self) -> None:
+        if self.status is not None:
+            counted = f": {escape(self.counted)}" if self.counted else ""
+            self.status.update(f"{escape(self.text)}{counted} [dim]({time.perf_counter() - self.began:.0f} s)[/]")
+
+    def _tick(self) -> None:
+        while not self.stop.wait(1.0):
+            self._draw()
+
+
+def _changed(overrides: dict) -> str:
+    """The budget options the user set, as a suffix of the budget's name (``" with --runs 4"``)."""
+    flags = {"sbc_replications": "--sbc-replications", "sbc_draws": "--sbc-draws", "sbc_warmup": "--warmup",
+             "sbc_thin": "--thin", "geweke_samples": "--geweke-samples", "sandwich_runs": "--runs",
+             "evidence_steps": "--evidence-steps", "sandwich_steps": "--steps"}
+    given = [f"{flags[k]} {','.join(map(str, v)) if isinstance(v, tuple) else v}" for k, v in overrides.items()
+             if v is not None and k in flags]
+    return f" with {' '.join(given)}" if given else ""
+
+
+def _provenance(ctx, program, *, simulator, observed, data, real: bool, budget: str, seed: int) -> dict:
+    """What the report says was run: the command line, the files (absolute paths), function and data."""
+    out = {"command": command_line(ctx), "budget": budget, "seed": seed,
+           "data_file": (f"{Path(data).resolve()} ({'real data: the --observed arrays' if real else 'arguments'})"
+                         if data is not None else None)}
+    if program is not None:
+        flag, spec = program
+        path, _, function = spec.rpartition(":") if flag in ("numpyro", "pymc") else (spec, "", "")
+        out.update(program=f"{Path(path).resolve()} (--{flag})", function=function or None,
+                   observed=[n.strip() for n in (observed or "").split(",") if n.strip()],
+                   simulator=str(Path(simulator.rpartition(":")[0]).resolve()) + ":" + simulator.rpartition(":")[2]
+                   if simulator else None)
+    return out
 
 
 def print_summary(out, result) -> None:
@@ -148,11 +234,13 @@ def print_summary(out, result) -> None:
     table.add_column("statistic / summary")
     for c in result.checks:
         level = "-" if c.level is None else f"{c.level:.2g}"
-        text = c.summary if c.verdict == "not run" else c.statistic
+        text = c.summary if c.verdict in ("not run", "error") else c.statistic
         table.add_row(c.name, f"[{STYLE[c.verdict]}]{c.verdict}[/]", level, escape(text))
     out.print(table)
     out.print(f"audit verdict: [{STYLE[result.verdict]}]{result.verdict}[/] "
               f"({escape(str(result.settings.get('overall_level', '')))}; {result.seconds:.0f} s)", soft_wrap=True)
+    if result.caveat:
+        out.print(f"[yellow]{escape(result.caveat)}[/]", soft_wrap=True)
 
 
 def _builtin_data(path: Path | None):

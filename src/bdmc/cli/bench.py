@@ -13,6 +13,7 @@ from rich.table import Table
 from ..experiments import bench as harness
 from ._common import (CLIError, at_least, command, console, model_option_option, out_option, output_dir,
                       overwrite_option, positive_number, print_verdict, write_table, wrote)
+from ._limits import Count, check_memory, runs_count, size_option
 from ._models import builtin_model
 
 CSV_SUMMARY, PNG_NAME = "summary.csv", "bench.png"
@@ -61,6 +62,9 @@ def bench_command(
     positive_number(zoom, "--zoom", "nats", "10")
     at_least(seed, "--seed", 0, "0")
     model_obj, _ = builtin_model(model, option or [])
+    check_memory(model_obj, size=size_option(options=option, model=model),
+                 counts=[Count(f"--trials {trials}", trials, "use fewer trials"),
+                         runs_count(truth_runs, option="--truth-runs")])
     names = harness.available(model_obj) if estimators is None else [
         n.strip() for n in estimators.split(",") if n.strip()]
     unknown = [n for n in names if n not in harness.ESTIMATORS]
@@ -171,20 +175,33 @@ def _summary_table(summary) -> Table:
     return table
 
 
+# The smallest value of each knob; 1 for the others (a count of proposals, samples, moves or restarts).
+KNOB_MINIMUM = {"num_steps": 2}  # T counts distributions: the prior and the posterior at least
+
+
 def _parse_knobs(items: list[str]) -> dict[str, list[int]]:
-    """``["ais=10,100", "smc=1,5"]`` -> ``{"ais": [10, 100], "smc": [1, 5]}``."""
+    """``["ais=10,100", "smc=1,5"]`` -> ``{"ais": [10, 100], "smc": [1, 5]}``, every value checked against its
+    estimator's knob (an unknown estimator, an empty item or a value below the knob's minimum is refused)."""
     knobs: dict[str, list[int]] = {}
     for item in items:
         name, sep, values = item.partition("=")
+        name, parts = name.strip(), [v.strip() for v in values.split(",")]
+        if not sep or not name or not any(parts):
+            raise CLIError(f"--knobs {item!r} is not NAME=V1,V2,...; e.g. --knobs ais=10,100")
+        if not all(parts):
+            raise CLIError(f"--knobs {item!r}: an empty item between commas; e.g. --knobs ais=10,100")
         try:
-            parsed = [int(v.replace("_", "")) for v in values.split(",") if v.strip()]
+            parsed = [int(v.replace("_", "")) for v in parts]
         except ValueError:
-            parsed = []
-        if not sep or not name.strip() or not parsed:
-            raise CLIError(f"--knobs: {item!r} is not NAME=V1,V2,... with integer values; e.g. --knobs ais=10,100")
-        if min(parsed) < 1:
-            raise CLIError(f"--knobs: the values of {name.strip()!r} must be >= 1, got {parsed}")
-        knobs[name.strip()] = parsed
+            raise CLIError(f"--knobs {item!r}: the values must be integers; e.g. --knobs ais=10,100") from None
+        if name not in harness.ESTIMATORS:
+            raise CLIError(f"--knobs {item!r}: unknown estimator {name!r}; choose from {', '.join(harness.ESTIMATORS)}")
+        knob = harness.ESTIMATORS[name].knob
+        smallest = KNOB_MINIMUM.get(knob, 1)
+        if min(parsed) < smallest:
+            raise CLIError(f"--knobs {item!r}: {name}'s knob {knob} must be >= {smallest}, got {min(parsed)}; e.g. "
+                           f"--knobs {name}={','.join(map(str, harness.ESTIMATORS[name].knobs))}")
+        knobs[name] = parsed
     return knobs
 
 

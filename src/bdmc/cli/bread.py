@@ -19,6 +19,7 @@ from ..experiments import sandwich_runs
 from ..experiments.store import RunStore
 from ._common import (CLIError, at_least, command, console, model_option_option, out_option, output_dir,
                       overwrite_option, parse_steps, print_verdict, refuse_together, write_table, wrote)
+from ._limits import check_memory, runs_count, size_option
 from ._models import builtin_model, model_settings
 
 TOYS = ("barrier", "easy", "hard")
@@ -58,7 +59,7 @@ def bread_command(
     runs = DEFAULT_RUNS if runs is None else runs
     at_least(runs, "--runs", 1, str(DEFAULT_RUNS))
     at_least(seed, "--seed", 0, "0")
-    step_list = parse_steps(steps)
+    step_list = parse_steps(steps, option="--steps/--T")  # one option, two names: the user typed either
     out = output_dir(out, f"bread-{model or toy}")
     if toy is not None:
         _toy(console(), toy, step_list, seed, out, overwrite)
@@ -100,6 +101,7 @@ def _model(out_console: Console, model: str, steps: list[int], runs: int, seed: 
     from ..plotting.bread import plot_bread
 
     model_obj, model_options = builtin_model(model, options)
+    check_memory(model_obj, counts=[runs_count(runs)], size=size_option(options=options, model=model))
     settings = {"command": "bread", "model": model, "options": model_settings(model_obj, model_options),
                 "seed": seed, "runs": runs, "schedule": "sigmoidal", "method": "ais", "particles": 1,
                 "x64": bool(jax.config.jax_enable_x64), "bdmc_version": bdmc.__version__}

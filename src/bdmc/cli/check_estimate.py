@@ -22,6 +22,7 @@ from ..checks.sandwich import SANDWICH_METHODS, simulated_data
 from ..experiments.sandwich_runs import data_array_names, real_data_like
 from ..files import to_jsonable
 from ._common import PPL_OPTIONS, CLIError, at_least, command, console, model_option_option, wrote
+from ._limits import check_memory, runs_count, size_option
 from ._models import builtin_model, load_npz, load_ppl_model, ppl_given, ppl_label
 
 VERDICT_STYLE = {CONSISTENT: "green"}
@@ -76,10 +77,13 @@ def check_estimate_command(
     if not 0 < level < 1:
         raise CLIError(f"--level must lie in (0, 1), got {level}")
 
+    arrays = load_npz(data)  # read and checked (numbers, finite) before any work
     if ppl is not None:
         model_obj, _ = load_ppl_model(*ppl, data=data, observed=observed, simulator=simulator)
     else:
         model_obj, _ = builtin_model(model, option or [])
+    check_memory(model_obj, counts=[runs_count(runs)],
+                 size=size_option(options=option, data=data if ppl is not None else None, model=model))
     name = ppl_label(*ppl) if ppl is not None else model
     key = jax.random.key(seed)
     sim_data, exact_latent = simulated_data(key, model_obj)
@@ -93,7 +97,7 @@ def check_estimate_command(
                                     f"then check its value with --value and the same --seed)")
         return
     if real_data:
-        sim_data = real_data_like(sim_data, load_npz(data), source=f"--data {data}")
+        sim_data = real_data_like(sim_data, arrays, source=f"--data {data}")
         exact_latent = None
     result = check_estimate(jax.random.fold_in(key, 1), model_obj, sim_data, value, stderr=stderr,
                             exact_latent=exact_latent, level=level, method=method, num_steps=steps, num_runs=runs,

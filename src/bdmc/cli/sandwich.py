@@ -21,7 +21,7 @@ import bdmc
 
 from ..checks.sandwich import (CERTIFY_B, DIRECTIONS, SANDWICH_METHODS, auto_method, exact_log_marginal_or_none,
                                sandwich_method, simulated_data)
-from ..checks.sandwich_verdict import HOLDS, VIOLATED, WITHIN_NOISE
+from ..checks.sandwich_verdict import HOLDS, KNOB_NAMES, NOT_HELD, VIOLATED, WITHIN_NOISE
 from ..core.ais import SCHEDULES
 from ..experiments import sandwich_runs
 from ..experiments.sandwich_runs import FORWARD_ONLY, data_array_names, real_data_like
@@ -29,10 +29,16 @@ from ..plotting import plot_sandwich
 from ._common import (PPL_OPTIONS, CLIError, at_least, command, console, count, fmt_options, model_option_option,
                       num, out_option, output_dir, overwrite_option, parse_steps, positive_number, print_verdict,
                       refuse_together, seconds, wrote)
+from ._limits import check_memory, runs_count, size_option
 from ._models import builtin_model, load_npz, load_ppl_model, model_settings, ppl_given, ppl_label
 
 PNG_NAME = "sandwich.png"
-STATE_STYLE = {HOLDS: "green", WITHIN_NOISE: "yellow", VIOLATED: "bold red"}  # the verdict against the exact value
+STATE_STYLE = {HOLDS: "green", WITHIN_NOISE: "yellow", NOT_HELD: "yellow", VIOLATED: "bold red"}  # against the exact
+# What gives weights that support a ± with each sandwich method (its knob, then the other levers).
+REMEDIES = {"ais": "Longer chains (a larger T), more runs (--runs) or --method smc",
+            "smc": "More moves per data case (larger --steps values), more particles (--particles) or more runs "
+                   "(--runs)",
+            "tempered-smc": "More temperatures (a larger T), more particles (--particles) or more runs (--runs)"}
 
 
 @command
@@ -125,6 +131,7 @@ def sandwich_command(
     if max_steps < step_list[0]:
         raise CLIError(f"--max-steps must be >= the --steps value {step_list[0]}, got {max_steps}")
 
+    arrays = load_npz(data)  # read and checked (numbers, finite) before any work
     name = ppl_label(*ppl) if ppl is not None else model
     out = output_dir(out, f"sandwich-{name.replace(':', '-')}")
     if ppl is not None:
@@ -133,6 +140,8 @@ def sandwich_command(
         model_obj, model_options = builtin_model(model, option or [])
     if method == "auto":
         method, particles = _pair_and_particles(auto_method(model_obj), given_particles)
+    check_memory(model_obj, counts=[runs_count(runs, particles=particles)],
+                 size=size_option(options=option, data=data if ppl is not None else None, model=model))
     key = jax.random.key(seed)
     # The data bdmc.sandwich(key, ...) simulates: the structure real data are read into, and whether an exact
     # value is affordable (enumeration and quadrature only work on small instances).
@@ -141,11 +150,10 @@ def sandwich_command(
     if real_data:
         hint = (" (the program's arguments in the same file set its size)" if ppl is not None else
                 " (set the model's size with --option, e.g. --option n=...)")
-        arrays = load_npz(data)
         names = data_array_names(data_sim) or list(arrays)
         data_sim, exact_latent = real_data_like(data_sim, arrays, source=f"--data {data}", hint=hint), None
     elif ppl is not None and data is not None:
-        ignored = sorted(set(load_npz(data)) & set(model_obj.observed))
+        ignored = sorted(set(arrays) & set(model_obj.observed))
         if ignored:
             stdout.print(f"[yellow]note:[/] --data holds the observed {', '.join(ignored)}, not used: the sandwich "
                          "runs on simulated data (add --real-data to bound log p(y) of the observed data)",
@@ -162,7 +170,7 @@ def sandwich_command(
                                               real_data=real_data)
 
     exact_known = exact_log_marginal_or_none(model_obj, data_sim) is not None
-    printer = RowPrinter(stdout, exact_known=exact_known, knob=pair.symbol, real_data=real_data)
+    printer = RowPrinter(stdout, exact_known=exact_known, method=method, real_data=real_data)
     stdout.print(f"[bold]bdmc sandwich[/]  model [cyan]{escape(name)}[/] {escape(fmt_options(settings['options']))}",
                  soft_wrap=True)
     if real_data:
@@ -211,11 +219,27 @@ def _marked(state: str, text: str) -> str:
 
 
 class RowPrinter:
-    """Prints rows of the sandwich table one at a time, as one continuous rich table (fits 80 columns)."""
+    """Prints rows of the sandwich table one at a time, as one continuous rich table (fits 80 columns).
 
-    def __init__(self, out, *, exact_known: bool, knob: str = "T", real_data: bool = False):
-        self.console, self.exact_known, self.knob, self.real_data = out, exact_known, knob, real_data
-        self.columns = [(knob, 5, "right"), ("direction", 9, "left"), ("value ± stderr", 16, "right")]
+    Parameters
+    ----------
+    out : rich.console.Console
+    exact_known : bool
+        Whether the model has an exact log p(y) for the data (adds the ``− exact`` column).
+    method : str
+        The sandwich method (:data:`bdmc.checks.sandwich.SANDWICH_METHODS`): names the knob in the header and
+        the messages (T, moves per data case, temperatures).
+    knob : str, optional
+        The knob's symbol in the header; the method's by default.
+    real_data : bool
+        Forward bounds only (no gap; the certified lower bound instead).
+    """
+
+    def __init__(self, out, *, exact_known: bool, method: str = "ais", knob: str | None = None,
+                 real_data: bool = False):
+        self.console, self.exact_known, self.real_data, self.method = out, exact_known, real_data, method
+        self.knob = sandwich_method(method).symbol if knob is None else knob
+        self.columns = [(self.knob, 5, "right"), ("direction", 9, "left"), ("value ± stderr", 16, "right")]
         if exact_known:
             self.columns.append(("− exact", 7, "right"))
         # Real data have no gap; their column is the Markov-certified lower bound instead.
@@ -278,7 +302,8 @@ class RowPrinter:
         table = result.table
         pairs = table[table["direction"] == "forward"].dropna(subset=["gap"])
         if pairs.empty:
-            say("[yellow]no chain length has both bounds yet; no gap to report[/]")
+            noun = KNOB_NAMES.get(self.method, (f"value of {self.knob}",))[0]
+            say(f"[yellow]no {noun} has both bounds yet; no gap to report[/]")
             return
         last = pairs.iloc[-1]
         T, lower, gap = int(last["num_steps"]), float(last["value"]), float(last["gap"])
@@ -305,11 +330,11 @@ class RowPrinter:
         shown = ", ".join(f"{self.knob}={T} {d} (ESS {num(ess, '.1f')}, k-hat {num(k, '.2f')})"
                           for T, d, ess, k in self.untrusted[:4])
         more = f" and {len(self.untrusted) - 4} more" if len(self.untrusted) > 4 else ""
+        remedy = REMEDIES.get(self.method, f"A larger {self.knob} or more runs (--runs)")
         self.console.print(
             f"[bold yellow]?[/] the ± is not to be trusted where marked: a few runs carry the weight (effective "
-            f"sample size below max(4, runs / 8), or Pareto k-hat above 0.7): {shown}{more}. Longer chains (a "
-            f"larger {self.knob}), "
-            "more runs (--runs) or SMC give weights that support it.", soft_wrap=True)
+            f"sample size below max(4, runs / 8), or Pareto k-hat above 0.7): {shown}{more}. {remedy} give "
+            "weights that support it.", soft_wrap=True)
 
     def forward_only(self, result) -> None:
         """The lower bound on real data at the longest chain length, its certified form, and the exact value."""

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pandas as pd
+from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator
 
@@ -15,11 +16,17 @@ from .figures import figure_and_axes, require_columns
 LOWER_COLOR = "#1f77b4"
 UPPER_COLOR = "#d62728"
 BAND_COLOR = "#9467bd"
+CROSSED_COLOR = "#d62728"
+BAND_LABEL = "between the bounds"
+CROSSED_LABEL = "bounds crossed (lower above upper)"
 MAX_LABELLED_LENGTHS = 8  # up to this many chain lengths get their own tick; more get decade ticks
 
 
 def plot_sandwich(table: pd.DataFrame, *, exact: float | None = None, ax=None, title: str | None = None) -> Figure:
     """Draw a sandwich table: forward (lower) and reverse (upper) bounds against T on a log axis.
+
+    Where both bounds exist, the region between them is shaded, and where they cross (the lower bound above
+    the upper one) it is hatched red instead, labelled "bounds crossed".
 
     Parameters
     ----------
@@ -65,11 +72,10 @@ def plot_sandwich(table: pd.DataFrame, *, exact: float | None = None, ax=None, t
             elinewidth=1.2, zorder=z,
         )
 
-    # Band where both bounds exist at the same T.
     both = pd.concat(sides, axis=1, join="inner").sort_index() if len(sides) == 2 else pd.DataFrame()
     if len(both):
-        ax.fill_between(both.index.to_numpy(dtype=float), both["forward"], both["reverse"], color=BAND_COLOR,
-                        alpha=0.15, linewidth=0, label="between the bounds", zorder=1)
+        _draw_bands(ax, both.index.to_numpy(dtype=float), both["forward"].to_numpy(float),
+                   both["reverse"].to_numpy(float))
     if exact is not None and math.isfinite(exact):
         ax.axhline(exact, color="black", linestyle="--", linewidth=1.2, zorder=2, gid="exact",
                    label=f"exact log p(y) = {exact:.3f}")
@@ -100,3 +106,44 @@ def plot_sandwich(table: pd.DataFrame, *, exact: float | None = None, ax=None, t
         ax.legend([handles[i] for i in order], [labels[i] for i in order], framealpha=0.9,
                   loc="upper right" if len(sides["reverse"]) else "lower right")
     return fig
+
+
+def _draw_bands(ax, x: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
+    """Shade between the bounds where the lower one is below the upper one, and hatch where they cross.
+
+    A crossed region is not "between the bounds": it is where the lower bound lies above the upper one, which
+    a correct sampler does only by chance (the bug alarm judges how much). The crossing points are found
+    linearly in log T, where the drawn lines are straight, so each region ends where the lines meet.
+
+    Parameters
+    ----------
+    ax : matplotlib Axes
+        With a log x axis.
+    x, lower, upper : array
+        Knob values (increasing) and both bounds at each.
+    """
+    x, lower, upper = _with_crossings(x, lower, upper)
+    kept, crossed = upper > lower, lower > upper
+    if kept.any():
+        ax.fill_between(x, lower, upper, where=upper >= lower, color=BAND_COLOR, alpha=0.15, linewidth=0,
+                        label=BAND_LABEL, zorder=1, gid="between")
+    if crossed.any():
+        ax.fill_between(x, lower, upper, where=lower >= upper, facecolor=(*to_rgb(CROSSED_COLOR), 0.12),
+                        edgecolor=CROSSED_COLOR, hatch="///", linewidth=0, label=CROSSED_LABEL, zorder=1,
+                        gid="crossed")
+
+
+def _with_crossings(x: np.ndarray, lower: np.ndarray, upper: np.ndarray):
+    """``(x, lower, upper)`` with a point added wherever the bounds cross between two knob values.
+
+    The point is where the two segments meet on a log x axis, so both fills stop exactly there.
+    """
+    points = [(x[0], lower[0], upper[0])]
+    for i in range(1, len(x)):
+        d0, d1 = upper[i - 1] - lower[i - 1], upper[i] - lower[i]
+        if np.isfinite(d0) and np.isfinite(d1) and d0 * d1 < 0:  # opposite signs: the lines meet in between
+            t = d0 / (d0 - d1)
+            meet = lower[i - 1] + t * (lower[i] - lower[i - 1])
+            points.append((math.exp((1 - t) * math.log(x[i - 1]) + t * math.log(x[i])), meet, meet))
+        points.append((x[i], lower[i], upper[i]))
+    return tuple(np.array(column, dtype=float) for column in zip(*points))

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import BDMCError, DataError, require
+from ..errors import BDMCError, DataError, UserProgramError, describe_arguments, program_line, require
 
 
 class NumPyroModel:
@@ -36,7 +36,7 @@ class NumPyroModel:
         self._numpyro = require("numpyro", extra="numpyro")
         self.model_fn, self.observed = model_fn, tuple(observed)
         self.args, self.kwargs = tuple(args), dict(kwargs or {})
-        trace = self._trace(jax.random.key(0))
+        trace = self._first_trace()
         missing = [name for name in self.observed if name not in trace or trace[name]["type"] != "sample"]
         if missing:
             sample_sites = [n for n, s in trace.items() if s["type"] == "sample"]
@@ -161,6 +161,15 @@ class NumPyroModel:
 
     # ---------------------------------------------------------------------------------------- internals
 
+    def _first_trace(self):
+        """The program's first run: whatever it raises is the program's mistake (or its arguments'), named so."""
+        try:
+            return self._trace(jax.random.key(0))
+        except Exception as err:  # noqa: BLE001  any exception of the user's program, chained
+            code = getattr(self.model_fn, "__code__", None)
+            raise UserProgramError(_name(self.model_fn), err, called_with=describe_arguments(self.args, self.kwargs),
+                                   where=program_line(err, code.co_filename if code else None)) from err
+
     def _trace(self, key):
         handlers = self._numpyro.handlers
         return handlers.trace(handlers.seed(self.model_fn, key)).get_trace(*self.args, **self.kwargs)
@@ -231,6 +240,8 @@ def from_numpyro(model_fn: Callable, *args, observed: str | Sequence[str], **kwa
         When NumPyro is not installed (``pip install 'bdmc[numpyro]'``).
     bdmc.BDMCError
         When an observed site is missing, or a latent site is discrete.
+    bdmc.errors.UserProgramError
+        When the program raises on its first run (with the arguments given), chained to its exception.
 
     Examples
     --------

@@ -30,7 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import BDMCError, DataError, require
+from ..errors import BDMCError, DataError, UserProgramError, require
 
 
 class PyMCModel:
@@ -137,8 +137,12 @@ class PyMCModel:
         self._given_fns = {}  # conditional prior samplers of sample_prior_given, by the names held fixed
 
         # Shapes and dtypes for the callbacks, from one draw (they are fixed by the model).
-        latent0 = self._prior_fn(np.zeros(4, np.uint32))
-        data0 = self._data_fn(np.zeros(4, np.uint32), *latent0)
+        try:  # the model's own forward graph: a failure is the model's mistake (shapes that do not broadcast)
+            latent0 = self._prior_fn(np.zeros(4, np.uint32))
+            data0 = self._data_fn(np.zeros(4, np.uint32), *latent0)
+        except Exception as err:  # noqa: BLE001  any exception of the user's model, chained
+            raise UserProgramError(f"the forward simulation of {name}", err,
+                                   hint="check the shapes of its variables") from err
         self._latent_spec = tuple(jax.ShapeDtypeStruct(np.shape(x), _jax_dtype(x)) for x in latent0)
         self._data_spec = tuple(jax.ShapeDtypeStruct(np.shape(x), _jax_dtype(x)) for x in data0)
         cases = {s.shape[0] for s in self._data_spec}
@@ -412,6 +416,8 @@ def from_pymc(model, *, observed: str | Sequence[Any] | None = None) -> PyMCMode
     bdmc.BDMCError
         When an observed variable is unknown or left out, a free variable is discrete, or the model has
         ``pm.Potential`` terms (forward simulation cannot honor them).
+    bdmc.errors.UserProgramError
+        When the model's forward simulation fails (chained to PyMC's exception).
 
     Examples
     --------

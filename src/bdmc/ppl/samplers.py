@@ -234,8 +234,9 @@ class StanNUTS:
         unforked_stan_workers()  # not httpstan's pool, which forks this process (JAX's threads running)
         model, num_draws = self.model, int(num_draws)
         stan_data = model._stan_data([np.asarray(data[name]) for name in model.observed], 1.0)
+        _announce_stan_build()
         quiet = io.StringIO()  # pystan's build and progress lines, once per data set
-        with contextlib.redirect_stderr(quiet), contextlib.redirect_stdout(quiet):
+        with quiet_stderr_fd(), contextlib.redirect_stderr(quiet), contextlib.redirect_stdout(quiet):
             posterior = outside_event_loop(stan.build, model.program_code, data=stan_data, random_seed=_seed(key))
             fit = outside_event_loop(posterior.sample, num_chains=1, num_samples=num_draws * self.thin,
                                       num_warmup=self.num_warmup, num_thin=self.thin, delta=self.delta,
@@ -257,3 +258,38 @@ class StanNUTS:
 
     def __repr__(self) -> str:
         return f"StanNUTS(num_warmup={self.num_warmup}, thin={self.thin}, delta={self.delta})"
+
+
+_STAN_BUILD_ANNOUNCED = threading.Event()
+
+
+def _announce_stan_build() -> None:
+    """Say once per process that pystan builds the program (its compiler runs quietly behind this line)."""
+    if not _STAN_BUILD_ANNOUNCED.is_set():
+        _STAN_BUILD_ANNOUNCED.set()
+        print("bdmc: building the program for Stan's NUTS (pystan; a minute or two the first time, then cached) ...",
+              file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def quiet_stderr_fd():
+    """Send file descriptor 2 to a temporary file for the block: a compiler that a build runs as a subprocess
+    writes its warnings there, not to the user's terminal. When the block raises, the captured tail (the
+    compiler's errors) is written back to stderr before the exception propagates."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        except BaseException:
+            os.dup2(saved, 2)
+            sink.seek(0)
+            tail = sink.read()[-4000:].decode(errors="replace")
+            if tail.strip():
+                print(tail, file=sys.stderr, flush=True)
+            raise
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+

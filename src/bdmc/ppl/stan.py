@@ -54,7 +54,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import BDMCError, DataError, require
+from ..errors import BDMCError, DataError, UserProgramError, require
 from .stan_host import LAMBDA, BuiltProgram, build_program, host_rng, key_words, make_log_density, stanc_info
 
 BACKENDS = ("native", "httpstan")
@@ -78,6 +78,23 @@ class StanModel:
 
     # Prior draws come from the user's Python simulator: nothing to compile, so draw only what is asked.
     samples_on_host = True
+
+    def _drawn_observations(self, data: Mapping[str, Any], simulate: Callable | None) -> dict:
+        """The observed variables ``data`` lacks, drawn once by the simulator: they only fix the shapes (bdmc
+        replaces them by the data it scores), so simulated-data runs need no placeholder from the user."""
+        lacking = [n for n in self.observed if n not in data]
+        if not lacking:
+            return {}
+        if simulate is None:
+            raise BDMCError(f"data lacks the observed variable(s) {lacking}: give them in data (their values fix "
+                            "the shapes) or pass simulate=... so that bdmc draws them")
+        try:
+            out = simulate(np.random.default_rng(0))
+            drawn = {n: np.asarray(out[1][n]) for n in lacking}
+        except Exception as err:
+            raise UserProgramError(f"the simulator failed to draw the observed variable(s) {lacking} (called as "
+                                   f"simulate(rng)): {type(err).__name__}: {err}") from err
+        return drawn
 
     def __init__(self, program_code: str, *, data: Mapping[str, Any], observed: Sequence[str],
                  simulate: Callable | None = None, backend: str = "native", num_threads: int = 1,
@@ -111,6 +128,7 @@ class StanModel:
                                 f"its data variables are {[n for n in inputs if n != LAMBDA]}")
         if self.marks_likelihood and LAMBDA in data:
             raise BDMCError(f"data must not contain {LAMBDA!r}: bdmc sets it along the annealing path")
+        data = {**data, **self._drawn_observations(data, simulate)}
         missing = [n for n in inputs if n != LAMBDA and n not in data]
         if missing:
             raise BDMCError(f"data lacks the Stan program's data variable(s) {missing}")
@@ -417,8 +435,9 @@ def from_stan(program_code: str, *, data: Mapping[str, Any], observed: str | Seq
         likelihood. A program without ``bdmc_lambda`` is taken whole, as written: run it on
         ``bdmc.reference_path(key, model, data)`` (its ``log_prior`` and ``log_likelihood`` refuse).
     data : dict
-        Every data variable of the program except ``bdmc_lambda``, including the observed ones: their values
-        fix the shapes; the data bdmc scores replace them.
+        Every data variable of the program except ``bdmc_lambda``. The observed ones may be left out when
+        ``simulate`` is given (one simulated data set fixes their shapes); given, their values fix the shapes.
+        Either way the data bdmc scores replace them.
     observed : str or sequence of str
         Name(s) of the data variable(s) that are the observations.
     simulate : callable, optional

@@ -1,0 +1,206 @@
+"""The wall time of ``bdmc audit --quick`` on eight schools under each PPL's own sampler, as a user meets it.
+
+Each run is the command line in a fresh interpreter (``python -m bdmc.cli``-equivalent ``bdmc`` entry), so the
+time includes importing bdmc and the PPL, building the program and compiling every check: the number a user
+waits for. Two modes, interleaved round by round (the PPLs' order rotating) so that load hits all alike:
+
+- ``compile``: ``bdmc --no-compile-cache audit ...``: every JAX program compiled in the run (what a first audit of
+  a program costs; a Stan program's C++ build, cached by pystan and bdmc once per program text, is not redone:
+  the warm-up run below builds it);
+- ``cached``: ``bdmc audit ...`` with the compilation cache a previous run filled (a user's next audit of the
+  same program and sizes).
+
+The programs are eight schools (non-centred: mu ~ N(0, 5), tau ~ HalfNormal(5), z_j ~ N(0, 1),
+y_j ~ N(mu + tau z_j, sigma_j)) written as a user writes them, files on disk: a NumPyro function, a PyMC builder,
+a Stan program with a NumPy simulator, and a WebPPL program (tau ~ Exponential(1/5): WebPPL 0.9 has no
+half-normal). Every row (one audit) is appended to ``results/audit_quick_timing/rows.jsonl`` as it finishes, with
+its verdict, exit code, seconds, the commit, clean tree, date, load and machine; a rerun adds rounds.
+
+    python benchmarks/audit_quick_timing.py --rounds 2                 # about 20 minutes on 2 cores
+    python benchmarks/audit_quick_timing.py --rounds 1 --ppls numpyro pymc
+    python benchmarks/audit_quick_timing.py --table-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+
+from provenance import stamp
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "results" / "audit_quick_timing"
+PPLS = ("numpyro", "pymc", "stan", "webppl")
+SIGMA = [15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0]
+
+NUMPYRO = textwrap.dedent("""
+    import numpyro
+    import numpyro.distributions as dist
+
+
+    def schools(sigma, y=None):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 5.0))
+        tau = numpyro.sample("tau", dist.HalfNormal(5.0))
+        with numpyro.plate("schools", sigma.shape[0]):
+            z = numpyro.sample("z", dist.Normal(0.0, 1.0))
+            numpyro.sample("y", dist.Normal(mu + tau * z, sigma), obs=y)
+""")
+
+PYMC = textwrap.dedent("""
+    import numpy as np
+    import pymc as pm
+
+
+    def schools(sigma):
+        with pm.Model() as model:
+            mu = pm.Normal("mu", 0.0, 5.0)
+            tau = pm.HalfNormal("tau", 5.0)
+            z = pm.Normal("z", 0.0, 1.0, shape=len(sigma))
+            pm.Normal("y", mu + tau * z, sigma, observed=np.zeros(len(sigma)))
+        return model
+""")
+
+STAN = textwrap.dedent("""
+    data { int<lower=1> J; vector<lower=0>[J] sigma; vector[J] y; real<lower=0, upper=1> bdmc_lambda; }
+    parameters { real mu; real<lower=0> tau; vector[J] z; }
+    model {
+      target += normal_lpdf(mu | 0, 5);
+      target += normal_lpdf(tau | 0, 5) - normal_lccdf(0 | 0, 5);
+      target += normal_lpdf(z | 0, 1);
+      target += bdmc_lambda * normal_lpdf(y | mu + tau * z, sigma);
+    }
+""")
+
+STAN_SIMULATOR = textwrap.dedent(f"""
+    import numpy as np
+
+    SIGMA = np.array({SIGMA})
+
+
+    def simulate(rng, params=None):
+        p = dict(params or {{}})
+        p.setdefault("mu", float(5.0 * rng.normal()))
+        p.setdefault("tau", float(abs(5.0 * rng.normal())))
+        p.setdefault("z", rng.normal(size=len(SIGMA)))
+        return p, {{"y": p["mu"] + p["tau"] * np.asarray(p["z"]) + SIGMA * rng.normal(size=len(SIGMA))}}
+""")
+
+WEBPPL = textwrap.dedent("""
+    var model = function(data) {
+      var mu = sample(Gaussian({mu: 0, sigma: 5}));
+      var tau = sample(Exponential({a: 0.2}));
+      var z = repeat(data.sigma.length, function() { return sample(Gaussian({mu: 0, sigma: 1})); });
+      mapIndexed(function(j, s) { observe(Gaussian({mu: mu + tau * z[j], sigma: s}), data.y[j]); }, data.sigma);
+    };
+    model
+""")
+
+
+def write_programs(folder: Path) -> dict[str, list[str]]:
+    """The program files, and each PPL's ``bdmc audit`` arguments naming them."""
+    sigma = np.array(SIGMA)
+    (folder / "schools.py").write_text(NUMPYRO)
+    (folder / "schools_pymc.py").write_text(PYMC)
+    (folder / "schools.stan").write_text(STAN)
+    (folder / "sim.py").write_text(STAN_SIMULATOR)
+    (folder / "schools.wppl").write_text(WEBPPL)
+    np.savez(folder / "sigma.npz", sigma=sigma)
+    np.savez(folder / "stan.npz", J=len(sigma), sigma=sigma)
+    np.savez(folder / "webppl.npz", sigma=sigma, y=np.zeros(len(sigma)))  # y fixes the shape (not real data)
+    return {
+        "numpyro": ["--numpyro", f"{folder}/schools.py:schools", "--data", f"{folder}/sigma.npz"],
+        "pymc": ["--pymc", f"{folder}/schools_pymc.py:schools", "--data", f"{folder}/sigma.npz"],
+        "stan": ["--stan", f"{folder}/schools.stan", "--simulator", f"{folder}/sim.py:simulate", "--data",
+                 f"{folder}/stan.npz"],
+        "webppl": ["--webppl", f"{folder}/schools.wppl", "--data", f"{folder}/webppl.npz"],
+    }
+
+
+def bdmc_command() -> list[str]:
+    exe = shutil.which("bdmc")
+    return [exe] if exe else [sys.executable, "-c", "from bdmc.cli import main; main()"]
+
+
+def run_one(ppl: str, mode: str, args: list[str], folder: Path, round_: int) -> dict:
+    out = folder / f"out-{ppl}-{mode}-{round_}"
+    root = ["--no-compile-cache"] if mode == "compile" else []
+    command = bdmc_command() + root + ["audit", *args, "--observed", "y", "--quick", "--seed", str(round_),
+                                       "--out", str(out)]
+    load_before = os.getloadavg()[0]
+    began = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True)
+    seconds = time.perf_counter() - began
+    verdict = None
+    if (out / "results.json").is_file():
+        verdict = json.loads((out / "results.json").read_text()).get("verdict")
+    row = {"ppl": ppl, "mode": mode, "round": round_, "seconds": seconds, "exit_code": done.returncode,
+           "verdict": verdict, "load_before": load_before, "load_after": os.getloadavg()[0],
+           "error": done.stderr.strip().splitlines()[-1][:300] if done.returncode else None, **stamp()}
+    return row
+
+
+def append(path: Path, row: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:  # one write per row: a kill leaves whole rows
+        f.write(json.dumps(row) + "\n")
+
+
+def table(rows: list[dict]) -> str:
+    lines = ["| PPL | mode | audits | median s | min s | max s | verdicts |", "|---|---|---|---|---|---|---|"]
+    for ppl in PPLS:
+        for mode in ("compile", "cached"):
+            sel = [r for r in rows if r["ppl"] == ppl and r["mode"] == mode and r["exit_code"] == 0]
+            if not sel:
+                continue
+            s = [r["seconds"] for r in sel]
+            verdicts = ", ".join(f"{v} {sum(r['verdict'] == v for r in sel)}" for v in sorted({r["verdict"]
+                                                                                             for r in sel}))
+            lines.append(f"| {ppl} | {mode} | {len(sel)} | {np.median(s):.0f} | {min(s):.0f} | {max(s):.0f} | "
+                         f"{verdicts} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--ppls", nargs="+", choices=PPLS, default=list(PPLS))
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--table-only", action="store_true")
+    opts = parser.parse_args(argv)
+    rows_path = opts.out / "rows.jsonl"
+    if not opts.table_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp)
+            programs = write_programs(folder)
+            for ppl in opts.ppls:  # warm-up: builds Stan's program and fills the compilation cache
+                row = run_one(ppl, "warmup", programs[ppl], folder, 0)
+                append(rows_path, row)
+                print(f"{ppl:8} warmup   {row['seconds']:6.1f} s  {row['verdict']}  load {row['load_before']:.2f}",
+                      flush=True)
+            for r in range(1, opts.rounds + 1):
+                order = opts.ppls[r % len(opts.ppls):] + opts.ppls[:r % len(opts.ppls)]
+                for mode in (("compile", "cached") if r % 2 else ("cached", "compile")):
+                    for ppl in order:
+                        row = run_one(ppl, mode, programs[ppl], folder, r)
+                        append(rows_path, row)
+                        print(f"{ppl:8} {mode:8} {row['seconds']:6.1f} s  {row['verdict']}  exit {row['exit_code']}"
+                              f"  load {row['load_before']:.2f}" + (f"  {row['error']}" if row["error"] else ""),
+                              flush=True)
+    rows = [json.loads(line) for line in rows_path.read_text().splitlines() if line.strip()]
+    text = table(rows)
+    (opts.out / "table.md").write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -17,18 +17,16 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Mapping, Sequence
 
 import jax
-import numpy as np
 
 from ..checks.samplers import KernelSampler, NumPyroNUTS, Sampler
 from ..contracts.capabilities import ConditionalPrior, GibbsConditionals, OwnKernel, supports
 from ..contracts.estimate import seed_of
 from ..contracts.model import simulate, validate_data
-from ..core.pilot import tune
 from ..errors import BDMCError
 from ..files import to_jsonable
-from ..kernels import HMC, MALA, NUTS, GaussianTable, RandomWalkMH, StepSizeTable
 from ..version import __version__
 from . import checks_bdmc, checks_evidence, checks_geweke, checks_prior, checks_sbc, checks_simulator
+from ..core.named_kernels import LABELS, named_kernel
 from .budget import Budget, budget_label
 from .guard import error_outcome, guarded
 from .report import write_report
@@ -37,7 +35,6 @@ from .result import AuditResult, CheckOutcome
 SAMPLERS = ("auto", "gibbs", "nuts", "hmc", "mala", "rwm", "numpyro-nuts", "pymc-nuts", "stan-nuts")
 # Each PPL's own NUTS, the sampler "auto" audits for a program in that language.
 OWN_NUTS = {"NumPyro": "numpyro-nuts", "PyMC": "pymc-nuts", "Stan": "stan-nuts"}
-PILOT_STEPS = 100  # length of the path the step-size pilot of a named gradient kernel is tuned for
 ADAPTIVE_THIN = 2  # thinning of a PPL's NUTS when the budget leaves it automatic (no pilot: it adapts)
 # Mean acceptance the SBC chains of a named gradient kernel adapt their step toward in warm-up (Stan's and
 # BlackJAX's defaults; MALA's optimal rate).
@@ -328,38 +325,16 @@ def _named(key, model, name: str, *, warmup: int, thin: int | None) -> ResolvedS
         s = (PyMCNUTS if language == "PyMC" else StanNUTS)(model, num_warmup=warmup,
                                                             thin=ADAPTIVE_THIN if thin is None else thin)
         return ResolvedSampler(f"{language}'s NUTS", s, None, s.settings())
-    if name == "gibbs":
-        kernel = model.default_kernel()
-        thin = 1 if thin is None else thin
-        return ResolvedSampler("the model's Gibbs kernel",
-                               KernelSampler(kernel, warmup=warmup, thin=thin, model=model), kernel,
-                               {"sampler": "gibbs", "kernel": repr(kernel)})
     thin = 1 if thin is None else thin
-    data = simulate(key, model).data
-    tuned = tune(key, model, validate_data(model, data), HMC(model), PILOT_STEPS)
-    table = tuned.kernel.step_size
-    at_one = float(table(1.0)) if isinstance(table, StepSizeTable) else float(table)
-    # The pilot's step sizes are in the units of its preconditioner (its fit of each distribution's covariance):
-    # NUTS and MALA take the same preconditioner; random-walk Metropolis, isotropic, the fit's typical scale.
-    mass = tuned.kernel.inverse_mass
-    scale = 1.0 if mass is None else float(np.exp(0.5 * np.mean(np.log(_variances_at_one(mass)))))
-    kernel = {"hmc": lambda: tuned.kernel, "nuts": lambda: NUTS(model, step_size=at_one, inverse_mass=mass),
-              "mala": lambda: MALA(model, step_size=0.5 * at_one**2, inverse_mass=mass),
-              "rwm": lambda: RandomWalkMH(model, scale=at_one * scale)}[name]()
-    labels = {"hmc": "bdmc's HMC", "nuts": "bdmc's NUTS", "mala": "bdmc's MALA", "rwm": "random-walk Metropolis"}
+    kernel, chosen = named_kernel(key, model, name)
     # SBC's chains adapt the pilot's step to each data set in warm-up (then keep it fixed); Geweke and AIS run the
     # pilot's kernel as it is.
     target = TARGET_ACCEPT.get(name)
     sampler = KernelSampler(kernel, warmup=warmup, thin=thin, model=model, target_accept=target)
-    return ResolvedSampler(labels[name], sampler, kernel,
-                           {"sampler": name, "kernel": repr(kernel), "pilot_step_size_at_1": at_one,
-                            "warmup_target_accept": target})
-
-
-def _variances_at_one(mass) -> np.ndarray:
-    """The diagonal of an inverse mass matrix at lambda = 1 (a pilot's table, a tuple or a matrix)."""
-    cov = np.asarray(mass.covariance(1.0) if isinstance(mass, GaussianTable) else mass, np.float64)
-    return np.diag(cov) if cov.ndim == 2 else cov
+    settings = {"sampler": name, "kernel": chosen["repr"], "warmup_target_accept": target}
+    if "pilot_step_size_at_1" in chosen:
+        settings["pilot_step_size_at_1"] = chosen["pilot_step_size_at_1"]
+    return ResolvedSampler(LABELS[name], sampler, kernel, settings)
 
 
 def _real_data(key, model, data, hyperparameters, *, budget: Budget, say, progress) -> CheckOutcome:

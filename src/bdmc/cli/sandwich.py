@@ -23,6 +23,8 @@ from ..checks.sandwich import (CERTIFY_B, DIRECTIONS, SANDWICH_METHODS, auto_met
                                sandwich_method, simulated_data)
 from ..checks.sandwich_verdict import HOLDS, KNOB_NAMES, NOT_HELD, VIOLATED, WITHIN_NOISE
 from ..core.ais import SCHEDULES
+from ..core.named_kernels import KERNELS, named_kernel
+from ..errors import BDMCError
 from ..experiments import sandwich_runs
 from ..experiments.sandwich_runs import FORWARD_ONLY, data_array_names, real_data_like
 from ..plotting import plot_sandwich
@@ -66,6 +68,10 @@ def sandwich_command(
     schedule: str = typer.Option("auto", "--schedule",
                                  help="Annealing schedule: auto (the pilot's where one runs, else sigmoidal), "
                                       "sigmoidal, linear or geometric."),
+    kernel: str = typer.Option("auto", "--kernel",
+                               help="Transition kernel of the runs: auto (the model's own Gibbs kernel, else HMC "
+                                    "with a pilot's step sizes), gibbs, hmc, nuts, mala or rwm (bdmc's kernels, "
+                                    "step sizes from a pilot on a simulated data set)."),
     method: str = typer.Option("ais", "--method",
                                help="ais: forward/reverse AIS, --steps = T. smc: SMC/SHME, --steps = moves per case. "
                                     "tempered-smc: tempered SMC from prior and exact latent, --steps = T. "
@@ -117,6 +123,8 @@ def sandwich_command(
     at_least(runs, "--runs", 1, "16")
     at_least(seed, "--seed", 0, "0")
     at_least(given_particles, "--particles", 1, "8")
+    if kernel != "auto" and kernel not in KERNELS:
+        raise CLIError(f"--kernel: unknown kernel {kernel!r}; choose one of: auto, {', '.join(KERNELS)}")
     if schedule != "auto" and schedule not in SCHEDULES:
         raise CLIError(f"--schedule: unknown schedule {schedule!r}; choose one of: auto, "
                        f"{', '.join(sorted(SCHEDULES))}")
@@ -161,11 +169,13 @@ def sandwich_command(
     settings = {
         "command": "sandwich", "model": name, "options": model_settings(model_obj, model_options), "seed": seed,
         "runs": runs, "schedule": schedule, "method": method, "particles": particles,
+        **({"kernel": kernel} if kernel != "auto" else {}),  # absent when auto: earlier runs' folders resume
         "x64": bool(jax.config.jax_enable_x64), "until_gap": until_gap,
         "max_steps": max_steps if until_gap is not None else None, "bdmc_version": bdmc.__version__,
         "data_file": str(data) if real_data else None,
         "data": _real_data_settings(names, data_sim) if real_data else "simulated",
     }
+    chosen_kernel = _kernel(key, model_obj, kernel)
     store = sandwich_runs.open_sandwich_store(out, settings, overwrite=overwrite, discard=(PNG_NAME,),
                                               real_data=real_data)
 
@@ -178,7 +188,7 @@ def sandwich_command(
                      f"{escape(str(data))}", soft_wrap=True)
     lengths = (f"until single-run gap < {until_gap:g} nats ({pair.symbol} = {step_list[0]}, doubling, <= {max_steps})"
                if until_gap is not None else f"{pair.symbol} = {', '.join(map(str, step_list))}")
-    stdout.print(f"runs {runs} · seed {seed} · schedule {schedule} · {lengths}", soft_wrap=True)
+    stdout.print(f"runs {runs} · seed {seed} · kernel {kernel} · schedule {schedule} · {lengths}", soft_wrap=True)
     if store.resumed:
         stdout.print(f"[dim]resuming from {escape(str(store.csv))}: {store.resumed} row(s) already done[/]",
                      soft_wrap=True)
@@ -187,7 +197,8 @@ def sandwich_command(
         printer.row(row, resumed=True)
 
     run = sandwich_runs.run_sandwich(
-        key, model_obj, data_sim, exact_latent, store=store, steps=step_list, num_runs=runs, schedule=schedule,
+        key, model_obj, data_sim, exact_latent, store=store, kernel=chosen_kernel, steps=step_list, num_runs=runs,
+        schedule=schedule,
         method=method, num_particles=particles, until_gap=until_gap, max_steps=max_steps, on_row=printer.row,
         progress=not no_progress and stdout.is_terminal, real_data=real_data)
 
@@ -196,6 +207,16 @@ def sandwich_command(
     plot_sandwich(run.table, title=title).savefig(out / PNG_NAME, dpi=150)
     printer.summary(run.result, until_gap=until_gap)
     wrote(stdout, store.csv, store.json, out / PNG_NAME, note=f" ({len(run.table)} rows, {run.new} new)")
+
+
+def _kernel(key, model, name: str):
+    """The kernel ``--kernel`` names (None for auto: the estimators' own choice), tuned by a pilot."""
+    if name == "auto":
+        return None
+    try:
+        return named_kernel(jax.random.fold_in(key, 11), model, name)[0]
+    except BDMCError as err:
+        raise CLIError(f"--kernel {name}: {err}") from None
 
 
 def _real_data_settings(names: list[str], data) -> dict:

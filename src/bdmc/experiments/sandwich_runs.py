@@ -88,8 +88,8 @@ def open_sandwich_store(out, settings: dict, *, overwrite: bool, discard=(), rea
 def run_sandwich(key, model, data, exact_latent, *, store: RunStore, steps: list[int], num_runs: int,
                  schedule: str = "auto", method: str = "ais", num_particles: int = 1,
                  until_gap: float | None = None, max_steps: int = 100_000, alpha: float = ALPHA,
-                 on_row: Callable[[dict], None] | None = None, progress="auto", real_data: bool = False
-                 ) -> SandwichRun:
+                 on_row: Callable[[dict], None] | None = None, progress="auto", real_data: bool = False,
+                 kernel=None) -> SandwichRun:
     """Run :func:`bdmc.sandwich` on the rows ``store`` lacks, appending each as it finishes.
 
     Parameters
@@ -99,7 +99,7 @@ def run_sandwich(key, model, data, exact_latent, *, store: RunStore, steps: list
         (:func:`bdmc.checks.sandwich.simulated_data`), or, with ``real_data``, the user's observed data and None.
     store : RunStore
         From :func:`open_sandwich_store`.
-    steps, num_runs, schedule, method, num_particles, until_gap, max_steps, alpha, progress
+    steps, num_runs, schedule, method, num_particles, until_gap, max_steps, alpha, progress, kernel
         As for :func:`bdmc.sandwich`.
     on_row : callable, optional
         Called with each new row after it is saved.
@@ -128,7 +128,8 @@ def run_sandwich(key, model, data, exact_latent, *, store: RunStore, steps: list
 
     result = sandwich(key, model, data, exact_latent, steps=steps, num_runs=num_runs, schedule=schedule,
                       method=method, num_particles=num_particles, until_gap=until_gap, max_steps=max_steps,
-                      alpha=alpha, done=old, on_row=finished, progress=progress, forward_only=real_data)
+                      alpha=alpha, done=old, on_row=finished, progress=progress, forward_only=real_data,
+                      kernel=kernel)
     table = result.table.copy()
     if real_data:
         table[CSV_COLUMN] = REAL

@@ -152,7 +152,7 @@ def test_observed_arrays_are_real_data_only_when_the_user_says_so(tmp_path, monk
     assert result.exit_code == 0, result.output
     (_, kw), = calls
     assert kw["data"] is None and "simulated data" in result.output
-    assert "--data holds the observed y, not used" in " ".join(result.output.split())
+    assert "--data holds the observed y, used only for its shape" in " ".join(result.output.split())
     assert kw["provenance"]["budget"] == "quick" and kw["provenance"]["command"].startswith("bdmc audit")
 
 

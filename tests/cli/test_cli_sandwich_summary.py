@@ -125,3 +125,13 @@ def test_the_command_with_one_run_prints_no_standard_error_claim(tmp_path):
     assert result.exit_code == 0, result.output
     against_exact = " ".join(result.output.split("sandwich around the exact value")[1].split())
     assert "stderr" not in against_exact and CHANCE not in against_exact and "2 or more runs" in against_exact
+
+
+def test_rows_with_stragglers_are_named_under_the_table():
+    """A row whose runs include one far below the others (a stuck chain) is named; without one nothing is said."""
+    t = table(CONVERGING)
+    assert "runs far below the others" not in printed(t)
+    t["stragglers"] = 0
+    t.loc[(t["num_steps"] == 100) & (t["direction"] == "forward"), "stragglers"] = 1
+    text = printed(t)
+    assert "runs far below the others" in text and "T=100 forward (1 of 32 runs)" in text

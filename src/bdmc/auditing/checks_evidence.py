@@ -108,6 +108,9 @@ def evidence_outcome(key, model, data, *, kernel, num_steps: int, num_runs: int,
                "weight_ess": est.weight_ess, "khat": est.khat, "stderr_warning": est.stderr_warning}
     if est.stderr_warning is not None:  # the certified bound holds whatever the weights; the ± does not
         extra += f"; the forward estimate's {est.stderr_warning.split(':')[0]}"
+    if est.straggler_warning is not None:
+        extra += f"; {est.straggler_warning.split(': chains')[0]} (stuck chains)"
+        details["stragglers"] = est.straggler_warning
     if est.divergence_rate and est.divergence_rate > 0.1:
         extra += f"; {est.divergence_rate:.0%} of its transitions diverged (rejected proposals)"
     br = None

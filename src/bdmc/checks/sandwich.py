@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..contracts.capabilities import ExactEvidence, OwnKernel, supports
+from ..contracts import weight_health
 from ..contracts.estimate import ESTIMATORS, Estimate, EstimatorInfo
 from ..contracts.model import Simulated, simulate, validate_data
 from ..core import ais, smc, tempered  # noqa: F401  importing them registers the paired estimators
@@ -453,4 +454,11 @@ def _row(method: str, T: int, direction: str, est: Estimate, num_runs: int, exac
         "n_evals": est.n_evals, "exact": np.nan if exact is None else exact,
         "divergence_rate": np.nan if est.divergence_rate is None else est.divergence_rate,
         "weight_ess": est.weight_ess, "khat": est.khat, "stderr_trusted": est.stderr_warning is None,
+        "stragglers": _stragglers(est),  # not a stored column (earlier runs' files resume): shown as runs finish
     }
+
+
+def _stragglers(est: Estimate) -> int:
+    """How many of the row's runs are stragglers (far below the others); 0 for rules that average no weights."""
+    logw = weight_health.log_weights(est.runs, est.bound)
+    return 0 if logw is None else weight_health.stragglers(logw)[0]

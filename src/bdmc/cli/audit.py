@@ -120,8 +120,8 @@ def audit_command(
             raise CLIError(f"--real-data: {data} lacks the observed array(s) "
                            f"{sorted(set(names) - set(given))}; give every --observed name")
         if given and not real_data:
-            stdout.print(f"[yellow]note:[/] --data holds the observed {', '.join(given)}, not used: the audit runs "
-                         "on simulated data (add --real-data to audit these data)", soft_wrap=True)
+            stdout.print(f"[yellow]note:[/] --data holds the observed {', '.join(given)}, used only for its shape: "
+                         "the audit runs on simulated data (add --real-data to audit these data)", soft_wrap=True)
         real = {n: arrays[n] for n in names} if real_data else None
     else:
         model_obj, _ = builtin_model(model, option or [])

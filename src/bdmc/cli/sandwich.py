@@ -24,6 +24,7 @@ from ..checks.sandwich import (CERTIFY_B, DIRECTIONS, SANDWICH_METHODS, auto_met
 from ..checks.sandwich_verdict import HOLDS, KNOB_NAMES, NOT_HELD, VIOLATED, WITHIN_NOISE
 from ..core.ais import SCHEDULES
 from ..core.named_kernels import KERNELS, named_kernel
+from ..contracts.weight_health import STRAGGLER_NATS, STRAGGLER_SDS
 from ..errors import BDMCError
 from ..experiments import sandwich_runs
 from ..experiments.sandwich_runs import FORWARD_ONLY, data_array_names, real_data_like
@@ -268,6 +269,7 @@ class RowPrinter:
                          (f"certified\nb={CERTIFY_B:g}", 9, "right") if real_data else ("gap\nsingle", 7, "right"),
                          ("diver-\nged", 6, "right"), ("seconds", 7, "right"), ("lik.\nevals", 6, "right")]
         self.untrusted = []  # rows whose ± the weights do not support, explained under the table
+        self.stragglers = []  # rows with runs far below the others (stuck chains), named under the table
         self.width = sum(w for _, w, _ in self.columns) + len(self.columns) - 1
 
     def _print(self, show_header: bool, cells=None, style=None) -> None:
@@ -298,6 +300,9 @@ class RowPrinter:
                  f"{num(stderr, '.3f' if not stderr >= 10 else '.2f')}{mark}"]
         if not trusted:
             self.untrusted.append((int(row["num_steps"]), row["direction"], row.get("weight_ess"), row.get("khat")))
+        if row.get("stragglers", 0) and not resumed:
+            self.stragglers.append((int(row["num_steps"]), row["direction"], int(row["stragglers"]),
+                                    int(row["num_runs"])))
         if self.exact_known:
             cells.append(num(value - float(row["exact"]), "+.3f"))
         last = row["certified_b3"] if self.real_data else row["gap_single"]
@@ -315,6 +320,7 @@ class RowPrinter:
 
         say("")
         self.weight_health()
+        self.straggling()
         if result.exact is not None:
             say(f"exact log p(y) = [bold]{result.exact:.4f}[/]")
         if self.real_data:
@@ -356,6 +362,18 @@ class RowPrinter:
             f"[bold yellow]?[/] the ± is not to be trusted where marked: a few runs carry the weight (effective "
             f"sample size below max(4, runs / 8), or Pareto k-hat above 0.7): {shown}{more}. {remedy} give "
             "weights that support it.", soft_wrap=True)
+
+    def straggling(self) -> None:
+        """Name the rows with runs far below the others: chains that never reached the posterior's mass."""
+        if not self.stragglers:
+            return
+        shown = ", ".join(f"{self.knob}={T} {d} ({k} of {n} runs)" for T, d, k, n in self.stragglers[:4])
+        more = f" and {len(self.stragglers) - 4} more" if len(self.stragglers) > 4 else ""
+        self.console.print(
+            f"[bold yellow]![/] runs far below the others ({STRAGGLER_NATS:g} nats and {STRAGGLER_SDS:g} robust "
+            f"standard deviations below the median run): {shown}{more}. Their chains never reached the posterior's "
+            "mass (stuck, or trapped in a minor mode); the combined bound hides them, so it may be optimistic "
+            "about how well the sampler mixes.", soft_wrap=True)
 
     def forward_only(self, result) -> None:
         """The lower bound on real data at the longest chain length, its certified form, and the exact value."""

@@ -203,6 +203,20 @@ class Estimate:
                 "more than its stderr. Try more steps (num_steps), more runs, or SMC.")
 
     @property
+    def straggler_warning(self) -> str | None:
+        """Runs far below the others (:func:`bdmc.contracts.weight_health.stragglers`): chains that never reached
+        the posterior's mass, which the combined estimate hides; None when there are none."""
+        logw = weight_health.log_weights(self.runs, self.bound)
+        if logw is None:
+            return None
+        count, deficit = weight_health.stragglers(logw)
+        if not count:
+            return None
+        return (f"{count} of {self.runs.size} runs lie far below the others (the farthest by {deficit:,.0f} nats): "
+                "chains stuck or trapped in a minor mode, which the combined estimate hides. Try longer chains, a "
+                "better kernel, or look at those runs.")
+
+    @property
     def key(self) -> jax.Array:
         """The PRNG key the estimator was called with, rebuilt from :attr:`seed`."""
         return jax.random.wrap_key_data(np.asarray(self.seed, dtype=np.uint32))

@@ -79,3 +79,26 @@ def untrusted(ess: float, khat: float, num_runs: int) -> str | None:
     if not ess >= floor:
         reasons.append(f"weights' effective sample size {ess:.1f} of {num_runs} runs < {floor:g}")
     return "; ".join(reasons) or None
+
+
+# A run whose log weight lies this far below the others' median, in nats and in robust standard deviations (MAD
+# times 1.4826), is a straggler: a chain that never reached the posterior's mass (stuck, or trapped in a minor
+# mode). It carries no weight, so it leaves the estimate and its stderr alone, and only a look at the runs shows it.
+STRAGGLER_NATS = 50.0
+STRAGGLER_SDS = 10.0
+
+
+def stragglers(logw) -> tuple[int, float]:
+    """How many runs lie far below the others (:data:`STRAGGLER_NATS` and :data:`STRAGGLER_SDS` below the
+    median), and the largest such deficit in nats (0 when none). A straggler among lower-bound runs has a far
+    smaller weight than its peers; among upper-bound runs (log weights ``-run``) a far larger reverse estimate."""
+    logw = np.asarray(logw, dtype=np.float64)
+    finite = logw[np.isfinite(logw)]
+    if finite.size < 4:
+        return 0, 0.0
+    median = float(np.median(finite))
+    spread = 1.4826 * float(np.median(np.abs(finite - median)))
+    deficit = median - logw  # a -inf weight (a lower-bound run with every weight zero) is the farthest straggler
+    far = deficit > max(STRAGGLER_NATS, STRAGGLER_SDS * spread)
+    return int(far.sum()), float(deficit[far].max()) if far.any() else 0.0
+

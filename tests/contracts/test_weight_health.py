@@ -1,0 +1,48 @@
+"""Weight health: the effective sample size of the runs' weights, and stragglers (runs far below the others, the
+chains that never reached the posterior's mass, which a log-mean-exp hides)."""
+
+import jax
+import numpy as np
+import pytest
+
+from bdmc import forward_ais
+from bdmc.contracts import weight_health
+from bdmc.contracts.estimate import Estimate
+from bdmc.contracts.model import simulate
+from bdmc.models import GaussianMean
+
+
+def test_effective_sample_size_of_equal_and_of_one_dominant_weight():
+    assert weight_health.weight_ess(np.zeros(16)) == pytest.approx(16.0)
+    assert weight_health.weight_ess(np.r_[0.0, np.full(15, -50.0)]) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_a_stuck_run_is_a_straggler_and_healthy_spreads_are_not():
+    rng = np.random.default_rng(0)
+    healthy = -30.0 + 3.0 * rng.normal(size=32)
+    assert weight_health.stragglers(healthy) == (0, 0.0)
+    stuck = healthy.copy()
+    stuck[5] = -22_000.0  # one chain 22,000 nats below the others, as a Stan run once showed
+    count, deficit = weight_health.stragglers(stuck)
+    assert count == 1 and deficit == pytest.approx(np.median(stuck) + 22_000.0)
+    # A wide but honest spread (the left tail of importance weights from the prior) stays silent, and a deficit
+    # of 40 nats is below the absolute floor however tight the others are.
+    assert weight_health.stragglers(-rng.exponential(30.0, size=64))[0] == 0
+    assert weight_health.stragglers(np.r_[np.zeros(15), -40.0])[0] == 0
+    assert weight_health.stragglers(np.r_[np.zeros(15), -60.0])[0] == 1
+
+
+def test_an_upper_bounds_straggler_is_a_run_far_above_the_others():
+    runs = np.r_[np.full(15, -30.0) + np.linspace(-1, 1, 15), 500.0]  # reverse estimates: one far too high
+    est = Estimate.from_runs(runs, bound="upper", seconds=0.0, compile_seconds=0.0, n_evals=0)
+    assert est.straggler_warning is not None and "1 of 16 runs" in est.straggler_warning
+    assert Estimate.from_runs(runs, bound="lower", seconds=0.0, compile_seconds=0.0, n_evals=0).straggler_warning \
+        is None  # as lower-bound runs the same numbers are one dominant weight, not a straggler
+
+
+def test_forward_ais_on_a_correct_model_has_no_stragglers():
+    model = GaussianMean(n=20, dim=2)
+    data = simulate(jax.random.key(0), model).data
+    for steps in (5, 50):
+        est = forward_ais(jax.random.key(1), model, data, num_steps=steps, num_runs=32)
+        assert est.straggler_warning is None, (steps, est.runs)

@@ -7,11 +7,13 @@ from .ais import EncoderStart, ImageEstimates, ais_log_likelihood, reverse_ais_l
 from .bdmc import GapResult, bdmc_gap
 from .model import (DecoderData, DecoderModel, EncoderData, EncoderStartModel, linear_gaussian,
                     linear_gaussian_log_marginal, linear_gaussian_posterior, simulate_images)
+from .rate_distortion import RateDistortion, linear_gaussian_rate_distortion
 from .sigma import SigmaSweep, tune_sigma
 
 __all__ = [
     "DecoderData", "DecoderModel", "EncoderData", "EncoderStart", "EncoderStartModel", "GapResult",
     "ImageEstimates", "SigmaSweep", "ais_log_likelihood", "bdmc_gap", "linear_gaussian",
-    "linear_gaussian_log_marginal", "linear_gaussian_posterior", "reverse_ais_log_likelihood",
+    "linear_gaussian_log_marginal", "linear_gaussian_posterior", "linear_gaussian_rate_distortion",
+    "RateDistortion", "reverse_ais_log_likelihood",
     "simulate_images", "tune_sigma",
 ]

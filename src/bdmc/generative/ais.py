@@ -33,6 +33,8 @@ from ..errors import BDMCError, DataError
 from ..kernels.hmc import HMC
 from .model import DecoderData, DecoderModel, EncoderData, EncoderStartModel, check_decoder, positive_sigma
 from .pilot import pilot_table, resolve_tune
+from .rate_distortion import RateDistortion
+from .rate_distortion import rate_distortion as curve_from_increments
 
 
 class EncoderStart(NamedTuple):
@@ -69,6 +71,8 @@ class ImageEstimates:
         included), and whether this call compiled the run.
     settings : mapping
     seed : tuple of int
+    rate_distortion : RateDistortion or None
+        The rate-distortion curve from the same run (forward AIS from the prior with ``rate_distortion=True``).
     """
 
     log_weights: np.ndarray
@@ -87,6 +91,7 @@ class ImageEstimates:
     compiled: bool
     settings: Mapping[str, Any] = field(default_factory=dict)
     seed: tuple = ()
+    rate_distortion: RateDistortion | None = field(default=None, repr=False)
 
     def __post_init__(self):
         for name in ("log_weights", "per_image", "per_image_stderr", "latents", "acceptance"):
@@ -121,7 +126,7 @@ def ais_log_likelihood(key, decoder, params, images, *, sigma, latent_dim: int, 
                        num_runs: int = 16, leapfrog_steps: int = 10, target_acceptance: float = 0.65,
                        schedule="sigmoidal", tune="pilot", step_size: float = 0.05, pilot_images: int = 4,
                        init: EncoderStart | tuple | None = None, chunk_size: int = DEFAULT_CHUNK,
-                       progress="auto") -> ImageEstimates:
+                       progress="auto", rate_distortion: bool = False) -> ImageEstimates:
     """Forward AIS per image: a stochastic lower bound on each ``log p(x_i)`` under ``N(decoder(z), sigma^2 I)``.
 
     Parameters
@@ -161,16 +166,24 @@ def ais_log_likelihood(key, decoder, params, images, *, sigma, latent_dim: int, 
         Steps per compiled call (progress granularity; the numbers do not depend on it).
     progress : bool, "auto" or callable
         A progress bar per chunk, or ``callback(done, total)``.
+    rate_distortion : bool
+        Also estimate the rate-distortion curve from this run's intermediate distributions (Huang et al. 2020;
+        :mod:`bdmc.generative.rate_distortion`): every increment is recorded, n_images x T x runs numbers.
+        Needs the path from the prior (no ``init``).
 
     Returns
     -------
     ImageEstimates
-        ``bound="lower"``.
+        ``bound="lower"``; with ``rate_distortion``, its ``rate_distortion`` curve.
     """
+    if rate_distortion and init is not None:
+        raise BDMCError("rate_distortion needs AIS from the prior: the path from an encoder is no rate-distortion "
+                        "channel of the prior")
     return _evaluate(key, decoder, params, images, None, direction="forward", sigma=sigma, latent_dim=latent_dim,
                      num_steps=num_steps, num_runs=num_runs, leapfrog_steps=leapfrog_steps,
                      target_acceptance=target_acceptance, schedule=schedule, tune=tune, step_size=step_size,
-                     pilot_images=pilot_images, init=init, chunk_size=chunk_size, progress=progress)
+                     pilot_images=pilot_images, init=init, chunk_size=chunk_size, progress=progress,
+                     rate_distortion=rate_distortion)
 
 
 def reverse_ais_log_likelihood(key, decoder, params, images, latents, *, sigma, latent_dim: int,
@@ -208,7 +221,7 @@ def image_keys(key, num_images: int):
 
 def _evaluate(key, decoder, params, images, exact, *, direction, sigma, latent_dim, num_steps, num_runs,
               leapfrog_steps, target_acceptance, schedule, tune, step_size, pilot_images, init, chunk_size,
-              progress) -> ImageEstimates:
+              progress, rate_distortion: bool = False) -> ImageEstimates:
     images = _check_images(images)
     n, dim = images.shape
     check_decoder(decoder, params, latent_dim, dim)
@@ -250,6 +263,7 @@ def _evaluate(key, decoder, params, images, exact, *, direction, sigma, latent_d
     # The decoder is shared by every image, so a NaN region of it shows in any image: fewer draws per image.
     run = anneal(keys, model, data, kernel, visited, start, batch_axes=axes, batch_label="image",
                  chunk_size=chunk_size, prior_check=PRIOR_CHECK_DRAWS // 8, progress=progress,
+                 record_increments=rate_distortion,
                  description=f"{direction} AIS T={path.shape[0]} ({n} images x {num_runs} runs)")
     latents = run.latents if init is None else jax.vmap(jax.vmap(model.to_z, (0, None)), (0, axes))(run.latents,
                                                                                                       data)
@@ -261,10 +275,12 @@ def _evaluate(key, decoder, params, images, exact, *, direction, sigma, latent_d
                 "tuned": kind if kind != "pilot" else f"pilot on {len(cases)} image(s)",
                 "target_acceptance": float(target_acceptance), "step_sizes": repr(kernel.step_size),
                 "init": "prior" if init is None else "encoder", "kernel": "HMC"}
-    return _combine(runs, bound, run, np.asarray(latents), kernel.step_size, pilot_cost, settings, key)
+    curve = (curve_from_increments(np.asarray(path), run.increments, sigma=float(sigma), num_pixels=dim)
+             if rate_distortion else None)
+    return _combine(runs, bound, run, np.asarray(latents), kernel.step_size, pilot_cost, settings, key, curve)
 
 
-def _combine(runs, bound, run, latents, step_size, pilot_cost, settings, key) -> ImageEstimates:
+def _combine(runs, bound, run, latents, step_size, pilot_cost, settings, key, curve=None) -> ImageEstimates:
     per_image = [Estimate.from_runs(r, bound=bound, seconds=0.0, compile_seconds=0.0, n_evals=0,
                                     settings=dict(settings) | {"method": f"{settings['direction']} AIS, image {i}"})
                  for i, r in enumerate(runs)]
@@ -277,7 +293,8 @@ def _combine(runs, bound, run, latents, step_size, pilot_cost, settings, key) ->
         mean=float(np.mean(values)), stderr=stderr, bound=bound, combine=per_image[0].combine,
         latents=latents, acceptance=np.mean(run.info.acceptance, axis=0),
         step_size=step_size, seconds=run.seconds + pilot_cost[0], compile_seconds=run.compile_seconds + pilot_cost[1],
-        n_evals=run.n_evals + pilot_cost[2], compiled=run.compiled, settings=settings, seed=seed_of(key))
+        n_evals=run.n_evals + pilot_cost[2], compiled=run.compiled, settings=settings, seed=seed_of(key),
+        rate_distortion=curve)
 
 
 _ENCODE = CompiledCache("generative encoder", maxsize=16)

@@ -155,3 +155,21 @@ def test_figures_are_written_from_the_saved_rows_and_arrays(full):
         assert z["images"].shape == (3, 64) and z["decoded"].shape == (3, 2, 64)
     with pytest.raises(ValueError, match="stderr"):
         plot_ais_curve(full.curve.drop(columns="stderr"))
+
+
+def test_rate_distortion_comes_from_the_tables_own_test_run(full, tmp_path):
+    """--rate-distortion adds one unit per model, reusing everything else: its run is the table's test AIS run at
+    the largest T (the same key gives the same per-image numbers), with the curve read from its increments."""
+    out = tmp_path / "rd"
+    shutil.copytree(full.out, out)
+    config = GenerativeConfig(**{**TINY.__dict__, "rate_distortion": True})
+    again = run_generative(config, out=out, progress=False)
+    assert again.computed == 1
+    (rd,) = select(again.rows, estimator="rate-distortion")
+    (ais,) = select(again.rows, estimator="ais", split="test", budget=max(TINY.steps))
+    np.testing.assert_allclose(rd["per_image"], ais["per_image"], rtol=1e-12)
+    assert rd["beta"][0] == 0.0 and rd["rate"][0] == 0.0 and rd["rate"][-1] > 0
+    assert len(rd["beta"]) == len(rd["rate"]) == len(rd["mse"])
+    curves = pd.read_csv(out / "rate_distortion.csv")
+    assert set(curves["model"]) == {"vae"} and len(curves) == len(rd["beta"])
+    assert (out / "figures" / "rate_distortion_vae.png") in write_figures(out)

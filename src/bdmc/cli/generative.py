@@ -38,6 +38,10 @@ def generative_command(
     kde_samples: int = typer.Option(10_000, "--kde-samples", help="Decoder samples of the kernel density estimate."),
     iwae_k: int = typer.Option(1000, "--iwae-k", help="Importance samples of the IWAE bound (VAE)."),
     encoder_ais: bool = typer.Option(False, "--encoder-ais", help="Also run AIS from the VAE's encoder (test images)."),
+    rate_distortion: bool = typer.Option(
+        False, "--rate-distortion",
+        help="Also draw each model's rate-distortion curve on the test images from one forward AIS run at the "
+             "largest T (Huang et al. 2020): OUT/rate_distortion.csv and OUT/figures/rate_distortion_MODEL.png."),
     quick: bool = typer.Option(False, "--quick", help="A first look in about a minute: 8x8 digits, tiny budgets "
                                                       "(options given explicitly still apply)."),
     seed: int = typer.Option(0, "--seed"),
@@ -81,7 +85,8 @@ def generative_command(
     options["bdmc_steps"] = bdmc_steps if bdmc_steps is not None else max(options["steps"])
     if options["data"] == "digits8x8" and "architecture" not in given and options["architecture"] == "small10":
         options["architecture"] = "digits10"
-    config = GenerativeConfig(models=tuple(kinds), num_train=num_train, encoder_ais=encoder_ais, seed=seed, **options)
+    config = GenerativeConfig(models=tuple(kinds), num_train=num_train, encoder_ais=encoder_ais,
+                              rate_distortion=rate_distortion, seed=seed, **options)
     out = output_dir(out, f"generative-{config.data}-{config.architecture}")
     _run(config, out, overwrite)
 

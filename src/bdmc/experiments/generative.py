@@ -82,6 +82,10 @@ class GenerativeConfig:
         Importance samples of the IWAE bound (VAE only).
     encoder_ais : bool
         Also run AIS from the VAE's encoder on the test images (at the largest T).
+    rate_distortion : bool
+        Also read each model's rate-distortion curve on the test images from one forward AIS run at the largest T
+        (Huang et al. 2020): the run of the table's test AIS row (same key, same numbers), with every increment
+        recorded (:mod:`bdmc.generative.rate_distortion`).
     seed : int
     """
 
@@ -105,6 +109,7 @@ class GenerativeConfig:
     bandwidths: tuple = (0.05, 0.1, 0.15, 0.2, 0.3, 0.5)
     iwae_k: int = 1000
     encoder_ais: bool = False
+    rate_distortion: bool = False
     seed: int = 0
 
     def __post_init__(self):
@@ -240,6 +245,11 @@ def run_generative(config: GenerativeConfig, *, out, overwrite: bool = False,
                     ais_log_likelihood(unit_key(config.seed, kind, split, "ais", steps), decode, params,
                                        chosen[split], sigma=sigma, num_steps=steps, **common),
                     store.dir / "arrays" / f"posterior_{kind}_{split}_{steps}.npz", params, chosen[split]))
+        if config.rate_distortion:
+            top = max(config.steps)
+            unit(kind, "test", "rate-distortion", top, lambda: _rate_distortion_row(
+                ais_log_likelihood(unit_key(config.seed, kind, "test", "ais", top), decode, params, chosen["test"],
+                                   sigma=sigma, num_steps=top, rate_distortion=True, **common)))
         samples = trained.sample(unit_key(config.seed, kind, "kde-samples"), config.kde_samples)
         bw = unit(kind, "valid", "kde-bandwidth", config.kde_samples, lambda: _bandwidth_row(
             tune_bandwidth(samples, valid, bandwidths=config.bandwidths), sigma))
@@ -273,6 +283,9 @@ def _finish(store: RowStore, config: GenerativeConfig, computed: int) -> Generat
     write_atomic(store.dir / "table2.csv", table.to_csv(index=False))
     write_atomic(store.dir / "curve.csv", curve.to_csv(index=False))
     write_atomic(store.dir / "table2.md", markdown_table(table, steps=top))
+    curves = rate_distortion_table([r for r in rows if r["model"] in config.models])
+    if len(curves):
+        write_atomic(store.dir / "rate_distortion.csv", curves.to_csv(index=False))
     compared = comparisons(rows, models=config.models, steps=top)
     write_atomic(store.dir / "comparisons.csv", compared.to_csv(index=False))
     return GenerativeResult(rows=rows, table=table, curve=curve, comparisons=compared, out=store.dir, computed=computed,
@@ -307,6 +320,26 @@ def _ais_row(result, figure: Path | None, params, images) -> dict:
             "acceptance": float(np.mean(result.acceptance)), "n_evals": int(result.n_evals),
             "compile_seconds": result.compile_seconds, "seconds": result.seconds + result.compile_seconds,
             "init": result.settings["init"]}
+
+
+def _rate_distortion_row(result) -> dict:
+    """The test AIS run's estimate (as its ``ais`` row) and the rate-distortion curve read from the same run."""
+    curve = result.rate_distortion
+    mean, stderr = summary_of(result.per_image)
+    return {"mean": mean, "stderr": stderr, "per_image": result.per_image.tolist(), "images": result.num_images,
+            "chains": int(result.settings["num_runs"]), "sigma": float(result.settings["sigma"]),
+            "beta": curve.beta.tolist(), "rate": curve.rate.tolist(), "distortion": curve.distortion.tolist(),
+            "mse": curve.mse.tolist(), "compile_seconds": result.compile_seconds,
+            "seconds": result.seconds + result.compile_seconds}
+
+
+def rate_distortion_table(rows) -> pd.DataFrame:
+    """The rate-distortion curves of the rows: one line per model and beta (``model``, ``steps``, ``beta``,
+    ``rate``, ``distortion``, ``mse``)."""
+    lines = [{"model": r["model"], "steps": r["budget"], "beta": b, "rate": rate, "distortion": d, "mse": m}
+             for r in rows if r["estimator"] == "rate-distortion"
+             for b, rate, d, m in zip(r["beta"], r["rate"], r["distortion"], r["mse"])]
+    return pd.DataFrame(lines, columns=["model", "steps", "beta", "rate", "distortion", "mse"])
 
 
 def _values_row(values, sigma: float, *, bandwidth: float | None = None) -> dict:

@@ -7,7 +7,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..plotting.generative import plot_ais_curve, plot_image_grid, plot_posterior_samples, plot_sigma_sweep
+from ..plotting.generative import (plot_ais_curve, plot_image_grid, plot_posterior_samples, plot_rate_distortion,
+                                   plot_sigma_sweep)
+from .generative import rate_distortion_table
 from .generative_store import curve_table, load_rows
 
 
@@ -22,8 +24,8 @@ def write_figures(out, *, dpi: int = 110) -> list[Path]:
     """Draw every figure the rows and saved arrays of ``out`` allow, into ``out/figures``; return the files.
 
     ``ais_curve.png`` (log-likelihood against T), ``sigma_sweep.png``, ``samples_<model>.png`` (16 decoder
-    means) and ``posterior_<model>.png`` (test images beside f(z) at the final z of a few AIS chains, at the
-    largest T evaluated).
+    means), ``rate_distortion_<model>.png`` (when the curves were estimated) and ``posterior_<model>.png`` (test
+    images beside f(z) at the final z of a few AIS chains, at the largest T evaluated).
     """
     out = Path(out)
     settings, rows = load_rows(out)
@@ -44,6 +46,10 @@ def write_figures(out, *, dpi: int = 110) -> list[Path]:
     sweep = sigma_table(rows)
     if len(sweep):
         save(plot_sigma_sweep(sweep), "sigma_sweep.png")
+    curves = rate_distortion_table(rows)
+    for model, lines in curves.groupby("model", sort=False):
+        title = f"{model.upper()}: rate-distortion from one AIS run (T={int(lines['steps'].iloc[0])}, test images)"
+        save(plot_rate_distortion(lines, title=title), f"rate_distortion_{model}.png")
     arrays = out / "arrays"
     for model in dict.fromkeys(r["model"] for r in rows):
         samples = arrays / f"samples_{model}.npz"

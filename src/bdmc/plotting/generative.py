@@ -133,3 +133,33 @@ def plot_posterior_samples(images: np.ndarray, decoded: np.ndarray, *, shape: Se
     if title:
         fig.suptitle(title, fontsize="small")
     return fig
+
+
+def plot_rate_distortion(curve: pd.DataFrame, *, title: str | None = None) -> Figure:
+    """A model's rate-distortion curve from one AIS run: rate (nats) against distortion (squared error per pixel).
+
+    Parameters
+    ----------
+    curve : pandas.DataFrame
+        Columns ``beta``, ``rate``, ``mse`` (one model's rows of ``OUT/rate_distortion.csv``); points are colored
+        by beta, the AIS inverse temperature (the curve's slope, in the units of -log p(x | z)).
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    require_columns(curve, {"beta", "rate", "mse"}, "plot_rate_distortion")
+    curve = curve.sort_values("beta")
+    fig = Figure(figsize=(6.0, 4.5), layout="constrained")
+    ax = fig.subplots()
+    ax.plot(curve["mse"], curve["rate"], color="#444444", linewidth=1, zorder=1)
+    points = ax.scatter(curve["mse"], curve["rate"], c=curve["beta"], cmap="viridis", s=12, zorder=2)
+    fig.colorbar(points, ax=ax, label="beta (AIS inverse temperature)")
+    ax.set_xscale("log")
+    ax.set_xlabel("distortion: mean squared error per pixel")
+    ax.set_ylabel("rate: KL(q_beta(z | x) || p(z)) (nats)")
+    ax.grid(True, alpha=0.3)
+    ax.set_title(title or "rate-distortion from one forward AIS run (an upper bound in expectation)")
+    return fig
+

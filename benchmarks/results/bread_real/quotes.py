@@ -51,7 +51,8 @@ def _seconds_by_pass(folder, run):
 
 # what -> (description, f(folder, run)); the T-indexed ones take t as well.
 PER_RUN = {
-    "worst_pct": ("the largest climb difference, percent of the larger climb", lambda f, r: 100 * _worst(f, r)["relative"]),
+    "worst_pct": ("the largest climb difference, percent of the larger climb",
+                  lambda f, r: 100 * _worst(f, r)["relative"]),
     "worst_T": ("the chain length where it is", lambda f, r: _worst(f, r)["num_steps"]),
     "worst_z": ("its z", lambda f, r: _worst(f, r)["z"]),
     "rev_pct": ("the reverse verdict's spread over S as a percent of the gap (floored at 1 nat)",
@@ -197,7 +198,8 @@ def _speedup(model):
     def quote(folder):
         forms = json.loads((folder.parent / "ppl_adapters" / "stan_program_forms.json").read_text())
         return next(f["speedup"] for f in forms if f["model"].startswith(model))
-    quote.__doc__ = f"../ppl_adapters/stan_program_forms.json: the shipped Stan program's speed-up per gradient ({model})."
+    quote.__doc__ = (f"../ppl_adapters/stan_program_forms.json: the shipped Stan program's speed-up per gradient "
+                     f"({model}).")
     return quote
 
 

@@ -13,7 +13,9 @@ models with an exact log p(y), over many seeds, chain lengths T from too short t
     python benchmarks/weight_health.py --quick    # 8 seeds
 
 Rows go to ``benchmarks/results/weight_health/rows.jsonl`` (``quick/`` for ``--quick``), resumable; the table
-to ``README.md`` beside them.
+to ``README.md`` beside them. The full run's page marks every number it quotes as ``<!--q:NAME-->value<!--/q-->``
+with the names of ``results/weight_health/quotes.py``, which recomputes each from the rows
+(``tests/test_results_pages.py`` checks them); the ``--quick`` page carries no markers.
 """
 
 from __future__ import annotations
@@ -84,28 +86,45 @@ def run(args) -> pd.DataFrame:
     return pd.DataFrame(store.rows)
 
 
+# Short names of the second table's rules in the page's markers (results/weight_health/quotes.py uses the same).
+RULE_NAMES = {"k-hat > 0.7 or ESS < max(4, n / 8) (the rule)": "rule", "k-hat > 0.7 or ESS < 4": "k7e4",
+              "k-hat > 0.5 or ESS < 4": "k5e4", "k-hat > 0.7 only": "k7", "ESS < 4 only": "e4",
+              "ESS < n / 8 only": "e8", "k-hat > 0.7 or ESS < n / 6": "k7e6"}
+
+
+def _marker(marked: bool):
+    """``q(name, text)``: the text wrapped in a quote marker on a marked page, the bare text otherwise."""
+    def q(name: str, text) -> str:
+        return f"<!--q:{name}-->{text}<!--/q-->" if marked and text not in ("-", "nan") else str(text)
+    return q
+
+
 def summarize(rows: pd.DataFrame, quick: bool) -> str:
+    q = _marker(not quick)  # only the full run's page has a quotes.py beside it
     rows = rows.assign(z=np.abs(rows["error"]) / rows["stderr"], off=np.abs(rows["error"]) >= 1.0)
     # The warning by today's rule, from the stored ESS and k-hat (rows keep what their run saw).
     rows["warned"] = [untrusted(float(e), float(k) if k is not None else float("nan"), int(n)) is not None
                       for e, k, n in zip(rows["weight_ess"], rows["khat"], rows["num_runs"])]
     rows["within"] = rows["z"] <= 1.0
 
-    def cell(g):
+    def cell(g, prefix):
         within, off = g[g["within"]], g[g["off"]]
         return pd.Series({
-            "estimates": len(g),
-            "within 1 stderr": len(within),
-            "false warnings": f"{within['warned'].mean():.2f}" if len(within) else "-",
-            "1 nat or more off": len(off),
-            "misses": f"{(~off['warned']).mean():.2f}" if len(off) else "-",
-            "within 3 stderr (silent)": f"{(g[~g['warned']]['z'] <= 3).mean():.2f}" if (~g["warned"]).any() else "-",
-            "within 3 stderr (warned)": f"{(g[g['warned']]['z'] <= 3).mean():.2f}" if g["warned"].any() else "-",
+            "estimates": q(f"{prefix}_estimates", len(g)),
+            "within 1 stderr": q(f"{prefix}_within", len(within)),
+            "false warnings": q(f"{prefix}_fw", f"{within['warned'].mean():.2f}" if len(within) else "-"),
+            "1 nat or more off": q(f"{prefix}_off", len(off)),
+            "misses": q(f"{prefix}_miss", f"{(~off['warned']).mean():.2f}" if len(off) else "-"),
+            "within 3 stderr (silent)": q(f"{prefix}_z3s", f"{(g[~g['warned']]['z'] <= 3).mean():.2f}"
+                                          if (~g["warned"]).any() else "-"),
+            "within 3 stderr (warned)": q(f"{prefix}_z3w", f"{(g[g['warned']]['z'] <= 3).mean():.2f}"
+                                          if g["warned"].any() else "-"),
         })
 
-    by_runs = rows.groupby(["num_runs", "direction"]).apply(cell, include_groups=False)
-    overall = cell(rows)
-    seeds = rows["seed"].nunique()
+    by_runs = pd.DataFrame({(n, d): cell(g, f"r{n}{d[0]}") for (n, d), g in rows.groupby(["num_runs", "direction"])}).T
+    by_runs.index.names = ["num_runs", "direction"]
+    overall = cell(rows, "all")
+    seeds = q("seeds", rows["seed"].nunique())
     steps = ", ".join(str(t) for t in sorted(rows["num_steps"].unique()))
     head = (f"# Weight health: the ± warning calibrated on exact models ({seeds} seeds per cell"
             f"{', quick settings' if quick else ''}; T = {steps})\n\n")
@@ -117,15 +136,16 @@ def summarize(rows: pd.DataFrame, quick: bool) -> str:
             "warnings*: the share of estimates within one stderr of the exact log p(y) that warn. *Misses*: the "
             "share of estimates one nat or more off that stay silent. Rows: `rows.jsonl`.\n\n")
     table = _markdown(by_runs.reset_index())
-    total = (f"\n\nAll cells: {int(overall['estimates'])} estimates; false warnings {overall['false warnings']} of "
-             f"{int(overall['within 1 stderr'])} within one stderr; misses {overall['misses']} of "
-             f"{int(overall['1 nat or more off'])} one nat or more off.\n")
-    return head + text + table + total + "\n" + _rules(rows)
+    total = (f"\n\nAll cells: {overall['estimates']} estimates; false warnings {overall['false warnings']} of "
+             f"{overall['within 1 stderr']} within one stderr; misses {overall['misses']} of "
+             f"{overall['1 nat or more off']} one nat or more off.\n")
+    return head + text + table + total + "\n" + _rules(rows, q)
 
 
-def _rules(rows: pd.DataFrame) -> str:
+def _rules(rows: pd.DataFrame, q) -> str:
     """The same two rates for other thresholds, computed from the stored ESS and k-hat (64 runs, where k-hat exists)."""
     rows = rows[rows["num_runs"] >= 25]
+    (runs,) = rows["num_runs"].unique()  # the markers name the one such cell size (64)
     khat = rows["khat"].astype(float).fillna(-np.inf)
     ess, n = rows["weight_ess"].astype(float), rows["num_runs"]
     rules = {"k-hat > 0.7 or ESS < max(4, n / 8) (the rule)": (khat > 0.7) | (ess < np.maximum(4, n / 8)),
@@ -143,7 +163,10 @@ def _rules(rows: pd.DataFrame) -> str:
             within, off = pick & rows["within"], pick & rows["off"]
             fw = warned[within].mean() if within.any() else float("nan")
             miss = (~warned[off]).mean() if off.any() else float("nan")
-            lines.append(f"| {name} | {direction} | {fw:.2f} ({int(within.sum())}) | {miss:.2f} ({int(off.sum())}) |")
+            rule, d, cell = RULE_NAMES[name], direction[0], f"r{runs}{direction[0]}"
+            lines.append(f"| {name} | {direction} | {q(f'{rule}_{d}_fw', f'{fw:.2f}')} "
+                         f"({q(f'{cell}_within', int(within.sum()))}) | {q(f'{rule}_{d}_miss', f'{miss:.2f}')} "
+                         f"({q(f'{cell}_off', int(off.sum()))}) |")
     return "\n".join(lines) + "\n"
 
 

@@ -2,9 +2,11 @@
 
 A page under ``benchmarks/results/`` marks a quoted number as ``<!--q:NAME-->TEXT<!--/q-->``; the folder's
 ``quotes.py`` defines ``NAME(folder) -> float`` computing it from the stored rows. The test fails when the text
-differs from the computed value rounded to the decimals the text shows, when a marker names no function, or when
-a folder's ``quotes.py`` defines a quote no page uses (a stale quote). Markers are HTML comments: invisible on a
-rendered page.
+differs from the computed value rounded to the decimals the text shows (in scientific notation, those of the
+mantissa: ``1.5e-4`` is 1.5e-4 to within 0.05e-4), when a marker names no function, or when a folder's ``quotes.py``
+defines a quote no page uses (a stale quote). Every ``benchmarks/results/*/README.md`` must carry a marker unless
+``EXEMPT`` names it with its reason, so a generator that rewrites a page without markers, or a new page, fails here
+instead of dropping out of the check. Markers are HTML comments: invisible on a rendered page.
 """
 
 from __future__ import annotations
@@ -18,7 +20,15 @@ import pytest
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 MARKER = re.compile(r"<!--q:([A-Za-z_][A-Za-z0-9_]*)-->(.*?)<!--/q-->", re.S)
-NUMBER = re.compile(r"^[+-]?[0-9,]*\.?[0-9]+$")
+NUMBER = re.compile(r"^[+-]?([0-9,]*\.?[0-9]+)([eE][+-]?[0-9]+)?$")
+
+# Results pages that carry no marker, each with its reason. A page not named here and without a marker fails.
+EXEMPT = {
+    "alarm_power": "stale pending a rerun: its rows were taken under the library's old per-T alarm",
+    # Not converted yet (each quotes hundreds of stored numbers); drop the entry when the page gets its markers.
+    "bracketing": "not converted yet: its numbers are not checked against mixture_table2.json and the rest",
+    "generative": "not converted yet: its numbers are not checked against run*/ and the logs",
+}
 
 
 def pages_with_quotes():
@@ -36,11 +46,14 @@ def load_quotes(folder: Path):
 
 
 def shown_value(text: str) -> tuple[float, float]:
-    """The number a quote shows, and half a unit of its last shown digit."""
+    """The number a quote shows, and half a unit of its last shown digit (of the mantissa, in scientific notation)."""
     clean = text.strip().replace(",", "").replace("\u2212", "-")
-    assert NUMBER.match(clean), f"a quote must be a plain number, got {text!r}"
-    decimals = len(clean.split(".")[1]) if "." in clean else 0
-    return float(clean), 0.5 * 10.0 ** -decimals
+    match = NUMBER.match(clean)
+    assert match, f"a quote must be a plain number, got {text!r}"
+    mantissa, exponent = match.group(1), match.group(2)
+    decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+    scale = 10.0 ** int(exponent[1:]) if exponent else 1.0
+    return float(clean), 0.5 * 10.0 ** -decimals * scale
 
 
 @pytest.mark.parametrize("page", pages_with_quotes(), ids=lambda p: str(p.relative_to(RESULTS)))
@@ -56,6 +69,16 @@ def test_every_quoted_number_matches_its_rows(page):
         assert abs(shown - value) <= half * (1 + 1e-9), f"{page}: {name} shows {text!r}, the rows give {value!r}"
 
 
+def test_every_results_page_carries_a_marker_or_an_exemption():
+    """A page without markers is checked by nothing: it must be named in EXEMPT with its reason."""
+    pages = {p.parent.name: p for p in RESULTS.glob("*/README.md")}
+    unmarked = sorted(name for name, page in pages.items() if not MARKER.search(page.read_text()))
+    missing = [name for name in unmarked if name not in EXEMPT]
+    assert not missing, f"results pages with no <!--q:...--> marker and no exemption: {missing}"
+    stale = sorted(name for name in EXEMPT if name not in pages or name not in unmarked)
+    assert not stale, f"EXEMPT names pages that are gone or now carry markers: {stale}"
+
+
 def test_every_quote_is_used():
     for quotes_file in sorted(RESULTS.rglob("quotes.py")):
         module = load_quotes(quotes_file.parent)
@@ -68,8 +91,11 @@ def test_the_checker_catches_a_wrong_number(tmp_path):
     """Negative control: a page whose number disagrees with its rows fails; one that agrees passes."""
     (tmp_path / "quotes.py").write_text("QUOTES = ('half',)\ndef half(folder):\n    return 0.5\n")
     quotes = load_quotes(tmp_path)
-    for text, ok in (("0.5", True), ("0.50", True), ("0.6", False), ("1", True), ("0.49", False)):
+    for text, ok in (("0.5", True), ("0.50", True), ("0.6", False), ("1", True), ("0.49", False),
+                     ("5e-1", True), ("5.0E-1", True), ("50e-2", True), ("6e-1", False), ("4.9e-1", False),
+                     ("5e-2", False), ("0.5e0", True)):
         shown, half = shown_value(text)
         assert (abs(shown - quotes.half(tmp_path)) <= half) is ok, text
-    with pytest.raises(AssertionError):
-        shown_value("about 0.5")
+    for text in ("about 0.5", "5e", "e-4", "1.5e-4.0", "5 e-1"):
+        with pytest.raises(AssertionError):
+            shown_value(text)

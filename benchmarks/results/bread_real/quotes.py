@@ -246,6 +246,9 @@ TEXT = (
     "matrix_factorization_numpyro__T10_gap", "matrix_factorization_numpyro__T100_gap",
     "matrix_factorization_stan__T10_gap", "matrix_factorization_stan__T100_gap",
     "matrix_factorization_numpyro__bhat_T10_moves", "matrix_factorization_numpyro__T10_bhat_se",
+    "matrix_factorization_stan__T10_kp", "ar1_stan__T10_kp", "matrix_factorization_numpyro__T10_kp",
+    "matrix_factorization_numpyro__T100_kp", "matrix_factorization_uncentred_numpyro__T10_kp",
+    "matrix_factorization_uncentred_numpyro__T100_kp", "matrix_factorization_uncentred_numpyro__T1000_kp",
 )
 QUOTES = tuple(f"{_ident(r)}__{w}" for r in RUNS for w in TABLE) + tuple(
     f"{_ident(r)}__hp_{h}" for r in RUNS for h in _json(HERE, r, "verdict.json")["hyperparameters"]) + TEXT

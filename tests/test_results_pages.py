@@ -25,9 +25,6 @@ NUMBER = re.compile(r"^[+-]?([0-9,]*\.?[0-9]+)([eE][+-]?[0-9]+)?$")
 # Results pages that carry no marker, each with its reason. A page not named here and without a marker fails.
 EXEMPT = {
     "alarm_power": "stale pending a rerun: its rows were taken under the library's old per-T alarm",
-    # Not converted yet (each quotes hundreds of stored numbers); drop the entry when the page gets its markers.
-    "bracketing": "not converted yet: its numbers are not checked against mixture_table2.json and the rest",
-    "generative": "not converted yet: its numbers are not checked against run*/ and the logs",
 }
 
 

@@ -44,6 +44,25 @@ __all__ = ["audit",
 ]
 
 
+# Subpackages reached as attributes (``bdmc.plotting.plot_bread(res)`` after ``import bdmc``) but imported on first
+# access (PEP 562): they load matplotlib, Dask, the data sets' sources or the command line, which ``import bdmc``
+# should not. The other subpackages are imported with bdmc itself.
+_LAZY_SUBPACKAGES = ("auditing", "cli", "datasets", "experiments", "files", "generative", "interop", "plotting",
+                    "realdata")
+
+
+def __getattr__(name: str):
+    if name in _LAZY_SUBPACKAGES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")  # also binds it here, so this runs once per name
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY_SUBPACKAGES))
+
+
 def audit(key, model, **options):
     """Run the project's checks on a model and its sampler, as one report (see :func:`bdmc.auditing.audit`).
 

@@ -8,7 +8,7 @@ from scipy import stats
 SAMPLERS = {"numpyro": "numpyro-nuts", "pymc": "pymc-nuts", "stan": "stan-nuts", "hmc": "hmc"}
 QUOTES = tuple(f"{s}_{q}" for s in SAMPLERS for q in ("audits", "fails", "hi", "remaining")) + ("numpyro_lo",
     "remaining", "pymc_schools_quiet", "stan_schools_quiet", "here_latest",
-    "total", "regression_numpyro_audits", "regression_numpyro_fails", "regression_numpyro_lo", "lent_audits")
+    "total", "total_again", "prior_expected", "c73_rows", "stan_lo", "regression_numpyro_audits", "regression_numpyro_fails", "regression_numpyro_lo", "lent_audits")
 
 
 def _rows(folder: Path, sampler=None, program=None):
@@ -94,3 +94,21 @@ def regression_numpyro_lo(folder):
 
 def lent_audits(folder):
     return sum("lent machine" in r.get("machine", "") for r in _rows(folder))
+
+
+def total_again(folder):
+    """The number of audits, quoted a second time."""
+    return total(folder)
+
+
+def prior_expected(folder):
+    """False alarms of the prior-normalization check expected at its level over every audit that ran it."""
+    rows = _rows(folder)
+    return sum(r["checks"]["prior-normalization"]["level"] for r in rows
+               if r["checks"].get("prior-normalization", {}).get("level"))
+
+
+def c73_rows(folder):
+    """Rows of the run at commit c73fc20."""
+    return sum(r["commit"] == "c73fc20" for r in _rows(folder))
+

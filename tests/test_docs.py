@@ -18,8 +18,8 @@ test extra): the extras it names must exist in pyproject.toml. ``python3 -m pyte
 the paths, markers and options.
 
 The default suite runs the cheap checks (every block has an entry; every Python block compiles; every
-``bdmc`` command line parses; every documented ``bdmc.`` name resolves after ``import bdmc``) and a few
-blocks; the others are marked slow (``-m slow``).
+``bdmc`` command line parses; every documented ``bdmc.`` name resolves after ``import bdmc``); every block's
+run is marked slow (``-m slow``).
 """
 
 from __future__ import annotations
@@ -409,7 +409,9 @@ def cases():
             if command is not None:
                 group.append(command)
         for (slow, missing), commands in groups.items():
-            marks = ([pytest.mark.slow] if slow else []) + (
+            # Every block's run is slow (a fresh interpreter each, tens of seconds): the default suite keeps the
+            # cheap checks below, and the slow suite runs every block before an issue is resolved.
+            marks = [pytest.mark.slow] + (
                 [pytest.mark.skip(reason=f"needs {missing}, which the test extra leaves out")] if missing else [])
             label = name + (" slow" if slow else "") + (f" skipped: needs {missing}" if missing else "")
             out.append(pytest.param(block, run, commands or None, id=label, marks=marks))

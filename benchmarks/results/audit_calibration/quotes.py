@@ -8,7 +8,8 @@ from scipy import stats
 SAMPLERS = {"numpyro": "numpyro-nuts", "pymc": "pymc-nuts", "stan": "stan-nuts", "hmc": "hmc"}
 QUOTES = tuple(f"{s}_{q}" for s in SAMPLERS for q in ("audits", "fails", "hi", "remaining")) + ("numpyro_lo",
     "remaining", "pymc_schools_quiet", "stan_schools_quiet", "here_latest",
-    "total", "total_again", "prior_expected", "c73_rows", "stan_lo", "regression_numpyro_audits", "regression_numpyro_fails", "regression_numpyro_lo", "lent_audits")
+    "total", "total_again", "prior_expected", "c73_rows", "stan_lo",
+    "regression_numpyro_audits", "regression_numpyro_fails", "regression_numpyro_lo", "lent_audits")
 
 
 def _rows(folder: Path, sampler=None, program=None):

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
+from calibration_programs import STAN as STAN_PROGRAMS
 from provenance import stamp
 
 HERE = Path(__file__).resolve().parent
@@ -73,16 +74,7 @@ PYMC = textwrap.dedent("""
         return model
 """)
 
-STAN = textwrap.dedent("""
-    data { int<lower=1> J; vector<lower=0>[J] sigma; vector[J] y; real<lower=0, upper=1> bdmc_lambda; }
-    parameters { real mu; real<lower=0> tau; vector[J] z; }
-    model {
-      target += normal_lpdf(mu | 0, 5);
-      target += normal_lpdf(tau | 0, 5) - normal_lccdf(0 | 0, 5);
-      target += normal_lpdf(z | 0, 1);
-      target += bdmc_lambda * normal_lpdf(y | mu + tau * z, sigma);
-    }
-""")
+STAN = STAN_PROGRAMS["hierarchical"]  # the calibration's eight schools, as a user writes it in Stan
 
 STAN_SIMULATOR = textwrap.dedent(f"""
     import numpy as np

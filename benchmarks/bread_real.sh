@@ -4,7 +4,14 @@
 set -euo pipefail
 OUT=${OUT:-benchmarks/results/bread_real}
 STEPS=${STEPS:-10,30,100,300,1000}  # five chain lengths; a directory with fewer is extended (resumed)
-run() { name=$1; shift; bdmc bread-real "$@" --steps "$STEPS" --out "$OUT/$name" 2>&1 | grep -v -i warning | tee "$OUT/$name.log"; }
+HERE=$(dirname "$0")
+# Each directory's provenance.jsonl gets a stamped line (commit, clean tree, date, load) when a run ends, with
+# the estimates runs.csv then holds: successive lines say which rows each run added.
+run() {
+  name=$1; shift
+  bdmc bread-real "$@" --steps "$STEPS" --out "$OUT/$name" 2>&1 | grep -v -i warning | tee "$OUT/$name.log"
+  python3 "$HERE/provenance.py" "$OUT/$name/provenance.jsonl" run="$name" steps="$STEPS" --rows "$OUT/$name/runs.csv"
+}
 # Cheapest first, so a run cut short has the most models at every chain length.
 # Matrix factorization has 503 latents: NUTS trees of up to 1,023 leapfrog steps per AIS step cost ~100x HMC's 10;
 # it runs with HMC (the fit's step size and mass, 10 leapfrog steps), in Stan as in NumPyro.

@@ -3,11 +3,18 @@ the machine's load and the machine.
 
     from provenance import stamp
     row = {..., **stamp()}
+
+A shell-driven run stamps what it wrote from the command line: ``python benchmarks/provenance.py FILE
+[KEY=VALUE ...]`` appends one JSON line (the fields given, then ``stamp()``) to FILE; with ``--rows CSV`` it also
+records the (condition, num_steps) estimates the CSV holds, so successive lines say which rows each run added.
 """
 
 from __future__ import annotations
 
+import argparse
+import csv
 import functools
+import json
 import os
 import platform
 import subprocess
@@ -36,3 +43,22 @@ def stamp() -> dict:
     commit, clean = tree_state()
     return {"commit": commit, "clean_tree": clean, "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "load": os.getloadavg()[0], "machine": f"{platform.node()} ({os.cpu_count()} cores)"}
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description="Append one stamped JSON line to FILE.")
+    parser.add_argument("file", type=Path)
+    parser.add_argument("fields", nargs="*", help="KEY=VALUE pairs recorded before the stamp")
+    parser.add_argument("--rows", type=Path, help="a runs.csv whose (condition, num_steps) estimates to record")
+    args = parser.parse_args(argv)
+    line = dict(field.split("=", 1) for field in args.fields)
+    if args.rows is not None and args.rows.exists():
+        with open(args.rows, newline="") as f:
+            line["estimates"] = sorted({f"{r['condition']}@{r['num_steps']}" for r in csv.DictReader(f)})
+    args.file.parent.mkdir(parents=True, exist_ok=True)
+    with open(args.file, "a") as f:
+        f.write(json.dumps({**line, **stamp()}) + "\n")
+
+
+if __name__ == "__main__":
+    main()

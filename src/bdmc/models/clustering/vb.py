@@ -12,6 +12,8 @@ import math
 import jax
 import jax.numpy as jnp
 
+from ...errors import BDMCError
+
 
 def log_symmetries(model) -> float:
     """``log k!``: the k components' relabelings leave the model unchanged (the VB+sym correction)."""
@@ -21,6 +23,37 @@ def log_symmetries(model) -> float:
 def init(model, key, data):
     """Random responsibilities (a Dirichlet(1) draw per row), then the matching q(theta)."""
     r = jax.random.dirichlet(key, jnp.ones(model.k), (model.n,)).astype(data.dtype)
+    return theta_given_responsibilities(model, r, data)
+
+
+def init_from_latent(model, latent, data):
+    """The "hint" start (BDMC paper, Sec. 6.4): q(z) a point mass at ``latent["z"]``, then the matching q(theta).
+
+    q(theta) is then the exact posterior of the centres given the assignments, so the bound at this q equals
+    ``log p(z, y)`` with the centres integrated out (``model.log_density(latent, data, 1.0)``), which a test
+    uses as an independent check.
+
+    Parameters
+    ----------
+    model : Clustering
+    latent : dict
+        ``{"z": int (n,)}``, labels in ``0 .. k-1`` (e.g. the latent that generated the data).
+    data : array (n, dim)
+
+    Returns
+    -------
+    tuple
+        The params ``(r, m, v)``: one-hot responsibilities at ``latent["z"]``, then Eq. 40.
+
+    Raises
+    ------
+    BDMCError
+        If ``latent["z"]`` has the wrong shape.
+    """
+    z = jnp.asarray(latent["z"])
+    if z.shape != (model.n,):
+        raise BDMCError(f"init_from_latent: latent['z'] has shape {z.shape}, expected {(model.n,)}")
+    r = jax.nn.one_hot(z, model.k, dtype=jnp.result_type(data))
     return theta_given_responsibilities(model, r, data)
 
 

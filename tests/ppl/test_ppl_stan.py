@@ -440,6 +440,52 @@ def test_the_observed_variable_may_be_left_to_the_simulator():
         from_stan(PROGRAM, data=FIXED, observed="y", simulate=broken)
 
 
+def _stan_sandwich_command(tmp_path, program: str) -> list:
+    """``bdmc sandwich --stan`` on ``program`` with the regression's simulator and data file."""
+    (tmp_path / "reg.stan").write_text(program)
+    (tmp_path / "sim.py").write_text(STAN_SIMULATOR)
+    x = np.vander(np.linspace(-2.0, 2.0, 20), 4, increasing=True)
+    np.savez(tmp_path / "data.npz", N=20, x=x, y=np.zeros(20))
+    return ["sandwich", "--stan", str(tmp_path / "reg.stan"), "--simulator", f"{tmp_path / 'sim.py'}:simulate",
+            "--data", str(tmp_path / "data.npz"), "--observed", "y", "--steps", "10,100", "--runs", "4",
+            "--out", str(tmp_path / "out")]
+
+
+def test_sandwich_command_hands_the_stan_file_to_from_stan(tmp_path, monkeypatch):
+    """The command line's wiring, without a C++ build (about a minute on a fresh cache; the slow test below
+    compiles): the program's text, the data file's arrays, the observed name and the simulator reach
+    ``from_stan``, and the model it returns is the one sandwiched."""
+    from typer.testing import CliRunner
+
+    import bdmc.ppl
+    from bdmc.cli import app
+
+    calls = []
+
+    def stand_in(program_code, *, data, observed, simulate):
+        """The program's regression in NumPyro, on the data file's design (what the compiled one would be)."""
+        import numpyro
+        import numpyro.distributions as dist
+
+        calls.append((program_code, data, observed, simulate))
+
+        def regression(x, y=None):
+            s2 = numpyro.sample("s2", dist.InverseGamma(1.0, 1.0))
+            beta = numpyro.sample("beta", dist.Normal(0.0, jnp.sqrt(0.1 * s2)).expand([4]).to_event(1))
+            numpyro.sample("y", dist.Normal(x @ beta, jnp.sqrt(s2)), obs=y)
+
+        return bdmc.ppl.from_numpyro(regression, x=jnp.asarray(data["x"]), y=jnp.zeros(20), observed=observed)
+
+    monkeypatch.setattr(bdmc.ppl, "from_stan", stand_in)
+    result = CliRunner().invoke(app, _stan_sandwich_command(tmp_path, PROGRAM))
+    assert result.exit_code == 0, result.output
+    assert "stan:reg" in result.output and "bug alarm: silent" in result.output
+    [(code, data, observed, simulate)] = calls
+    assert code == PROGRAM and observed == ["y"] and simulate.__name__ == "simulate"
+    assert sorted(data) == ["N", "x", "y"] and np.asarray(data["x"]).shape == (20, 4)
+
+
+@pytest.mark.slow
 def test_sandwich_command_takes_a_stan_file(tmp_path):
     from typer.testing import CliRunner
 
@@ -450,14 +496,7 @@ def test_sandwich_command_takes_a_stan_file(tmp_path):
         from ppl_adapters import STAN_PROGRAM  # the benchmark's program: its compiled model is cached
     finally:
         sys.path.remove("benchmarks")
-    (tmp_path / "reg.stan").write_text(STAN_PROGRAM)
-    (tmp_path / "sim.py").write_text(STAN_SIMULATOR)
-    x = np.vander(np.linspace(-2.0, 2.0, 20), 4, increasing=True)
-    np.savez(tmp_path / "data.npz", N=20, x=x, y=np.zeros(20))
-    args = ["sandwich", "--stan", str(tmp_path / "reg.stan"), "--simulator", f"{tmp_path / 'sim.py'}:simulate",
-            "--data", str(tmp_path / "data.npz"), "--observed", "y", "--steps", "10,100", "--runs", "4",
-            "--out", str(tmp_path / "out")]
-    result = CliRunner().invoke(app, args)
+    result = CliRunner().invoke(app, _stan_sandwich_command(tmp_path, STAN_PROGRAM))
     assert result.exit_code == 0, result.output
     assert "stan:reg" in result.output and "bug alarm: silent" in result.output
 

@@ -1,8 +1,10 @@
-"""Mean-field VB for the low-rank and binary-attribute models: the bounds, the updates and the estimator.
+"""Mean-field VB for the low-rank, binary-attribute and clustering models: the bounds, the updates, the hint
+start and the estimator.
 
 The analytic bounds are checked against Monte Carlo estimates computed with scipy from the uncollapsed
 joint, the updates against the bound they must increase (and its gradient, which must vanish on the block
-just updated), the bounds against exact log p(y) on tiny instances, and broken variants must fail.
+just updated), the hint starts against the models' collapsed joint densities, the bounds against exact
+log p(y) on tiny instances, and broken variants must fail.
 """
 
 import math
@@ -19,11 +21,13 @@ from bdmc.estimators import variational_bayes
 from bdmc.estimators.vb import coordinate_ascent, symmetry_correction
 from bdmc.models import BinaryAttributes, Clustering, LowRank
 from bdmc.models.binary_attributes import vb as bvb
+from bdmc.models.clustering import vb as cvb
 from bdmc.models.low_rank import vb as lvb
 
 # Non-default variances (and per-attribute pi) so that a swapped or dropped hyperparameter shows up.
 LOW_RANK = LowRank(n=5, d=4, k=2, sigma_u=1.3, sigma_v=0.8, sigma_n=0.7)
 BINARY = BinaryAttributes(n=5, dim=4, k=3, pi=(0.2, 0.5, 0.7), sigma_a=1.3, sigma_n=0.6)
+CLUSTERING = Clustering(n=7, dim=3, k=3, sigma_theta=1.7, sigma_noise=0.6, weights=(0.5, 0.3, 0.2))
 MC_SAMPLES = 40_000
 
 
@@ -102,6 +106,27 @@ def test_binary_bound_at_a_point_mass_equals_the_collapsed_joint():
         for zz in (latent["Z"], z):
             vb, collapsed = both(zz, y)
             np.testing.assert_allclose(float(vb), float(collapsed), rtol=1e-12)
+
+
+def test_clustering_bound_at_a_point_mass_equals_the_collapsed_joint():
+    # q(z) a point mass at z and q(theta) = p(theta | z, y): the bound is log p(z, y) with the centres integrated
+    # out, which the model computes from cluster statistics by different algebra (Clustering.log_density). Random
+    # z leave some clusters empty (their q(theta_k) must be the prior) and, with unequal weights, differ from
+    # relabelings of the generating z. Negative control: q(theta)'s variances 10% off break the identity.
+    def both(z, y):
+        r, m, v = cvb.init_from_latent(CLUSTERING, {"z": z}, y)
+        return (CLUSTERING.vb_bound((r, m, v), y), CLUSTERING.vb_bound((r, m, 1.1 * v), y),
+                CLUSTERING.log_density({"z": z}, y, 1.0), r)
+
+    both = jax.jit(both)
+    for seed in range(3):
+        y, latent = bdmc.simulate(jax.random.key(seed), CLUSTERING)
+        z = jax.random.randint(jax.random.key(100 + seed), (CLUSTERING.n,), 0, CLUSTERING.k // 2 + 1, jnp.int32)
+        for zz in (latent["z"], z):
+            vb, wrong, collapsed, r = both(zz, y)
+            np.testing.assert_array_equal(np.asarray(r), np.eye(CLUSTERING.k)[np.asarray(zz)])
+            np.testing.assert_allclose(float(vb), float(collapsed), rtol=1e-12)
+            assert abs(float(wrong) - float(collapsed)) > 1e-3
 
 
 def _low_rank_blocks(model, data, factor=1.0):
@@ -241,13 +266,18 @@ def test_symmetry_correction_defaults_and_errors():
         lvb.init_from_latent(LOW_RANK, {"U": jnp.zeros((5, 2)), "V": jnp.zeros((2, 3))}, jnp.zeros((5, 4)))
     with pytest.raises(BDMCError, match=r"latent\['Z'\] has shape"):
         bvb.init_from_latent(BINARY, {"Z": jnp.zeros((5, 2), jnp.int32)}, jnp.zeros((5, 4)))
+    # A one-hot (n, k) array in place of the labels is refused, not broadcast into a different q.
+    with pytest.raises(BDMCError, match=r"latent\['z'\] has shape \(7, 3\), expected \(7,\)"):
+        cvb.init_from_latent(CLUSTERING, {"z": jnp.zeros((7, 3), jnp.int32)}, jnp.zeros((7, 3)))
 
 
-def test_hint_start_converges_to_a_fixed_point_below_the_exact_value():
-    # The paper's "hint" experiment on a tiny binary instance: start at the generating Z, run to convergence.
-    model = BinaryAttributes(n=5, dim=4, k=3)
+@pytest.mark.parametrize("model, hint", [(BinaryAttributes(n=5, dim=4, k=3), bvb.init_from_latent),
+                                         (Clustering(n=6, dim=2, k=3), cvb.init_from_latent)],
+                         ids=["binary", "clustering"])
+def test_hint_start_converges_to_a_fixed_point_below_the_exact_value(model, hint):
+    # The paper's "hint" experiment on tiny instances: start at the generating latent, run to convergence.
     y, latent = bdmc.simulate(jax.random.key(0), model)
-    start = bvb.init_from_latent(model, latent, y)
+    start = hint(model, latent, y)
     params, bound, iterations = jax.jit(lambda p: coordinate_ascent(model, y, p))(start)
     assert float(model.vb_bound(start, y)) <= float(bound) < float(model.exact_log_marginal(y))
     np.testing.assert_allclose(float(bound), float(model.vb_bound(params, y)), rtol=1e-14)

@@ -1,0 +1,93 @@
+"""Numbers a page in this folder quotes, recomputed from rows.jsonl (tests/test_results_pages.py checks them).
+
+Written by ``benchmarks/vb_hint.py``: one row per model, the latest one counting. Names are ``<model>_<what>`` with
+model ``clustering``, ``low_rank`` or ``binary``; values in nats, VB bounds plain unless the name ends in ``_sym``
+(the symmetry correction added). A page quotes one as ``<!--q:clustering_hinted-->-2128.90<!--/q-->``. There is no
+``QUOTES`` tuple yet: add one listing the quotes once a page here uses them (a listed, unused quote fails the test).
+"""
+
+import json
+from pathlib import Path
+
+MODELS = {"clustering": "clustering", "low_rank": "low-rank", "binary": "binary"}
+
+
+def _row(folder: Path, model: str) -> dict:
+    rows = [json.loads(line) for line in (folder / "rows.jsonl").read_text().splitlines() if line.strip()]
+    mine = [r for r in rows if r["model"] == model]
+    if not mine:
+        raise KeyError(f"{folder}/rows.jsonl has no row for {model}")
+    return mine[-1]
+
+
+def _make(short, model):
+    def truth(folder):
+        """The bench's ground truth log p(y) (forward/reverse AIS average)."""
+        return _row(folder, model)["truth"]
+
+    def random_best(folder):
+        """The best final bound over the random restarts."""
+        return _row(folder, model)["random_best"]
+
+    def random_median(folder):
+        """The median final bound over the random restarts."""
+        return _row(folder, model)["random_quantiles"]["0.5"]
+
+    def hinted(folder):
+        """The final bound of the run started at the generating latent."""
+        return _row(folder, model)["hinted"]
+
+    def hinted_start(folder):
+        """The bound at the hinted start, before any sweep."""
+        return _row(folder, model)["hinted_start"]
+
+    def random_minus_hinted(folder):
+        """Best random minus hinted: >= 0 when the restarts find the hint's optimum or a better one."""
+        return _row(folder, model)["random_minus_hinted"]
+
+    def gap_random(folder):
+        """Truth minus the best random bound."""
+        return _row(folder, model)["truth_minus_random_best"]
+
+    def gap_hinted(folder):
+        """Truth minus the hinted bound."""
+        return _row(folder, model)["truth_minus_hinted"]
+
+    def random_best_sym(folder):
+        """The best random bound with the symmetry correction."""
+        return _row(folder, model)["random_best_sym"]
+
+    def hinted_sym(folder):
+        """The hinted bound with the symmetry correction."""
+        return _row(folder, model)["hinted_sym"]
+
+    def gap_random_sym(folder):
+        """Truth minus the best random bound with the symmetry correction."""
+        row = _row(folder, model)
+        return row["truth"] - row["random_best_sym"]
+
+    def gap_hinted_sym(folder):
+        """Truth minus the hinted bound with the symmetry correction."""
+        row = _row(folder, model)
+        return row["truth"] - row["hinted_sym"]
+
+    def restarts(folder):
+        """The number of random restarts."""
+        return _row(folder, model)["restarts"]
+
+    def reaching_hinted(folder):
+        """Random restarts whose final bound is at least the hinted one minus the stopping tolerance."""
+        return _row(folder, model)["random_reaching_hinted"]
+
+    made = {"truth": truth, "random_best": random_best, "random_median": random_median, "hinted": hinted,
+            "hinted_start": hinted_start, "random_minus_hinted": random_minus_hinted, "gap_random": gap_random,
+            "gap_hinted": gap_hinted, "random_best_sym": random_best_sym, "hinted_sym": hinted_sym,
+            "gap_random_sym": gap_random_sym, "gap_hinted_sym": gap_hinted_sym, "restarts": restarts,
+            "reaching_hinted": reaching_hinted}
+    return {f"{short}_{name}": fn for name, fn in made.items()}
+
+
+_made = {}
+for _short, _model in MODELS.items():
+    _made.update(_make(_short, _model))
+globals().update(_made)

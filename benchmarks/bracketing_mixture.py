@@ -2,11 +2,27 @@
 
 Data: n = 600 points from an equal-weight mixture of five bivariate normals with the paper's means and
 covariances. Model with k components: x_i | z_i = j ~ N(mu_j, Sigma_j), z_i ~ Mn(1, pi),
-mu_j | Sigma_j ~ N(0, Sigma_j / tau), Sigma_j ~ IW(d, S), pi ~ Dir(1/k, ..., 1/k). The paper does not give
-tau, d, S; we use tau = 0.1, d = 4, S = I (prior mean of Sigma_j is I). The model is the package's
-``bdmc.models.niw_mixture.NIWMixture`` with these priors: its Dirichlet-multinomial ``log_prior`` of z and
-its collapsed ``log_density`` (= log p(D, z) at lambda = 1) are the reduced-(pi, mu, Sigma) context's joint
-and enter the other two contexts' joints; the (Sigma, mu) parts and the blocked Gibbs sampler are written here.
+mu_j | Sigma_j ~ N(0, Sigma_j / tau), Sigma_j ~ IW(d, S), pi ~ Dir(alpha, ..., alpha). The paper does not give
+tau, d, S; ``--prior`` picks one of ``PRIORS`` (all with S = scale * I):
+
+    default       tau = 0.1,   d = 4, S = I,    alpha = 1/k   (prior mean of Sigma_j is I, the true scale)
+    dir1          tau = 0.1,   d = 4, S = I,    alpha = 1     (the paper's words "uniform Dirichlet")
+    diffuse-mean  tau = 0.001, d = 4, S = I,    alpha = 1/k   (prior sd of mu_j about 32 Sigma_j^(1/2))
+    broad-cov     tau = 0.1,   d = 4, S = 10 I, alpha = 1/k   (prior mean of Sigma_j 10 I, ten times the truth)
+
+The three alternatives test whether the default prior makes extra components cheap (results page, "Where the
+bounds peak"). An extra component that stays empty costs only its Dirichlet-multinomial term, whatever tau, d and
+S: for z using k - 1 of the k labels, log p(D, z | k) - log p(D, z | k - 1) depends on alpha alone, at least
+-2.0 nats (k = 6) with alpha = 1/k and log((k - 1) / (n + k - 1)), about -4.8 nats, with alpha = 1. dir1 makes
+empty components dearer and occupied ones cheaper; diffuse-mean (a larger Occam factor for each occupied
+component) and broad-cov (a small group of points pays to get its own broad component) make occupied extra
+components dearer.
+
+The model is the package's ``bdmc.models.niw_mixture.NIWMixture`` with the chosen prior, and every other prior
+term here (the (Sigma, mu) parts of the joints, the Gibbs conditionals, the VB updates) reads the prior from that
+model: its Dirichlet-multinomial ``log_prior`` of z and its collapsed ``log_density`` (= log p(D, z) at lambda =
+1) are the reduced-(pi, mu, Sigma) context's joint and enter the other two contexts' joints; the (Sigma, mu)
+parts and the blocked Gibbs sampler are written here.
 
 ONE data set; for each k, ``--reps`` independent Gibbs runs on it (pi, then (Sigma_j, mu_j) from their
 normal-inverse-Wishart conditional, then z), batched with vmap: the paper's Table 2 "repeat simulations"
@@ -23,9 +39,10 @@ cross-fitted on label-aligned halves with a pseudo-count of ``--pseudo-total / k
 to all aligned draws with no pseudo-count), valid from draws that stay in one labelling; and paper-style
 (q fitted in-sample to the raw draws, unsymmetrized), which estimates about log p(D) - log k! for U.
 Per-k results are appended to ``mixture_table2.partial.json`` as they finish (rerunning with the same
-settings resumes).
+settings resumes). A prior other than the default writes ``mixture_table2_<prior>.{json,md,partial.json}`` and
+``mixture_fig4_<prior>.png`` instead, so it never overwrites the default's files.
 
-    python benchmarks/bracketing_mixture.py [--reps 20] [--ks 2,3,...,10] [--sweeps 2000] [--burn 500]
+    python benchmarks/bracketing_mixture.py [--prior default] [--reps 20] [--ks 2,3,...,10] [--sweeps 2000]
 """
 
 from __future__ import annotations
@@ -76,14 +93,36 @@ MEANS = np.array([[0, 0], [3, -3], [3, 3], [-3, 3], [-3, -3]], dtype=float)
 COVS = np.array([[[1, 0], [0, 1]], [[1, .5], [.5, 1]], [[1, -.5], [-.5, 1]], [[1, .5], [.5, 1]], [[1, -.5], [-.5, 1]]],
                 dtype=float)
 N, P = 600, 2
-TAU, DF0, SCALE = 0.1, 4.0, 1.0
-S0 = SCALE * np.eye(P)
 LOG_2PI = float(np.log(2 * np.pi))
+# NIWMixture's prior hyperparameters; alpha None is the Dirichlet concentration 1/k (module docstring).
+PRIORS = {
+    "default": {"tau": 0.1, "df": 4.0, "scale": 1.0, "alpha": None},
+    "dir1": {"tau": 0.1, "df": 4.0, "scale": 1.0, "alpha": 1.0},
+    "diffuse-mean": {"tau": 0.001, "df": 4.0, "scale": 1.0, "alpha": None},
+    "broad-cov": {"tau": 0.1, "df": 4.0, "scale": 10.0, "alpha": None},
+}
 
 
-def mixture_model(k, n=N):
-    """The package's collapsed NIW mixture with k components and this benchmark's priors."""
-    return NIWMixture(n=n, dim=P, k=k, tau=TAU, df=DF0, scale=SCALE)
+def mixture_model(k, n=N, *, prior="default"):
+    """The package's collapsed NIW mixture with k components and the prior ``PRIORS[prior]``."""
+    return NIWMixture(n=n, dim=P, k=k, **PRIORS[prior])
+
+
+def prior_settings(prior):
+    """The prior's name and values, as recorded in the results' settings."""
+    values = dict(PRIORS[prior])
+    values["alpha"] = "1/k" if values["alpha"] is None else values["alpha"]
+    return {"prior": prior, "prior_values": values}
+
+
+def output_name(base, prior):
+    """File name (no suffix) of an output under ``prior``: the default prior keeps the original names."""
+    return base if prior == "default" else f"{base}_{prior}"
+
+
+def scale_matrix(model):
+    """The inverse-Wishart scale matrix S of the model's prior."""
+    return model.scale * jnp.eye(P)
 
 
 def simulate(key, n=N):
@@ -99,6 +138,17 @@ def cluster_stats(model, x, z):
     counts, _, sums, second = model.stats(z, x, jnp.ones(x.shape[0], x.dtype))
     scatter = second - jnp.einsum("ja,jb->jab", sums, sums) / (model.tau + counts)[:, None, None]
     return counts, sums, scatter
+
+
+def niw_conditional(model, x, z):
+    """Parameters of p(pi, Sigma, mu | z, D) under the model's prior.
+
+    pi ~ Dir(alpha + N_j), Sigma_j ~ IW(d + N_j, S + S_j), mu_j | Sigma_j ~ N(sum_j / kappa_j, Sigma_j / kappa_j)
+    with kappa_j = tau + N_j. Returns ``(alpha_post, df_post, scale_post, mean, kappa)``.
+    """
+    counts, sums, scatter = cluster_stats(model, x, z)
+    kap = model.tau + counts
+    return model.concentration + counts, model.df + counts, scale_matrix(model) + scatter, sums / kap[:, None], kap
 
 
 def log_iw(S, df, scale):
@@ -117,7 +167,8 @@ def log_joint_z_sigma(model, x):
     def f(th):
         counts, _, scatter = cluster_stats(model, x, th["z"])
         Sig = th["Sigma"]
-        per = (jax.vmap(lambda s: log_iw(s, DF0, jnp.asarray(S0)))(Sig) + 0.5 * P * jnp.log(TAU / (TAU + counts))
+        per = (jax.vmap(lambda s: log_iw(s, model.df, scale_matrix(model)))(Sig)
+               + 0.5 * P * jnp.log(model.tau / (model.tau + counts))
                - 0.5 * counts * (P * LOG_2PI + pd_logdet(Sig))
                - 0.5 * jnp.trace(pd_inverse(Sig) @ scatter, axis1=-2, axis2=-1))
         return model.log_prior({"z": th["z"]}) + jnp.sum(per)
@@ -128,8 +179,8 @@ def log_joint_full(model, x):
     """log p(D, z, mu, Sigma): pi integrated out (the standard, reduced-pi context)."""
     def f(th):
         z, mu, Sig = th["z"], th["mu"], th["Sigma"]
-        prior_mu = jax.vmap(lambda m, s: MultivariateNormal._log_prob_event(m, jnp.zeros(P), s / TAU))(mu, Sig)
-        prior_s = jax.vmap(lambda s: log_iw(s, DF0, jnp.asarray(S0)))(Sig)
+        prior_mu = jax.vmap(lambda m, s: MultivariateNormal._log_prob_event(m, jnp.zeros(P), s / model.tau))(mu, Sig)
+        prior_s = jax.vmap(lambda s: log_iw(s, model.df, scale_matrix(model)))(Sig)
         lik = jax.vmap(lambda xi, zi: MultivariateNormal._log_prob_event(xi, mu[zi], Sig[zi]))(x, z)
         return model.log_prior({"z": z}) + jnp.sum(prior_mu) + jnp.sum(prior_s) + jnp.sum(lik)
     return f
@@ -141,11 +192,9 @@ def gibbs(key, model, x, *, sweeps, burn):
 
     def sweep(z, kk):
         k1, k2, k3, k4 = jax.random.split(kk, 4)
-        counts, sums, scatter = cluster_stats(model, x, z)
-        pi = jax.random.dirichlet(k1, 1.0 / k + counts)
-        Sig = jax.vmap(InverseWishart._sample_event)(jax.random.split(k2, k), DF0 + counts, S0 + scatter)
-        kap = TAU + counts
-        mean = sums / kap[:, None]
+        alpha_post, df_post, scale_post, mean, kap = niw_conditional(model, x, z)
+        pi = jax.random.dirichlet(k1, alpha_post)
+        Sig = jax.vmap(InverseWishart._sample_event)(jax.random.split(k2, k), df_post, scale_post)
         mu = mean + jnp.einsum("jab,jb->ja", pd_cholesky(Sig / kap[:, None, None]),
                                jax.random.normal(k3, (k, P)))
         # log N(x_i; mu_j, Sigma_j) for all (j, i): one inverse and log-determinant per component.
@@ -162,21 +211,22 @@ def gibbs(key, model, x, *, sweeps, burn):
     return jax.tree.map(lambda a: a[burn:], draws)
 
 
-def cavi_updates(x, k):
-    """Eq. (7) for q(pi) Dir x prod_j N(mu_j) IW(Sigma_j) x prod_i Mn(z_i) on the full model."""
+def cavi_updates(model, x):
+    """Eq. (7) for q(pi) Dir x prod_j N(mu_j) IW(Sigma_j) x prod_i Mn(z_i) on the full model, under its prior."""
+    alpha, tau, df, S = model.concentration, model.tau, model.df, scale_matrix(model)
 
     def r_of(q):
         return q["z"].probs  # (n, k)
 
     def pi_update(q):
-        return Dirichlet(1.0 / k + r_of(q).sum(0))
+        return Dirichlet(alpha + r_of(q).sum(0))
 
     def mu_update(q):
         r = r_of(q)
         Nk = r.sum(0)
         Einv = q["Sigma"].expected_inverse()
-        prec = (TAU + Nk)[:, None, None] * Einv
-        return MultivariateNormal((r.T @ x) / (TAU + Nk)[:, None], pd_inverse(prec))
+        prec = (tau + Nk)[:, None, None] * Einv
+        return MultivariateNormal((r.T @ x) / (tau + Nk)[:, None], pd_inverse(prec))
 
     def sigma_update(q):
         r = r_of(q)
@@ -184,8 +234,8 @@ def cavi_updates(x, k):
         nu, Om = q["mu"].mean, q["mu"].cov
         d = x[None, :, :] - nu[:, None, :]  # (k, n, p)
         scat = jnp.einsum("kn,kna,knb->kab", r.T, d, d) + Nk[:, None, None] * Om
-        prior = TAU * (jnp.einsum("ka,kb->kab", nu, nu) + Om)
-        return InverseWishart(DF0 + Nk + 1.0, S0 + scat + prior)
+        prior = tau * (jnp.einsum("ka,kb->kab", nu, nu) + Om)
+        return InverseWishart(df + Nk + 1.0, S + scat + prior)
 
     def z_update(q):
         e_log_pi = digamma(q["pi"].alpha) - digamma(q["pi"].alpha.sum())
@@ -199,11 +249,13 @@ def cavi_updates(x, k):
     return {"pi": pi_update, "mu": mu_update, "Sigma": sigma_update, "z": z_update}
 
 
-def vb_init(key, x, k):
+def vb_init(key, model, x):
+    k = model.k
     r = jax.random.dirichlet(key, jnp.ones(k), (x.shape[0],))
     return MeanField({
         "pi": Dirichlet(jnp.ones(k)), "mu": MultivariateNormal(jnp.zeros((k, P)), jnp.tile(jnp.eye(P), (k, 1, 1))),
-        "Sigma": InverseWishart(jnp.full((k,), DF0), jnp.tile(jnp.asarray(S0), (k, 1, 1))), "z": Categorical(r)})
+        "Sigma": InverseWishart(jnp.full((k,), model.df), jnp.tile(scale_matrix(model), (k, 1, 1))),
+        "z": Categorical(r)})
 
 
 def gibbs_chains(key, model, x, *, reps, sweeps, burn):
@@ -272,8 +324,8 @@ def one_rep(key, model, x, post, *, num_draws, pseudo_count, ctx, vb_run):
     out["vb_last_change"] = float(changes[-1])
     # Identity check of the log joints: log p(D, z) = log p(D, z, Sigma) - log p(Sigma | z, D).
     th = {n: jnp.asarray(v[-1]) for n, v in post.items()}
-    counts, _, scatter = cluster_stats(model, x, th["z"])
-    cond = jnp.sum(jax.vmap(log_iw)(th["Sigma"], DF0 + counts, S0 + scatter))
+    _, df_post, scale_post, _, _ = niw_conditional(model, x, th["z"])
+    cond = jnp.sum(jax.vmap(log_iw)(th["Sigma"], df_post, scale_post))
     out["identity_error"] = float(ctx["2"][1](th) - cond - ctx["1"][1](th))
     # Fraction of labels that alignment to the run's consensus labelling changes (0: no label switching).
     out["switch_fraction"] = float(np.mean(post["z"] != aligned_all["z"]))
@@ -285,9 +337,9 @@ NAMES = ["U3", "U2", "U1", "L1", "L2", "L3", "L4"]
 
 def write_outputs(out: Path, rows, settings, seconds):
     rows = sorted(rows, key=lambda r: r["k"])
-    (out / "mixture_table2.json").write_text(json.dumps({"settings": settings, "seconds": seconds, "rows": rows},
-                                                        indent=1))
-    lines = []
+    stem = output_name("mixture_table2", settings["prior"])
+    (out / f"{stem}.json").write_text(json.dumps({"settings": settings, "seconds": seconds, "rows": rows}, indent=1))
+    lines = [f"Prior {settings['prior']}: {settings['prior_values']}", ""]
     for variant, title in (("sym", "label-symmetrized q (cross-fitted U)"),
                            ("paper", "paper-style q (in-sample U, unsymmetrized)")):
         lines += [f"**{title}** (mean ± sd over replicate chains)", "",
@@ -302,7 +354,7 @@ def write_outputs(out: Path, rows, settings, seconds):
         lines.append(f"| {r['k']} | {r['U1_sym'] - r['L1_sym']:.2f} | {r['U1_paper'] - r['L1_paper']:.2f} | "
                      f"{r['L1_sym'] - r['L1_paper']:.2f} | {math.lgamma(r['k'] + 1):.2f} | "
                      f"{r['per_rep_U1_paper<L1_sym']}/{r['reps']} | {r['switch_fraction']:.3f} | {r['seconds']:.0f} |")
-    (out / "mixture_table2.md").write_text("\n".join(lines) + f"\n\nTotal {seconds:.0f} s; settings {settings}.\n")
+    (out / f"{stem}.md").write_text("\n".join(lines) + f"\n\nTotal {seconds:.0f} s; settings {settings}.\n")
     print("\n".join(lines), flush=True)
 
     import matplotlib
@@ -317,13 +369,17 @@ def write_outputs(out: Path, rows, settings, seconds):
                     capsize=2, label=n.replace("_sym", " (sym)").replace("_paper", " (paper)"))
     ax.set_xlabel("number of components k")
     ax.set_ylabel("log marginal likelihood bound")
+    ax.set_title(f"prior: {settings['prior']}", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out / "mixture_fig4.png", dpi=120)
+    fig.savefig(out / f"{output_name('mixture_fig4', settings['prior'])}.png", dpi=120)
 
 
-def main():
+def parse_args(argv=None):
     ap = argparse.ArgumentParser()
+    ap.add_argument("--prior", choices=list(PRIORS), default="default",
+                    help="hyperparameters tau, d, S, alpha of the model (module docstring); a prior other than the "
+                         "default writes its own files")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--ks", default="2,3,4,5,6,7,8,9,10")
     ap.add_argument("--sweeps", type=int, default=1500)
@@ -335,11 +391,21 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="benchmarks/results/bracketing")
     ap.add_argument("--fresh", action="store_true", help="ignore per-k results already written")
-    args = ap.parse_args()
+    return ap.parse_args(argv)
+
+
+def run_settings(args):
+    """What a resumed run must share with the partial results it resumes, the prior's values included."""
+    settings = {n: v for n, v in vars(args).items() if n not in ("out", "fresh", "ks", "prior")}
+    return {**settings, **prior_settings(args.prior)}
+
+
+def main():
+    args = parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    settings = {n: v for n, v in vars(args).items() if n not in ("out", "fresh", "ks")}
-    partial = out / "mixture_table2.partial.json"
+    settings = run_settings(args)
+    partial = out / f"{output_name('mixture_table2', args.prior)}.partial.json"
     rows = []
     if partial.exists() and not args.fresh:
         saved = json.loads(partial.read_text())
@@ -356,15 +422,15 @@ def main():
         tk = time.perf_counter()
         kk = jax.random.fold_in(k_runs, k)
         k_chain, k_bounds = jax.random.split(kk)
-        model = mixture_model(k, n=x.shape[0])
+        model = mixture_model(k, n=x.shape[0], prior=args.prior)
         post = jax.jit(lambda kc, model=model: gibbs_chains(kc, model, x, reps=args.reps, sweeps=args.sweeps,
                                                             burn=args.burn))(k_chain)
         post = jax.tree.map(np.asarray, post)
         t_gibbs = time.perf_counter() - tk
         # Built once per k: the compiled bound evaluations are cached on these function objects.
         ctx = contexts(model, x)
-        vb_run = jax.jit(lambda kv, k=k: coordinate_ascent(vb_init(kv, x, k), cavi_updates(x, k),
-                                                           num_iterations=args.vb_iterations))
+        vb_run = jax.jit(lambda kv, model=model: coordinate_ascent(vb_init(kv, model, x), cavi_updates(model, x),
+                                                                   num_iterations=args.vb_iterations))
         reps = [one_rep(kb, model, x, {n: v[r] for n, v in post.items()}, num_draws=args.draws,
                         pseudo_count=args.pseudo_total / k, ctx=ctx, vb_run=vb_run)
                 for r, kb in enumerate(jax.random.split(k_bounds, args.reps))]

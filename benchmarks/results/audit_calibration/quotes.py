@@ -8,7 +8,7 @@ from scipy import stats
 SAMPLERS = {"numpyro": "numpyro-nuts", "pymc": "pymc-nuts", "stan": "stan-nuts", "hmc": "hmc"}
 QUOTES = tuple(f"{s}_{q}" for s in SAMPLERS for q in ("audits", "fails", "hi", "remaining")) + ("numpyro_lo",
     "remaining", "pymc_schools_quiet", "stan_schools_quiet", "here_latest",
-    "total", "total_again", "prior_expected", "c73_rows", "stan_lo",
+    "total", "total_again", "prior_expected", "c73_rows", "a4a_rows", "stan_lo",
     "regression_numpyro_audits", "regression_numpyro_fails", "regression_numpyro_lo", "lent_audits")
 
 
@@ -113,3 +113,8 @@ def c73_rows(folder):
     """Rows of the run at commit c73fc20."""
     return sum(r["commit"] == "c73fc20" for r in _rows(folder))
 
+
+
+def a4a_rows(folder):
+    """Rows of the run at commit a4a6144."""
+    return sum(r["commit"] == "a4a6144" for r in _rows(folder))

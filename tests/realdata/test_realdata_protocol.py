@@ -173,3 +173,24 @@ def test_uncentred_movielens_ratings_break_forward_consistency(centre):
     assert set(res.runs["condition"]) == {"forward-real", "forward-simulated"}
     assert res.forward.consistent == centre, res.forward.summary()
     assert load_movielens(centre=centre)["ratings"].mean() == pytest.approx(0.0 if centre else 3.862, abs=1e-3)
+
+
+def test_a_directory_from_before_num_runs_was_named_so_resumes(tmp_path):
+    """settings.json written when the setting was "num_chains" names the same setting as "num_runs"."""
+    import bdmc.realdata.protocol as protocol
+
+    config = protocol.run_config(jax.random.key(0), hyperparameters=["sigma_sq"], num_runs=100)
+    protocol.open_run_store(tmp_path, config, context={"model": "ar1"})
+    path = tmp_path / "settings.json"
+
+    def rename(chains):
+        saved = json.loads(path.read_text())
+        saved["settings"].pop("num_runs", None)
+        saved["settings"]["num_chains"] = chains
+        path.write_text(json.dumps(saved))
+
+    rename(100)
+    protocol.open_run_store(tmp_path, config, context={"model": "ar1"})  # the same settings: resumed
+    rename(50)
+    with pytest.raises(BDMCError, match="num_runs: 50 -> 100"):
+        protocol.open_run_store(tmp_path, config, context={"model": "ar1"})

@@ -292,8 +292,12 @@ def open_run_store(out, config: Mapping[str, Any], *, context: Mapping[str, Any]
     out = Path(out)
 
     def legacy(previous):
+        # settings.json written before "num_chains" was renamed "num_runs" names the same setting.
+        if previous is not None:
+            renamed = {("num_runs" if k == "num_chains" else k): v for k, v in previous.items()}
+            return renamed if "num_runs" not in previous else previous
         # Directories written before settings.json existed: the fit's config holds the row settings.
-        if previous is not None or not (out / FIT_NAME).exists():
+        if not (out / FIT_NAME).exists():
             return previous
         try:
             return {**settings, **json.loads((out / FIT_NAME).read_text())["config"]}

@@ -24,7 +24,6 @@ NUMBER = re.compile(r"^[+-]?([0-9,]*\.?[0-9]+)([eE][+-]?[0-9]+)?$")
 
 # Results pages that carry no marker, each with its reason. A page not named here and without a marker fails.
 EXEMPT = {
-    "alarm_power": "stale pending a rerun: its rows were taken under the library's old per-T alarm",
 }
 
 

@@ -20,6 +20,9 @@ summary goes to ``time_to_rmse_<model>.md``, and the table over every model run 
 
     python benchmarks/time_to_rmse.py --model clustering
     python benchmarks/time_to_rmse.py --model binary --estimators ns --knobs ns=1,5 --trials ns=0 --repeats 6
+    python benchmarks/time_to_rmse.py --model binary --estimators ns --knobs ns=5 --trials ns=0 --repeats 25 \
+        --ns-particles 4 --truth-from benchmarks/results/time_to_rmse_binary.jsonl \
+        --out benchmarks/results/time_to_rmse_ns_particles     # more live particles: a series of its own
 """
 
 from __future__ import annotations
@@ -68,6 +71,8 @@ def main(argv=None) -> int:
         return 1
     for name in args.estimators:
         settings = {**base, "estimator": name, "trials": args.trials[name], "repeats": args.repeats}
+        if name == "ns" and args.ns_particles != 2:  # the default stays out, so earlier rows still match
+            settings["num_particles"] = args.ns_particles
         _sweep(args, name, model, data, k_runs, settings, truth_row["truth"], rows, log_path, console)
     print(write_reports(args.out, args.model))
     return 0
@@ -89,6 +94,8 @@ def _parse(argv):
     ap.add_argument("--truth-runs", type=int, default=16)
     ap.add_argument("--truth-tol", type=float, default=1.0)
     ap.add_argument("--truth-from", type=Path, default=None, help="an earlier JSONL with a matching truth row")
+    ap.add_argument("--ns-particles", type=int, default=2,
+                    help="nested sampling's live particles (the paper's 2); another value is its own series")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
@@ -193,13 +200,13 @@ def _run_knob(name, model, data, key, knob, settings, truth) -> dict:
     load = os.getloadavg()
     runs, batch = [], None
     if settings["trials"] > 0:
-        batch = _call(name, jax.random.fold_in(key, 0), model, data, knob, settings["trials"])
+        batch = _call(name, jax.random.fold_in(key, 0), model, data, knob, settings["trials"], settings)
         runs += [float(v) for v in batch.runs]
     single = []
     for r in range(settings["repeats"]):
         bdmc.clear_caches()  # each timed run pays what a first call in a fresh process pays
         start = time.perf_counter()
-        est = _call(name, jax.random.fold_in(key, 1 + r), model, data, knob, 1)
+        est = _call(name, jax.random.fold_in(key, 1 + r), model, data, knob, 1, settings)
         wall = time.perf_counter() - start
         single.append({"value": float(est.value), "seconds": est.seconds, "compile_seconds": est.compile_seconds,
                        "wall_cold": wall, "n_evals": int(est.n_evals)})
@@ -212,13 +219,14 @@ def _run_knob(name, model, data, key, knob, settings, truth) -> dict:
             **_provenance(load)}
 
 
-def _call(name, key, model, data, knob, num_runs):
+def _call(name, key, model, data, knob, num_runs, settings):
     """The public estimator with its defaults plus the knob (and no progress bar)."""
     if name == "ais":
         return bdmc.forward_ais(key, model, data, num_steps=knob, num_runs=num_runs, progress=False)
     if name == "smc":
         return bdmc.smc(key, model, data, num_moves=knob, num_runs=num_runs, progress=False)
-    return bdmc.estimators.nested_sampling(key, model, data, num_moves=knob, num_runs=num_runs)
+    return bdmc.estimators.nested_sampling(key, model, data, num_moves=knob, num_runs=num_runs,
+                                           num_particles=settings.get("num_particles", 2))
 
 
 # ------------------------------------------------------------------------------------------------ storage

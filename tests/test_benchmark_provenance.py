@@ -23,6 +23,8 @@ ALLOWED = {
     # checkout's: a provenance entry would differ between any two runs, and its commit would name this
     # checkout, not the bdmc under test (run with PYTHONPATH pointing at another checkout's src/)
     "same_numbers.py": "a fingerprint compared key by key, not a results row",
+    # writes, from git history, the provenance of results files that predate stamp(): an index, not a row
+    "legacy_provenance.py": "an index of older files' commits, recovered from git history",
 }
 
 WRITERS = {"dump", "dumps", "to_csv", "append_row", "RunStore"}
@@ -82,3 +84,24 @@ def test_negative_control():
     assert not unstamped(plain.replace("{'x': 1}", "{'x': 1, **stamp()}"))
     assert not unstamped("from peers import append_row, load_rows\nappend_row('rows.jsonl', {})\n")
     assert not unstamped("print('no rows')\n")
+
+
+def test_every_results_file_names_its_commit():
+    """A results data file carries its rows' commit, or legacy_provenance.json gives the commits that added and
+    last changed it (recovered from git history; rerun ``python benchmarks/legacy_provenance.py``)."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from legacy_provenance import OUT, RESULTS, carries_commit
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    legacy = json.loads(OUT.read_text())["files"]
+    files = [p for p in RESULTS.rglob("*") if p.suffix in (".csv", ".json", ".jsonl") and p.is_file() and p != OUT]
+    missing = [str(p.relative_to(RESULTS)) for p in files
+               if not carries_commit(p) and str(p.relative_to(RESULTS)) not in legacy]
+    assert not missing, f"results files with no commit of their own and no legacy_provenance.json entry: {missing}"
+    gone = [name for name in legacy if not (RESULTS / name).exists()]
+    assert not gone, f"legacy_provenance.json lists files that are gone: {gone}"
+    assert all(e["added_in"] and e["last_changed_in"] for e in legacy.values())

@@ -55,6 +55,8 @@ PER_RUN = {
                   lambda f, r: 100 * _worst(f, r)["relative"]),
     "worst_T": ("the chain length where it is", lambda f, r: _worst(f, r)["num_steps"]),
     "worst_z": ("its z", lambda f, r: _worst(f, r)["z"]),
+    "worst_climb": ("the larger climb at that chain length (nats)",
+                    lambda f, r: max(-_worst(f, r)[k] for k in ("climb_real", "climb_simulated"))),
     "rev_pct": ("the reverse verdict's spread over S as a percent of the gap (floored at 1 nat)",
                 lambda f, r: 100 * _json(f, r, "verdict.json")["reverse_relative"]),
     "bhat": ("B-hat at the largest T", lambda f, r: _bhat(f, r)["b_hat"]),
@@ -93,6 +95,13 @@ PER_T = {
     "kp": ("Kruskal-Wallis p across S", lambda f, r, t: _at(_csv(f, r, "reverse_agreement.csv"), t)["kruskal_p"]),
     "bhat": ("B-hat (largest S)", lambda f, r, t: _bhat(f, r, t)["b_hat"]),
     "bhat_se": ("its stderr", lambda f, r, t: _bhat(f, r, t)["b_hat_stderr"]),
+    "lowest_forward": ("the lowest forward chain's log-ML, real or simulated data", lambda f, r, t:
+                       min(x["log_ml"] for x in _csv(f, r, "runs.csv")
+                           if x["num_steps"] == t and x["condition"].startswith("forward"))),
+    "median_forward_sim": ("the median forward chain's log-ML on the simulated data", lambda f, r, t:
+                           __import__("statistics").median(x["log_ml"] for x in _csv(f, r, "runs.csv")
+                                                           if x["num_steps"] == t
+                                                           and x["condition"] == "forward-simulated")),
 }
 
 
@@ -136,7 +145,7 @@ _made = {}
 for _run in RUNS:
     for _what in PER_RUN:
         _made[f"{_ident(_run)}__{_what}"] = _make_run(_run, _what)
-    for _t in (10, 100, 1000):
+    for _t in (10, 30, 100, 300, 1000):
         for _what in PER_T:
             _made[f"{_ident(_run)}__T{_t}_{_what}"] = _make_t(_run, _what, _t)
     for _hp in _json(HERE, _run, "verdict.json")["hyperparameters"]:
@@ -154,6 +163,12 @@ for _family in FAMILIES:
         for _which in ("lo", "hi"):
             _made[f"{_family}__{_what}_{_which}"] = _make_range(_family, _get, _which)
 globals().update(_made)
+
+
+def kp_lo_but_mf(folder):
+    """The least Kruskal-Wallis p over every run and T but matrix factorization's and AR(1) in Stan."""
+    return min(x["kruskal_p"] for r in RUNS if not r.startswith("matrix-factorization") and r != "ar1-stan"
+               for x in _csv(folder, r, "reverse_agreement.csv"))
 
 
 def linreg_numpyro_pymc_kp_lo_T100up(folder):
@@ -211,44 +226,47 @@ speedup_linreg, speedup_logreg, speedup_mixture = (_speedup(m) for m in ("linear
 TABLE = ("worst_pct", "worst_T", "worst_z", "rev_pct", "bhat", "bhat_se", "seconds")
 TEXT = (
     "mixture_numpyro__t1000_lo", "mixture_numpyro__t1000_hi", "mixture_stan__t1000_lo", "mixture_stan__t1000_hi",
-    "speedup_linreg", "speedup_logreg", "speedup_mixture", "linreg__hp_sigma_sq_lo", "linreg__hp_sigma_sq_hi",
-    "linreg__hp_scale_sq_lo", "linreg__hp_scale_sq_hi", "linreg__T100_rel_pct_lo", "linreg__T100_rel_pct_hi",
-    "linreg__T100_larger_climb_lo", "linreg__T100_larger_climb_hi", "linreg__T100_absz_lo", "linreg__T100_absz_hi",
-    "linreg__spread_max_hi", "linear_regression_stan__T100_spread_pct_gap", "linreg_numpyro_pymc_kp_lo_T100up",
-    "linear_regression_stan__T100_kp", "linear_regression_stan__T1000_kp", "linear_regression_numpyro__T10_kp",
-    "linear_regression_pymc__T10_kp", "linear_regression_stan__T10_kp", "logreg__hp_scale_sq_lo",
-    "logreg__hp_scale_sq_hi", "logistic_regression_numpyro__T10_rel_pct",
-    "logistic_regression_numpyro__T10_larger_climb", "logistic_regression_numpyro__T10_z", "logreg__spread_max_hi",
+    "speedup_linreg", "speedup_logreg", "speedup_mixture", "linear_regression_numpyro__worst_climb",
+    "linear_regression_pymc__worst_climb", "linear_regression_stan__worst_climb", "linreg__spread_max_hi",
+    "linear_regression_stan__T100_spread_pct_gap", "linear_regression_numpyro__T10_kp",
+    "linear_regression_stan__T100_kp", "linear_regression_stan__T300_lowest_forward",
+    "linear_regression_stan__T300_median_forward_sim", "logistic_regression_numpyro__worst_climb",
+    "logistic_regression_pymc__worst_climb", "logistic_regression_stan__worst_climb",
+    "logistic_regression_numpyro__T10_rel_pct", "logistic_regression_numpyro__T10_z", "logreg__spread_max_hi",
     "logistic_numpyro_kp_lo", "logistic_regression_pymc__T100_kp", "logistic_regression_stan__T10_kp",
+    "logistic_regression_numpyro__T30_bhat", "logistic_regression_numpyro__T30_bhat_se",
     "logistic_regression_numpyro__T100_bhat", "logistic_regression_numpyro__T100_bhat_se",
+    "logistic_regression_numpyro__T300_bhat", "logistic_regression_numpyro__T300_bhat_se",
     "logistic_regression_numpyro__T1000_bhat", "logistic_regression_numpyro__T1000_bhat_se",
     "matrix_factorization_numpyro__T10_rel_pct", "matrix_factorization_numpyro__T10_larger_climb",
-    "matrix_factorization_numpyro__T10_z", "mf_numpyro_T10_p", "matrix_factorization_numpyro__T100_climb_real",
-    "matrix_factorization_numpyro__T100_climb_sim", "mf_numpyro_rev_pct_lo", "mf_numpyro_rev_pct_hi",
-    "matrix_factorization_stan__T10_rel_pct", "matrix_factorization_stan__T10_larger_climb",
-    "matrix_factorization_stan__T10_z", "matrix_factorization_stan__T100_kp",
-    "matrix_factorization_stan__T10_spread", "matrix_factorization_stan__T100_spread", "ar1_numpyro__T100_rel_pct",
-    "ar1_numpyro__T100_larger_climb", "ar1_numpyro__T100_z", "ar1_numpyro__T10_kp", "ar1_numpyro__T100_kp",
-    "ar1_numpyro__T1000_kp", "ar1_stan__T100_rel_pct", "ar1_stan__T100_larger_climb", "ar1_stan__T100_z",
-    "ar1_stan__T10_spread", "ar1_stan__T10_gap", "ar1_stan__T10_spread_pct_gap", "mixture_numpyro__T10_climb_real",
-    "mixture_numpyro__T10_climb_sim", "mixture_numpyro__T10_rel_pct", "mixture_numpyro__T10_z",
-    "mixture_numpyro__T100_climb_real", "mixture_numpyro__T100_climb_sim", "mixture_numpyro__spread_max",
-    "mixture_numpyro__T100_rev_pct", "mixture_numpyro__T100_gap", "mixture_numpyro__T10_kp",
-    "mixture_numpyro__T10_spread_pct_gap", "mixture_numpyro_kp_lo_T100up", "mixture_numpyro__T100_bhat",
-    "mixture_numpyro__T100_bhat_se", "mixture_numpyro__T1000_bhat", "mixture_numpyro__T1000_bhat_se",
-    "mixture_stan__T10_climb_real", "mixture_stan__T10_climb_sim", "mixture_stan__T10_rel_pct",
-    "mixture_stan__T10_z", "mixture_stan__T1000_spread", "mixture_stan__T1000_gap", "mixture_stan__T1000_rev_pct",
-    "mixture_stan__T1000_kp", "mixture_stan__T100_bhat", "mixture_stan__T100_bhat_se", "mixture_stan__T1000_bhat",
-    "mixture_stan__T1000_bhat_se", "matrix_factorization_uncentred_numpyro__T10_climb_real",
+    "matrix_factorization_numpyro__T10_z", "mf_numpyro_T10_p", "matrix_factorization_numpyro__T30_rel_pct",
+    "matrix_factorization_numpyro__T100_rel_pct", "matrix_factorization_numpyro__T300_rel_pct",
+    "matrix_factorization_numpyro__T100_climb_real", "matrix_factorization_numpyro__T100_climb_sim",
+    "matrix_factorization_stan__worst_climb", "matrix_factorization_stan__T300_lowest_forward",
+    "matrix_factorization_stan__T300_median_forward_sim", "mf_numpyro_rev_pct_lo", "mf_numpyro_rev_pct_hi",
+    "ar1_numpyro__worst_climb", "ar1_numpyro__T10_kp", "ar1_numpyro__T300_kp", "ar1_stan__worst_climb",
+    "ar1_stan__T10_kp", "ar1_stan__T10_spread", "ar1_stan__T10_gap", "ar1_stan__T10_spread_pct_gap",
+    "mixture_numpyro__T10_climb_real", "mixture_numpyro__T10_climb_sim", "mixture_numpyro__T10_rel_pct",
+    "mixture_numpyro__T10_z", "mixture_numpyro__T100_climb_real", "mixture_numpyro__T100_climb_sim",
+    "mixture_numpyro__spread_max", "mixture_numpyro__T100_rev_pct", "mixture_numpyro__T100_gap",
+    "mixture_numpyro__T10_kp", "mixture_numpyro__T10_spread_pct_gap", "mixture_numpyro_kp_lo_T100up",
+    "mixture_numpyro__T100_bhat", "mixture_numpyro__T100_bhat_se", "mixture_numpyro__T1000_bhat",
+    "mixture_numpyro__T1000_bhat_se", "mixture_stan__T10_climb_real", "mixture_stan__T10_climb_sim",
+    "mixture_stan__T10_rel_pct", "mixture_stan__T10_z", "mixture_stan__T1000_spread", "mixture_stan__T1000_gap",
+    "mixture_stan__T1000_rev_pct", "mixture_stan__T1000_kp", "mixture_stan__T100_bhat", "mixture_stan__T100_bhat_se",
+    "mixture_stan__T1000_bhat", "mixture_stan__T1000_bhat_se",
+    "matrix_factorization_uncentred_numpyro__T10_climb_real",
     "matrix_factorization_uncentred_numpyro__T10_climb_sim", "matrix_factorization_uncentred_numpyro__T10_rel_pct",
     "matrix_factorization_uncentred_numpyro__T10_z", "rev_pct_hi_but_mixture_stan",
+    "matrix_factorization_numpyro__T10_kp", "matrix_factorization_numpyro__T100_kp",
     "matrix_factorization_numpyro__T10_spread", "matrix_factorization_numpyro__T100_spread",
     "matrix_factorization_numpyro__T10_gap", "matrix_factorization_numpyro__T100_gap",
+    "matrix_factorization_stan__T10_kp", "matrix_factorization_stan__T100_kp",
+    "matrix_factorization_stan__T10_spread", "matrix_factorization_stan__T100_spread",
     "matrix_factorization_stan__T10_gap", "matrix_factorization_stan__T100_gap",
-    "matrix_factorization_numpyro__bhat_T10_moves", "matrix_factorization_numpyro__T10_bhat_se",
-    "matrix_factorization_stan__T10_kp", "ar1_stan__T10_kp", "matrix_factorization_numpyro__T10_kp",
-    "matrix_factorization_numpyro__T100_kp", "matrix_factorization_uncentred_numpyro__T10_kp",
-    "matrix_factorization_uncentred_numpyro__T100_kp", "matrix_factorization_uncentred_numpyro__T1000_kp",
+    "matrix_factorization_uncentred_numpyro__T10_kp", "matrix_factorization_uncentred_numpyro__T100_kp",
+    "matrix_factorization_uncentred_numpyro__T1000_kp", "matrix_factorization_numpyro__bhat_T10_moves",
+    "matrix_factorization_numpyro__T10_bhat_se",
 )
 QUOTES = tuple(f"{_ident(r)}__{w}" for r in RUNS for w in TABLE) + tuple(
     f"{_ident(r)}__hp_{h}" for r in RUNS for h in _json(HERE, r, "verdict.json")["hyperparameters"]) + TEXT

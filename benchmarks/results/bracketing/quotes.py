@@ -526,3 +526,56 @@ TEXT = (
     "n600_U1_paper", "n600_runs", "n600_gap100", "n600_gap1000",
 )
 QUOTES = TABLES + TEXT
+
+
+# Table 2 under other stated priors (``bracketing_mixture.py --prior NAME``; "default" is mixture_table2.json):
+# medians over the replicate chains, robust to the chains that had not merged their clusters by burn-in's end.
+PRIORS = {"default": "mixture_table2.json", "diffuse": "mixture_table2_diffuse-mean.json",
+          "broadcov": "mixture_table2_broad-cov.json", "dir1": "mixture_table2_dir1.json"}
+PRIOR_KS = range(4, 11)
+
+
+def _prior_row(folder, prior, k):
+    return next(r for r in _json(folder, PRIORS[prior])["rows"] if r["k"] == k)
+
+
+def _prior_median(folder, prior, k, bound):
+    return statistics.median(_prior_row(folder, prior, k)[f"{bound}_sym_values"])
+
+
+def _prior_peak(folder, prior, bound):
+    ks = [r["k"] for r in _json(folder, PRIORS[prior])["rows"]]
+    return max(ks, key=lambda k: _prior_median(folder, prior, k, bound))
+
+
+PRIOR_QUOTES = []
+for _p in PRIORS:
+    for _k in PRIOR_KS:
+        for _b in ("U1", "L1"):
+            _add(f"pr_{_p}_k{_k}_{_b}", lambda f, p=_p, k=_k, b=_b: _prior_median(f, p, k, b),
+                 f"Prior {_p}, k = {_k}: median {_b}_sym over the runs.")
+            PRIOR_QUOTES.append(f"pr_{_p}_k{_k}_{_b}")
+    _add(f"pr_{_p}_L1_peak", lambda f, p=_p: _prior_peak(f, p, "L1"), f"Prior {_p}: the k with the highest median L1.")
+    _add(f"pr_{_p}_rise", lambda f, p=_p: _prior_median(f, p, 10, "U1") - _prior_median(f, p, 5, "U1"),
+         f"Prior {_p}: median U1_sym at k = 10 minus at k = 5.")
+    _add(f"pr_{_p}_l1_fall", lambda f, p=_p: max(_prior_median(f, p, 5, "L1") - _prior_median(f, p, k, "L1")
+                                                 for k in range(6, 11)),
+         f"Prior {_p}: the largest fall of median L1_sym from k = 5 over k = 6..10.")
+    PRIOR_QUOTES += [f"pr_{_p}_L1_peak", f"pr_{_p}_rise"]
+_add("pr_diffuse_reps", lambda f: _json(f, PRIORS["diffuse"])["settings"]["reps"], "Runs per k under diffuse-mean.")
+PRIOR_QUOTES += ["pr_diffuse_reps", "pr_broadcov_l1_fall"]
+
+
+def empty_component_dir_k(folder):
+    """Least log prior mass ratio p(z | 6) / p(z | 5) under Dir(1/k), n = 600, any z on five labels (nats)."""
+    n = 600
+    return 5 * (math.lgamma(1 / 6 + n) - math.lgamma(1 / 6) - math.lgamma(1 / 5 + n) + math.lgamma(1 / 5))
+
+
+def empty_component_dir_1(folder):
+    """The same ratio under Dir(1): log(5 / (5 + n)) for every z on five labels (nats)."""
+    return math.log(5 / 605)
+
+
+globals().update(_made)
+QUOTES = QUOTES + tuple(PRIOR_QUOTES) + ("empty_component_dir_k", "empty_component_dir_1")

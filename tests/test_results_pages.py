@@ -23,8 +23,7 @@ MARKER = re.compile(r"<!--q:([A-Za-z_][A-Za-z0-9_]*)-->(.*?)<!--/q-->", re.S)
 NUMBER = re.compile(r"^[+-]?([0-9,]*\.?[0-9]+)([eE][+-]?[0-9]+)?$")
 
 # Results pages that carry no marker, each with its reason. A page not named here and without a marker fails.
-EXEMPT = {
-}
+EXEMPT: dict[str, str] = {}
 
 
 def pages_with_quotes():

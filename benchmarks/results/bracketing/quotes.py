@@ -562,8 +562,15 @@ for _p in PRIORS:
                                                  for k in range(6, 11)),
          f"Prior {_p}: the largest fall of median L1_sym from k = 5 over k = 6..10.")
     PRIOR_QUOTES += [f"pr_{_p}_L1_peak", f"pr_{_p}_rise"]
+_add("pr_dir1_switch_lo", lambda f: 100 * min(_prior_row(f, "dir1", k)["switch_fraction"] for k in range(6, 11)),
+     "Prior dir1: the least label-switch percent over k = 6..10.")
+_add("pr_dir1_switch_hi", lambda f: 100 * max(_prior_row(f, "dir1", k)["switch_fraction"] for k in range(6, 11)),
+     "Prior dir1: the largest label-switch percent over k = 6..10.")
+_add("pr_dir1_l1_fall", lambda f: _prior_median(f, "dir1", 5, "L1") - _prior_median(f, "dir1", 10, "L1"),
+     "Prior dir1: median L1_sym at k = 5 minus at k = 10.")
 _add("pr_diffuse_reps", lambda f: _json(f, PRIORS["diffuse"])["settings"]["reps"], "Runs per k under diffuse-mean.")
-PRIOR_QUOTES += ["pr_diffuse_reps", "pr_broadcov_l1_fall"]
+PRIOR_QUOTES += ["pr_diffuse_reps", "pr_broadcov_l1_fall", "pr_dir1_switch_lo", "pr_dir1_switch_hi",
+                 "pr_dir1_l1_fall"]
 
 
 def empty_component_dir_k(folder):

@@ -204,9 +204,10 @@ def mf_numpyro_T10_p(folder):
     return math.erfc(abs(PER_T["z"][1](folder, "matrix-factorization-numpyro", 10)) / math.sqrt(2))
 
 
-def rev_pct_hi_but_mixture_stan(folder):
-    """The largest reverse verdict's spread as a percent of the gap over every run but the Stan mixture."""
-    return max(100 * _json(folder, r, "verdict.json")["reverse_relative"] for r in RUNS if r != "mixture-stan")
+def rev_pct_hi_but_mixtures(folder):
+    """The largest reverse verdict's spread as a percent of the gap over every run but the mixtures."""
+    return max(100 * _json(folder, r, "verdict.json")["reverse_relative"] for r in RUNS
+               if not r.startswith("mixture"))
 
 
 def _speedup(model):
@@ -247,26 +248,32 @@ TEXT = (
     "ar1_numpyro__worst_climb", "ar1_numpyro__T10_kp", "ar1_numpyro__T300_kp", "ar1_stan__worst_climb",
     "ar1_stan__T10_kp", "ar1_stan__T10_spread", "ar1_stan__T10_gap", "ar1_stan__T10_spread_pct_gap",
     "mixture_numpyro__T10_climb_real", "mixture_numpyro__T10_climb_sim", "mixture_numpyro__T10_rel_pct",
-    "mixture_numpyro__T10_z", "mixture_numpyro__T100_climb_real", "mixture_numpyro__T100_climb_sim",
-    "mixture_numpyro__spread_max", "mixture_numpyro__T100_rev_pct", "mixture_numpyro__T100_gap",
-    "mixture_numpyro__T10_kp", "mixture_numpyro__T10_spread_pct_gap", "mixture_numpyro_kp_lo_T100up",
-    "mixture_numpyro__T100_bhat", "mixture_numpyro__T100_bhat_se", "mixture_numpyro__T1000_bhat",
-    "mixture_numpyro__T1000_bhat_se", "mixture_stan__T10_climb_real", "mixture_stan__T10_climb_sim",
-    "mixture_stan__T10_rel_pct", "mixture_stan__T10_z", "mixture_stan__T1000_spread", "mixture_stan__T1000_gap",
-    "mixture_stan__T1000_rev_pct", "mixture_stan__T1000_kp", "mixture_stan__T100_bhat", "mixture_stan__T100_bhat_se",
-    "mixture_stan__T1000_bhat", "mixture_stan__T1000_bhat_se",
-    "matrix_factorization_uncentred_numpyro__T10_climb_real",
+    "mixture_numpyro__T10_z", "mixture_numpyro__T30_climb_real", "mixture_numpyro__T30_climb_sim",
+    "mixture_numpyro__T30_rel_pct", "mixture_numpyro__T30_z", "mixture_numpyro__T100_climb_real",
+    "mixture_numpyro__T100_climb_sim", "mixture_numpyro__T100_rel_pct", "mixture_numpyro__T100_z",
+    "mixture_numpyro__T300_rel_pct", "mixture_numpyro__spread_max", "mixture_numpyro__T300_rev_pct",
+    "mixture_numpyro__T300_gap", "mixture_numpyro__T300_kp", "mixture_numpyro__T100_bhat",
+    "mixture_numpyro__T100_bhat_se", "mixture_numpyro__T300_bhat", "mixture_numpyro__T300_bhat_se",
+    "mixture_numpyro__T1000_bhat", "mixture_numpyro__T1000_bhat_se", "mixture_stan__T10_climb_real",
+    "mixture_stan__T10_climb_sim", "mixture_stan__T10_rel_pct", "mixture_stan__T10_z",
+    "mixture_stan__T30_climb_real", "mixture_stan__T30_climb_sim", "mixture_stan__T30_rel_pct",
+    "mixture_stan__T1000_spread", "mixture_stan__T1000_gap", "mixture_stan__T1000_rev_pct", "mixture_stan__T1000_kp",
+    "mixture_stan__T100_bhat", "mixture_stan__T100_bhat_se", "mixture_stan__T1000_bhat",
+    "mixture_stan__T1000_bhat_se", "matrix_factorization_uncentred_numpyro__T10_climb_real",
     "matrix_factorization_uncentred_numpyro__T10_climb_sim", "matrix_factorization_uncentred_numpyro__T10_rel_pct",
-    "matrix_factorization_uncentred_numpyro__T10_z", "rev_pct_hi_but_mixture_stan",
-    "matrix_factorization_numpyro__T10_kp", "matrix_factorization_numpyro__T100_kp",
-    "matrix_factorization_numpyro__T10_spread", "matrix_factorization_numpyro__T100_spread",
-    "matrix_factorization_numpyro__T10_gap", "matrix_factorization_numpyro__T100_gap",
-    "matrix_factorization_stan__T10_kp", "matrix_factorization_stan__T100_kp",
-    "matrix_factorization_stan__T10_spread", "matrix_factorization_stan__T100_spread",
-    "matrix_factorization_stan__T10_gap", "matrix_factorization_stan__T100_gap",
-    "matrix_factorization_uncentred_numpyro__T10_kp", "matrix_factorization_uncentred_numpyro__T100_kp",
-    "matrix_factorization_uncentred_numpyro__T1000_kp", "matrix_factorization_numpyro__bhat_T10_moves",
-    "matrix_factorization_numpyro__T10_bhat_se",
+    "matrix_factorization_uncentred_numpyro__T10_z", "mixture_numpyro__T300_spread", "rev_pct_hi_but_mixtures",
+    "matrix_factorization_numpyro__T10_kp", "matrix_factorization_numpyro__T30_kp",
+    "matrix_factorization_numpyro__T100_kp", "matrix_factorization_numpyro__T300_kp",
+    "matrix_factorization_numpyro__T10_spread", "matrix_factorization_numpyro__T30_spread",
+    "matrix_factorization_numpyro__T100_spread", "matrix_factorization_numpyro__T300_spread",
+    "matrix_factorization_numpyro__T10_gap", "matrix_factorization_numpyro__T30_gap",
+    "matrix_factorization_numpyro__T100_gap", "matrix_factorization_numpyro__T300_gap",
+    "matrix_factorization_numpyro__T1000_kp", "matrix_factorization_stan__T10_kp",
+    "matrix_factorization_stan__T10_spread", "matrix_factorization_stan__T10_gap",
+    "matrix_factorization_stan__T30_kp", "matrix_factorization_stan__T100_kp",
+    "matrix_factorization_uncentred_numpyro__T10_kp", "matrix_factorization_uncentred_numpyro__T300_kp",
+    "kp_lo_but_mf", "mixture_numpyro__T10_kp", "mixture_stan__T300_kp",
+    "matrix_factorization_numpyro__bhat_T10_moves", "matrix_factorization_numpyro__T10_bhat_se",
 )
 QUOTES = tuple(f"{_ident(r)}__{w}" for r in RUNS for w in TABLE) + tuple(
     f"{_ident(r)}__hp_{h}" for r in RUNS for h in _json(HERE, r, "verdict.json")["hyperparameters"]) + TEXT

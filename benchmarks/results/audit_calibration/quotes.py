@@ -8,7 +8,8 @@ from scipy import stats
 SAMPLERS = {"numpyro": "numpyro-nuts", "pymc": "pymc-nuts", "stan": "stan-nuts", "hmc": "hmc"}
 QUOTES = tuple(f"{s}_{q}" for s in SAMPLERS for q in ("audits", "fails", "hi", "remaining")) + ("numpyro_lo",
     "remaining", "pymc_schools_quiet", "stan_schools_quiet", "here_latest",
-    "total", "total_again", "prior_expected", "c73_rows", "a4a_rows", "c036_rows", "c797_rows", "stan_lo", "hmc_lo",
+    "total", "total_again", "prior_expected", "c73_rows", "a4a_rows", "c036_rows", "c797_rows", "c4fe_rows",
+    "stan_lo", "hmc_lo",
     "regression_numpyro_audits", "regression_numpyro_fails", "regression_numpyro_lo", "lent_audits")
 
 
@@ -128,3 +129,8 @@ def c036_rows(folder):
 def c797_rows(folder):
     """Rows of the run at commit 797c7ed."""
     return sum(r["commit"] == "797c7ed" for r in _rows(folder))
+
+
+def c4fe_rows(folder):
+    """Rows of the run at commit 4fec285."""
+    return sum(r["commit"] == "4fec285" for r in _rows(folder))

@@ -194,3 +194,9 @@ def test_a_directory_from_before_num_runs_was_named_so_resumes(tmp_path):
     rename(50)
     with pytest.raises(BDMCError, match="num_runs: 50 -> 100"):
         protocol.open_run_store(tmp_path, config, context={"model": "ar1"})
+    # Older still: no settings.json, the fit's config says num_chains.
+    path.unlink()
+    legacy_config = {k: v for k, v in config.items() if k != "num_runs"}
+    (tmp_path / protocol.FIT_NAME).write_text(json.dumps({"config": {**legacy_config, "num_chains": 50}}))
+    with pytest.raises(BDMCError, match="num_runs: 50 -> 100"):
+        protocol.open_run_store(tmp_path, config, context={"model": "ar1"})

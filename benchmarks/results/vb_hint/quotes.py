@@ -20,76 +20,38 @@ def _row(folder: Path, model: str) -> dict:
     return mine[-1]
 
 
-def _make(short, model):
-    def truth(folder):
-        """The bench's ground truth log p(y) (forward/reverse AIS average)."""
-        return _row(folder, model)["truth"]
-
-    def random_best(folder):
-        """The best final bound over the random restarts."""
-        return _row(folder, model)["random_best"]
-
-    def random_median(folder):
-        """The median final bound over the random restarts."""
-        return _row(folder, model)["random_quantiles"]["0.5"]
-
-    def hinted(folder):
-        """The final bound of the run started at the generating latent."""
-        return _row(folder, model)["hinted"]
-
-    def hinted_start(folder):
-        """The bound at the hinted start, before any sweep."""
-        return _row(folder, model)["hinted_start"]
-
-    def random_minus_hinted(folder):
-        """Best random minus hinted: >= 0 when the restarts find the hint's optimum or a better one."""
-        return _row(folder, model)["random_minus_hinted"]
-
-    def gap_random(folder):
-        """Truth minus the best random bound."""
-        return _row(folder, model)["truth_minus_random_best"]
-
-    def gap_hinted(folder):
-        """Truth minus the hinted bound."""
-        return _row(folder, model)["truth_minus_hinted"]
-
-    def random_best_sym(folder):
-        """The best random bound with the symmetry correction."""
-        return _row(folder, model)["random_best_sym"]
-
-    def hinted_sym(folder):
-        """The hinted bound with the symmetry correction."""
-        return _row(folder, model)["hinted_sym"]
-
-    def gap_random_sym(folder):
-        """Truth minus the best random bound with the symmetry correction."""
-        row = _row(folder, model)
-        return row["truth"] - row["random_best_sym"]
-
-    def gap_hinted_sym(folder):
-        """Truth minus the hinted bound with the symmetry correction."""
-        row = _row(folder, model)
-        return row["truth"] - row["hinted_sym"]
-
-    def restarts(folder):
-        """The number of random restarts."""
-        return _row(folder, model)["restarts"]
-
-    def reaching_hinted(folder):
-        """Random restarts whose final bound is at least the hinted one minus the stopping tolerance."""
-        return _row(folder, model)["random_reaching_hinted"]
-
-    made = {"truth": truth, "random_best": random_best, "random_median": random_median, "hinted": hinted,
-            "hinted_start": hinted_start, "random_minus_hinted": random_minus_hinted, "gap_random": gap_random,
-            "gap_hinted": gap_hinted, "random_best_sym": random_best_sym, "hinted_sym": hinted_sym,
-            "gap_random_sym": gap_random_sym, "gap_hinted_sym": gap_hinted_sym, "restarts": restarts,
-            "reaching_hinted": reaching_hinted}
-    return {f"{short}_{name}": fn for name, fn in made.items()}
+# what -> (how it follows from a row, docstring)
+FIELDS = {
+    "truth": (lambda r: r["truth"], "The bench's ground truth log p(y) (forward/reverse AIS average)."),
+    "random_best": (lambda r: r["random_best"], "The best final bound over the random restarts."),
+    "random_median": (lambda r: r["random_quantiles"]["0.5"], "The median final bound over the random restarts."),
+    "hinted": (lambda r: r["hinted"], "The final bound of the run started at the generating latent."),
+    "hinted_start": (lambda r: r["hinted_start"], "The bound at the hinted start, before any sweep."),
+    "random_minus_hinted": (lambda r: r["random_minus_hinted"],
+                            "Best random minus hinted: >= 0 when the restarts reach the hint's optimum or better."),
+    "gap_random": (lambda r: r["truth_minus_random_best"], "Truth minus the best random bound."),
+    "gap_hinted": (lambda r: r["truth_minus_hinted"], "Truth minus the hinted bound."),
+    "random_best_sym": (lambda r: r["random_best_sym"], "The best random bound with the symmetry correction."),
+    "hinted_sym": (lambda r: r["hinted_sym"], "The hinted bound with the symmetry correction."),
+    "gap_random_sym": (lambda r: r["truth"] - r["random_best_sym"],
+                       "Truth minus the best random bound with the symmetry correction."),
+    "gap_hinted_sym": (lambda r: r["truth"] - r["hinted_sym"],
+                       "Truth minus the hinted bound with the symmetry correction."),
+    "restarts": (lambda r: r["restarts"], "The number of random restarts."),
+    "reaching_hinted": (lambda r: r["random_reaching_hinted"],
+                        "Random restarts whose final bound is at least the hinted one minus the stopping tolerance."),
+}
 
 
-_made = {}
-for _short, _model in MODELS.items():
-    _made.update(_make(_short, _model))
+def _make(model, get, doc):
+    def quote(folder):
+        return get(_row(folder, model))
+    quote.__doc__ = f"{model}: {doc}"
+    return quote
+
+
+_made = {f"{short}_{what}": _make(model, get, doc)
+         for short, model in MODELS.items() for what, (get, doc) in FIELDS.items()}
 globals().update(_made)
 
 

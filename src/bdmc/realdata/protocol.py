@@ -291,16 +291,21 @@ def open_run_store(out, config: Mapping[str, Any], *, context: Mapping[str, Any]
     settings = {**dict(context or {}), **config}
     out = Path(out)
 
+    def renamed(saved):
+        # Saved before "num_chains" was renamed "num_runs": the same setting, compared under its new name.
+        if "num_chains" not in saved:
+            return saved
+        kept = {k: v for k, v in saved.items() if k not in ("num_chains", "num_runs")}
+        return {**kept, "num_runs": saved["num_chains"]}
+
     def legacy(previous):
-        # settings.json written before "num_chains" was renamed "num_runs" names the same setting.
         if previous is not None:
-            renamed = {("num_runs" if k == "num_chains" else k): v for k, v in previous.items()}
-            return renamed if "num_runs" not in previous else previous
+            return renamed(previous)
         # Directories written before settings.json existed: the fit's config holds the row settings.
         if not (out / FIT_NAME).exists():
             return previous
         try:
-            return {**settings, **json.loads((out / FIT_NAME).read_text())["config"]}
+            return renamed({**settings, **json.loads((out / FIT_NAME).read_text())["config"]})
         except (OSError, ValueError, KeyError):
             return None
 

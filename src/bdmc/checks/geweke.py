@@ -12,6 +12,7 @@ import numpy as np
 from scipy import stats as st
 
 from ..contracts.capabilities import TemperedSimulation, require, supports
+from ..contracts.kernel import join_kernel, split_kernel
 
 
 @dataclass(frozen=True)
@@ -124,8 +125,9 @@ def geweke(
     lam = jnp.asarray(lam, jnp.result_type(float))
 
     k_fwd, k_sc = jax.random.split(key)
-    fwd, sc = _simulate(jax.random.split(k_fwd, num_samples), jax.random.split(k_sc, num_samples), lam,
-                        model=model, kernel=kernel, statistics=statistics, sample_data=sample_data,
+    kernel_def, params = split_kernel(kernel)  # a pilot's new step-size table reuses the compiled test
+    fwd, sc = _simulate(jax.random.split(k_fwd, num_samples), jax.random.split(k_sc, num_samples), lam, params,
+                        model=model, kernel_def=kernel_def, statistics=statistics, sample_data=sample_data,
                         num_steps=int(num_steps))
     names = tuple(fwd)
     F = np.stack([np.asarray(fwd[n], np.float64) for n in names], axis=1)
@@ -137,9 +139,10 @@ def geweke(
     return GewekeResult(names=names, z=z, p_values=p, forward=F, successive=S, threshold=threshold)
 
 
-@partial(jax.jit, static_argnames=("model", "kernel", "statistics", "sample_data", "num_steps"))
-def _simulate(keys_fwd, keys_sc, lam, *, model, kernel, statistics, sample_data, num_steps):
-    """Forward and successive-conditional statistics; compiled once per (model, kernel, ..., shapes)."""
+@partial(jax.jit, static_argnames=("model", "kernel_def", "statistics", "sample_data", "num_steps"))
+def _simulate(keys_fwd, keys_sc, lam, params, *, model, kernel_def, statistics, sample_data, num_steps):
+    """Forward and successive-conditional statistics; compiled once per (model, kernel structure, ..., shapes)."""
+    kernel = join_kernel(kernel_def, params)
 
     def forward(k):
         k1, k2 = jax.random.split(k)

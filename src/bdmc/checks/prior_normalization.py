@@ -6,8 +6,11 @@ has half the mass its density says (``log 2`` per parameter), a truncated prior 
 Bayes factor against another program is wrong. Sampling is blind to it; BDMC is not.
 
 The path runs from a reference ``q`` (a Student-t on the unconstrained space fitted to simulator draws, widened:
-normalizer 1) to the program's prior density ``pi`` (normalizer ``c = int pi``, 1 when it is normalized), as a
-:class:`bdmc.core.reference.ReferencePath` over the prior alone. Forward AIS from ``q`` gives ``exp(L)`` with
+normalizer 1) to the program's prior density ``pi`` (normalizer ``c = int pi``, 1 when it is normalized), run in
+the reference's whitened coordinates ``z = L^-1 (x - m)`` (:class:`WhitenedPriorPath`: ``q`` becomes the standard
+Student-t and ``pi`` gains the constant Jacobian ``|L|``, so every weight ``pi / q`` is unchanged; the fitted ``m``
+and ``L`` travel as the runs' data, so a program's runs compile once, whatever the fit). Forward AIS from ``q`` gives
+``exp(L)`` with
 mean ``c``; reverse AIS from exact draws of ``pi / c`` (the simulator's prior draws, exact whatever constant the
 density lost) gives ``exp(-U)`` with mean ``1 / c``. So ``log c`` lies between them:
 
@@ -20,6 +23,7 @@ density lost) gives ``exp(-U)`` with mean ``1 / c``. So ``log c`` lies between t
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,12 +32,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
+from jax.scipy.special import gammaln
 from scipy import stats
 
 from ..contracts.estimate import log_harmonic_mean, log_mean_exp
 from ..core.ais import forward_ais, reverse_ais
 from ..core.pilot import tune
-from ..core.reference import ReferencePath
+from ..caching import CompiledCache
 from ..errors import BDMCError
 from ..kernels import HMC
 
@@ -46,25 +51,62 @@ ADVICE = ("A prior that does not integrate to one shifts every log p(y) of the p
 
 
 @dataclass(frozen=True, eq=False)
-class PriorOnly:
-    """A model's prior density as a whole 'posterior' (no likelihood): the target of the normalization path."""
+class WhitenedPriorPath:
+    """The path from a Student-t reference to a program's prior density, in the reference's whitened coordinates.
+
+    The latent is ``z`` (``dim`` coordinates), the point ``x = m + L z`` of the program's unconstrained space
+    (flattened in ``ravel_pytree`` order). The path's "prior" is the standard multivariate Student-t with ``df``
+    degrees of freedom (``q`` in ``z``), and its one "likelihood" term ``log pi(m + L z) + log|L| - log q(z)``:
+    at ``lam = 1`` the target is ``pi`` carried to ``z``, with the same normalizer ``c``. The data are the reference
+    ``{"mean": m, "scale_tril": L}``, arguments of the compiled runs rather than constants in them, so one
+    program's audits reuse one compiled pilot and one compiled run. Hashed by identity (:func:`whitened_path`
+    keeps one per program).
+    """
 
     model: Any
+    dim: int
+    df: float = 5.0
+
+    @functools.cached_property
+    def _unravel(self):
+        like = jax.eval_shape(self.model.sample_prior, jax.random.key(0))
+        return ravel_pytree(jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), like))[1]
 
     def sample_prior(self, key):
-        return self.model.sample_prior(key)
+        """An exact draw from the standard Student-t."""
+        dtype = jnp.result_type(float)
+        k_normal, k_chi = jax.random.split(key)
+        z = jax.random.normal(k_normal, (self.dim,), dtype)
+        chi2 = 2.0 * jax.random.gamma(k_chi, self.df / 2.0, dtype=dtype)
+        return z / jnp.sqrt(chi2 / self.df)
 
     def sample_data(self, key, latent):
-        return jnp.zeros((1,), jnp.result_type(float))
+        """Refused: the path's data are the fitted reference (:func:`prior_normalization` passes them)."""
+        raise BDMCError("the data of a WhitenedPriorPath are its reference {'mean': m, 'scale_tril': L}")
 
-    def log_prior(self, latent):
-        return self.model.log_prior(latent)
+    def log_prior(self, z):
+        """The standard Student-t's normalized log density."""
+        d, df = self.dim, self.df
+        return (gammaln((df + d) / 2) - gammaln(df / 2) - 0.5 * d * jnp.log(df * jnp.pi)
+                - 0.5 * (df + d) * jnp.log1p(jnp.sum(z**2) / df))
 
-    def log_likelihood(self, latent, data):
-        return jnp.zeros((1,), jnp.result_type(float))
+    def log_likelihood(self, z, data):
+        """One term: ``log pi(m + L z) + log|L| - log q(z)``."""
+        tril = data["scale_tril"]
+        x = data["mean"] + tril @ z
+        return jnp.atleast_1d(self.model.log_prior(self._unravel(x)) + jnp.sum(jnp.log(jnp.diag(tril)))
+                              - self.log_prior(z))
 
     def __repr__(self):
-        return f"PriorOnly({self.model!r})"
+        return f"WhitenedPriorPath({self.model!r}, Student-t df={self.df:g} on {self.dim} coordinates)"
+
+
+_PATHS = CompiledCache("prior-normalization paths")
+
+
+def whitened_path(model, dim: int, df: float) -> WhitenedPriorPath:
+    """The one :class:`WhitenedPriorPath` of ``(model, dim, df)``: the compiled runs are cached by its identity."""
+    return _PATHS.get_or_build((model, int(dim), float(df)), lambda: WhitenedPriorPath(model, int(dim), float(df)))[0]
 
 
 @dataclass(frozen=True)
@@ -144,21 +186,22 @@ def prior_normalization(key, model, *, num_steps: int = 200, num_runs: int = 16,
     if int(num_runs) < 2:
         raise BDMCError(f"prior_normalization needs num_runs >= 2 for its interval, got {num_runs}")
     k_fit, k_pilot, k_fwd, k_rev, k_exact = jax.random.split(key, 5)
-    target = PriorOnly(model)
     draws = jax.vmap(model.sample_prior)(jax.random.split(k_fit, int(num_fit)))
     flat = np.asarray(jax.vmap(lambda x: ravel_pytree(x)[0])(draws), np.float64)
     if not np.all(np.isfinite(flat)):
         raise BDMCError(f"the simulator of {model!r} drew non-finite latents: its prior draws cannot fit a reference")
     cov = np.atleast_2d(np.cov(flat, rowvar=False)) + 1e-9 * np.eye(flat.shape[1])
     tril = np.linalg.cholesky(widen**2 * cov)
-    path = ReferencePath(target, tuple(float(v) for v in flat.mean(0)),
-                         tuple(tuple(float(v) for v in row) for row in tril), float(df))
-    data = target.sample_data(k_fit, None)
+    mean = flat.mean(0)
+    path = whitened_path(model, flat.shape[1], df)
+    data = {"mean": jnp.asarray(mean), "scale_tril": jnp.asarray(tril)}
     tuned = tune(k_pilot, path, data, HMC(path), int(num_steps))
     options = {"kernel": tuned.kernel, "schedule": tuned.path, "tune": "off", "progress": False}
     forward = forward_ais(k_fwd, path, data, num_runs=int(num_runs), **options)
-    # One exact prior draw per reverse run (a batched exact latent): the runs are independent.
-    exact = jax.vmap(model.sample_prior)(jax.random.split(k_exact, int(num_runs)))
+    # One exact prior draw per reverse run (a batched exact latent, whitened): the runs are independent.
+    exact_x = jax.vmap(model.sample_prior)(jax.random.split(k_exact, int(num_runs)))
+    exact_flat = np.asarray(jax.vmap(lambda x: ravel_pytree(x)[0])(exact_x), np.float64)
+    exact = jnp.asarray(np.linalg.solve(tril, (exact_flat - mean).T).T)
     reverse = reverse_ais(k_rev, path, data, exact_latent=exact, num_runs=int(num_runs), **options)
     lower = np.asarray(forward.runs, np.float64)
     upper = np.asarray(reverse.runs, np.float64)

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
 
 from ..contracts.capabilities import supports
-from ..contracts.kernel import HoldsModel
+from ..contracts.kernel import HoldsModel, join_kernel, split_kernel
 from ..contracts.model import log_density
 from ..errors import BDMCError, require
 from ..kernels.gradient import MALA, NUTS
@@ -105,6 +106,10 @@ class KernelSampler:
         return self.kernel.model if supports(self.kernel, HoldsModel) else None
 
     def draws(self, key, data, *, num_draws: int):
+        sampler_def, params = split_kernel(self)
+        return _kernel_sampler_draws(key, data, params, sampler_def=sampler_def, num_draws=int(num_draws))
+
+    def _draws(self, key, data, num_draws: int):
         model = self._model()
         k_init, k_warm, k_run = jax.random.split(key, 3)
         one = jnp.ones((), jnp.result_type(float))
@@ -145,7 +150,19 @@ class KernelSampler:
                 "target_accept": self.target_accept}
 
 
-@dataclass(frozen=True, eq=False)
+# The kernel is data (its numbers, when it is a pytree of them: a pilot's step-size table), the rest static: SBC
+# takes a new table as an argument of its compiled program instead of compiling again.
+jax.tree_util.register_dataclass(KernelSampler, data_fields=["kernel"],
+                                 meta_fields=["warmup", "thin", "model", "traceable", "target_accept"])
+
+
+@partial(jax.jit, static_argnames=("sampler_def", "num_draws"))
+def _kernel_sampler_draws(key, data, params, *, sampler_def, num_draws: int):
+    """One compiled chain per (sampler structure, draws, data shapes)."""
+    return join_kernel(sampler_def, params)._draws(key, data, num_draws)
+
+
+@dataclass(frozen=True)
 class NumPyroNUTS:
     """NumPyro's own NUTS (its functional ``hmc(algo="NUTS")``, with its warm-up adaptation) on a program from
     :func:`bdmc.ppl.from_numpyro`.
@@ -188,12 +205,12 @@ class NumPyroNUTS:
                             f"thin={self.thin}")
 
     def draws(self, key, data, *, num_draws: int):
-        return self._run(key, data, num_draws)[0]
+        return _numpyro_nuts_run(key, data, sampler=self, num_draws=int(num_draws))[0]
 
     def diagnosed_draws(self, key, data, *, num_draws: int):
         """``draws`` with the chain's divergences: ``(draws, {"divergences": int, "transitions": int})``, counted
         over every transition after warm-up (the thinned-away ones too)."""
-        draws, diverging = self._run(key, data, num_draws)
+        draws, diverging = _numpyro_nuts_run(key, data, sampler=self, num_draws=int(num_draws))
         return draws, {"divergences": int(jnp.sum(diverging)), "transitions": int(num_draws) * self.thin}
 
     def _run(self, key, data, num_draws: int):
@@ -228,3 +245,10 @@ class NumPyroNUTS:
                 "step_size": self.step_size, "adapt_step_size": self.adapt_step_size,
                 "adapt_mass_matrix": self.adapt_mass_matrix, "dense_mass": self.dense_mass,
                 "target_accept_prob": self.target_accept_prob, "max_tree_depth": self.max_tree_depth}
+
+
+@partial(jax.jit, static_argnames=("sampler", "num_draws"))
+def _numpyro_nuts_run(key, data, *, sampler: NumPyroNUTS, num_draws: int):
+    """One compiled chain per (sampler, draws, data shapes): equal samplers (same program, same options) share it,
+    so a second audit of a program reuses the first's compilation."""
+    return sampler._run(key, data, num_draws)

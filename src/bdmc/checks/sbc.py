@@ -27,6 +27,7 @@ import pandas as pd
 from jax.flatten_util import ravel_pytree
 from scipy import stats as st
 
+from ..contracts.kernel import join_kernel, split_kernel
 from ..errors import BDMCError
 from .samplers import Sampler
 
@@ -406,8 +407,18 @@ def _ranks(key, latent, data, draws, *, model):
     return less + jnp.floor(u * (ties + 1)).astype(less.dtype), values
 
 
-@partial(jax.jit, static_argnames=("model", "sampler", "num_draws"))
 def _replications(keys, *, model, sampler, num_draws):
+    """Every replication's ranks and quantities, one compiled program per (model, sampler's structure, sizes): a
+    sampler registered as a pytree of numbers (a kernel with a pilot's step-size table) passes them as arguments,
+    so the next audit's new table reuses the program."""
+    sampler_def, params = split_kernel(sampler)
+    return _compiled_replications(keys, params, model=model, sampler_def=sampler_def, num_draws=num_draws)
+
+
+@partial(jax.jit, static_argnames=("model", "sampler_def", "num_draws"))
+def _compiled_replications(keys, params, *, model, sampler_def, num_draws):
+    sampler = join_kernel(sampler_def, params)
+
     def one(k):
         k_sim, k_draw, k_tie = jax.random.split(k, 3)
         latent, data = _simulate(k_sim, model=model)

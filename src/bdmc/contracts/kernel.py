@@ -1,7 +1,9 @@
 """The Kernel contract: a transition operator that leaves an intermediate distribution invariant.
 
 ``kernel(key, latent, data, lam) -> (latent, KernelInfo)`` leaves ``f(.; lam)`` invariant. Kernels are
-hashable (frozen dataclasses) because they are static arguments of compiled runs. Everything a kernel can do
+hashable (frozen dataclasses) because they are static arguments of compiled runs; a kernel registered as a pytree
+of numbers (HMC: its step size and inverse mass) passes those numbers as arguments instead
+(:func:`split_kernel`), so a pilot's new table reuses the compiled program. Everything a kernel can do
 beyond that call is a structural protocol, found with ``supports``, never with ``getattr``:
 
 - :class:`CountsEvaluations`: ``evals_per_step``, likelihood evaluations per transition (cost accounting;
@@ -25,6 +27,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import jax
+import numpy as np
 
 PyTree = Any
 
@@ -141,3 +144,21 @@ class CachedTransition(Protocol):
     def state_latent(self, state: Any, like: PyTree) -> PyTree: ...
 
     def state_terms(self, state: Any) -> jax.Array: ...
+
+
+def split_kernel(kernel):
+    """``(static part, parameters)`` of a kernel (or of a sampler holding one): a kernel registered as a pytree
+    of numbers (HMC's step size or step-size table) passes them as arguments of the compiled run, so a new value
+    (a pilot's new table) reuses the compiled program; any other kernel is static as a whole.
+    """
+    leaves, treedef = jax.tree.flatten(kernel)
+    if len(leaves) == 1 and leaves[0] is kernel or not all(isinstance(x, (int, float, np.ndarray, jax.Array))
+                                                            for x in leaves):
+        return ("static", kernel), ()
+    return ("pytree", treedef), tuple(leaves)
+
+
+def join_kernel(kernel_def, params):
+    """The kernel back from :func:`split_kernel`'s parts (inside a compiled function)."""
+    kind, part = kernel_def
+    return part if kind == "static" else jax.tree.unflatten(part, params)

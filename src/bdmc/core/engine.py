@@ -51,7 +51,7 @@ import numpy as np
 
 from ..caching import CompiledCache
 from ..contracts.capabilities import supports
-from ..contracts.kernel import CachedTransition, evals_per_step
+from ..contracts.kernel import CachedTransition, evals_per_step, join_kernel, split_kernel
 from ..contracts.model import increment_from_terms, log_density, log_density_increment, weighted_sum
 from ..contracts.nonfinite import describe_nonfinite
 from ..contracts.step_rule import StepRule
@@ -237,24 +237,6 @@ def caches_terms(model, kernel, rule, lams) -> bool:
     """
     return (np.ndim(lams) == 1 and type(rule) is AISRule and supports(kernel, CachedTransition)
             and bool(kernel.caches_terms))
-
-
-def split_kernel(kernel):
-    """``(static part, parameters)`` of a kernel: a kernel registered as a pytree of numbers (HMC's step
-    size or step-size table) passes them as arguments of the compiled run, so a new value (a pilot's new
-    table) reuses the compiled program; any other kernel is static as a whole.
-    """
-    leaves, treedef = jax.tree.flatten(kernel)
-    if len(leaves) == 1 and leaves[0] is kernel or not all(isinstance(x, (int, float, np.ndarray, jax.Array))
-                                                            for x in leaves):
-        return ("static", kernel), ()
-    return ("pytree", treedef), tuple(leaves)
-
-
-def join_kernel(kernel_def, params):
-    """The kernel back from :func:`split_kernel`'s parts (inside a compiled function)."""
-    kind, part = kernel_def
-    return part if kind == "static" else jax.tree.unflatten(part, params)
 
 
 def _start(params, data, init_latents, *, model, kernel_def, cached, runs):

@@ -13,6 +13,7 @@ import bdmc
 from bdmc.checks import KernelSampler, geweke, sbc
 from bdmc.checks.prior_normalization import prior_normalization
 from bdmc.kernels import HMC
+from bdmc.kernels.step_sizes import StepSizeTable
 
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 _compiles: list[str] = []
@@ -42,7 +43,7 @@ def test_the_counter_sees_a_compilation(model):
 
 
 def test_geweke_with_a_new_step_size_reuses_its_program(model):
-    run = lambda step, k: geweke(jax.random.key(k), model, HMC(model, step_size=step),  # noqa: E731
+    run = lambda step, k: geweke(jax.random.key(k), model, HMC(model, step_size=table(step)),  # noqa: E731
                                  num_samples=64, num_steps=3)
     compiles_during(lambda: run(0.1, 0))
     second, n = compiles_during(lambda: run(0.2, 1))
@@ -50,9 +51,16 @@ def test_geweke_with_a_new_step_size_reuses_its_program(model):
     assert np.all(np.isfinite(second.z))
 
 
-def test_sbc_of_a_kernel_with_a_new_step_size_reuses_its_program(model):
+def table(step):
+    """A pilot's kind of step size: a table by lambda."""
+    return StepSizeTable((0.0, 0.5, 1.0), (4 * step, 2 * step, step))
+
+
+@pytest.mark.parametrize("target_accept", [None, 0.8])
+def test_sbc_of_a_kernel_with_a_new_step_size_table_reuses_its_program(model, target_accept):
     run = lambda step, k: sbc(jax.random.key(k), model,  # noqa: E731
-                              KernelSampler(HMC(model, step_size=step), warmup=5, thin=1),
+                              KernelSampler(HMC(model, step_size=table(step)), warmup=5, thin=1,
+                                            target_accept=target_accept),
                               num_replications=4, num_draws=7)
     first, _ = compiles_during(lambda: run(0.1, 0))
     second, n = compiles_during(lambda: run(0.05, 1))

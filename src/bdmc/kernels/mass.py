@@ -97,8 +97,9 @@ class GaussianTable:
 
 
 def _flatten(table):
-    return (np.asarray(table.lams, np.float64), np.asarray(table.means, np.float64),
-            np.asarray(table.covariances, np.float64)), None
+    # Traced leaves (a table rebuilt inside a compiled run) are kept as they are.
+    return tuple(x if isinstance(x, jax.Array) else np.asarray(x, np.float64)
+                 for x in (table.lams, table.means, table.covariances)), None
 
 
 def _unflatten(_, leaves):

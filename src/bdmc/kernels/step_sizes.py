@@ -48,8 +48,14 @@ class StepSizeTable:
         return f"StepSizeTable({points} points, {min(self.sizes):.3g}..{max(self.sizes):.3g})"
 
 
+def _leaf(values):
+    # Tuples on the host become arrays; a table already rebuilt from traced leaves (a compiled run that passes
+    # its kernel on to another compiled function) keeps them.
+    return values if isinstance(values, jax.Array) else np.asarray(values, np.float64)
+
+
 def _flatten(table):
-    return (np.asarray(table.lams, np.float64), np.asarray(table.sizes, np.float64)), None
+    return (_leaf(table.lams), _leaf(table.sizes)), None
 
 
 def _unflatten(_, leaves):

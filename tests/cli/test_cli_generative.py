@@ -50,3 +50,24 @@ def test_a_tiny_run_writes_table_rows_and_figures_and_a_rerun_resumes(tmp_path):
     assert len((out / "rows.jsonl").read_text().splitlines()) == 10
     changed = runner.invoke(app, [*TINY, "--runs", "3", "--out", str(out)])
     assert_one_red_line(changed, "chains: 2 -> 3", "--overwrite")
+
+
+def test_the_gap_curve_reruns_the_tables_bdmc_images_at_every_t(tmp_path):
+    out = tmp_path / "curve"
+    # --bdmc-steps 6 and the curve's T = 6 with as many chains: the same unit computed twice, so the same numbers.
+    args = TINY + ["--bdmc-steps", "6", "--bdmc-curve", "3,6", "--curve-runs", "2", "--out", str(out)]
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    assert (out / "figures" / "bdmc_gap_curve.png").stat().st_size > 0
+    gaps = pd.read_csv(out / "gap_curve.csv")
+    assert gaps["steps"].tolist() == [3, 6] and (gaps["images"] == 3).all() and (gaps["chains"] == 2).all()
+    rows = [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()]
+    table_row = next(r for r in rows if r["estimator"] == "bdmc")
+    curve_row = next(r for r in rows if r["estimator"] == "bdmc-curve" and r["budget"] == 6)
+    assert curve_row["forward_per_image"] == pytest.approx(table_row["forward_per_image"], rel=1e-9)
+    assert curve_row["reverse_per_image"] == pytest.approx(table_row["reverse_per_image"], rel=1e-9)
+    assert gaps["gap"].iloc[1] == pytest.approx(table_row["mean"], rel=1e-9)
+    refused = runner.invoke(app, [*args[:-4], "--curve-runs", "3", "--out", str(out)])
+    assert_one_red_line(refused, "2 chains per image", "--curve-runs 2")
+    bad = runner.invoke(app, [*TINY, "--bdmc-curve", "1", "--out", str(tmp_path / "bad")])
+    assert_one_red_line(bad, "--bdmc-curve")

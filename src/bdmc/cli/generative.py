@@ -35,6 +35,12 @@ def generative_command(
     sim_images: int = typer.Option(8, "--sim-images", help="Images simulated from each decoder for BDMC."),
     bdmc_steps: Optional[int] = typer.Option(None, "--bdmc-steps", show_default="the largest --steps",
                                              help="AIS length T of BDMC's forward and reverse runs."),
+    bdmc_curve: str = typer.Option(
+        "", "--bdmc-curve",
+        help="Comma-separated T of the BDMC gap curve (Wu et al. Fig. 2): forward and reverse AIS on the "
+             "--sim-images simulated images at each T: OUT/gap_curve.csv and OUT/figures/bdmc_gap_curve.png."),
+    curve_runs: Optional[int] = typer.Option(None, "--curve-runs", show_default="--runs",
+                                             help="AIS chains per image of the gap curve's runs."),
     kde_samples: int = typer.Option(10_000, "--kde-samples", help="Decoder samples of the kernel density estimate."),
     iwae_k: int = typer.Option(1000, "--iwae-k", help="Importance samples of the IWAE bound (VAE)."),
     encoder_ais: bool = typer.Option(False, "--encoder-ais", help="Also run AIS from the VAE's encoder (test images)."),
@@ -73,6 +79,7 @@ def generative_command(
                 (sim_images, "--sim-images", 2, "8"), (sigma_steps, "--sigma-steps", 2, "100"),
                 (kde_samples, "--kde-samples", 1, "10000"), (iwae_k, "--iwae-k", 1, "1000"),
                 (bdmc_steps, "--bdmc-steps", 2, "1000"), (num_train, "--train-images", 1, "1000"),
+                (curve_runs, "--curve-runs", 1, "4"),
                 (seed, "--seed", 0, "0"))
     for value, option, minimum, example in minimums:
         at_least(value, option, minimum, example)
@@ -85,8 +92,10 @@ def generative_command(
     options["bdmc_steps"] = bdmc_steps if bdmc_steps is not None else max(options["steps"])
     if options["data"] == "digits8x8" and "architecture" not in given and options["architecture"] == "small10":
         options["architecture"] = "digits10"
+    curve = tuple(parse_steps(bdmc_curve, option="--bdmc-curve")) if bdmc_curve.strip() else ()
     config = GenerativeConfig(models=tuple(kinds), num_train=num_train, encoder_ais=encoder_ais,
-                              rate_distortion=rate_distortion, seed=seed, **options)
+                              rate_distortion=rate_distortion, bdmc_curve=curve, curve_runs=curve_runs, seed=seed,
+                              **options)
     out = output_dir(out, f"generative-{config.data}-{config.architecture}")
     _run(config, out, overwrite)
 
@@ -114,7 +123,8 @@ def _run(config, out: Path, overwrite: bool) -> None:
                      soft_wrap=True)  # never wrapped: a long path must not split the counts
     _print_table(stdout, result.table, max(config.steps))
     figures = write_figures(out)
-    wrote(stdout, out / "table2.csv", out / "table2.md", out / "curve.csv", *figures, note=", rows.jsonl")
+    extra = [out / "gap_curve.csv"] if config.bdmc_curve else []
+    wrote(stdout, out / "table2.csv", out / "table2.md", out / "curve.csv", *extra, *figures, note=", rows.jsonl")
 
 
 def _print_table(stdout, table, steps: int) -> None:

@@ -82,6 +82,12 @@ class GenerativeConfig:
         Importance samples of the IWAE bound (VAE only).
     encoder_ais : bool
         Also run AIS from the VAE's encoder on the test images (at the largest T).
+    bdmc_curve : tuple of int
+        The BDMC gap curve (Wu et al. 2017, Fig. 2): forward and reverse AIS on the ``sim_images`` images of the
+        table's BDMC row (the same simulated images and z) at each of these T, ``curve_runs`` chains per image
+        (``chains`` when None): ``gap_curve.csv`` and ``figures/bdmc_gap_curve.png``.
+    curve_runs : int or None
+        Chains per image of the gap curve's runs; a resumed curve row with another count is refused.
     rate_distortion : bool
         Also read each model's rate-distortion curve on the test images from one forward AIS run at the largest T
         (Huang et al. 2020): the run of the table's test AIS row (same key, same numbers), with every increment
@@ -110,6 +116,8 @@ class GenerativeConfig:
     iwae_k: int = 1000
     encoder_ais: bool = False
     rate_distortion: bool = False
+    bdmc_curve: tuple = ()
+    curve_runs: int | None = None
     seed: int = 0
 
     def __post_init__(self):
@@ -125,6 +133,10 @@ class GenerativeConfig:
             if int(getattr(self, name)) < (2 if name in ("images", "valid_images", "sim_images") else 1):
                 raise DataError(f"{name} must be a positive integer (images: at least 2, for standard errors), "
                                 f"got {getattr(self, name)!r}")
+        if self.bdmc_curve and min(self.bdmc_curve) < 2:
+            raise DataError(f"bdmc_curve must list AIS lengths T >= 2, got {self.bdmc_curve}")
+        if self.curve_runs is not None and int(self.curve_runs) < 1:
+            raise DataError(f"curve_runs must be a positive integer, got {self.curve_runs!r}")
         if not self.sigmas or min(self.sigmas) <= 0 or not self.bandwidths or min(self.bandwidths) <= 0:
             raise DataError(f"sigmas and bandwidths must be positive, got {self.sigmas} and {self.bandwidths}")
 
@@ -272,6 +284,17 @@ def run_generative(config: GenerativeConfig, *, out, overwrite: bool = False,
             bdmc_gap(unit_key(config.seed, kind, "bdmc"), decode, params, sigma=sigma, latent_dim=k,
                      num_images=config.sim_images, num_steps=config.bdmc_steps, num_runs=config.chains,
                      progress=progress)))
+        curve_runs = config.chains if config.curve_runs is None else int(config.curve_runs)
+        for steps in sorted(config.bdmc_curve):
+            found = store.get(kind, "simulated", "bdmc-curve", steps)
+            if found is not None and found["chains"] != curve_runs:
+                raise DataError(f"{store.dir}: the {kind} gap curve at T = {steps} was run with {found['chains']} "
+                                f"chains per image, not {curve_runs}: pass --curve-runs {found['chains']} or "
+                                "another --out")
+            # The key of the table's BDMC row: the same simulated images (and z) at every T.
+            unit(kind, "simulated", "bdmc-curve", steps, lambda: _gap_row(
+                bdmc_gap(unit_key(config.seed, kind, "bdmc"), decode, params, sigma=sigma, latent_dim=k,
+                         num_images=config.sim_images, num_steps=steps, num_runs=curve_runs, progress=progress)))
     return _finish(store, config, computed)
 
 
@@ -283,6 +306,9 @@ def _finish(store: RowStore, config: GenerativeConfig, computed: int) -> Generat
     write_atomic(store.dir / "table2.csv", table.to_csv(index=False))
     write_atomic(store.dir / "curve.csv", curve.to_csv(index=False))
     write_atomic(store.dir / "table2.md", markdown_table(table, steps=top))
+    gaps = gap_curve_table([r for r in rows if r["model"] in config.models])
+    if len(gaps):
+        write_atomic(store.dir / "gap_curve.csv", gaps.to_csv(index=False))
     curves = rate_distortion_table([r for r in rows if r["model"] in config.models])
     if len(curves):
         write_atomic(store.dir / "rate_distortion.csv", curves.to_csv(index=False))
@@ -331,6 +357,18 @@ def _rate_distortion_row(result) -> dict:
             "beta": curve.beta.tolist(), "rate": curve.rate.tolist(), "distortion": curve.distortion.tolist(),
             "mse": curve.mse.tolist(), "compile_seconds": result.compile_seconds,
             "seconds": result.seconds + result.compile_seconds}
+
+
+def gap_curve_table(rows) -> pd.DataFrame:
+    """The BDMC gap curves of the rows: one line per model and T (``model``, ``steps``, ``forward``, ``reverse``,
+    ``gap``, ``gap_se``, ``images``, ``chains``, ``alarm``, ``seconds``); nats per image, means over images."""
+    lines = [{"model": r["model"], "steps": r["budget"], "forward": r["forward"], "reverse": r["reverse"],
+              "gap": r["mean"], "gap_se": r["stderr"], "images": r["images"], "chains": r["chains"],
+              "alarm": r["alarm"], "seconds": r["seconds"]}
+             for r in rows if r["estimator"] == "bdmc-curve"]
+    frame = pd.DataFrame(lines, columns=["model", "steps", "forward", "reverse", "gap", "gap_se", "images", "chains",
+                                         "alarm", "seconds"])
+    return frame.sort_values(["model", "steps"], kind="stable").reset_index(drop=True)
 
 
 def rate_distortion_table(rows) -> pd.DataFrame:

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..plotting.generative import (plot_ais_curve, plot_image_grid, plot_posterior_samples, plot_rate_distortion,
-                                   plot_sigma_sweep)
-from .generative import rate_distortion_table
+from ..plotting.generative import (plot_ais_curve, plot_gap_curve, plot_image_grid, plot_posterior_samples,
+                                   plot_rate_distortion, plot_sigma_sweep)
+from .generative import gap_curve_table, rate_distortion_table
 from .generative_store import curve_table, load_rows
 
 
@@ -24,7 +24,8 @@ def write_figures(out, *, dpi: int = 110) -> list[Path]:
     """Draw every figure the rows and saved arrays of ``out`` allow, into ``out/figures``; return the files.
 
     ``ais_curve.png`` (log-likelihood against T), ``sigma_sweep.png``, ``samples_<model>.png`` (16 decoder
-    means), ``rate_distortion_<model>.png`` (when the curves were estimated) and ``posterior_<model>.png`` (test
+    means), ``rate_distortion_<model>.png`` (when the curves were estimated), ``bdmc_gap_curve.png`` (when the gap
+    curve was run) and ``posterior_<model>.png`` (test
     images beside f(z) at the final z of a few AIS chains, at the largest T evaluated).
     """
     out = Path(out)
@@ -43,6 +44,11 @@ def write_figures(out, *, dpi: int = 110) -> list[Path]:
     if len(curve):
         save(plot_ais_curve(curve, title=f"{settings['data']}, {settings['architecture']}: forward AIS against T"),
              "ais_curve.png")
+    gaps = gap_curve_table(rows)
+    if len(gaps):
+        images, chains = int(gaps["images"].max()), int(gaps["chains"].max())
+        save(plot_gap_curve(gaps, title=f"{settings['data']}, {settings['architecture']}: BDMC on {images} simulated "
+                                        f"images per model, {chains} chains each"), "bdmc_gap_curve.png")
     sweep = sigma_table(rows)
     if len(sweep):
         save(plot_sigma_sweep(sweep), "sigma_sweep.png")

@@ -47,6 +47,45 @@ def plot_ais_curve(curve: pd.DataFrame, *, title: str | None = None) -> Figure:
     return fig
 
 
+def plot_gap_curve(gaps: pd.DataFrame, *, title: str | None = None) -> Figure:
+    """The BDMC figure of Wu et al. (2017): on images simulated from each decoder, forward (lower) and reverse
+    (upper) AIS against T (left), and their gap against T on a log scale (right).
+
+    Parameters
+    ----------
+    gaps : pandas.DataFrame
+        Columns ``model``, ``steps``, ``forward``, ``reverse``, ``gap``, ``gap_se`` (``OUT/gap_curve.csv``):
+        means over the simulated images, the gap's standard error across them.
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    require_columns(gaps, {"model", "steps", "forward", "reverse", "gap", "gap_se"}, "plot_gap_curve")
+    fig = Figure(figsize=(10, 4.2), layout="constrained")
+    bounds, gap_ax = fig.subplots(1, 2)
+    for model, rows in gaps.groupby("model", sort=True):
+        rows = rows.sort_values("steps")
+        color = COLORS.get(model, FALLBACK)
+        bounds.plot(rows["steps"], rows["forward"], marker="o", color=color, label=f"{model.upper()} forward")
+        bounds.plot(rows["steps"], rows["reverse"], marker="v", linestyle="--", color=color,
+                    label=f"{model.upper()} reverse")
+        gap = rows["gap"].to_numpy(float)
+        gap_ax.errorbar(rows["steps"], np.maximum(gap, 1e-3), yerr=np.nan_to_num(rows["gap_se"].to_numpy(float)),
+                        marker="o", capsize=3, color=color, label=model.upper())
+    for ax in (bounds, gap_ax):
+        ax.set_xscale("log")
+        ax.set_xlabel("AIS intermediate distributions T")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="small")
+    bounds.set_ylabel("mean log p(x) bound on simulated images (nats)")
+    gap_ax.set_yscale("log")
+    gap_ax.set_ylabel("BDMC gap: reverse minus forward (nats, log scale)")
+    fig.suptitle(title or "BDMC on images simulated from each decoder")
+    return fig
+
+
 def plot_sigma_sweep(sweep: pd.DataFrame, *, zoom: float = 1500.0, title: str | None = None) -> Figure:
     """AIS log-likelihood of validation images against the observation noise sigma, per model.
 

@@ -474,6 +474,38 @@ def gan_d_real(folder):
 
 
 
+def _collapse(folder, variant):
+    """The row of ``variant`` in mode_collapse/rows.jsonl (benchmarks/generative_mode_collapse.py)."""
+    rows = [json.loads(line) for line in (folder / "mode_collapse" / "rows.jsonl").read_text().splitlines()
+            if line.strip()]
+    return next(r for r in rows if r["variant"] == variant)
+
+
+def _collapse_quote(name, variant, field, doc):
+    def fn(folder):
+        return _collapse(folder, variant)[field]
+    fn.__doc__ = doc
+    globals()[name] = fn
+
+
+for _v, _short in (("gan-plain", "plain"), ("gan", "stab"), ("vae", "vaec"), ("gmmn", "gmmnc"),
+                   ("gan-smooth-noise", "smooth")):
+    _collapse_quote(f"{_short}_top_count", _v, "top_count", f"{_v}: samples in the most common class")
+    _collapse_quote(f"{_short}_classes", _v, "classes_min_share", f"{_v}: classes with at least 2% of samples")
+    _collapse_quote(f"{_short}_entropy", _v, "entropy_nats", f"{_v}: entropy of the class shares (nats)")
+    _collapse_quote(f"{_short}_distinct", _v, "distinct_nearest", f"{_v}: distinct nearest training digits")
+
+
+def stab_share_lo(folder):
+    """Retrained GAN: the smallest class share (%)."""
+    return 100 * _collapse(folder, "gan")["min_fraction_covered"]
+
+
+def stab_share_hi(folder):
+    """Retrained GAN: the largest class share (%)."""
+    return 100 * _collapse(folder, "gan")["max_fraction"]
+
+
 # Every quote the page uses, in page order (a name here that the page stops using fails the stale-quote check).
 QUOTES = (
     "bdmc_gap_lo", "bdmc_gap_hi", "bdmc_max_ten", "vae50_bdmc_gap", "rise_lo", "rise_hi", "vae_seconds",
@@ -503,19 +535,21 @@ QUOTES = (
     "vae50_kde_ais_test", "vae50_kde_ais_test_se", "vae50_minus_vae_test", "vae_kde_ais_train",
     "vae_kde_ais_train_se", "vae_kde_ais_test", "vae_kde_ais_test_se", "gan_kde_ais_train", "gan_kde_ais_train_se",
     "gan_kde_ais_test", "gan_kde_ais_test_se", "old_kde_ais_train", "old_kde_ais_train_se", "old_kde_ais_test",
-    "old_kde_ais_test_se", "gmmn_kde_ais_train", "gmmn_kde_ais_train_se", "gmmn_kde_ais_test",
-    "gmmn_kde_ais_test_se", "kde_ais_gmmn_lo", "kde_ais_gmmn_hi", "kde_below_ten", "kde_triples_ten",
-    "kde_below_vae50", "kde_above_vae_n", "kde_above_vae_ais0", "kde_above_vae_ais1", "kde_above_vae_ais2",
-    "kde_above_vae_by0", "kde_above_vae_by1", "kde_above_vae_by2", "kde_above_gan_n", "kde_above_gan_by0",
-    "kde_above_gan_by1", "kde_gmmn_over_gan", "gmmn_minus_gan_test_n", "vae_iwae_ais_train",
-    "vae_iwae_ais_train_se", "vae_iwae_ais_test", "vae_iwae_ais_test_se", "iwae_above_n", "iwae_above_by",
-    "vae50_iwae_ais_train", "vae50_iwae_ais_train_se", "vae50_iwae_ais_test", "vae50_iwae_ais_test_se",
-    "iwae_above_vae50_n", "vae_train_test", "vae_train_test_se", "gan_train_test", "gan_train_test_se",
-    "gmmn_train_test", "gmmn_train_test_se", "vae50_train_test", "vae50_train_test_se", "spread_lo", "spread_hi",
-    "vae_minus_gan_test", "vae_minus_gan_test_se", "vae_minus_gan_train", "vae_minus_gan_train_se",
-    "vae_minus_gan_test_n", "vae_minus_gan_train_n", "vae_minus_gmmn_test_n", "gmmn_minus_gan_test",
-    "gmmn_minus_gan_test_se", "old_d_real", "gan_d_real", "gan_minus_old_test", "gan_minus_old_test_se",
-    "gan_minus_old_test_n", "gan_minus_old_train", "gan_minus_old_train_se", "old_top4_lo", "old_top4_hi",
-    "old_rest", "gan_on_top4_lo", "gan_on_top4_hi", "gan_rest", "vae50_rise_lo", "vae50_rise_hi",
-    "vae_sigma_learned", "vae50_sigma_learned", "acc_lo", "old_acc_train", "acc_hi",
+    "old_kde_ais_test_se", "gmmn_kde_ais_train", "gmmn_kde_ais_train_se", "gmmn_kde_ais_test", "gmmn_kde_ais_test_se",
+    "kde_ais_gmmn_lo", "kde_ais_gmmn_hi", "kde_below_ten", "kde_triples_ten", "kde_below_vae50", "kde_above_vae_n",
+    "kde_above_vae_ais0", "kde_above_vae_ais1", "kde_above_vae_ais2", "kde_above_vae_by0", "kde_above_vae_by1",
+    "kde_above_vae_by2", "kde_above_gan_n", "kde_above_gan_by0", "kde_above_gan_by1", "kde_gmmn_over_gan",
+    "gmmn_minus_gan_test_n", "vae_iwae_ais_train", "vae_iwae_ais_train_se", "vae_iwae_ais_test",
+    "vae_iwae_ais_test_se", "iwae_above_n", "iwae_above_by", "vae50_iwae_ais_train", "vae50_iwae_ais_train_se",
+    "vae50_iwae_ais_test", "vae50_iwae_ais_test_se", "iwae_above_vae50_n", "vae_train_test", "vae_train_test_se",
+    "gan_train_test", "gan_train_test_se", "gmmn_train_test", "gmmn_train_test_se", "vae50_train_test",
+    "vae50_train_test_se", "spread_lo", "spread_hi", "vae_minus_gan_test", "vae_minus_gan_test_se",
+    "vae_minus_gan_train", "vae_minus_gan_train_se", "vae_minus_gan_test_n", "vae_minus_gan_train_n",
+    "vae_minus_gmmn_test_n", "gmmn_minus_gan_test", "gmmn_minus_gan_test_se", "old_d_real", "gan_d_real",
+    "plain_top_count", "plain_classes", "plain_entropy", "plain_distinct", "smooth_top_count", "smooth_classes",
+    "stab_classes", "stab_share_lo", "stab_share_hi", "stab_entropy", "vaec_entropy", "gmmnc_entropy",
+    "stab_distinct", "vaec_distinct", "gmmnc_distinct", "gan_minus_old_test", "gan_minus_old_test_se",
+    "gan_minus_old_test_n", "gan_minus_old_train", "gan_minus_old_train_se", "old_top4_lo", "old_top4_hi", "old_rest",
+    "gan_on_top4_lo", "gan_on_top4_hi", "gan_rest", "vae50_rise_lo", "vae50_rise_hi", "vae_sigma_learned",
+    "vae50_sigma_learned", "acc_lo", "old_acc_train", "acc_hi",
 )

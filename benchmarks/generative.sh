@@ -19,3 +19,6 @@ bdmc generative --data mnist --architecture small10 --models gan "${BUDGET[@]}" 
 # VAE-50 (the CPU-sized 50-256-784 decoder), the same budgets
 bdmc generative --data mnist --architecture small50 --models vae "${BUDGET[@]}" \
   --out "$OUT/run-vae50" "$@" 2>&1 | tee -a "$OUT/run-vae50.log"
+# GAN-50 and GMMN-50 (the same 50-256-784 decoder trained as a GAN and a GMMN), the same budgets
+bdmc generative --data mnist --architecture small50 --models gan,gmmn "${BUDGET[@]}" \
+  --out "$OUT/run-50" "$@" 2>&1 | tee -a "$OUT/run-50.log"

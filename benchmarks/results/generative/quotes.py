@@ -506,32 +506,81 @@ def stab_share_hi(folder):
     return 100 * _collapse(folder, "gan")["max_fraction"]
 
 
+CURVES = {"vae": ("gap-curve", "vae"), "gan": ("gap-curve", "gan"), "gmmn": ("gap-curve", "gmmn"),
+          "vae50": ("gap-curve-vae50", "vae")}
+
+
+def _curve_row(folder, model, steps):
+    """The gap curve's row of ``model`` at T = ``steps`` (benchmarks/generative_gap_curve.sh)."""
+    run, name = CURVES[model]
+    rows = [json.loads(line) for line in (folder / run / "rows.jsonl").read_text().splitlines() if line.strip()]
+    return next(r for r in rows if r["model"] == name and r["estimator"] == "bdmc-curve" and r["budget"] == steps)
+
+
+def _curve_quotes(model, steps):
+    def gap(folder):
+        return _curve_row(folder, model, steps)["mean"]
+
+    def gap_se(folder):
+        return _curve_row(folder, model, steps)["stderr"]
+
+    def gap_max(folder):
+        return max(_curve_row(folder, model, steps)["per_image"])
+
+    for fn, suffix, what in ((gap, "", "mean gap"), (gap_se, "_se", "its standard error"),
+                             (gap_max, "_max", "the largest image's gap")):
+        fn.__doc__ = f"Gap curve, {model} at T = {steps}: {what} (nats)."
+        globals()[f"curve_{model}_{steps}{suffix}"] = fn
+
+
+for _m in CURVES:
+    for _t in (10, 100, 1000, 3000, 10000):
+        _curve_quotes(_m, _t)
+
+
+def curve_images(folder):
+    """Simulated images per model on the gap curve."""
+    return _curve_row(folder, "vae", 10000)["images"]
+
+
+def curve_chains(folder):
+    """AIS chains per image on the gap curve."""
+    return _curve_row(folder, "vae", 10000)["chains"]
+
+
 # Every quote the page uses, in page order (a name here that the page stops using fails the stale-quote check).
 QUOTES = (
-    "bdmc_gap_lo", "bdmc_gap_hi", "bdmc_max_ten", "vae50_bdmc_gap", "rise_lo", "rise_hi", "vae_seconds",
-    "gan_seconds", "gmmn_seconds", "vae50_seconds", "vae_train_s", "gan_train_s", "gmmn_train_s", "vae50_train_s",
-    "ais1000_s_lo", "ais1000_s_hi", "enc_s_lo", "enc_s_hi", "sweep_gan_020", "sweep_gan_030", "sweep_gan_045",
-    "eng_kde_max_diff", "gan_ais_train1000", "eng_ais_train1000", "eng_d_train1000", "eng_d_train1000_se",
-    "gan_ais_test1000", "eng_ais_test1000", "eng_d_test1000", "eng_d_test1000_se", "gan_ais_test100",
-    "eng_ais_test100", "eng_d_test100", "eng_d_test100_se", "gan_ais_test10", "eng_ais_test10", "eng_d_test10",
-    "eng_d_test10_se", "gan_bdmc_gap", "gan_bdmc_gap_se", "eng_bdmc_gap", "eng_bdmc_gap_se", "eng_d_bdmc",
-    "eng_d_bdmc_se", "gan_kde_test", "eng_kde_test", "eng_z_max", "eng_bdmc_z", "alarms", "vae50_ais_test",
-    "vae50_ais_test_se", "vae50_ais_train", "vae50_ais_train_se", "vae50_sigma", "vae_ais_test", "vae_ais_test_se",
-    "vae_ais_train", "vae_ais_train_se", "vae_sigma", "gan_ais_test", "gan_ais_test_se", "gan_ais_train",
-    "gan_ais_train_se", "gan_sigma", "old_ais_test", "old_ais_test_se", "old_ais_train", "old_ais_train_se",
-    "old_sigma", "gmmn_ais_test", "gmmn_ais_test_se", "gmmn_ais_train", "gmmn_ais_train_se", "gmmn_sigma",
-    "vae_kde_train", "vae_kde_train_se", "vae_kde_test", "vae_kde_test_se", "vae_iwae_train", "vae_iwae_train_se",
-    "vae_iwae_test", "vae_iwae_test_se", "vae_bdmc_gap", "vae_bdmc_gap_se", "vae_bandwidth", "gan_kde_train",
-    "gan_kde_train_se", "gan_kde_test_se", "gan_bandwidth", "old_kde_train", "old_kde_train_se", "old_kde_test",
-    "old_kde_test_se", "old_bdmc_gap", "old_bdmc_gap_se", "old_bandwidth", "old_seconds", "gmmn_kde_train",
-    "gmmn_kde_train_se", "gmmn_kde_test", "gmmn_kde_test_se", "gmmn_bdmc_gap", "gmmn_bdmc_gap_se", "gmmn_bandwidth",
-    "vae50_kde_train", "vae50_kde_train_se", "vae50_kde_test", "vae50_kde_test_se", "vae50_iwae_train",
-    "vae50_iwae_train_se", "vae50_iwae_test", "vae50_iwae_test_se", "vae50_bdmc_gap_se", "vae50_bandwidth",
-    "vae50_bdmc_min", "vae50_bdmc_max", "vae50_rise_test", "vae50_rise_train", "vae50_enc_min", "vae50_enc_max",
-    "vae50_enc_d", "vae50_enc_d_se", "se_lo", "se_hi", "vae_test_min", "vae_test_max", "vae_rise_test",
-    "vae_rise_train", "gan_rise_test", "gan_rise_train", "gmmn_rise_test", "gmmn_rise_train", "rise10_lo",
-    "rise10_hi", "vae_bdmc_max", "gan_bdmc_max", "bdmc_images_ten", "vae_enc", "vae_enc_se", "vae_prior_se",
-    "vae_enc_d", "vae_enc_d_se", "vae_enc_absmax", "vae50_kde_ais_train", "vae50_kde_ais_train_se",
+    "curve_images", "curve_chains", "curve_vae_10", "curve_vae_10_se", "curve_gan_10", "curve_gan_10_se",
+    "curve_gmmn_10", "curve_gmmn_10_se", "curve_vae_100", "curve_vae_100_se", "curve_gan_100", "curve_gan_100_se",
+    "curve_gmmn_100", "curve_gmmn_100_se", "curve_vae_1000", "curve_vae_1000_se", "curve_gan_1000",
+    "curve_gan_1000_se", "curve_gmmn_1000", "curve_gmmn_1000_se", "curve_vae_3000", "curve_vae_3000_se",
+    "curve_gan_3000", "curve_gan_3000_se", "curve_gmmn_3000", "curve_gmmn_3000_se", "curve_vae_10000",
+    "curve_vae_10000_se", "curve_gan_10000", "curve_gan_10000_se", "curve_gmmn_10000", "curve_gmmn_10000_se",
+    "curve_vae_1000_max", "curve_gan_1000_max", "curve_gmmn_1000_max", "curve_vae_10000_max", "curve_gan_10000_max",
+    "curve_gmmn_10000_max", "bdmc_gap_lo", "bdmc_gap_hi", "bdmc_max_ten", "vae50_bdmc_gap", "rise_lo", "rise_hi",
+    "vae_seconds", "gan_seconds", "gmmn_seconds", "vae50_seconds", "vae_train_s", "gan_train_s", "gmmn_train_s",
+    "vae50_train_s", "ais1000_s_lo", "ais1000_s_hi", "enc_s_lo", "enc_s_hi", "sweep_gan_020", "sweep_gan_030",
+    "sweep_gan_045", "eng_kde_max_diff", "gan_ais_train1000", "eng_ais_train1000", "eng_d_train1000",
+    "eng_d_train1000_se", "gan_ais_test1000", "eng_ais_test1000", "eng_d_test1000", "eng_d_test1000_se",
+    "gan_ais_test100", "eng_ais_test100", "eng_d_test100", "eng_d_test100_se", "gan_ais_test10", "eng_ais_test10",
+    "eng_d_test10", "eng_d_test10_se", "gan_bdmc_gap", "gan_bdmc_gap_se", "eng_bdmc_gap", "eng_bdmc_gap_se",
+    "eng_d_bdmc", "eng_d_bdmc_se", "gan_kde_test", "eng_kde_test", "eng_z_max", "eng_bdmc_z", "alarms",
+    "vae50_ais_test", "vae50_ais_test_se", "vae50_ais_train", "vae50_ais_train_se", "vae50_sigma", "vae_ais_test",
+    "vae_ais_test_se", "vae_ais_train", "vae_ais_train_se", "vae_sigma", "gan_ais_test", "gan_ais_test_se",
+    "gan_ais_train", "gan_ais_train_se", "gan_sigma", "old_ais_test", "old_ais_test_se", "old_ais_train",
+    "old_ais_train_se", "old_sigma", "gmmn_ais_test", "gmmn_ais_test_se", "gmmn_ais_train", "gmmn_ais_train_se",
+    "gmmn_sigma", "vae_kde_train", "vae_kde_train_se", "vae_kde_test", "vae_kde_test_se", "vae_iwae_train",
+    "vae_iwae_train_se", "vae_iwae_test", "vae_iwae_test_se", "vae_bdmc_gap", "vae_bdmc_gap_se", "vae_bandwidth",
+    "gan_kde_train", "gan_kde_train_se", "gan_kde_test_se", "gan_bandwidth", "old_kde_train", "old_kde_train_se",
+    "old_kde_test", "old_kde_test_se", "old_bdmc_gap", "old_bdmc_gap_se", "old_bandwidth", "old_seconds",
+    "gmmn_kde_train", "gmmn_kde_train_se", "gmmn_kde_test", "gmmn_kde_test_se", "gmmn_bdmc_gap", "gmmn_bdmc_gap_se",
+    "gmmn_bandwidth", "vae50_kde_train", "vae50_kde_train_se", "vae50_kde_test", "vae50_kde_test_se",
+    "vae50_iwae_train", "vae50_iwae_train_se", "vae50_iwae_test", "vae50_iwae_test_se", "vae50_bdmc_gap_se",
+    "vae50_bandwidth", "vae50_bdmc_min", "vae50_bdmc_max", "vae50_rise_test", "vae50_rise_train", "vae50_enc_min",
+    "vae50_enc_max", "vae50_enc_d", "vae50_enc_d_se", "se_lo", "se_hi", "vae_test_min", "vae_test_max",
+    "vae_rise_test", "vae_rise_train", "gan_rise_test", "gan_rise_train", "gmmn_rise_test", "gmmn_rise_train",
+    "rise10_lo", "rise10_hi", "vae_bdmc_max", "gan_bdmc_max", "bdmc_images_ten", "vae_enc", "vae_enc_se",
+    "vae_prior_se", "vae_enc_d", "vae_enc_d_se", "vae_enc_absmax", "vae50_kde_ais_train", "vae50_kde_ais_train_se",
     "vae50_kde_ais_test", "vae50_kde_ais_test_se", "vae50_minus_vae_test", "vae_kde_ais_train",
     "vae_kde_ais_train_se", "vae_kde_ais_test", "vae_kde_ais_test_se", "gan_kde_ais_train", "gan_kde_ais_train_se",
     "gan_kde_ais_test", "gan_kde_ais_test_se", "old_kde_ais_train", "old_kde_ais_train_se", "old_kde_ais_test",

@@ -6,11 +6,13 @@ from pathlib import Path
 from scipy import stats
 
 SAMPLERS = {"numpyro": "numpyro-nuts", "pymc": "pymc-nuts", "stan": "stan-nuts", "hmc": "hmc"}
-QUOTES = tuple(f"{s}_{q}" for s in SAMPLERS for q in ("audits", "fails", "hi", "remaining")) + ("numpyro_lo",
-    "remaining", "pymc_schools_quiet", "stan_schools_quiet", "here_latest",
+QUOTES = tuple(f"{s}_{q}" for s in SAMPLERS for q in ("audits", "fails", "hi")) + ("numpyro_lo",
+    "pymc_schools_quiet", "stan_schools_quiet", "here_latest",
     "total", "total_again", "prior_expected", "c73_rows", "a4a_rows", "c036_rows", "c797_rows", "c4fe_rows",
     "stan_lo", "hmc_lo",
-    "regression_numpyro_audits", "regression_numpyro_fails", "regression_numpyro_lo", "lent_audits")
+    "regression_numpyro_audits", "regression_numpyro_fails", "regression_numpyro_lo", "lent_audits",
+    "c6ec_rows", "c4b0_rows", "cdf1_rows", "df1_numpyro_median", "c797_numpyro_median", "geweke_fail_z",
+    "geweke_fail_threshold", "hmc_geweke_runs", "hmc_geweke_median", "pymc_sim_p", "pymc_lo")
 
 
 def _rows(folder: Path, sampler=None, program=None):
@@ -134,3 +136,69 @@ def c797_rows(folder):
 def c4fe_rows(folder):
     """Rows of the run at commit 4fec285."""
     return sum(r["commit"] == "4fec285" for r in _rows(folder))
+
+
+def c6ec_rows(folder):
+    """Rows of the run at commit 6ec583a."""
+    return sum(r["commit"] == "6ec583a" for r in _rows(folder))
+
+
+def c4b0_rows(folder):
+    """Rows of the run at commit 4b0a54b."""
+    return sum(r["commit"] == "4b0a54b" for r in _rows(folder))
+
+
+def cdf1_rows(folder):
+    """Rows of the runs at commit df1b403."""
+    return sum(r["commit"] == "df1b403" for r in _rows(folder))
+
+
+def _median_seconds(folder, sampler, commit):
+    import numpy as np
+
+    return float(np.median([r["seconds"] for r in _rows(folder, sampler) if r["commit"] == commit]))
+
+
+def df1_numpyro_median(folder):
+    """Median seconds of NumPyro's NUTS audits at df1b403 (a program compiled once per process)."""
+    return _median_seconds(folder, "numpyro-nuts", "df1b403")
+
+
+def c797_numpyro_median(folder):
+    """Median seconds of NumPyro's NUTS audits at 797c7ed (every audit compiled its checks again)."""
+    return _median_seconds(folder, "numpyro-nuts", "797c7ed")
+
+
+def _geweke_fail(folder):
+    return next(r["checks"]["geweke"] for r in _rows(folder, "hmc", "regression") if r["seed"] == 66)
+
+
+def geweke_fail_z(folder):
+    return _geweke_fail(folder)["worst_abs_z"]
+
+
+def geweke_fail_threshold(folder):
+    return _geweke_fail(folder)["threshold"]
+
+
+def _geweke_z(folder):
+    return [r["checks"]["geweke"]["worst_abs_z"] for r in _rows(folder, "hmc")
+            if r["checks"].get("geweke", {}).get("worst_abs_z") is not None]
+
+
+def hmc_geweke_runs(folder):
+    """HMC audits with a Geweke statistic."""
+    return len(_geweke_z(folder))
+
+
+def hmc_geweke_median(folder):
+    """Median over HMC audits of the Geweke test's largest |z|."""
+    import numpy as np
+
+    return float(np.median(_geweke_z(folder)))
+
+
+def pymc_sim_p(folder):
+    """PyMC regression seed 62: the simulator check's smallest p."""
+    return next(r["checks"]["simulator-density"]["min_p"] for r in _rows(folder, "pymc-nuts", "regression")
+                if r["seed"] == 62)

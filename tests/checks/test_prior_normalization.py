@@ -66,6 +66,15 @@ def test_a_lost_half_normal_normalizer_is_found(results):
     assert "does not integrate to one" in r.summary()
 
 
+# In float32 the forward side's mean log weight can sit above log c by a few standard errors (3 of 12 keys on this
+# prior, before and after the check moved to whitened coordinates alike), so the asymptotic interval's coverage of a
+# 3-nat loss is a float64 property; that the loss is found is tested in both (the test above).
+def test_a_large_loss_is_found(results):
+    r = results[3.0]
+    assert r.verdict == NOT_NORMALIZED and r.interval_high < 0, r.summary()
+
+
+@pytest.mark.float64
 def test_a_large_loss_leaves_even_the_certified_interval(results):
     r = results[3.0]
     assert r.verdict == NOT_NORMALIZED and r.interval_low <= -3.0 <= r.interval_high

@@ -552,6 +552,8 @@ def curve_chains(folder):
 
 # Every quote the page uses, in page order (a name here that the page stops using fails the stale-quote check).
 QUOTES = (
+    "curve_vae50_10", "curve_vae50_10_se", "curve_vae50_100", "curve_vae50_100_se", "curve_vae50_1000",
+    "curve_vae50_1000_se", "curve_vae50_3000", "curve_vae50_3000_se", "curve_vae50_10000", "curve_vae50_10000_se",
     "gan50_ais_test", "gan50_ais_test_se", "gan50_ais_train", "gan50_ais_train_se", "gan50_sigma", "gan50_bdmc_gap",
     "gan50_bdmc_gap_se", "gmmn50_ais_test", "gmmn50_ais_test_se", "gmmn50_ais_train", "gmmn50_ais_train_se",
     "gmmn50_sigma", "gmmn50_bdmc_gap", "gmmn50_bdmc_gap_se", "curve_images", "curve_chains", "curve_vae_10",

@@ -112,45 +112,20 @@ def prior_expected(folder):
                if r["checks"].get("prior-normalization", {}).get("level"))
 
 
-def c73_rows(folder):
-    """Rows of the run at commit c73fc20."""
-    return sum(r["commit"] == "c73fc20" for r in _rows(folder))
+# Rows per run, by the commit each run stamped: quote name -> commit.
+RUN_COMMITS = {"c73_rows": "c73fc20", "a4a_rows": "a4a6144", "c036_rows": "036c9cc", "c797_rows": "797c7ed",
+               "c4fe_rows": "4fec285", "c6ec_rows": "6ec583a", "c4b0_rows": "4b0a54b", "cdf1_rows": "df1b403"}
 
 
-
-def a4a_rows(folder):
-    """Rows of the run at commit a4a6144."""
-    return sum(r["commit"] == "a4a6144" for r in _rows(folder))
-
-
-def c036_rows(folder):
-    """Rows of the run at commit 036c9cc."""
-    return sum(r["commit"] == "036c9cc" for r in _rows(folder))
+def _run_rows(commit):
+    def rows(folder):
+        return sum(r["commit"] == commit for r in _rows(folder))
+    rows.__doc__ = f"Rows of the run(s) at commit {commit}."
+    return rows
 
 
-def c797_rows(folder):
-    """Rows of the run at commit 797c7ed."""
-    return sum(r["commit"] == "797c7ed" for r in _rows(folder))
-
-
-def c4fe_rows(folder):
-    """Rows of the run at commit 4fec285."""
-    return sum(r["commit"] == "4fec285" for r in _rows(folder))
-
-
-def c6ec_rows(folder):
-    """Rows of the run at commit 6ec583a."""
-    return sum(r["commit"] == "6ec583a" for r in _rows(folder))
-
-
-def c4b0_rows(folder):
-    """Rows of the run at commit 4b0a54b."""
-    return sum(r["commit"] == "4b0a54b" for r in _rows(folder))
-
-
-def cdf1_rows(folder):
-    """Rows of the runs at commit df1b403."""
-    return sum(r["commit"] == "df1b403" for r in _rows(folder))
+for _name, _commit in RUN_COMMITS.items():
+    globals()[_name] = _run_rows(_commit)
 
 
 def _median_seconds(folder, sampler, commit):

@@ -93,29 +93,30 @@ class Cell:
         return f"{self.kind}-{self.architecture}-n{self.num_train}-e{self.epochs}"
 
 
-def _cell(factor, baseline, kind, architecture="small10", num_train=4000, epochs=100, sigma_rule="sweep-100",
-          evals=None) -> Cell:
+def make_cell(factor, baseline, kind, architecture="small10", num_train=4000, epochs=100, sigma_rule="sweep-100",
+              evals=None) -> Cell:
+    """A :class:`Cell` with generative.sh's settings except those given (evaluations by decoder size)."""
     evals = evals or (SMALL_EVALS if architecture.startswith("small") else LARGE_EVALS)
     return Cell(factor, baseline, kind, architecture, num_train, epochs, sigma_rule, tuple(evals))
 
 
 CELLS = {
-    "vae-base": _cell("baseline", "vae-base", "vae"),
-    "vae-train-1000": _cell("training images", "vae-base", "vae", num_train=1000),
-    "vae-train-2000": _cell("training images", "vae-base", "vae", num_train=2000),
-    "vae-epochs-25": _cell("epochs", "vae-base", "vae", epochs=25),
-    "vae-epochs-400": _cell("epochs", "vae-base", "vae", epochs=400),
-    "vae-epochs-1000": _cell("epochs", "vae-base", "vae", epochs=1000),
-    "vae-sigma-1000": _cell("sigma rule", "vae-base", "vae", sigma_rule="sweep-1000"),
-    "vae-sigma-learned": _cell("sigma rule", "vae-base", "vae", sigma_rule="learned"),
-    "vae-paper10": _cell("decoder", "vae-base", "vae", architecture="paper10"),
-    "gan-base": _cell("baseline", "gan-base", "gan"),
-    "gan-epochs-400": _cell("epochs", "gan-base", "gan", epochs=400),
-    "gan-epochs-1000": _cell("epochs", "gan-base", "gan", epochs=1000),
-    "gan-train-1000": _cell("training images", "gan-base", "gan", num_train=1000),
-    "gan-paper10": _cell("decoder", "gan-base", "gan", architecture="paper10"),
-    "vae50-base": _cell("baseline", "vae50-base", "vae", architecture="small50"),
-    "vae-paper50": _cell("decoder", "vae50-base", "vae", architecture="paper50"),
+    "vae-base": make_cell("baseline", "vae-base", "vae"),
+    "vae-train-1000": make_cell("training images", "vae-base", "vae", num_train=1000),
+    "vae-train-2000": make_cell("training images", "vae-base", "vae", num_train=2000),
+    "vae-epochs-25": make_cell("epochs", "vae-base", "vae", epochs=25),
+    "vae-epochs-400": make_cell("epochs", "vae-base", "vae", epochs=400),
+    "vae-epochs-1000": make_cell("epochs", "vae-base", "vae", epochs=1000),
+    "vae-sigma-1000": make_cell("sigma rule", "vae-base", "vae", sigma_rule="sweep-1000"),
+    "vae-sigma-learned": make_cell("sigma rule", "vae-base", "vae", sigma_rule="learned"),
+    "vae-paper10": make_cell("decoder", "vae-base", "vae", architecture="paper10"),
+    "gan-base": make_cell("baseline", "gan-base", "gan"),
+    "gan-epochs-400": make_cell("epochs", "gan-base", "gan", epochs=400),
+    "gan-epochs-1000": make_cell("epochs", "gan-base", "gan", epochs=1000),
+    "gan-train-1000": make_cell("training images", "gan-base", "gan", num_train=1000),
+    "gan-paper10": make_cell("decoder", "gan-base", "gan", architecture="paper10"),
+    "vae50-base": make_cell("baseline", "vae50-base", "vae", architecture="small50"),
+    "vae-paper50": make_cell("decoder", "vae50-base", "vae", architecture="paper50"),
 }
 
 

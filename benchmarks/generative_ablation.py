@@ -115,6 +115,7 @@ CELLS = {
     "gan-epochs-1000": make_cell("epochs", "gan-base", "gan", epochs=1000),
     "gan-train-1000": make_cell("training images", "gan-base", "gan", num_train=1000),
     "gan-paper10": make_cell("decoder", "gan-base", "gan", architecture="paper10"),
+    "gmmn-base": make_cell("baseline", "gmmn-base", "gmmn"),
     "vae50-base": make_cell("baseline", "vae50-base", "vae", architecture="small50"),
     "vae-paper50": make_cell("decoder", "vae50-base", "vae", architecture="paper50"),
 }

@@ -550,6 +550,61 @@ def curve_chains(folder):
     return _curve_row(folder, "vae", 10000)["chains"]
 
 
+ABLATION_CELLS = ("vae-base", "vae-train-1000", "vae-train-2000", "vae-epochs-25", "vae-epochs-400", "vae-epochs-1000",
+                  "vae-sigma-1000", "vae-sigma-learned", "vae-paper10", "gan-base", "gan-epochs-400",
+                  "gan-epochs-1000", "gan-train-1000", "gan-paper10", "gmmn-base", "vae50-base", "vae-paper50")
+
+
+def _ablation(folder, cell, steps):
+    """The ablation table's line of ``cell`` at T = ``steps`` (benchmarks/generative_ablation.py)."""
+    with open(folder / "ablation" / "table.csv") as f:
+        return next(r for r in csv.DictReader(f) if r["cell"] == cell and int(r["steps"]) == steps)
+
+
+def _ablation_quotes(cell, steps):
+    short = f"abl_{cell.replace('-', '_')}_{steps}"
+    fields = (("", "mean", "AIS test mean (nats)"), ("_se", "stderr", "its standard error across images"),
+              ("_d", "diff", "paired difference from its baseline"), ("_d_se", "diff_se", "its standard error"),
+              ("_wins", "wins", "images where the cell is higher than its baseline"),
+              ("_sigma", "sigma", "the sigma it used"), ("_train_s", "train_seconds", "training seconds"),
+              ("_s", "ais_seconds", "the AIS run's seconds"))
+    for suffix, column, what in fields:
+        def fn(folder, column=column):
+            return float(_ablation(folder, cell, steps)[column])
+        fn.__doc__ = f"Ablation, {cell} at T = {steps}: {what}."
+        globals()[short + suffix] = fn
+
+
+for _c in ABLATION_CELLS:
+    for _t in (1000, 10000):
+        _ablation_quotes(_c, _t)
+
+
+def _train_test(folder, model):
+    """The train/test table's line of ``model`` (benchmarks/generative_train_test.py)."""
+    with open(folder / "train_test" / "table.csv") as f:
+        return next(r for r in csv.DictReader(f) if r["model"] == model)
+
+
+def _train_test_quotes(model):
+    fields = (("train", "AIS train mean"), ("train_se", "its standard error"), ("test", "AIS test mean"),
+              ("test_se", "its standard error"), ("train_minus_test", "train minus test"),
+              ("train_minus_test_se", "its Welch standard error"), ("z", "train minus test over its se"),
+              ("vs_table_train", "minus Table 2's AIS on its 20 training images"),
+              ("vs_table_train_se", "its standard error"), ("vs_table_test", "minus Table 2's on its 20 test images"),
+              ("vs_table_test_se", "its standard error"), ("images", "images per split"), ("chains", "chains"),
+              ("seconds", "seconds of both runs"))
+    for column, what in fields:
+        def fn(folder, column=column):
+            return float(_train_test(folder, model)[column])
+        fn.__doc__ = f"Train/test, {model}: {what}."
+        globals()[f"tt_{model}_{column}"] = fn
+
+
+for _m in ("vae10", "gan10", "gmmn10", "vae50", "gan50", "gmmn50"):
+    _train_test_quotes(_m)
+
+
 # Every quote the page uses, in page order (a name here that the page stops using fails the stale-quote check).
 QUOTES = (
     "curve_vae50_10", "curve_vae50_10_se", "curve_vae50_100", "curve_vae50_100_se", "curve_vae50_1000",

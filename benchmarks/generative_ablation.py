@@ -110,6 +110,10 @@ CELLS = {
     "vae-sigma-1000": make_cell("sigma rule", "vae-base", "vae", sigma_rule="sweep-1000"),
     "vae-sigma-learned": make_cell("sigma rule", "vae-base", "vae", sigma_rule="learned"),
     "vae-paper10": make_cell("decoder", "vae-base", "vae", architecture="paper10"),
+    # the paper's decoder with a second factor changed, compared with vae-paper10
+    "vae-paper10-sigma-learned": make_cell("sigma rule", "vae-paper10", "vae", architecture="paper10",
+                                           sigma_rule="learned"),
+    "vae-paper10-epochs-400": make_cell("epochs", "vae-paper10", "vae", architecture="paper10", epochs=400),
     "gan-base": make_cell("baseline", "gan-base", "gan"),
     "gan-epochs-400": make_cell("epochs", "gan-base", "gan", epochs=400),
     "gan-epochs-1000": make_cell("epochs", "gan-base", "gan", epochs=1000),

@@ -20,7 +20,7 @@ FACTOR_FIELDS = {"training images": "num_train", "epochs": "epochs", "sigma rule
 def test_every_cell_changes_exactly_its_factor_from_its_baseline(name):
     cell = ga.CELLS[name]
     base = ga.CELLS[cell.baseline]
-    assert base.factor == "baseline" and base.baseline == cell.baseline
+    assert (cell.factor == "baseline") == (cell.baseline == name)
     changed = {f.name for f in fields(ga.Cell)
                if f.name not in ("factor", "baseline", "evals") and getattr(cell, f.name) != getattr(base, f.name)}
     assert changed == (set() if cell.factor == "baseline" else {FACTOR_FIELDS[cell.factor]})
@@ -28,6 +28,7 @@ def test_every_cell_changes_exactly_its_factor_from_its_baseline(name):
 
 def test_cells_trained_alike_share_a_network_and_others_do_not():
     assert ga.CELLS["vae-sigma-learned"].model_name == ga.CELLS["vae-base"].model_name
+    assert ga.CELLS["vae-paper10-sigma-learned"].model_name == ga.CELLS["vae-paper10"].model_name
     names = {c.model_name for n, c in ga.CELLS.items() if c.factor != "sigma rule"}
     assert len(names) == sum(c.factor != "sigma rule" for c in ga.CELLS.values())
 

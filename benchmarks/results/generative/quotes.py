@@ -551,7 +551,8 @@ def curve_chains(folder):
 
 
 ABLATION_CELLS = ("vae-base", "vae-train-1000", "vae-train-2000", "vae-epochs-25", "vae-epochs-400", "vae-epochs-1000",
-                  "vae-sigma-1000", "vae-sigma-learned", "vae-paper10", "gan-base", "gan-epochs-400",
+                  "vae-sigma-1000", "vae-sigma-learned", "vae-paper10", "vae-paper10-sigma-learned",
+                  "vae-paper10-epochs-400", "gan-base", "gan-epochs-400",
                   "gan-epochs-1000", "gan-train-1000", "gan-paper10", "gmmn-base", "vae50-base", "vae-paper50")
 
 

@@ -43,6 +43,7 @@ MODELS = {"vae10": ("vae", "small10", "run"), "gan10": ("gan", "small10", "run-g
           "gmmn10": ("gmmn", "small10", "run"), "vae50": ("vae", "small50", "run-vae50"),
           "gan50": ("gan", "small50", "run-50"), "gmmn50": ("gmmn", "small50", "run-50")}
 TABLE_IMAGES = 20
+MAX_STORED_DIFF = 0.01  # largest |pixel difference| from the run's stored samples accepted as the same training
 
 
 def run_rows(run: str) -> list[dict]:
@@ -79,7 +80,10 @@ def run_model(name: str, splits, rows_path: Path, *, images: int, steps: int, ch
     trained, train = train_model(make_cell("baseline", name, kind, architecture=architecture), splits,
                                  models_dir=MODELS_DIR, log=log)
     stored = train["stored_samples"]
-    if stored is None or stored["max_abs_diff"] > 1e-3:
+    # Retraining from the same key, data and settings reproduces GAN and GMMN decoders to ~1e-12 and VAE-10's to
+    # ~2e-5; VAE-50's drifts by ~3e-3 per pixel over 100 epochs (the sampled ELBO amplifies rounding differences
+    # of another XLA thread setting). A different network would differ by tenths: that is refused.
+    if stored is None or stored["max_abs_diff"] > MAX_STORED_DIFF:
         raise RuntimeError(f"{name}: the retrained network does not draw {run}'s stored samples ({stored}); "
                            "its rows would not be generative.sh's model")
     sigma = stored_sigma(kind, run)
@@ -120,6 +124,7 @@ def summary(rows: list[dict]) -> list[dict]:
                 "train_minus_test": diff, "train_minus_test_se": se, "z": diff / se,
                 "paper_test": PAPER[kind, 10 if architecture.endswith("10") else 50],
                 "seconds": train["seconds"] + test["seconds"],
+                "stored_diff": (test.get("stored_samples") or {}).get("max_abs_diff"),
                 "commit": f"{test.get('commit', '?')}{'' if test.get('clean_tree') else ' (dirty)'}",
                 "load": test.get("load"), "date": test.get("date")}
         for s, row in (("train", train), ("test", test)):
@@ -144,11 +149,13 @@ def write_outputs(rows: list[dict], out: Path) -> list[dict]:
             "Written by `benchmarks/generative_train_test.py` from `rows.jsonl` (see its docstring). Nats per image, "
             "mean +- standard error across images; train minus test: two independent samples of images, Welch's "
             "standard error. \"vs Table 2\": on the first 20 images of a split (Table 2's), this run minus Table 2's "
-            "AIS row at the same T (paired per image; Table 2 ran 16 chains per image).",
+            "AIS row at the same T (paired per image; Table 2 ran 16 chains per image). \"stored samples diff\": the "
+            "largest pixel difference between the retrained decoder's samples and those the run stored (the same "
+            "training; see the script).",
             "",
             "| model | sigma | T x chains | images per split | AIS train | AIS test | train - test | z "
-            "| vs Table 2 (train) | vs Table 2 (test) | paper, test | s | commit | load |",
-            "|---|---:|---|---:|---|---|---|---:|---|---|---:|---:|---|---:|"]
+            "| vs Table 2 (train) | vs Table 2 (test) | paper, test | stored samples diff | s | commit | load |",
+            "|---|---:|---|---:|---|---|---|---:|---|---|---:|---:|---:|---|---:|"]
     for ln in lines:
         vs = {s: (f"{ln[f'vs_table_{s}']:+.1f} +- {ln[f'vs_table_{s}_se']:.1f}" if f"vs_table_{s}" in ln else "-")
               for s in ("train", "test")}
@@ -156,7 +163,9 @@ def write_outputs(rows: list[dict], out: Path) -> list[dict]:
         text.append(f"| {ln['model']} | {ln['sigma']:g} | {ln['steps']} x {ln['chains']} | {ln['images']} "
                     f"| {ln['train']:.1f} +- {ln['train_se']:.1f} | {ln['test']:.1f} +- {ln['test_se']:.1f} "
                     f"| {ln['train_minus_test']:+.1f} +- {ln['train_minus_test_se']:.1f} | {ln['z']:+.1f} "
-                    f"| {vs['train']} | {vs['test']} | {ln['paper_test']} | {ln['seconds']:.0f} | {ln['commit']} "
+                    f"| {vs['train']} | {vs['test']} | {ln['paper_test']} "
+                    f"| {'-' if ln['stored_diff'] is None else format(ln['stored_diff'], '.1g')} "
+                    f"| {ln['seconds']:.0f} | {ln['commit']} "
                     f"| {load} |")
     (out / "table.md").write_text("\n".join(text) + "\n")
     plot(rows, out / "figures" / "train_test.png")

@@ -576,9 +576,56 @@ def _ablation_quotes(cell, steps):
         globals()[short + suffix] = fn
 
 
+    def lower(folder):
+        line = _ablation(folder, cell, steps)
+        return int(line["images"]) - int(float(line["wins"]))
+    lower.__doc__ = f"Ablation, {cell} at T = {steps}: images where the cell is not higher than its baseline."
+    globals()[short + "_wins_lo"] = lower
+
+
 for _c in ABLATION_CELLS:
     for _t in (1000, 10000):
         _ablation_quotes(_c, _t)
+
+
+def _ablation_elbo(cell):
+    def fn(folder):
+        rows = [json.loads(line) for line in (folder / "ablation" / "rows.jsonl").read_text().splitlines()
+                if line.strip()]
+        return [r for r in rows if r["cell"] == cell and r["unit"] == "train"][-1]["objective"]["elbo"]
+    fn.__doc__ = f"Ablation, {cell}: the last epoch's mean training ELBO (nats per image)."
+    globals()[f"abl_{cell.replace('-', '_')}_elbo"] = fn
+
+
+for _c in ("vae-base", "vae-paper10", "vae-paper10-epochs-400"):
+    _ablation_elbo(_c)
+
+
+def vae_to_paper(folder):
+    """The paper's VAE-10 (705.4) minus the ablation's VAE-10 baseline at T = 1,000."""
+    return 705.4 - float(_ablation(folder, "vae-base", 1000)["mean"])
+
+
+def _ablation_ais(folder, cell, steps):
+    """The ablation's latest AIS row of ``cell`` at T = ``steps`` (rows.jsonl, per-image values)."""
+    rows = [json.loads(line) for line in (folder / "ablation" / "rows.jsonl").read_text().splitlines() if line.strip()]
+    return [r for r in rows if r["cell"] == cell and r["unit"] == "ais" and r["steps"] == steps][-1]
+
+
+def _longer_run_quotes(cell):
+    def gain(folder):
+        return _paired(_ablation_ais(folder, cell, 10000)["per_image"], _ablation_ais(folder, cell, 1000)["per_image"])
+
+    short = f"abl_{cell.replace('-', '_')}_gain"
+    for index, suffix, what in ((0, "", "mean"), (1, "_se", "its standard error"), (2, "_n", "images higher")):
+        def fn(folder, index=index):
+            return gain(folder)[index]
+        fn.__doc__ = f"Ablation, {cell}: AIS at T = 10,000 (4 chains) minus T = 1,000 (16 chains), paired: {what}."
+        globals()[short + suffix] = fn
+
+
+for _c in ("vae-base", "gan-base", "gmmn-base", "vae50-base"):
+    _longer_run_quotes(_c)
 
 
 def _train_test(folder, model):

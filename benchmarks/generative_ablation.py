@@ -334,7 +334,7 @@ def plot(lines: list[dict], path: Path) -> None:
         ax.errorbar([s["diff"] for s in shown], y, xerr=[2 * s["diff_se"] for s in shown], fmt="o", capsize=3)
         ax.axvline(0, color="grey", lw=0.8)
         ax.set_yticks(y, [f"{s['cell']} (vs {s['baseline']})" for s in shown])
-        ax.set_xlabel("AIS test log-likelihood minus the baseline's (nats per image, +- 2 se)")
+        ax.set_xlabel("AIS test minus the baseline (nats per image, +- 2 se)")
         ax.set_title(f"T = {steps:,}, {chains} chains per image")
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -112,7 +112,9 @@ def summary(rows: list[dict]) -> list[dict]:
     for row in rows:
         found[row["model"], row["split"], row["steps"], row["chains"], row["images"]] = row
     lines = []
-    for (name, split, steps, chains, images), test in sorted(found.items()):
+    order = list(MODELS)
+    for (name, split, steps, chains, images), test in sorted(found.items(),
+                                                             key=lambda kv: (order.index(kv[0][0]), kv[0][2:])):
         train = found.get((name, "train", steps, chains, images))
         if split != "test" or train is None:
             continue

@@ -597,7 +597,7 @@ def _ablation_elbo(cell):
     globals()[f"abl_{cell.replace('-', '_')}_elbo"] = fn
 
 
-for _c in ("vae-base", "vae-paper10", "vae-paper10-epochs-400"):
+for _c in ("vae-base", "vae-epochs-400", "vae-epochs-1000", "vae-paper10", "vae-paper10-epochs-400"):
     _ablation_elbo(_c)
 
 
@@ -653,43 +653,92 @@ for _m in ("vae10", "gan10", "gmmn10", "vae50", "gan50", "gmmn50"):
     _train_test_quotes(_m)
 
 
+def tt_stored_max_ten(folder):
+    """Train/test: the largest stored-samples difference of the three 10-dimensional models' retrained decoders."""
+    return max(float(_train_test(folder, m)["stored_diff"]) for m in ("vae10", "gan10", "gmmn10"))
+
+
+def tt_gan10_two_se(folder):
+    """Train/test: two standard errors of GAN-10's train minus test."""
+    return 2 * float(_train_test(folder, "gan10")["train_minus_test_se"])
+
+
+def tt_vae50_stored(folder):
+    """Train/test: VAE-50's retrained decoder against its run's stored samples (largest pixel difference)."""
+    return float(_train_test(folder, "vae50")["stored_diff"])
+
+
+def _tt_vs_table(folder):
+    models = ("vae10", "gan10", "gmmn10", "vae50", "gan50", "gmmn50")
+    return [float(_train_test(folder, m)[f"vs_table_{s}"]) for m in models for s in ("train", "test")]
+
+
+def tt_vs_table_lo(folder):
+    """Train/test: the lowest paired difference from Table 2's 16-chain rows (20 images, any model and split)."""
+    return min(_tt_vs_table(folder))
+
+
+def tt_vs_table_hi(folder):
+    """... the highest."""
+    return max(_tt_vs_table(folder))
+
+
+def _tt_test(folder, model):
+    rows = [json.loads(line) for line in (folder / "train_test" / "rows.jsonl").read_text().splitlines()
+            if line.strip()]
+    return [r for r in rows if r["model"] == model and r["split"] == "test"][-1]["per_image"]
+
+
+def tt_gmmn50_minus_gan50(folder):
+    """Train/test: GMMN-50 minus GAN-50 on the same 100 test images (paired mean)."""
+    return _paired(_tt_test(folder, "gmmn50"), _tt_test(folder, "gan50"))[0]
+
+
+def tt_gmmn50_minus_gan50_se(folder):
+    """... its standard error."""
+    return _paired(_tt_test(folder, "gmmn50"), _tt_test(folder, "gan50"))[1]
+
+
 # Every quote the page uses, in page order (a name here that the page stops using fails the stale-quote check).
 QUOTES = (
-    "curve_vae50_10", "curve_vae50_10_se", "curve_vae50_100", "curve_vae50_100_se", "curve_vae50_1000",
-    "curve_vae50_1000_se", "curve_vae50_3000", "curve_vae50_3000_se", "curve_vae50_10000", "curve_vae50_10000_se",
-    "gan50_ais_test", "gan50_ais_test_se", "gan50_ais_train", "gan50_ais_train_se", "gan50_sigma", "gan50_bdmc_gap",
-    "gan50_bdmc_gap_se", "gmmn50_ais_test", "gmmn50_ais_test_se", "gmmn50_ais_train", "gmmn50_ais_train_se",
-    "gmmn50_sigma", "gmmn50_bdmc_gap", "gmmn50_bdmc_gap_se", "curve_images", "curve_chains", "curve_vae_10",
-    "curve_vae_10_se", "curve_gan_10", "curve_gan_10_se", "curve_gmmn_10", "curve_gmmn_10_se", "curve_vae_100",
-    "curve_vae_100_se", "curve_gan_100", "curve_gan_100_se", "curve_gmmn_100", "curve_gmmn_100_se", "curve_vae_1000",
-    "curve_vae_1000_se", "curve_gan_1000", "curve_gan_1000_se", "curve_gmmn_1000", "curve_gmmn_1000_se",
-    "curve_vae_3000", "curve_vae_3000_se", "curve_gan_3000", "curve_gan_3000_se", "curve_gmmn_3000",
-    "curve_gmmn_3000_se", "curve_vae_10000", "curve_vae_10000_se", "curve_gan_10000", "curve_gan_10000_se",
-    "curve_gmmn_10000", "curve_gmmn_10000_se", "curve_vae_1000_max", "curve_gan_1000_max", "curve_gmmn_1000_max",
-    "curve_vae_10000_max", "curve_gan_10000_max", "curve_gmmn_10000_max", "bdmc_gap_lo", "bdmc_gap_hi",
-    "bdmc_max_ten", "vae50_bdmc_gap", "rise_lo", "rise_hi", "vae_seconds", "gan_seconds", "gmmn_seconds",
-    "vae50_seconds", "vae_train_s", "gan_train_s", "gmmn_train_s", "vae50_train_s", "ais1000_s_lo", "ais1000_s_hi",
-    "enc_s_lo", "enc_s_hi", "sweep_gan_020", "sweep_gan_030", "sweep_gan_045", "eng_kde_max_diff",
-    "gan_ais_train1000", "eng_ais_train1000", "eng_d_train1000", "eng_d_train1000_se", "gan_ais_test1000",
-    "eng_ais_test1000", "eng_d_test1000", "eng_d_test1000_se", "gan_ais_test100", "eng_ais_test100", "eng_d_test100",
-    "eng_d_test100_se", "gan_ais_test10", "eng_ais_test10", "eng_d_test10", "eng_d_test10_se", "gan_bdmc_gap",
-    "gan_bdmc_gap_se", "eng_bdmc_gap", "eng_bdmc_gap_se", "eng_d_bdmc", "eng_d_bdmc_se", "gan_kde_test",
-    "eng_kde_test", "eng_z_max", "eng_bdmc_z", "alarms", "vae50_ais_test", "vae50_ais_test_se", "vae50_ais_train",
-    "vae50_ais_train_se", "vae50_sigma", "vae_ais_test", "vae_ais_test_se", "vae_ais_train", "vae_ais_train_se",
-    "vae_sigma", "gan_ais_test", "gan_ais_test_se", "gan_ais_train", "gan_ais_train_se", "gan_sigma", "old_ais_test",
-    "old_ais_test_se", "old_ais_train", "old_ais_train_se", "old_sigma", "gmmn_ais_test", "gmmn_ais_test_se",
-    "gmmn_ais_train", "gmmn_ais_train_se", "gmmn_sigma", "vae_kde_train", "vae_kde_train_se", "vae_kde_test",
-    "vae_kde_test_se", "vae_iwae_train", "vae_iwae_train_se", "vae_iwae_test", "vae_iwae_test_se", "vae_bdmc_gap",
-    "vae_bdmc_gap_se", "vae_bandwidth", "gan_kde_train", "gan_kde_train_se", "gan_kde_test_se", "gan_bandwidth",
-    "old_kde_train", "old_kde_train_se", "old_kde_test", "old_kde_test_se", "old_bdmc_gap", "old_bdmc_gap_se",
-    "old_bandwidth", "old_seconds", "gmmn_kde_train", "gmmn_kde_train_se", "gmmn_kde_test", "gmmn_kde_test_se",
-    "gmmn_bdmc_gap", "gmmn_bdmc_gap_se", "gmmn_bandwidth", "vae50_kde_train", "vae50_kde_train_se", "vae50_kde_test",
-    "vae50_kde_test_se", "vae50_iwae_train", "vae50_iwae_train_se", "vae50_iwae_test", "vae50_iwae_test_se",
-    "vae50_bdmc_gap_se", "vae50_bandwidth", "vae50_bdmc_min", "vae50_bdmc_max", "vae50_rise_test", "vae50_rise_train",
-    "vae50_enc_min", "vae50_enc_max", "vae50_enc_d", "vae50_enc_d_se", "se_lo", "se_hi", "vae_test_min",
-    "vae_test_max", "vae_rise_test", "vae_rise_train", "gan_rise_test", "gan_rise_train", "gmmn_rise_test",
-    "gmmn_rise_train", "rise10_lo", "rise10_hi", "vae_bdmc_max", "gan_bdmc_max", "bdmc_images_ten", "vae_enc",
-    "vae_enc_se", "vae_prior_se", "vae_enc_d", "vae_enc_d_se", "vae_enc_absmax", "vae50_kde_ais_train",
+    "gan50_bdmc_gap", "gan50_bdmc_gap_se", "gmmn50_bdmc_gap", "gmmn50_bdmc_gap_se", "bdmc_gap_lo", "bdmc_gap_hi",
+    "bdmc_max_ten", "vae50_bdmc_gap", "rise_lo", "rise_hi", "abl_vae_train_2000_1000_d", "abl_vae_train_1000_1000_d",
+    "abl_vae_paper10_1000_d", "abl_vae_paper10_1000_d_se", "abl_vae50_base_gain", "tt_vae10_train_minus_test",
+    "tt_vae50_train_minus_test", "tt_gan10_train_minus_test", "tt_gmmn50_train_minus_test", "vae_seconds",
+    "gan_seconds", "gmmn_seconds", "vae50_seconds", "vae_train_s", "gan_train_s", "gmmn_train_s", "vae50_train_s",
+    "ais1000_s_lo", "ais1000_s_hi", "enc_s_lo", "enc_s_hi", "sweep_gan_020", "sweep_gan_030", "sweep_gan_045",
+    "eng_kde_max_diff", "gan_ais_train1000", "eng_ais_train1000", "eng_d_train1000", "eng_d_train1000_se",
+    "gan_ais_test1000", "eng_ais_test1000", "eng_d_test1000", "eng_d_test1000_se", "gan_ais_test100",
+    "eng_ais_test100", "eng_d_test100", "eng_d_test100_se", "gan_ais_test10", "eng_ais_test10", "eng_d_test10",
+    "eng_d_test10_se", "gan_bdmc_gap", "gan_bdmc_gap_se", "eng_bdmc_gap", "eng_bdmc_gap_se", "eng_d_bdmc",
+    "eng_d_bdmc_se", "gan_kde_test", "eng_kde_test", "eng_z_max", "eng_bdmc_z", "alarms", "vae50_ais_test",
+    "vae50_ais_test_se", "vae50_ais_train", "vae50_ais_train_se", "vae50_sigma", "gan50_ais_test",
+    "gan50_ais_test_se", "gan50_ais_train", "gan50_ais_train_se", "gan50_sigma", "gmmn50_ais_test",
+    "gmmn50_ais_test_se", "gmmn50_ais_train", "gmmn50_ais_train_se", "gmmn50_sigma", "vae_ais_test",
+    "vae_ais_test_se", "vae_ais_train", "vae_ais_train_se", "vae_sigma", "gan_ais_test", "gan_ais_test_se",
+    "gan_ais_train", "gan_ais_train_se", "gan_sigma", "old_ais_test", "old_ais_test_se", "old_ais_train",
+    "old_ais_train_se", "old_sigma", "gmmn_ais_test", "gmmn_ais_test_se", "gmmn_ais_train", "gmmn_ais_train_se",
+    "gmmn_sigma", "vae_kde_train", "vae_kde_train_se", "vae_kde_test", "vae_kde_test_se", "vae_iwae_train",
+    "vae_iwae_train_se", "vae_iwae_test", "vae_iwae_test_se", "vae_bdmc_gap", "vae_bdmc_gap_se", "vae_bandwidth",
+    "gan_kde_train", "gan_kde_train_se", "gan_kde_test_se", "gan_bandwidth", "old_kde_train", "old_kde_train_se",
+    "old_kde_test", "old_kde_test_se", "old_bdmc_gap", "old_bdmc_gap_se", "old_bandwidth", "old_seconds",
+    "gmmn_kde_train", "gmmn_kde_train_se", "gmmn_kde_test", "gmmn_kde_test_se", "gmmn_bdmc_gap", "gmmn_bdmc_gap_se",
+    "gmmn_bandwidth", "vae50_kde_train", "vae50_kde_train_se", "vae50_kde_test", "vae50_kde_test_se",
+    "vae50_iwae_train", "vae50_iwae_train_se", "vae50_iwae_test", "vae50_iwae_test_se", "vae50_bdmc_gap_se",
+    "vae50_bandwidth", "vae50_bdmc_min", "vae50_bdmc_max", "vae50_rise_test", "vae50_rise_train", "vae50_enc_min",
+    "vae50_enc_max", "vae50_enc_d", "vae50_enc_d_se", "se_lo", "se_hi", "vae_test_min", "vae_test_max",
+    "vae_rise_test", "vae_rise_train", "gan_rise_test", "gan_rise_train", "gmmn_rise_test", "gmmn_rise_train",
+    "rise10_lo", "rise10_hi", "vae_bdmc_max", "gan_bdmc_max", "bdmc_images_ten", "vae_enc", "vae_enc_se",
+    "vae_prior_se", "vae_enc_d", "vae_enc_d_se", "vae_enc_absmax", "curve_images", "curve_chains", "curve_vae_10",
+    "curve_vae_10_se", "curve_gan_10", "curve_gan_10_se", "curve_gmmn_10", "curve_gmmn_10_se", "curve_vae50_10",
+    "curve_vae50_10_se", "curve_vae_100", "curve_vae_100_se", "curve_gan_100", "curve_gan_100_se", "curve_gmmn_100",
+    "curve_gmmn_100_se", "curve_vae50_100", "curve_vae50_100_se", "curve_vae_1000", "curve_vae_1000_se",
+    "curve_gan_1000", "curve_gan_1000_se", "curve_gmmn_1000", "curve_gmmn_1000_se", "curve_vae50_1000",
+    "curve_vae50_1000_se", "curve_vae_3000", "curve_vae_3000_se", "curve_gan_3000", "curve_gan_3000_se",
+    "curve_gmmn_3000", "curve_gmmn_3000_se", "curve_vae50_3000", "curve_vae50_3000_se", "curve_vae_10000",
+    "curve_vae_10000_se", "curve_gan_10000", "curve_gan_10000_se", "curve_gmmn_10000", "curve_gmmn_10000_se",
+    "curve_vae50_10000", "curve_vae50_10000_se", "curve_vae_1000_max", "curve_gan_1000_max", "curve_gmmn_1000_max",
+    "curve_vae_10000_max", "curve_gan_10000_max", "curve_gmmn_10000_max", "vae50_kde_ais_train",
     "vae50_kde_ais_train_se", "vae50_kde_ais_test", "vae50_kde_ais_test_se", "vae50_minus_vae_test",
     "vae_kde_ais_train", "vae_kde_ais_train_se", "vae_kde_ais_test", "vae_kde_ais_test_se", "gan_kde_ais_train",
     "gan_kde_ais_train_se", "gan_kde_ais_test", "gan_kde_ais_test_se", "old_kde_ais_train", "old_kde_ais_train_se",
@@ -700,14 +749,74 @@ QUOTES = (
     "kde_above_gan_by1", "kde_gmmn_over_gan", "gmmn_minus_gan_test_n", "vae_iwae_ais_train", "vae_iwae_ais_train_se",
     "vae_iwae_ais_test", "vae_iwae_ais_test_se", "iwae_above_n", "iwae_above_by", "vae50_iwae_ais_train",
     "vae50_iwae_ais_train_se", "vae50_iwae_ais_test", "vae50_iwae_ais_test_se", "iwae_above_vae50_n",
-    "vae_train_test", "vae_train_test_se", "gan_train_test", "gan_train_test_se", "gmmn_train_test",
-    "gmmn_train_test_se", "vae50_train_test", "vae50_train_test_se", "spread_lo", "spread_hi", "vae_minus_gan_test",
-    "vae_minus_gan_test_se", "vae_minus_gan_train", "vae_minus_gan_train_se", "vae_minus_gan_test_n",
-    "vae_minus_gan_train_n", "vae_minus_gmmn_test_n", "gmmn_minus_gan_test", "gmmn_minus_gan_test_se", "old_d_real",
-    "gan_d_real", "plain_top_count", "plain_classes", "plain_entropy", "plain_distinct", "smooth_top_count",
-    "smooth_classes", "stab_classes", "stab_share_lo", "stab_share_hi", "stab_entropy", "vaec_entropy",
-    "gmmnc_entropy", "stab_distinct", "vaec_distinct", "gmmnc_distinct", "gan_minus_old_test",
-    "gan_minus_old_test_se", "gan_minus_old_test_n", "gan_minus_old_train", "gan_minus_old_train_se", "old_top4_lo",
-    "old_top4_hi", "old_rest", "gan_on_top4_lo", "gan_on_top4_hi", "gan_rest", "vae50_rise_lo", "vae50_rise_hi",
+    "tt_vae10_images", "vae_train_test", "vae_train_test_se", "gan_train_test", "gan_train_test_se",
+    "gmmn_train_test", "gmmn_train_test_se", "vae50_train_test", "vae50_train_test_se", "spread_lo", "spread_hi",
+    "tt_stored_max_ten", "tt_vae50_stored", "tt_vae10_chains", "tt_vs_table_lo", "tt_vs_table_hi", "tt_vae10_train",
+    "tt_vae10_train_se", "tt_vae10_test", "tt_vae10_test_se", "tt_vae10_train_minus_test_se", "tt_vae10_z",
+    "tt_gan10_train", "tt_gan10_train_se", "tt_gan10_test", "tt_gan10_test_se", "tt_gan10_train_minus_test_se",
+    "tt_gan10_z", "tt_gmmn10_train", "tt_gmmn10_train_se", "tt_gmmn10_test", "tt_gmmn10_test_se",
+    "tt_gmmn10_train_minus_test", "tt_gmmn10_train_minus_test_se", "tt_gmmn10_z", "tt_vae50_train",
+    "tt_vae50_train_se", "tt_vae50_test", "tt_vae50_test_se", "tt_vae50_train_minus_test_se", "tt_vae50_z",
+    "tt_gan50_train", "tt_gan50_train_se", "tt_gan50_test", "tt_gan50_test_se", "tt_gan50_train_minus_test",
+    "tt_gan50_train_minus_test_se", "tt_gan50_z", "tt_gmmn50_train", "tt_gmmn50_train_se", "tt_gmmn50_test",
+    "tt_gmmn50_test_se", "tt_gmmn50_train_minus_test_se", "tt_gmmn50_z", "tt_gan10_two_se", "tt_gmmn50_minus_gan50",
+    "tt_gmmn50_minus_gan50_se", "vae_minus_gan_test", "vae_minus_gan_test_se", "vae_minus_gan_train",
+    "vae_minus_gan_train_se", "vae_minus_gan_test_n", "vae_minus_gan_train_n", "vae_minus_gmmn_test_n",
+    "gmmn_minus_gan_test", "gmmn_minus_gan_test_se", "abl_vae_base_1000_sigma", "abl_vae_base_1000",
+    "abl_vae_base_1000_se", "abl_vae_base_10000", "abl_vae_base_10000_se", "abl_vae_train_1000_1000_sigma",
+    "abl_vae_train_1000_1000", "abl_vae_train_1000_1000_se", "abl_vae_train_1000_1000_d_se",
+    "abl_vae_train_1000_1000_wins", "abl_vae_train_1000_10000", "abl_vae_train_1000_10000_se",
+    "abl_vae_train_1000_10000_d", "abl_vae_train_1000_10000_d_se", "abl_vae_train_2000_1000_sigma",
+    "abl_vae_train_2000_1000", "abl_vae_train_2000_1000_se", "abl_vae_train_2000_1000_d_se",
+    "abl_vae_train_2000_1000_wins", "abl_vae_train_2000_10000", "abl_vae_train_2000_10000_se",
+    "abl_vae_train_2000_10000_d", "abl_vae_train_2000_10000_d_se", "abl_vae_epochs_25_1000_sigma",
+    "abl_vae_epochs_25_1000", "abl_vae_epochs_25_1000_se", "abl_vae_epochs_25_1000_d", "abl_vae_epochs_25_1000_d_se",
+    "abl_vae_epochs_25_1000_wins", "abl_vae_epochs_25_10000", "abl_vae_epochs_25_10000_se",
+    "abl_vae_epochs_25_10000_d", "abl_vae_epochs_25_10000_d_se", "abl_vae_epochs_400_1000_sigma",
+    "abl_vae_epochs_400_1000", "abl_vae_epochs_400_1000_se", "abl_vae_epochs_400_1000_d",
+    "abl_vae_epochs_400_1000_d_se", "abl_vae_epochs_400_1000_wins", "abl_vae_epochs_400_10000",
+    "abl_vae_epochs_400_10000_se", "abl_vae_epochs_400_10000_d", "abl_vae_epochs_400_10000_d_se",
+    "abl_vae_epochs_1000_1000_sigma", "abl_vae_epochs_1000_1000", "abl_vae_epochs_1000_1000_se",
+    "abl_vae_epochs_1000_1000_d", "abl_vae_epochs_1000_1000_d_se", "abl_vae_epochs_1000_1000_wins",
+    "abl_vae_epochs_1000_10000", "abl_vae_epochs_1000_10000_se", "abl_vae_epochs_1000_10000_d",
+    "abl_vae_epochs_1000_10000_d_se", "abl_vae_sigma_1000_1000_sigma", "abl_vae_sigma_1000_1000",
+    "abl_vae_sigma_1000_1000_se", "abl_vae_sigma_1000_1000_d", "abl_vae_sigma_1000_1000_d_se",
+    "abl_vae_sigma_1000_1000_wins", "abl_vae_sigma_1000_10000", "abl_vae_sigma_1000_10000_se",
+    "abl_vae_sigma_1000_10000_d", "abl_vae_sigma_1000_10000_d_se", "abl_vae_sigma_learned_1000_sigma",
+    "abl_vae_sigma_learned_1000", "abl_vae_sigma_learned_1000_se", "abl_vae_sigma_learned_1000_d",
+    "abl_vae_sigma_learned_1000_d_se", "abl_vae_sigma_learned_1000_wins", "abl_vae_sigma_learned_10000",
+    "abl_vae_sigma_learned_10000_se", "abl_vae_sigma_learned_10000_d", "abl_vae_sigma_learned_10000_d_se",
+    "abl_vae_paper10_1000_sigma", "abl_vae_paper10_1000", "abl_vae_paper10_1000_se", "abl_vae_paper10_1000_wins",
+    "abl_vae_paper10_sigma_learned_1000_sigma", "abl_vae_paper10_sigma_learned_1000",
+    "abl_vae_paper10_sigma_learned_1000_se", "abl_vae_paper10_sigma_learned_1000_d",
+    "abl_vae_paper10_sigma_learned_1000_d_se", "abl_vae_paper10_sigma_learned_1000_wins",
+    "abl_vae_paper10_epochs_400_1000_sigma", "abl_vae_paper10_epochs_400_1000", "abl_vae_paper10_epochs_400_1000_se",
+    "abl_vae_paper10_epochs_400_1000_d", "abl_vae_paper10_epochs_400_1000_d_se",
+    "abl_vae_paper10_epochs_400_1000_wins", "abl_gan_base_1000_sigma", "abl_gan_base_1000", "abl_gan_base_1000_se",
+    "abl_gan_base_10000", "abl_gan_base_10000_se", "abl_gan_train_1000_1000_sigma", "abl_gan_train_1000_1000",
+    "abl_gan_train_1000_1000_se", "abl_gan_train_1000_1000_d", "abl_gan_train_1000_1000_d_se",
+    "abl_gan_train_1000_1000_wins", "abl_gan_train_1000_10000", "abl_gan_train_1000_10000_se",
+    "abl_gan_train_1000_10000_d", "abl_gan_train_1000_10000_d_se", "abl_gan_epochs_400_1000_sigma",
+    "abl_gan_epochs_400_1000", "abl_gan_epochs_400_1000_se", "abl_gan_epochs_400_1000_d",
+    "abl_gan_epochs_400_1000_d_se", "abl_gan_epochs_400_1000_wins", "abl_gan_epochs_400_10000",
+    "abl_gan_epochs_400_10000_se", "abl_gan_epochs_400_10000_d", "abl_gan_epochs_400_10000_d_se",
+    "abl_gan_epochs_1000_1000_sigma", "abl_gan_epochs_1000_1000", "abl_gan_epochs_1000_1000_se",
+    "abl_gan_epochs_1000_1000_d", "abl_gan_epochs_1000_1000_d_se", "abl_gan_epochs_1000_1000_wins",
+    "abl_gan_epochs_1000_10000", "abl_gan_epochs_1000_10000_se", "abl_gan_epochs_1000_10000_d",
+    "abl_gan_epochs_1000_10000_d_se", "abl_gan_paper10_1000_sigma", "abl_gan_paper10_1000",
+    "abl_gan_paper10_1000_se", "abl_gan_paper10_1000_d", "abl_gan_paper10_1000_d_se", "abl_gan_paper10_1000_wins",
+    "abl_gmmn_base_1000_sigma", "abl_gmmn_base_1000", "abl_gmmn_base_1000_se", "abl_gmmn_base_10000",
+    "abl_gmmn_base_10000_se", "abl_vae50_base_1000_sigma", "abl_vae50_base_1000", "abl_vae50_base_1000_se",
+    "abl_vae50_base_10000", "abl_vae50_base_10000_se", "abl_vae_paper50_1000_sigma", "abl_vae_paper50_1000",
+    "abl_vae_paper50_1000_se", "abl_vae_paper50_1000_d", "abl_vae_paper50_1000_d_se", "abl_vae_paper50_1000_wins",
+    "abl_vae_train_2000_1000_wins_lo", "abl_vae_train_1000_1000_wins_lo", "vae_to_paper", "abl_vae_base_elbo",
+    "abl_vae_epochs_400_elbo", "abl_vae_epochs_1000_elbo", "abl_vae_paper10_elbo", "abl_vae_paper10_epochs_400_elbo",
+    "abl_vae_base_gain", "abl_vae_base_gain_se", "abl_gan_base_gain", "abl_gan_base_gain_se", "abl_gmmn_base_gain",
+    "abl_gmmn_base_gain_se", "abl_vae50_base_gain_se", "abl_vae50_base_gain_n", "old_d_real", "gan_d_real",
+    "plain_top_count", "plain_classes", "plain_entropy", "plain_distinct", "smooth_top_count", "smooth_classes",
+    "stab_classes", "stab_share_lo", "stab_share_hi", "stab_entropy", "vaec_entropy", "gmmnc_entropy",
+    "stab_distinct", "vaec_distinct", "gmmnc_distinct", "gan_minus_old_test", "gan_minus_old_test_se",
+    "gan_minus_old_test_n", "gan_minus_old_train", "gan_minus_old_train_se", "old_top4_lo", "old_top4_hi",
+    "old_rest", "gan_on_top4_lo", "gan_on_top4_hi", "gan_rest", "vae50_rise_lo", "vae50_rise_hi",
     "vae_sigma_learned", "vae50_sigma_learned", "acc_lo", "old_acc_train", "acc_hi",
 )

@@ -699,6 +699,57 @@ def tt_gmmn50_minus_gan50_se(folder):
     return _paired(_tt_test(folder, "gmmn50"), _tt_test(folder, "gan50"))[1]
 
 
+RATE_DISTORTION = {"vae": ("rate-distortion", "vae"), "gan": ("rate-distortion", "gan"),
+                   "gmmn": ("rate-distortion", "gmmn"), "vae50": ("rate-distortion-vae50", "vae")}
+
+
+def _rd_row(folder, model):
+    """The rate-distortion row of ``model`` (benchmarks/generative_rate_distortion.sh)."""
+    run, name = RATE_DISTORTION[model]
+    rows = [json.loads(line) for line in (folder / run / "rows.jsonl").read_text().splitlines() if line.strip()]
+    return [r for r in rows if r["model"] == name and r["estimator"] == "rate-distortion"][-1]
+
+
+def _rd_quotes(model):
+    def at_one(column):
+        def fn(folder):
+            return _rd_row(folder, model)[column][-1]
+        fn.__doc__ = f"Rate-distortion, {model}: the {column} at the last beta (1, the posterior), mean over images."
+        return fn
+
+    def at_tenth(column):
+        def fn(folder):
+            row = _rd_row(folder, model)
+            i = min(range(len(row["beta"])), key=lambda k: abs(row["beta"][k] - 0.1))
+            return row[column][i]
+        fn.__doc__ = f"Rate-distortion, {model}: the {column} at the beta nearest 0.1."
+        return fn
+
+    for column in ("rate", "distortion", "mse"):
+        globals()[f"rd_{model}_{column}"] = at_one(column)
+        globals()[f"rd_{model}_{column}_tenth"] = at_tenth(column)
+
+    def closes(folder):
+        row = _rd_row(folder, model)
+        return abs(row["rate"][-1] + row["distortion"][-1] + row["mean"])
+    closes.__doc__ = f"Rate-distortion, {model}: |rate + distortion + the run's mean log-likelihood| at beta = 1."
+    globals()[f"rd_{model}_closure"] = closes
+
+    def points(folder):
+        return len(_rd_row(folder, model)["beta"])
+    points.__doc__ = f"Rate-distortion, {model}: points on the curve."
+    globals()[f"rd_{model}_points"] = points
+
+
+for _m in RATE_DISTORTION:
+    _rd_quotes(_m)
+
+
+def rd_vae_matches_ablation(folder):
+    """|VAE-10's rate-distortion run's mean minus the ablation's vae-base test AIS at T = 1,000| (same key)."""
+    return abs(_rd_row(folder, "vae")["mean"] - float(_ablation(folder, "vae-base", 1000)["mean"]))
+
+
 # Every quote the page uses, in page order (a name here that the page stops using fails the stale-quote check).
 QUOTES = (
     "gan50_bdmc_gap", "gan50_bdmc_gap_se", "gmmn50_bdmc_gap", "gmmn50_bdmc_gap_se", "bdmc_gap_lo", "bdmc_gap_hi",
@@ -762,15 +813,19 @@ QUOTES = (
     "tt_gmmn50_test_se", "tt_gmmn50_train_minus_test_se", "tt_gmmn50_z", "tt_gan10_two_se", "tt_gmmn50_minus_gan50",
     "tt_gmmn50_minus_gan50_se", "vae_minus_gan_test", "vae_minus_gan_test_se", "vae_minus_gan_train",
     "vae_minus_gan_train_se", "vae_minus_gan_test_n", "vae_minus_gan_train_n", "vae_minus_gmmn_test_n",
-    "gmmn_minus_gan_test", "gmmn_minus_gan_test_se", "abl_vae_base_1000_sigma", "abl_vae_base_1000",
-    "abl_vae_base_1000_se", "abl_vae_base_10000", "abl_vae_base_10000_se", "abl_vae_train_1000_1000_sigma",
-    "abl_vae_train_1000_1000", "abl_vae_train_1000_1000_se", "abl_vae_train_1000_1000_d_se",
-    "abl_vae_train_1000_1000_wins", "abl_vae_train_1000_10000", "abl_vae_train_1000_10000_se",
-    "abl_vae_train_1000_10000_d", "abl_vae_train_1000_10000_d_se", "abl_vae_train_2000_1000_sigma",
-    "abl_vae_train_2000_1000", "abl_vae_train_2000_1000_se", "abl_vae_train_2000_1000_d_se",
-    "abl_vae_train_2000_1000_wins", "abl_vae_train_2000_10000", "abl_vae_train_2000_10000_se",
-    "abl_vae_train_2000_10000_d", "abl_vae_train_2000_10000_d_se", "abl_vae_epochs_25_1000_sigma",
-    "abl_vae_epochs_25_1000", "abl_vae_epochs_25_1000_se", "abl_vae_epochs_25_1000_d", "abl_vae_epochs_25_1000_d_se",
+    "gmmn_minus_gan_test", "gmmn_minus_gan_test_se", "rd_vae_points", "rd_vae_closure", "rd_vae_matches_ablation",
+    "rd_vae_rate", "rd_vae_mse", "rd_vae_rate_tenth", "rd_vae_mse_tenth", "rd_gan_rate", "rd_gan_mse",
+    "rd_gan_rate_tenth", "rd_gan_mse_tenth", "rd_gmmn_rate", "rd_gmmn_mse", "rd_gmmn_rate_tenth",
+    "rd_gmmn_mse_tenth", "rd_vae50_rate", "rd_vae50_mse", "rd_vae50_rate_tenth", "rd_vae50_mse_tenth",
+    "abl_vae_base_1000_sigma", "abl_vae_base_1000", "abl_vae_base_1000_se", "abl_vae_base_10000",
+    "abl_vae_base_10000_se", "abl_vae_train_1000_1000_sigma", "abl_vae_train_1000_1000",
+    "abl_vae_train_1000_1000_se", "abl_vae_train_1000_1000_d_se", "abl_vae_train_1000_1000_wins",
+    "abl_vae_train_1000_10000", "abl_vae_train_1000_10000_se", "abl_vae_train_1000_10000_d",
+    "abl_vae_train_1000_10000_d_se", "abl_vae_train_2000_1000_sigma", "abl_vae_train_2000_1000",
+    "abl_vae_train_2000_1000_se", "abl_vae_train_2000_1000_d_se", "abl_vae_train_2000_1000_wins",
+    "abl_vae_train_2000_10000", "abl_vae_train_2000_10000_se", "abl_vae_train_2000_10000_d",
+    "abl_vae_train_2000_10000_d_se", "abl_vae_epochs_25_1000_sigma", "abl_vae_epochs_25_1000",
+    "abl_vae_epochs_25_1000_se", "abl_vae_epochs_25_1000_d", "abl_vae_epochs_25_1000_d_se",
     "abl_vae_epochs_25_1000_wins", "abl_vae_epochs_25_10000", "abl_vae_epochs_25_10000_se",
     "abl_vae_epochs_25_10000_d", "abl_vae_epochs_25_10000_d_se", "abl_vae_epochs_400_1000_sigma",
     "abl_vae_epochs_400_1000", "abl_vae_epochs_400_1000_se", "abl_vae_epochs_400_1000_d",

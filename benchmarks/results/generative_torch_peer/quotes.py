@@ -6,7 +6,10 @@ from pathlib import Path
 import numpy as np
 
 QUOTES = ("bdmc_100", "torch_100", "ratio_100_min", "ratio_100_max", "bdmc_1000", "torch_1000", "mean_diff_1000",
-          "bdmc_mean_1000", "torch_mean_1000", "stderr_1000", "compile_100", "load_min", "load_max")
+          "bdmc_mean_1000", "torch_mean_1000", "stderr_1000", "compile_100", "load_min", "load_max",
+          "quiet_ratio_100", "quiet_ratio_1000", "quiet_load_min", "quiet_load_max", "quiet_bdmc_100",
+          "quiet_torch_100", "quiet_bdmc_1000", "quiet_torch_1000", "quiet_compile_100", "quiet_mean_diff_1000",
+          "quiet_stderr_1000")
 
 
 def _rows(folder: Path, tool=None, steps=None):
@@ -84,3 +87,27 @@ def load_min(folder):
 def load_max(folder):
     """The largest 1-minute load before a run."""
     return max(r["load_before"] for r in _rows(folder))
+
+
+def _quiet(fn, doc):
+    def quote(folder):
+        return fn(folder / "quiet")
+    quote.__doc__ = f"The quiet rerun (quiet/rows.jsonl): {doc}"
+    return quote
+
+
+quiet_bdmc_100 = _quiet(bdmc_100, "bdmc's seconds at T = 100.")
+quiet_torch_100 = _quiet(torch_100, "the torch peer's seconds at T = 100.")
+quiet_ratio_100 = _quiet(ratio_100_min, "torch / bdmc at T = 100.")
+quiet_bdmc_1000 = _quiet(bdmc_1000, "bdmc's seconds at T = 1000.")
+quiet_torch_1000 = _quiet(torch_1000, "the torch peer's seconds at T = 1000.")
+quiet_mean_diff_1000 = _quiet(mean_diff_1000, "bdmc minus torch, mean log-likelihood per image at T = 1000.")
+quiet_stderr_1000 = _quiet(stderr_1000, "the standard error across images of bdmc's T = 1000 mean.")
+quiet_compile_100 = _quiet(compile_100, "bdmc's compilation seconds.")
+quiet_load_min = _quiet(load_min, "the smallest 1-minute load before a run.")
+quiet_load_max = _quiet(load_max, "the largest 1-minute load before a run.")
+
+
+def quiet_ratio_1000(folder):
+    """The quiet rerun: torch / bdmc at T = 1000."""
+    return quiet_torch_1000(folder) / quiet_bdmc_1000(folder)

@@ -82,7 +82,7 @@ def run_model(name: str, splits, rows_path: Path, *, images: int, steps: int, ch
     stored = train["stored_samples"]
     # Retraining from the same key, data and settings reproduces GAN and GMMN decoders to ~1e-12 and VAE-10's to
     # ~2e-5; VAE-50's drifts by ~3e-3 per pixel over 100 epochs (the sampled ELBO amplifies rounding differences
-    # of another XLA thread setting). A different network would differ by tenths: that is refused.
+    # of another XLA thread setting). Beyond MAX_STORED_DIFF the network is refused as not the run's.
     if stored is None or stored["max_abs_diff"] > MAX_STORED_DIFF:
         raise RuntimeError(f"{name}: the retrained network does not draw {run}'s stored samples ({stored}); "
                            "its rows would not be generative.sh's model")

@@ -153,19 +153,13 @@ def train_model(cell: Cell, splits, *, models_dir: Path, log=print):
 
 def stored_samples_check(trained, cell: Cell) -> dict | None:
     """For a cell trained as generative.sh trains its model: the largest difference from that run's 16 stored
-    samples (``arrays/samples_<kind>.npz``, key ``unit_key(0, "samples", kind)``); None for other cells."""
-    from bdmc.experiments.generative import unit_key
+    samples (``generative_mode_collapse.stored_samples_check``); None for other cells."""
+    from generative_mode_collapse import stored_samples_check as against_run
 
     run = STORED_RUN.get((cell.kind, cell.architecture))
-    if run is None or cell.num_train != 4000 or cell.epochs != 100:
+    if run is None or cell.num_train != 4000:
         return None
-    file = RESULTS / run / "arrays" / f"samples_{cell.kind}.npz"
-    if not file.is_file():
-        return None
-    with np.load(file, allow_pickle=False) as npz:
-        stored = npz["samples"]
-    again = np.asarray(trained.sample(unit_key(SEED, "samples", cell.kind), stored.shape[0]), dtype=np.float64)
-    return {"file": str(file.relative_to(RESULTS.parents[1])), "max_abs_diff": float(np.max(np.abs(again - stored)))}
+    return against_run(trained, cell.kind, run, cell.epochs)
 
 
 def choose_sigma(cell: Cell, trained, valid) -> dict:

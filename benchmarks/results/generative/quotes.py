@@ -22,10 +22,14 @@ TABLE = ("sigma", "ais_train", "ais_train_se", "ais_test", "ais_test_se", "kde_t
          "bandwidth", "seconds")
 
 
+def _jsonl(path: Path) -> list[dict]:
+    """The rows of a JSON-lines file."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
 def _rows(folder: Path, model: str):
     run, name = MODELS[model]
-    return [r for r in (json.loads(line) for line in (folder / run / "rows.jsonl").read_text().splitlines()
-                        if line.strip()) if r["model"] == name]
+    return [r for r in _jsonl(folder / run / "rows.jsonl") if r["model"] == name]
 
 
 def _row(folder, model, estimator, split, budget=None):
@@ -478,8 +482,7 @@ def gan_d_real(folder):
 
 def _collapse(folder, variant):
     """The row of ``variant`` in mode_collapse/rows.jsonl (benchmarks/generative_mode_collapse.py)."""
-    rows = [json.loads(line) for line in (folder / "mode_collapse" / "rows.jsonl").read_text().splitlines()
-            if line.strip()]
+    rows = _jsonl(folder / "mode_collapse" / "rows.jsonl")
     return next(r for r in rows if r["variant"] == variant)
 
 
@@ -515,7 +518,7 @@ CURVES = {"vae": ("gap-curve", "vae"), "gan": ("gap-curve", "gan"), "gmmn": ("ga
 def _curve_row(folder, model, steps):
     """The gap curve's row of ``model`` at T = ``steps`` (benchmarks/generative_gap_curve.sh)."""
     run, name = CURVES[model]
-    rows = [json.loads(line) for line in (folder / run / "rows.jsonl").read_text().splitlines() if line.strip()]
+    rows = _jsonl(folder / run / "rows.jsonl")
     return next(r for r in rows if r["model"] == name and r["estimator"] == "bdmc-curve" and r["budget"] == steps)
 
 
@@ -590,8 +593,7 @@ for _c in ABLATION_CELLS:
 
 def _ablation_elbo(cell):
     def fn(folder):
-        rows = [json.loads(line) for line in (folder / "ablation" / "rows.jsonl").read_text().splitlines()
-                if line.strip()]
+        rows = _jsonl(folder / "ablation" / "rows.jsonl")
         return [r for r in rows if r["cell"] == cell and r["unit"] == "train"][-1]["objective"]["elbo"]
     fn.__doc__ = f"Ablation, {cell}: the last epoch's mean training ELBO (nats per image)."
     globals()[f"abl_{cell.replace('-', '_')}_elbo"] = fn
@@ -608,7 +610,7 @@ def vae_to_paper(folder):
 
 def _ablation_ais(folder, cell, steps):
     """The ablation's latest AIS row of ``cell`` at T = ``steps`` (rows.jsonl, per-image values)."""
-    rows = [json.loads(line) for line in (folder / "ablation" / "rows.jsonl").read_text().splitlines() if line.strip()]
+    rows = _jsonl(folder / "ablation" / "rows.jsonl")
     return [r for r in rows if r["cell"] == cell and r["unit"] == "ais" and r["steps"] == steps][-1]
 
 
@@ -684,8 +686,7 @@ def tt_vs_table_hi(folder):
 
 
 def _tt_test(folder, model):
-    rows = [json.loads(line) for line in (folder / "train_test" / "rows.jsonl").read_text().splitlines()
-            if line.strip()]
+    rows = _jsonl(folder / "train_test" / "rows.jsonl")
     return [r for r in rows if r["model"] == model and r["split"] == "test"][-1]["per_image"]
 
 
@@ -706,7 +707,7 @@ RATE_DISTORTION = {"vae": ("rate-distortion", "vae"), "gan": ("rate-distortion",
 def _rd_row(folder, model):
     """The rate-distortion row of ``model`` (benchmarks/generative_rate_distortion.sh)."""
     run, name = RATE_DISTORTION[model]
-    rows = [json.loads(line) for line in (folder / run / "rows.jsonl").read_text().splitlines() if line.strip()]
+    rows = _jsonl(folder / run / "rows.jsonl")
     return [r for r in rows if r["model"] == name and r["estimator"] == "rate-distortion"][-1]
 
 

@@ -166,9 +166,9 @@ def test_smc_and_shme_name_a_nan_predictive(key):
     assert where == ("log_predictive", 2, 3, "weight")
     with pytest.raises(NonFiniteLogDensityError) as err:
         bdmc.shme(key, model, NEAR_ZERO, exact_latent={"x": jnp.asarray(0.0)}, num_particles=4, num_runs=2,
-                  kernel=kernel, progress=False)
-    # SHME deletes case 3, then case 2.
-    assert (err.value.term, err.value.case, err.value.step) == ("log_predictive", 2, 2)
+                  kernel=kernel, disperse_steps=3, progress=False)
+    # SHME's three rounds at the full posterior, then it deletes case 3, then case 2: step 3 + 2.
+    assert (err.value.term, err.value.case, err.value.step) == ("log_predictive", 2, 5)
     assert "SHME" in str(err.value)
 
 
@@ -269,5 +269,5 @@ def test_correct_models_give_the_same_numbers_as_before_the_checks():
     smc = bdmc.smc(jax.random.key(7), model, NEAR_ZERO, num_particles=4, num_runs=2, kernel=kernel, progress=False)
     np.testing.assert_allclose(smc.runs, [-4.571817021367771, -5.292879402898493], **close)
     shme = bdmc.shme(jax.random.key(7), model, NEAR_ZERO, exact_latent={"x": jnp.asarray(0.1)}, num_particles=4,
-                     num_runs=2, kernel=kernel, progress=False)
+                     num_runs=2, kernel=kernel, disperse_steps=0, progress=False)  # the paper's Alg. 3, as then
     np.testing.assert_allclose(shme.runs, [-4.028085626949028, -4.4218594560588835], **close)

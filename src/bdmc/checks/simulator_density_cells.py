@@ -45,6 +45,7 @@ class CaseLayout:
     shapes: tuple  # per-leaf shapes, leading axis N
     dtypes: tuple
     n: int
+    single_term: bool = False  # log_likelihood returns one term for all N cases (Stan): cases are substituted
 
     @property
     def widths(self) -> tuple:
@@ -223,7 +224,8 @@ def _likelihood(key, model, cases, sizes, latents):
     fit = jax.vmap(lambda k, x: simulate(k, x, sizes.num_fit))(jax.random.split(k_fit, sizes.num_latents), latents)
     keys = jax.random.split(k_rest, sizes.num_latents)
     if all(cases.discrete):
-        one = partial(_discrete_latent, model=model, cases=cases, sizes=sizes, simulate=simulate)
+        cell = _discrete_latent_substituted if cases.single_term else _discrete_latent
+        one = partial(cell, model=model, cases=cases, sizes=sizes, simulate=simulate)
         out = _map(one, (keys, latents, fit), sizes.batch)
         out["binary"] = jnp.all((fit == 0) | (fit == 1), axis=(0, 1))
         return out
@@ -283,10 +285,82 @@ def _discrete_latent(args, *, model, cases, sizes, simulate):
     mixed, masks = _mixed(y)
     terms = jax.vmap(lambda flat: model.log_likelihood(x, cases.unflatten(flat)))(
         jnp.concatenate([seen, y, mixed]))
-    log_p = terms[:f]
-    same = jnp.all(seen[:, None] == seen[None, :], axis=-1)  # (F, F, N)
-    p = jnp.exp(log_p) / jnp.sum(same, axis=1)  # each distinct value counted once
-    mass = jnp.sum(p, axis=0)  # (N,): the pmf summed over the seen support
+    p = jnp.exp(terms[:f]) / _multiplicity(seen)  # each distinct value counted once
+    inside = _inside(y, seen)
+    own = terms[:f + m]
+    out = {"bad": jnp.sum(~(own > -jnp.inf)), "mass": jnp.sum(p, axis=0), "outside": jnp.sum(~inside, axis=0),
+           "coupling": _coupling(terms[f:f + 4], terms[f + m:], masks)}
+    return out | _seen_moments(p, seen, y, inside)
+
+
+def _discrete_latent_substituted(args, *, model, cases, sizes, simulate):
+    """:func:`_discrete_latent` for a likelihood reported as one term for all cases (Stan). Case ``i`` of a
+    simulated data set ``y0`` is replaced by each seen value ``v`` in turn: when the term is a sum over cases,
+    ``L(y0 with y_i = v) - L(y0) = log p(v | x) - log p(y0_i | x)``, the pmf on the seen support up to a constant
+    per case, which is all the moment tests need. The constants multiply to ``exp(L(y0))``, so the pmf's mass on
+    the seen supports of all cases together is known: the share of fresh data sets whose every case lies in its
+    seen support (normalization, one cell per latent). That the term is such a sum is checked on a data set
+    mixed case by case from two others (``coupling``)."""
+    key, x, seen = args
+    m, n = sizes.num_data, cases.n
+    y = simulate(key, x, m)
+    base = seen[0]
+
+    def total(flat):
+        return model.log_likelihood(x, cases.unflatten(flat))[0]
+
+    def substituted(value, i, into):
+        return total(into.at[i].set(value))
+
+    cases_i = jnp.arange(n)
+    # (F, N): every seen value of every case put into the base data set.
+    log_ratio = jax.vmap(jax.vmap(substituted, in_axes=(0, 0, None)), in_axes=(0, None, None))(
+        seen, cases_i, base)
+    mixed, masks = _mixed(y)
+    own = jax.vmap(total)(jnp.concatenate([seen[:1], y, mixed]))  # base, fresh data sets, the two mixes
+    log_ratio = log_ratio - own[0]
+    # Separability: L(mix) - L(A) against the sum of single substitutions of B's cases into A, for both mixes
+    # (the first alternates cases, so only the second puts neighbouring cases of B side by side).
+    swaps = jax.vmap(jax.vmap(substituted, in_axes=(0, 0, None)), in_axes=(0, None, 0))(
+        y[2:4], cases_i, y[:2]) - own[1:3, None]
+    predicted = own[1:3] + jnp.sum(jnp.where(masks, 0.0, swaps), axis=1)
+    coupling = jnp.max(jnp.abs(own[-2:] - predicted) / (1 + jnp.abs(own[-2:])))
+    count = _multiplicity(seen)
+    top = jnp.max(log_ratio, axis=0)
+    p = jnp.exp(log_ratio - top) / count  # the pmf on each case's seen support, up to a factor per case
+    log_mass = own[0] + jnp.sum(top + jnp.log(jnp.sum(p, axis=0)))  # sum_i log(pmf mass on case i's support)
+    inside = _inside(y, seen)
+    # A seen value of zero density (or NaN) is the simulator's value the density rules out.
+    out = {"bad": jnp.sum(~(own[:m + 1] > -jnp.inf)) + jnp.sum(~(log_ratio > -jnp.inf)),
+           "mass": jnp.exp(log_mass)[None], "outside": jnp.sum(~jnp.all(inside, axis=1))[None],
+           "coupling": jnp.where(jnp.isfinite(coupling), coupling, jnp.inf)}
+    return out | _seen_moments(p, seen, y, inside)
+
+
+def _multiplicity(seen):
+    """(F, N): how many of the F seen draws of each case share each one's value."""
+    return jnp.sum(jnp.all(seen[:, None] == seen[None, :], axis=-1), axis=1)
+
+
+def _inside(y, seen):
+    """(M, N): whether each fresh draw of each case equals one of that case's seen draws."""
+    return jnp.any(jnp.all(y[:, None] == seen[None, :], axis=-1), axis=1)
+
+
+def _seen_moments(p, seen, y, inside):
+    """Residual sums of the fresh draws' first and second moments against the pmf renormalized on the seen
+    support, with their variances.
+
+    ``p`` (F, N) is the pmf (or a positive multiple of it per case) at each seen draw, each distinct value counted
+    once. The fresh draws that fall in the seen support, which was drawn independently of them, follow exactly
+    the pmf renormalized on it: residuals ``y - mean`` inside, 0 outside, sum to mean 0 with variance (draws
+    inside) x var. Draws outside feed the normalization test. (Counting them against the renormalized moments
+    biased every count model: the tails a seen support misses are not symmetric, and a correct Poisson model failed
+    at p = 1e-37.) Residuals stay on the data's own scale, summed over their known variance: standardized by the
+    pmf's sd they are extremely skewed where one value is nearly certain (a rare draw far out, many tiny ones the
+    other way), which broke a t-test over cells; bounded residuals summed over their variance are normal.
+    """
+    mass = jnp.sum(p, axis=0)
     norm = jnp.where(mass > 0, mass, 1.0)[:, None]
     mean, second = (jnp.sum(p[..., None] * seen**j, axis=0) / norm for j in (1, 2))
     # Central moments summed directly: second - mean^2 cancels catastrophically when one value holds nearly
@@ -294,24 +368,12 @@ def _discrete_latent(args, *, model, cases, sizes, simulate):
     var1 = jnp.sum(p[..., None] * (seen - mean) ** 2, axis=0) / norm
     var2 = jnp.sum(p[..., None] * (seen**2 - second) ** 2, axis=0) / norm
     sd1, sd2 = jnp.sqrt(var1), jnp.sqrt(var2)
-    inside = jnp.any(jnp.all(y[:, None] == seen[None, :], axis=-1), axis=1)  # (M, N)
-    own = terms[:f + m]
-    out = {"bad": jnp.sum(~(own > -jnp.inf)), "mass": mass, "outside": jnp.sum(~inside, axis=0),
-           "coupling": _coupling(terms[f:f + 4], terms[f + m:], masks)}
-    # The moments are tested on the fresh draws that fall in the seen support, whose law given that support (drawn
-    # independently of them) is exactly the pmf renormalized on it: residuals y - mean inside, 0 outside, have mean
-    # 0 and variance mass * var per draw. Draws outside feed the normalization test. (Counting the outside draws'
-    # residuals against the renormalized moments biased them for counts beyond 0/1: the tails the seen support
-    # misses are not symmetric, and a correct Poisson model failed at p = 1e-37.)
-    # Residuals on the data's own scale, tested against the pmf's variance: residuals standardized by the pmf's
-    # sd are extremely skewed where one value is nearly certain (a rare draw far out, many tiny ones the other
-    # way), which breaks a t-test over cells; bounded residuals summed over their known variance are normal.
+    counted = jnp.sum(inside, axis=0)[:, None]  # (N, 1)
     r1 = jnp.where(inside[..., None] & (sd1 > 0), y - mean, 0.0)
     r2 = jnp.where(inside[..., None] & (sd2 > 0), y**2 - second, 0.0)
-    out["m1_sum"], out["m1_var"] = jnp.sum(r1, axis=0), m * mass[:, None] * jnp.where(sd1 > 0, var1, 0.0)
-    out["m2_sum"], out["m2_var"] = jnp.sum(r2, axis=0), m * mass[:, None] * jnp.where(sd2 > 0, var2, 0.0)
-    out["m1_u"], out["m2_u"] = _cell(r1)[1], _cell(r2)[1]
-    return out
+    return {"m1_sum": jnp.sum(r1, axis=0), "m1_var": counted * jnp.where(sd1 > 0, var1, 0.0),
+            "m2_sum": jnp.sum(r2, axis=0), "m2_var": counted * jnp.where(sd2 > 0, var2, 0.0),
+            "m1_u": _cell(r1)[1], "m2_u": _cell(r2)[1]}
 
 
 def _prior(key, model, latent, sizes, draws):

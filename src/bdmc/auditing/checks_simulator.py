@@ -34,14 +34,25 @@ MEANING_FORWARD = (
     "Without conditionals or a kernel, three families of identities are tested on simulated draws: each "
     "likelihood term integrates to one over the data (it sees a wrong constant), the score identities "
     "E[d/dy log p(y|x)] = 0 and E[(y - m) d/dy log p(y|x)] = -I under the simulator (they see a simulator and "
-    "a density that disagree in location, scale or correlation), and the same for the prior. Every test is a "
-    "t-test over independent cells (for integer data the moment tests are z-tests against the pmf's own "
-    "variance); Holm's procedure keeps the family-wise false-alarm rate at the level.")
+    "a density that disagree in location, scale or correlation), and the same for the prior. For integer data "
+    "(counts, categories) the pmf summed over the values seen in simulation must match the share of fresh "
+    "draws that land on them, and the fresh draws that land on them must have the mean and second moment of "
+    "the pmf renormalized on those values (exact whatever the pmf's tails; a likelihood reported as one term, "
+    "as Stan's, is evaluated with each seen value put into a simulated data set). Every test is a t-test over "
+    "independent cells (the integer moment tests are z-tests against the pmf's own variance); Holm's procedure "
+    "keeps the family-wise false-alarm rate at the level.")
 REMEDY_FORWARD = (
     "The rejected tests name the part (likelihood or prior), the identity and where (a case, a coordinate). "
     "A normalization failure is a wrong constant in the log density (a missing log 2 pi, a hand-written "
     "density); a score failure at one coordinate is a variance, scale parameterization (variance vs standard "
     "deviation) or orientation that differs between the sampler and the density.")
+REMEDY_FORWARD_DISCRETE = (
+    "The rejected tests name the part (likelihood or prior), the identity and where (a case, a coordinate). "
+    "For integer data, a failing mean or second moment is a simulator that draws another rate, probability or "
+    "dispersion than the density scores: a link applied twice or not at all, a negative binomial's "
+    "concentration against its dispersion, a zero-inflation probability used as its complement, categories in "
+    "another order. A failing normalization is a pmf with a wrong constant (a hand-written log pmf missing "
+    "log y!).")
 REMEDY_CONDITIONALS = (
     "Re-derive the failing conditional from the joint density (the figure names it and the lambda): check the "
     "precision and mean of Gaussian blocks, the shape and scale of gamma blocks, and that lambda multiplies "
@@ -94,7 +105,8 @@ def _forward(key, model, *, num_latents, num_data, num_prior, level) -> CheckOut
     return CheckOutcome(
         name=NAME, title="Simulator vs density: forward-simulation identities",
         verdict="fail" if len(fired) else "pass",
-        statistic=statistic, level=level, summary=summary, meaning=MEANING_FORWARD, remedy=REMEDY_FORWARD,
+        statistic=statistic, level=level, summary=summary, meaning=MEANING_FORWARD,
+        remedy=REMEDY_FORWARD_DISCRETE if t["test"].str.startswith("normalization (seen").any() else REMEDY_FORWARD,
         figures=(Figure(png_bytes(fig), caption),), table=tuple(t.to_dict("records")),
         details={"form": "forward simulation", **res.settings,
                  "not_checked": [{"what": w, "why": y} for w, y in res.not_checked]})

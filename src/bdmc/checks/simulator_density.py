@@ -7,13 +7,16 @@ the prior simulator, data sets from ``sample_data(x)``, and three families of id
 
 - **normalization** of each likelihood term: ``int p(y_i | x) dy_i = 1``, by importance sampling from a
   Student-t fitted to the simulated ``y_i`` (continuous data), or as the pmf summed over the values seen in
-  simulation, whose shortfall must match the share of fresh draws outside them (discrete data). It sees a
-  wrong constant.
+  simulation, whose shortfall must match the share of fresh draws outside them (discrete data; for a likelihood
+  reported as one term, Stan's, the mass on all cases' seen values at once). It sees a wrong constant.
 - **score (Stein) identities** under the simulator, for continuous data: ``E[d/dy log p(y|x)] = 0`` and
   ``E[(y_j - m_j) d/dy_k log p(y|x)] = -delta_jk`` (gradients by ``jax.grad`` with respect to the data; on
   data that are all positive, or all in (0, 1), with a weight vanishing at the boundary). They see a
-  simulator and a density that disagree in location, scale or correlation. For discrete data the simulated
-  first and second moments are compared with the density's instead.
+  simulator and a density that disagree in location, scale or correlation. For discrete data the fresh draws
+  that land on the seen values are compared with the first and second moments of the pmf renormalized on them,
+  which they follow exactly (the seen values being drawn independently of them). A likelihood reported as one
+  term for all cases is evaluated with each seen value of each case substituted into a simulated data set: the
+  change is that case's log pmf up to a constant.
 - the same for the **prior**: its score identities on the floating-point latents, and its normalization when
   the latent dimension is small.
 
@@ -107,7 +110,8 @@ def simulator_density(
     model : Model
         Needs only ``sample_prior``, ``sample_data``, ``log_prior`` and ``log_likelihood`` (one term per
         case, the case being the leading axis of every data leaf, and term ``i`` depending on case ``i``
-        only: checked on continuous data, assumed on discrete data).
+        only: checked by mixing simulated data sets case by case). A likelihood of one term for all cases (Stan)
+        is checked on discrete data, as a sum of case terms (checked too).
     num_latents : int
         Prior draws ``x`` at which the likelihood is tested (the cells of the per-case tests).
     num_data : int

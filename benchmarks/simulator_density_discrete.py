@@ -1,0 +1,475 @@
+"""The false-alarm rate of ``bdmc.checks.simulator_density`` on discrete data, per family and PPL, and its power
+against a simulator whose rate is wrong.
+
+What. Five discrete families written as users write them, in NumPyro (``bdmc.ppl.from_numpyro``) and in PyMC
+(``bdmc.ppl.from_pymc``):
+
+- Poisson regression: the coal-mining disasters model's form, log rate ``a + b * year`` over the 112 years
+  1851-1962 standardized, ``a ~ N(0, 2)``, ``b ~ N(0, 1)``;
+- binomial: logit regression with 10 trials per case, ``a ~ N(0, 1.5)``, ``b ~ N(0, 1)``, 40 cases;
+- negative binomial (NB2): mean ``exp(a)``, ``a ~ N(1, 1)``, concentration ``phi ~ Gamma(2, rate 0.5)``, 40 cases;
+- categorical: 4 categories, probabilities ``~ Dirichlet(1, 1, 1, 1)``, 40 cases;
+- zero-inflated Poisson: zero-inflation probability ``~ Beta(1, 1)``, rate ``~ Gamma(2, rate 0.5)``, 40 cases.
+
+Each is run in two variants. "correct": the program as written, so any "inconsistent" verdict is a false alarm,
+whose probability the check's level (0.01, Holm over all its tests) bounds. "wrong rate" (a negative control):
+the density is the program as written but the simulator is the same program with its rate, mean or probability
+off (``WRONG`` below: Poisson rate x1.1, binomial logit +0.2, NB mean x1.1, categorical probabilities tilted by
+``exp(0.2 k)``, ZIP zero-inflation probability raised by 0.1 of the remainder), so "inconsistent" is a catch.
+
+How. One ``simulator_density(jax.random.key(seed), model, level=0.01)`` call per (PPL, family, variant, seed) at
+the check's default sizes unless ``SIZES`` says otherwise (the table's headline states them), float64, one
+stamped JSON line each in ``rows.jsonl`` (resumable: done rows are skipped). The table gives per (PPL, family)
+the false alarms over the correct seeds with their Clopper-Pearson 95% interval, the catches over the control
+seeds, the tests that fired, and the median seconds per call; ``README.md`` in the same folder is rendered from
+the rows too. A family an adapter refuses, or whose likelihood the check leaves unchecked, is a row saying so.
+
+    python benchmarks/simulator_density_discrete.py --quick            # 3 correct seeds, 2 controls per cell
+    python benchmarks/simulator_density_discrete.py                    # 200 correct seeds, 50 controls per cell
+    python benchmarks/simulator_density_discrete.py --table-only
+    python benchmarks/simulator_density_discrete.py --ppls numpyro --families poisson-regression,binomial
+
+The builders (``build``, ``numpyro_model``, ``pymc_model``, ``WrongSimulator``) are imported by
+``tests/checks/test_simulator_density_families.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+import traceback
+import warnings
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "results" / "simulator_density_discrete"
+LEVEL = 0.01
+FAMILIES = ("poisson-regression", "binomial", "negative-binomial", "categorical", "zero-inflated-poisson")
+PPLS = ("numpyro", "pymc")
+VARIANTS = ("correct", "wrong rate", "wrong rate / 10")
+YEARS = np.arange(1851, 1963, dtype=np.float64)  # the years of the coal-mining disasters (bdmc.datasets.load_coal)
+N_CASES = 40  # cases of the families without a covariate of their own
+TRIALS = 10  # binomial trials per case
+K = 4  # categories
+# The simulator's error in the "wrong rate" variant: (keyword of the program, its value, what it means); the
+# "wrong rate / 10" variant makes a tenth of that error (``wrong_value``).
+WRONG = {"poisson-regression": ("rate_factor", 1.1, "simulated rate x{}"),
+         "binomial": ("logit_shift", 0.2, "simulated logit +{}"),
+         "negative-binomial": ("mean_factor", 1.1, "simulated mean x{}"),
+         "categorical": ("tilt", 0.2, "simulated probabilities tilted by exp({} k)"),
+         "zero-inflated-poisson": ("gate_shift", 0.1, "simulated zero-inflation g + {} (1 - g)")}
+TENTH = "wrong rate / 10"
+
+
+def wrong_value(family: str, variant: str) -> float:
+    """The value of the family's ``WRONG`` keyword in a wrong variant: the error, or a tenth of it."""
+    keyword, value, _ = WRONG[family]
+    if variant == TENTH:
+        value = 1 + (value - 1) / 10 if keyword.endswith("factor") else value / 10
+    return round(value, 6)
+
+
+def wrong_text(family: str, variant: str) -> str:
+    return WRONG[family][2].format(f"{wrong_value(family, variant):g}")
+
+
+# Sizes per family: the check's defaults unless a call took over ~2 s there (then 32 latents and 32 data sets).
+DEFAULT_SIZES = dict(num_latents=64, num_data=64)
+SIZES: dict[str, dict] = {}
+
+
+def standardized_years():
+    return (YEARS - YEARS.mean()) / YEARS.std()
+
+
+# ------------------------------------------------------------------------------------------------ NumPyro
+
+def numpyro_program(family: str):
+    """The NumPyro program of ``family``; its keyword (``WRONG``) defaults to the correct value."""
+    import numpyro
+    import numpyro.distributions as dist
+
+    def poisson_regression(x, rate_factor=1.0, y=None):
+        a = numpyro.sample("a", dist.Normal(0.0, 2.0))
+        b = numpyro.sample("b", dist.Normal(0.0, 1.0))
+        with numpyro.plate("years", x.shape[0]):
+            numpyro.sample("y", dist.Poisson(rate_factor * jnp.exp(a + b * x)), obs=y)
+
+    def binomial(x, logit_shift=0.0, y=None):
+        a = numpyro.sample("a", dist.Normal(0.0, 1.5))
+        b = numpyro.sample("b", dist.Normal(0.0, 1.0))
+        with numpyro.plate("cases", x.shape[0]):
+            numpyro.sample("y", dist.Binomial(TRIALS, logits=a + b * x + logit_shift), obs=y)
+
+    def negative_binomial(n, mean_factor=1.0, y=None):
+        a = numpyro.sample("a", dist.Normal(1.0, 1.0))
+        phi = numpyro.sample("phi", dist.Gamma(2.0, 0.5))
+        with numpyro.plate("cases", n):
+            numpyro.sample("y", dist.NegativeBinomial2(mean_factor * jnp.exp(a), phi), obs=y)
+
+    def categorical(n, tilt=0.0, y=None):
+        p = numpyro.sample("p", dist.Dirichlet(jnp.ones(K)))
+        q = p * jnp.exp(tilt * jnp.arange(K))
+        with numpyro.plate("cases", n):
+            numpyro.sample("y", dist.Categorical(probs=q / jnp.sum(q)), obs=y)
+
+    def zero_inflated_poisson(n, gate_shift=0.0, y=None):
+        gate = numpyro.sample("gate", dist.Beta(1.0, 1.0))
+        rate = numpyro.sample("rate", dist.Gamma(2.0, 0.5))
+        with numpyro.plate("cases", n):
+            numpyro.sample("y", dist.ZeroInflatedPoisson(gate + gate_shift * (1 - gate), rate), obs=y)
+
+    return {"poisson-regression": poisson_regression, "binomial": binomial,
+            "negative-binomial": negative_binomial, "categorical": categorical,
+            "zero-inflated-poisson": zero_inflated_poisson}[family]
+
+
+def numpyro_model(family: str, wrong: float | None = None):
+    """``from_numpyro`` of the family's program; ``wrong`` sets its ``WRONG`` keyword (None: as written)."""
+    import bdmc
+
+    arg = standardized_years() if family == "poisson-regression" else \
+        np.linspace(-1.5, 1.5, N_CASES) if family == "binomial" else N_CASES
+    kwargs = {} if wrong is None else {WRONG[family][0]: wrong}
+    return bdmc.ppl.from_numpyro(numpyro_program(family), arg, observed="y", **kwargs)
+
+
+# ------------------------------------------------------------------------------------------------ PyMC
+
+def pymc_model(family: str, wrong: float | None = None):
+    """``from_pymc`` of the family's PyMC model; ``wrong`` sets its ``WRONG`` keyword (None: as written)."""
+    import pymc as pm
+
+    import bdmc
+
+    w = {} if wrong is None else {WRONG[family][0]: wrong}
+    with pm.Model(name="") as model:
+        if family == "poisson-regression":
+            x = standardized_years()
+            a, b = pm.Normal("a", 0.0, 2.0), pm.Normal("b", 0.0, 1.0)
+            pm.Poisson("y", mu=w.get("rate_factor", 1.0) * pm.math.exp(a + b * x), observed=np.zeros(x.size, int))
+        elif family == "binomial":
+            x = np.linspace(-1.5, 1.5, N_CASES)
+            a, b = pm.Normal("a", 0.0, 1.5), pm.Normal("b", 0.0, 1.0)
+            pm.Binomial("y", n=TRIALS, logit_p=a + b * x + w.get("logit_shift", 0.0),
+                        observed=np.zeros(N_CASES, int))
+        elif family == "negative-binomial":
+            a, phi = pm.Normal("a", 1.0, 1.0), pm.Gamma("phi", alpha=2.0, beta=0.5)
+            pm.NegativeBinomial("y", mu=w.get("mean_factor", 1.0) * pm.math.exp(a), alpha=phi,
+                                observed=np.zeros(N_CASES, int))
+        elif family == "categorical":
+            p = pm.Dirichlet("p", a=np.ones(K))
+            q = p * np.exp(w.get("tilt", 0.0) * np.arange(K))
+            pm.Categorical("y", p=q / q.sum(), observed=np.zeros(N_CASES, int))
+        elif family == "zero-inflated-poisson":
+            gate, rate = pm.Beta("gate", 1.0, 1.0), pm.Gamma("rate", alpha=2.0, beta=0.5)
+            shift = w.get("gate_shift", 0.0)
+            # PyMC's psi is the probability of the Poisson component: 1 - the zero-inflation probability.
+            pm.ZeroInflatedPoisson("y", psi=1 - (gate + shift * (1 - gate)), mu=rate,
+                                   observed=np.zeros(N_CASES, int))
+        else:
+            raise ValueError(family)
+    return bdmc.ppl.from_pymc(model)
+
+
+# ------------------------------------------------------------------------------------------------ models
+
+@dataclass(frozen=True)
+class WrongSimulator:
+    """A model whose density is ``scored``'s and whose data simulator is ``simulated``'s (same latent sites).
+
+    Hashable (a frozen dataclass; the adapters' models hash by identity), so it is a static argument of the
+    check's compiled program like any model."""
+
+    scored: Any
+    simulated: Any
+
+    def sample_prior(self, key):
+        return self.scored.sample_prior(key)
+
+    def sample_data(self, key, latent):
+        return self.simulated.sample_data(key, latent)
+
+    def log_prior(self, latent):
+        return self.scored.log_prior(latent)
+
+    def log_likelihood(self, latent, data):
+        return self.scored.log_likelihood(latent, data)
+
+    def check_data(self, data):
+        return self.scored.check_data(data)
+
+
+def build(ppl: str, family: str, variant: str = "correct"):
+    """The model of one cell: the program as written, or (``"wrong rate"``) its density with a wrong simulator."""
+    make = {"numpyro": numpyro_model, "pymc": pymc_model}[ppl]
+    if variant == "correct":
+        return make(family)
+    return WrongSimulator(scored=make(family), simulated=make(family, wrong_value(family, variant)))
+
+
+def sizes(family: str) -> dict:
+    return {**DEFAULT_SIZES, **SIZES.get(family, {})}
+
+
+# ------------------------------------------------------------------------------------------------ running
+
+def check_files_state() -> bool:
+    """Whether the check's and the adapters' sources match the commit (another change may be in progress)."""
+    paths = ["src/bdmc/checks", "src/bdmc/ppl", "src/bdmc/contracts"]
+    out = subprocess.run(["git", "-C", str(HERE.parent), "status", "--porcelain", "--", *paths],
+                         capture_output=True, text=True).stdout.strip()
+    return not out
+
+
+def one_call(model, seed: int, family: str):
+    from bdmc.checks.simulator_density import simulator_density
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return simulator_density(jax.random.key(seed), model, level=LEVEL, **sizes(family))
+
+
+def summarize(result) -> dict:
+    t = result.table
+    smallest = t.loc[t["p_value"].idxmin()] if len(t) else None
+    fired = result.fired
+    return {"verdict": result.verdict, "num_tests": int(len(t)),
+            "min_p": None if smallest is None else float(smallest["p_value"]),
+            "min_p_test": None if smallest is None else f"{smallest['part']}: {smallest['test']} ({smallest['where']})",
+            "fired": [f"{r.part}: {r.test} ({r.where})" for r in fired.itertuples()][:10],
+            "num_fired": int(len(fired)),
+            "not_checked": [f"{what}: {why}" for what, why in result.not_checked],
+            "likelihood_tests": int((t["part"] == "likelihood").sum())}
+
+
+def run(path: Path, ppls, families, seeds: int, controls: int) -> None:
+    sys.path.insert(0, str(HERE))
+    from peers import append_row, load_rows, tree_state
+
+    commit, clean = tree_state()
+    check_clean = check_files_state()
+    done = {(r["ppl"], r["family"], r["variant"], r["seed"]) for r in load_rows(path)}
+    for ppl in ppls:
+        for family in families:
+            for variant, count in zip(VARIANTS, (seeds, controls, controls)):
+                todo = [s for s in range(count) if (ppl, family, variant, s) not in done]
+                if not todo:
+                    continue
+                base = {"ppl": ppl, "family": family, "variant": variant, "level": LEVEL, **sizes(family),
+                        "wrong": None if variant == "correct" else wrong_text(family, variant), "commit": commit,
+                        "clean_tree": clean, "check_files_clean": check_clean}
+                began = time.perf_counter()
+                try:
+                    model = build(ppl, family, variant)
+                except Exception as err:  # noqa: BLE001  a refusal is a result: recorded, not hidden
+                    append_row(path, {**base, "seed": todo[0], "verdict": "refused",
+                                      "error": f"{type(err).__name__}: {err}"[:2000],
+                                      "seconds": time.perf_counter() - began, "time": time.time(),
+                                      "load": os.getloadavg()[0]})
+                    print(f"{ppl:8s} {family:22s} {variant:10s}: refused: {err}", flush=True)
+                    continue
+                build_seconds = time.perf_counter() - began
+                for seed in todo:
+                    load, began = os.getloadavg(), time.perf_counter()
+                    try:
+                        row = summarize(one_call(model, seed, family))
+                    except Exception as err:  # noqa: BLE001
+                        row = {"verdict": "error", "error": f"{type(err).__name__}: {err}"[:2000],
+                               "traceback": traceback.format_exc()[-3000:]}
+                    row = {**base, "seed": seed, **row, "seconds": time.perf_counter() - began,
+                           "build_seconds": build_seconds, "time": time.time(), "load": list(load)}
+                    append_row(path, row)
+                    print(f"{ppl:8s} {family:22s} {variant:10s} seed {seed:3d}: {row['verdict']:12s} "
+                          f"min p {_fmt(row.get('min_p'))} ({row.get('min_p_test')})  "
+                          f"{row['seconds']:.2f}s", flush=True)
+
+
+def _fmt(p) -> str:
+    return "-" if p is None else f"{p:.2g}"
+
+
+# ------------------------------------------------------------------------------------------------ tables
+
+def _cells(rows):
+    return list(dict.fromkeys((r["ppl"], r["family"]) for r in rows))
+
+
+def _interval(k, n):
+    from check_power import clopper_pearson
+
+    lo, hi = clopper_pearson(k, n)
+    return f"{k / n:.3f} ({lo:.3f}-{hi:.3f})"
+
+
+def _sizes_text(rows) -> str:
+    found = sorted({(r["num_latents"], r["num_data"]) for r in rows if "num_latents" in r})
+    return "; ".join(f"num_latents = {a}, num_data = {b}" for a, b in found)
+
+
+def _fired_summary(rows, top=3) -> str:
+    counts = Counter(t.split(" (case ")[0] + (" (a case)" if " (case " in t else "") for r in rows
+                     for t in r.get("fired", []))
+    return "; ".join(f"{t} x{n}" for t, n in counts.most_common(top)) or "-"
+
+
+def table(rows: list[dict]) -> str:
+    sys.path.insert(0, str(HERE))
+    lines = [f"{len(rows)} rows; produced by `python benchmarks/simulator_density_discrete.py --table-only` from "
+             f"`rows.jsonl`. `simulator_density` at level {LEVEL} (Holm over all its tests), float64, sizes "
+             f"{_sizes_text(rows)} (num_proposals 64 and num_prior 4000, the defaults). A false alarm is an "
+             "\"inconsistent\" verdict on the program as written; a catch, one on the program's density with a "
+             "wrong simulator.", "",
+             "| PPL | family | correct seeds | false alarms | rate (95% interval), level 0.01 | tests fired on "
+             "correct | wrong simulator | caught | power (95% interval) | a tenth of the error | caught | "
+             "power (95% interval) | median s per call (first call, compiling) | not checked |", "|---" * 14 + "|"]
+    for ppl, family in _cells(rows):
+        cell = [r for r in rows if (r["ppl"], r["family"]) == (ppl, family)]
+        refused = [r for r in cell if r["verdict"] == "refused"]
+        errors = [r for r in cell if r["verdict"] == "error"]
+        ok = [r for r in cell if r["verdict"] in ("consistent", "inconsistent")]
+        if refused and not ok:
+            lines.append(f"| {ppl} | {family} | refused by the adapter: {refused[0]['error'][:200]} |" + " |" * 11)
+            continue
+        by = {v: [r for r in ok if r["variant"] == v] for v in VARIANTS}
+        flagged = {v: sum(r["verdict"] == "inconsistent" for r in by[v]) for v in VARIANTS}
+
+        def rate(v):
+            return _interval(flagged[v], len(by[v])) if by[v] else "-"
+
+        seconds = sorted(r["seconds"] for r in ok if r["seed"] > 0) or [float("nan")]
+        first = max((r["seconds"] for r in ok if r["seed"] == 0), default=float("nan"))
+        not_checked = sorted({n.split(":")[0] for r in ok for n in r.get("not_checked", [])})
+        notes = "; ".join(not_checked) or "-"
+        if errors:
+            notes += f"; {len(errors)} calls raised ({errors[0]['error'][:120]})"
+        if refused:
+            notes += f"; refused: {refused[0]['error'][:120]}"
+        lines.append(
+            f"| {ppl} | {family} | {len(by['correct'])} | {flagged['correct']} | {rate('correct')} | "
+            f"{_fired_summary([r for r in by['correct'] if r['verdict'] == 'inconsistent'])} | "
+            f"{wrong_text(family, 'wrong rate')} | {flagged['wrong rate']}/{len(by['wrong rate'])} | "
+            f"{rate('wrong rate')} | {wrong_text(family, TENTH)} | {flagged[TENTH]}/{len(by[TENTH])} | {rate(TENTH)} | "
+            f"{seconds[len(seconds) // 2]:.2f} ({first:.0f}) | {notes} |")
+    commits = sorted({r["commit"] for r in rows})
+    lines.append(f"\nCommits: {', '.join(commits)}; clean trees: {all(r['clean_tree'] for r in rows)}; the check's, "
+                 f"adapters' and contracts' sources unchanged from the commit in every row: "
+                 f"{all(r.get('check_files_clean') for r in rows)}. The median seconds leave out each variant's first "
+                 "call (seed 0), which compiles; the slowest of those is in brackets. \"Not checked\" lists what the "
+                 "check itself reported it left out.")
+    return "\n".join(lines) + "\n"
+
+
+def readme(rows: list[dict]) -> str:
+    ok = [r for r in rows if r["verdict"] in ("consistent", "inconsistent")]
+    by = {v: [r for r in ok if r["variant"] == v] for v in VARIANTS}
+    flagged = {v: sum(r["verdict"] == "inconsistent" for r in by[v]) for v in VARIANTS}
+    cells = _cells(rows)
+    counts = {v: sorted({len([r for r in by[v] if (r["ppl"], r["family"]) == c]) for c in cells}) for v in VARIANTS}
+    worst = max(cells, key=lambda c: sum(r["verdict"] == "inconsistent" for r in by["correct"]
+                                         if (r["ppl"], r["family"]) == c))
+    worst_alarms = sum(r["verdict"] == "inconsistent" for r in by["correct"] if (r["ppl"], r["family"]) == worst)
+    worst_n = len([r for r in by["correct"] if (r["ppl"], r["family"]) == worst])
+    stamps = [r["time"] for r in rows]
+    loads = [r["load"][0] if isinstance(r["load"], list) else r["load"] for r in rows]
+    refused = sorted({f"{r['ppl']} {r['family']}" for r in rows if r["verdict"] == "refused"})
+    errors = sorted({f"{r['ppl']} {r['family']} ({r['variant']})" for r in rows if r["verdict"] == "error"})
+    seconds = sorted(r["seconds"] for r in ok) or [0.0]
+    warm = sorted(r["seconds"] for r in ok if r["seed"] > 0) or [0.0]
+    wrong = "; ".join(f"{f}: {wrong_text(f, 'wrong rate')}" for f in WRONG)
+
+    def when(t):
+        return time.strftime("%Y-%m-%d %H:%M", time.gmtime(t))
+
+    def nums(v):
+        return ", ".join(map(str, counts[v])) or "0"
+
+    return f"""# `simulator_density` on discrete data: {flagged['correct']} false alarms in \
+{len(by['correct'])} checks of correct programs (level {LEVEL}); wrong simulators caught \
+{flagged['wrong rate']} of {len(by['wrong rate'])} times, with a tenth of the error {flagged[TENTH]} of {len(by[TENTH])}
+
+Rows in `rows.jsonl`, the table in [`table.md`](table.md); this page and the table are rendered from the rows by
+`python benchmarks/simulator_density_discrete.py --table-only`. Produced by
+
+    python benchmarks/simulator_density_discrete.py --seeds {max(counts['correct'] or [0])} \
+--controls {max(counts['wrong rate'] or [0])}
+
+**What.** `bdmc.checks.simulator_density` tests a model's simulator (`sample_prior`, `sample_data`) against its
+density (`log_prior`, `log_likelihood`); on discrete data it sums the pmf over the values seen in simulation
+(normalization) and compares the moments of the fresh draws inside that support with the pmf's. Five discrete
+families, each written once in NumPyro (`bdmc.ppl.from_numpyro`) and once in PyMC (`bdmc.ppl.from_pymc`): a
+Poisson regression in the coal-mining disasters' form (log rate `a + b * year`, the {YEARS.size} years
+{YEARS[0]:.0f}-{YEARS[-1]:.0f} standardized, `a ~ N(0, 2)`, `b ~ N(0, 1)`), a binomial logit regression ({TRIALS}
+trials, {N_CASES} cases, `a ~ N(0, 1.5)`, `b ~ N(0, 1)`), an NB2 negative binomial (mean `exp(a)`, `a ~ N(1, 1)`,
+concentration `~ Gamma(2, rate 0.5)`, {N_CASES} cases), a categorical with {K} categories (probabilities
+`~ Dirichlet(1, ..., 1)`, {N_CASES} cases) and a zero-inflated Poisson (zero-inflation `~ Beta(1, 1)`, rate
+`~ Gamma(2, rate 0.5)`, {N_CASES} cases). The models' code is in `benchmarks/simulator_density_discrete.py`.
+
+**How.** Per seed, one call `simulator_density(jax.random.key(seed), model, level={LEVEL})` at
+{_sizes_text(rows)} (the check's other sizes at their defaults), in float64. On the program as written every
+"inconsistent" verdict is a false alarm, whose probability the level bounds (Holm's procedure over every test of
+the call); the table gives the rate with its Clopper-Pearson 95% interval. The negative controls keep the
+program's density and simulate from the same program with one parameter off ({wrong}; and a tenth of each
+error); an "inconsistent" verdict there is a catch. Seeds per cell: {nums('correct')} correct, {nums('wrong rate')}
+with the error, {nums(TENTH)} with a tenth of it.
+
+**Result.** Most false alarms in one cell: {worst_alarms} of {worst_n} ({worst[0]}, {worst[1]}). Calls took a
+median of {seconds[len(seconds) // 2]:.2f} s ({warm[len(warm) // 2]:.2f} s leaving out each cell's first, compiling
+call; the slowest {seconds[-1]:.1f} s), between {when(min(stamps))} and {when(max(stamps))} UTC at a one-minute
+load of {min(loads):.1f} to {max(loads):.1f} on {rows[0].get('machine', 'this machine')}, at commit(s)
+{', '.join(sorted({r['commit'] for r in rows}))} (clean trees: {all(r['clean_tree'] for r in rows)}; the check's,
+adapters' and contracts' sources unchanged from the commit: {all(r.get('check_files_clean') for r in rows)}).
+{'Refused by an adapter: ' + ', '.join(refused) + '.' if refused else 'No adapter refused a family.'}
+{'Calls that raised: ' + ', '.join(errors) + '.' if errors else 'No call raised.'}
+
+What this does not show: the level at other data sizes or in float32, and the power against errors smaller than a
+tenth of these.
+"""
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=200, help="seeds of each correct program")
+    parser.add_argument("--controls", type=int, default=50, help="seeds of each wrong simulator")
+    parser.add_argument("--quick", action="store_true", help="3 correct seeds and 2 controls per cell")
+    parser.add_argument("--table-only", action="store_true")
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--families", default=",".join(FAMILIES), help=f"comma-separated, of {', '.join(FAMILIES)}")
+    parser.add_argument("--ppls", default=",".join(PPLS), help="comma-separated, of numpyro, pymc")
+    args = parser.parse_args(argv)
+    families = [f.strip() for f in args.families.split(",") if f.strip()]
+    ppls = [p.strip() for p in args.ppls.split(",") if p.strip()]
+    for name, given, known in (("family", families, FAMILIES), ("PPL", ppls, PPLS)):
+        unknown = sorted(set(given) - set(known))
+        if unknown:
+            parser.error(f"unknown {name} {unknown}; choose from {', '.join(known)}")
+    seeds, controls = (3, 2) if args.quick else (args.seeds, args.controls)
+    sys.path.insert(0, str(HERE))
+    from peers import load_rows
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / "rows.jsonl"
+    if not args.table_only:
+        import bdmc
+
+        bdmc.enable_x64()
+        run(path, ppls, families, seeds, controls)
+    rows = load_rows(path)
+    if rows:
+        (args.out / "table.md").write_text(table(rows))
+        (args.out / "README.md").write_text(readme(rows))
+        print((args.out / "table.md").read_text())
+
+
+if __name__ == "__main__":
+    main()

@@ -386,6 +386,7 @@ def readme(rows: list[dict]) -> str:
     errors = sorted({f"{r['ppl']} {r['family']} ({r['variant']})" for r in rows if r["verdict"] == "error"})
     seconds = sorted(r["seconds"] for r in ok) or [0.0]
     warm = sorted(r["seconds"] for r in ok if r["seed"] > 0) or [0.0]
+    warm_median = f"{warm[len(warm) // 2]:.2f}"
     wrong = "; ".join(f"{f}: {wrong_text(f, 'wrong rate')}" for f in WRONG)
 
     def when(t):
@@ -394,9 +395,13 @@ def readme(rows: list[dict]) -> str:
     def nums(v):
         return ", ".join(map(str, counts[v])) or "0"
 
-    return f"""# `simulator_density` on discrete data: {flagged['correct']} false alarms in \
-{len(by['correct'])} checks of correct programs (level {LEVEL}); wrong simulators caught \
-{flagged['wrong rate']} of {len(by['wrong rate'])} times, with a tenth of the error {flagged[TENTH]} of {len(by[TENTH])}
+    def q(name, value):  # a quoted number, recomputed from the rows by quotes.py (tests/test_results_pages.py)
+        return f"<!--q:{name}-->{value}<!--/q-->"
+
+    return f"""# `simulator_density` on discrete data: {q('false_alarms', flagged['correct'])} false alarms in \
+{q('checks_correct', len(by['correct']))} checks of correct programs (level {LEVEL}); wrong simulators caught \
+{q('caught_wrong', flagged['wrong rate'])} of {q('checks_wrong', len(by['wrong rate']))} times, with a tenth of the \
+error {q('caught_tenth', flagged[TENTH])} of {q('checks_tenth', len(by[TENTH]))}
 
 Rows in `rows.jsonl`, the table in [`table.md`](table.md); this page and the table are rendered from the rows by
 `python benchmarks/simulator_density_discrete.py --table-only`. Produced by
@@ -423,10 +428,11 @@ program's density and simulate from the same program with one parameter off ({wr
 error); an "inconsistent" verdict there is a catch. Seeds per cell: {nums('correct')} correct, {nums('wrong rate')}
 with the error, {nums(TENTH)} with a tenth of it.
 
-**Result.** Most false alarms in one cell: {worst_alarms} of {worst_n} ({worst[0]}, {worst[1]}). Calls took a
-median of {seconds[len(seconds) // 2]:.2f} s ({warm[len(warm) // 2]:.2f} s leaving out each cell's first, compiling
-call; the slowest {seconds[-1]:.1f} s), between {when(min(stamps))} and {when(max(stamps))} UTC at a one-minute
-load of {min(loads):.1f} to {max(loads):.1f} on {rows[0].get('machine', 'this machine')}, at commit(s)
+**Result.** Most false alarms in one cell: {q('worst_alarms', worst_alarms)} of {worst_n} ({worst[0]}, {worst[1]}).
+Calls took a median of {q('median_warm_seconds', warm_median)} s leaving out each variant's first call, which
+compiles ({seconds[len(seconds) // 2]:.2f} s with them; the slowest {seconds[-1]:.1f} s), between
+{when(min(stamps))} and {when(max(stamps))} UTC at a one-minute load of {min(loads):.1f} to {max(loads):.1f}
+on {rows[0].get('machine', 'this machine')}, at commit(s)
 {', '.join(sorted({r['commit'] for r in rows}))} (clean trees: {all(r['clean_tree'] for r in rows)}; the check's,
 adapters' and contracts' sources unchanged from the commit: {all(r.get('check_files_clean') for r in rows)}).
 {'Refused by an adapter: ' + ', '.join(refused) + '.' if refused else 'No adapter refused a family.'}

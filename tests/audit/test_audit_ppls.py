@@ -102,7 +102,7 @@ def test_each_language_is_audited_under_its_own_sampler_and_passes(build, sample
     assert verdicts["simulator-density"] == "pass", verdicts
     assert result.verdict == "pass", verdicts
     evidence = next(c for c in result.checks if c.name == "evidence")
-    assert evidence.verdict == "pass"
+    assert evidence.verdict == "informative"  # level None: it states a bound, it does not pass or fail
     bound = float(evidence.details["certified"])
     assert bound < exact < bound + 6.0, (bound, exact)  # certified at 95% with b = 3: below, but not far below
     assert evidence.details["bracket_lower"] < exact + 0.5  # bracketing from the language's own draws

@@ -1,8 +1,9 @@
 """The false-alarm rate of ``bdmc.checks.simulator_density`` on discrete data, per family and PPL, and its power
 against a simulator whose rate is wrong.
 
-What. Five discrete families written as users write them, in NumPyro (``bdmc.ppl.from_numpyro``) and in PyMC
-(``bdmc.ppl.from_pymc``):
+What. Five discrete families written as users write them, in NumPyro (``bdmc.ppl.from_numpyro``), in PyMC
+(``bdmc.ppl.from_pymc``) and in Stan (``bdmc.ppl.from_stan``, programs and NumPy simulators in
+``discrete_families_stan.py``; Stan reports one likelihood term, checked by substituting cases):
 
 - Poisson regression: the coal-mining disasters model's form, log rate ``a + b * year`` over the 112 years
   1851-1962 standardized, ``a ~ N(0, 2)``, ``b ~ N(0, 1)``;
@@ -55,7 +56,7 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "results" / "simulator_density_discrete"
 LEVEL = 0.01
 FAMILIES = ("poisson-regression", "binomial", "negative-binomial", "categorical", "zero-inflated-poisson")
-PPLS = ("numpyro", "pymc")
+PPLS = ("numpyro", "pymc", "stan")
 VARIANTS = ("correct", "wrong rate", "wrong rate / 10")
 YEARS = np.arange(1851, 1963, dtype=np.float64)  # the years of the coal-mining disasters (bdmc.datasets.load_coal)
 N_CASES = 40  # cases of the families without a covariate of their own
@@ -86,6 +87,9 @@ def wrong_text(family: str, variant: str) -> str:
 # Sizes per family: the check's defaults unless a call took over ~2 s there (then 32 latents and 32 data sets).
 DEFAULT_SIZES = dict(num_latents=64, num_data=64)
 SIZES: dict[str, dict] = {}
+# Stan's one likelihood term is checked by substituting every seen value of every case into a whole data set
+# (num_data x cases evaluations of all cases per latent: 6 s a call on the 112-year regression at the defaults).
+PPL_SIZES: dict[str, dict] = {"stan": dict(num_latents=32, num_data=32)}
 
 
 def standardized_years():
@@ -212,14 +216,18 @@ class WrongSimulator:
 
 def build(ppl: str, family: str, variant: str = "correct"):
     """The model of one cell: the program as written, or (``"wrong rate"``) its density with a wrong simulator."""
+    if ppl == "stan":  # the program is the density; a wrong variant's error lives in its NumPy simulator
+        from discrete_families_stan import stan_model
+
+        return stan_model(family, None if variant == "correct" else wrong_value(family, variant))
     make = {"numpyro": numpyro_model, "pymc": pymc_model}[ppl]
     if variant == "correct":
         return make(family)
     return WrongSimulator(scored=make(family), simulated=make(family, wrong_value(family, variant)))
 
 
-def sizes(family: str) -> dict:
-    return {**DEFAULT_SIZES, **SIZES.get(family, {})}
+def sizes(family: str, ppl: str | None = None) -> dict:
+    return {**DEFAULT_SIZES, **SIZES.get(family, {}), **PPL_SIZES.get(ppl, {})}
 
 
 # ------------------------------------------------------------------------------------------------ running
@@ -232,12 +240,12 @@ def check_files_state() -> bool:
     return not out
 
 
-def one_call(model, seed: int, family: str):
+def one_call(model, seed: int, family: str, ppl: str | None = None):
     from bdmc.checks.simulator_density import simulator_density
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return simulator_density(jax.random.key(seed), model, level=LEVEL, **sizes(family))
+        return simulator_density(jax.random.key(seed), model, level=LEVEL, **sizes(family, ppl))
 
 
 def summarize(result) -> dict:
@@ -266,7 +274,7 @@ def run(path: Path, ppls, families, seeds: int, controls: int) -> None:
                 todo = [s for s in range(count) if (ppl, family, variant, s) not in done]
                 if not todo:
                     continue
-                base = {"ppl": ppl, "family": family, "variant": variant, "level": LEVEL, **sizes(family),
+                base = {"ppl": ppl, "family": family, "variant": variant, "level": LEVEL, **sizes(family, ppl),
                         "wrong": None if variant == "correct" else wrong_text(family, variant), "commit": commit,
                         "clean_tree": clean, "check_files_clean": check_clean}
                 began = time.perf_counter()
@@ -283,7 +291,7 @@ def run(path: Path, ppls, families, seeds: int, controls: int) -> None:
                 for seed in todo:
                     load, began = os.getloadavg(), time.perf_counter()
                     try:
-                        row = summarize(one_call(model, seed, family))
+                        row = summarize(one_call(model, seed, family, ppl))
                     except Exception as err:  # noqa: BLE001
                         row = {"verdict": "error", "error": f"{type(err).__name__}: {err}"[:2000],
                                "traceback": traceback.format_exc()[-3000:]}
@@ -451,7 +459,7 @@ def main(argv=None) -> None:
     parser.add_argument("--table-only", action="store_true")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--families", default=",".join(FAMILIES), help=f"comma-separated, of {', '.join(FAMILIES)}")
-    parser.add_argument("--ppls", default=",".join(PPLS), help="comma-separated, of numpyro, pymc")
+    parser.add_argument("--ppls", default=",".join(PPLS), help="comma-separated, of numpyro, pymc, stan")
     args = parser.parse_args(argv)
     families = [f.strip() for f in args.families.split(",") if f.strip()]
     ppls = [p.strip() for p in args.ppls.split(",") if p.strip()]

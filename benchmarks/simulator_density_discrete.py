@@ -321,8 +321,18 @@ def _interval(k, n):
 
 
 def _sizes_text(rows) -> str:
-    found = sorted({(r["num_latents"], r["num_data"]) for r in rows if "num_latents" in r})
-    return "; ".join(f"num_latents = {a}, num_data = {b}" for a, b in found)
+    """The sizes of the rows, and which PPLs ran at each (the defaults 64 x 64 unless reduced)."""
+    by_size: dict[tuple, list] = {}
+    for r in rows:
+        if "num_latents" in r:
+            by_size.setdefault((r["num_latents"], r["num_data"]), [])
+            if r["ppl"] not in by_size[(r["num_latents"], r["num_data"])]:
+                by_size[(r["num_latents"], r["num_data"])].append(r["ppl"])
+    if len(by_size) == 1:
+        ((a, b),) = by_size
+        return f"num_latents = {a}, num_data = {b}"
+    return "; ".join(f"num_latents = {a}, num_data = {b} ({', '.join(ppls)})"
+                     for (a, b), ppls in sorted(by_size.items(), reverse=True))
 
 
 def _fired_summary(rows, top=3) -> str:
@@ -397,6 +407,13 @@ def readme(rows: list[dict]) -> str:
     warm_median = f"{warm[len(warm) // 2]:.2f}"
     wrong = "; ".join(f"{f}: {wrong_text(f, 'wrong rate')}" for f in WRONG)
 
+    ppl_names = {"numpyro": "NumPyro (`bdmc.ppl.from_numpyro`)", "pymc": "PyMC (`bdmc.ppl.from_pymc`)",
+                 "stan": "Stan (`bdmc.ppl.from_stan`, the programs and their NumPy simulators in "
+                         "`benchmarks/discrete_families_stan.py`; Stan reports one likelihood term, which the check "
+                         "tests by substituting each seen value of a case into a simulated data set)"}
+    present = [ppl_names[p] for p in PPLS if any(r["ppl"] == p for r in rows)]
+    ppl_text = ", ".join(present[:-1]) + (" and " if len(present) > 1 else "") + present[-1]
+
     def when(t):
         return time.strftime("%Y-%m-%d %H:%M", time.gmtime(t))
 
@@ -420,7 +437,7 @@ Rows in `rows.jsonl`, the table in [`table.md`](table.md); this page and the tab
 **What.** `bdmc.checks.simulator_density` tests a model's simulator (`sample_prior`, `sample_data`) against its
 density (`log_prior`, `log_likelihood`); on discrete data it sums the pmf over the values seen in simulation
 (normalization) and compares the moments of the fresh draws inside that support with the pmf's. Five discrete
-families, each written once in NumPyro (`bdmc.ppl.from_numpyro`) and once in PyMC (`bdmc.ppl.from_pymc`): a
+families, each written once in {ppl_text}: a
 Poisson regression in the coal-mining disasters' form (log rate `a + b * year`, the {YEARS.size} years
 {YEARS[0]:.0f}-{YEARS[-1]:.0f} standardized, `a ~ N(0, 2)`, `b ~ N(0, 1)`), a binomial logit regression ({TRIALS}
 trials, {N_CASES} cases, `a ~ N(0, 1.5)`, `b ~ N(0, 1)`), an NB2 negative binomial (mean `exp(a)`, `a ~ N(1, 1)`,
@@ -433,7 +450,8 @@ concentration `~ Gamma(2, rate 0.5)`, {N_CASES} cases), a categorical with {K} c
 "inconsistent" verdict is a false alarm, whose probability the level bounds (Holm's procedure over every test of
 the call); the table gives the rate with its Clopper-Pearson 95% interval. The negative controls keep the
 program's density and simulate from the same program with one parameter off ({wrong}; and a tenth of each
-error); an "inconsistent" verdict there is a catch. Seeds per cell: {nums('correct')} correct, {nums('wrong rate')}
+error; Stan's in its NumPy simulator); an "inconsistent" verdict there is a catch. Seeds per cell:
+{nums('correct')} correct, {nums('wrong rate')}
 with the error, {nums(TENTH)} with a tenth of it.
 
 **Result.** Most false alarms in one cell: {q('worst_alarms', worst_alarms)} of {worst_n} ({worst[0]}, {worst[1]}).

@@ -34,15 +34,12 @@ import numpy as np
 from jax.scipy.stats import gamma, poisson
 from scipy.special import gammaln, polygamma
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from check_power import clopper_pearson  # noqa: E402
-from peers import append_row, load_rows, tree_state  # noqa: E402
+import bdmc
+from bdmc.core.ais import default_kernel
+from bdmc.core.smc_pilot import refine_data_path
+from bdmc.kernels import repeat
 
-import bdmc  # noqa: E402
-from bdmc.core.ais import default_kernel  # noqa: E402
-from bdmc.core.smc_pilot import refine_data_path  # noqa: E402
-from bdmc.kernels import repeat  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 OUT = HERE / "results" / "shme_one_latent"
 NUM_MOVES, NUM_PARTICLES, NUM_RUNS, LEVEL = 5, 32, 32, 0.01
@@ -92,8 +89,19 @@ class GammaPoisson:
         return float(np.sqrt(max(var, 0.0)))
 
 
+def _harness():
+    """The benchmarks' shared row store and interval (imported here: ``check_power`` switches float64 on, and the
+    test suite imports this module for its model)."""
+    sys.path.insert(0, str(HERE))
+    import check_power
+    import peers
+
+    return check_power.clopper_pearson, peers.append_row, peers.load_rows, peers.tree_state
+
+
 def run(path: Path, seeds: int) -> None:
     bdmc.enable_x64()
+    _, append_row, load_rows, tree_state = _harness()
     commit, clean = tree_state()
     done = {(r["seed"], r["way"]) for r in load_rows(path)}
     model = GammaPoisson()
@@ -137,6 +145,7 @@ def run(path: Path, seeds: int) -> None:
 
 
 def table(rows: list[dict]) -> str:
+    clopper_pearson = _harness()[0]
     seeds = len({r["seed"] for r in rows})
     lines = [f"SHME from one exact latent over {seeds} simulated data sets of a Gamma-Poisson model (30 counts, "
              f"rate ~ Gamma(2, 1)); {NUM_RUNS} runs of {NUM_PARTICLES} particles, {NUM_MOVES} HMC moves per step. "
@@ -187,7 +196,7 @@ def main(argv=None) -> None:
     path = args.out / "rows.jsonl"
     if not args.table_only:
         run(path, args.seeds)
-    rows = load_rows(path)
+    rows = _harness()[2](path)
     if rows:
         (args.out / "table.md").write_text(table(rows))
         print((args.out / "table.md").read_text())

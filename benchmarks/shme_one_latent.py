@@ -93,10 +93,10 @@ def _harness():
     """The benchmarks' shared row store and interval (imported here: ``check_power`` switches float64 on, and the
     test suite imports this module for its model)."""
     sys.path.insert(0, str(HERE))
-    import check_power
-    import peers
+    from check_power import clopper_pearson
+    from peers import append_row, load_rows, tree_state
 
-    return check_power.clopper_pearson, peers.append_row, peers.load_rows, peers.tree_state
+    return clopper_pearson, append_row, load_rows, tree_state
 
 
 def run(path: Path, seeds: int) -> None:

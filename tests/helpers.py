@@ -1,7 +1,10 @@
 """Test-only tools: exact draws from Gaussian intermediate distributions and a deliberately broken kernel."""
 
 import contextlib
+import importlib
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import jax
@@ -9,8 +12,23 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
+import bdmc
 from bdmc.kernels import KernelInfo
 from bdmc.contracts import log_density
+
+BENCHMARKS = str(Path(__file__).resolve().parents[1] / "benchmarks")
+
+
+def import_benchmark(name: str):
+    """A module of ``benchmarks/``, imported without changing the suite's dtype (``check_power``, which several
+    benchmarks import, switches float64 on)."""
+    was = bool(jax.config.jax_enable_x64)
+    sys.path.insert(0, BENCHMARKS)
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(BENCHMARKS)
+        bdmc.enable_x64(was)
 
 
 def gaussian_target(model, data, lam, like):

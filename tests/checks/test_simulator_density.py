@@ -3,33 +3,23 @@
 
 import dataclasses
 import math
-import sys
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import bdmc
 from bdmc.checks.simulator_density import holm, simulator_density
 from bdmc.errors import BDMCError
 from bdmc.models import CorrelatedGaussianMean, LinearRegression
+from helpers import import_benchmark
 
-BENCHMARKS = str(Path(__file__).resolve().parents[2] / "benchmarks")
 SMALL = dict(num_latents=32, num_data=32, num_proposals=32, num_prior=2000)
 
 
 def _bugs():
-    """The bug variants of benchmarks/check_power.py (its import switches float64 on: switch it back)."""
-    was = bool(jax.config.jax_enable_x64)
-    sys.path.insert(0, BENCHMARKS)
-    try:
-        import check_power
-    finally:
-        sys.path.remove(BENCHMARKS)
-        bdmc.enable_x64(was)
-    return check_power
+    """The bug variants of benchmarks/check_power.py (imported without switching float64 on)."""
+    return import_benchmark("check_power")
 
 
 def _row(result, part, test, where="all cases"):

@@ -9,32 +9,15 @@ sizes, in float64 and in float32, and the programs as written passed at all of t
 key. Whole file: 20 s with JAX's compilation cache warm, 33-36 s cold, on two cores under a load of 2.4.
 """
 
-import sys
-from pathlib import Path
 
 import jax
 import pytest
 
-import bdmc
 from bdmc.checks.simulator_density import simulator_density
+from helpers import import_benchmark
 
-BENCHMARKS = str(Path(__file__).resolve().parents[2] / "benchmarks")
 SIZES = dict(num_latents=16, num_data=32, num_prior=500)
-
-
-def _benchmark():
-    """The benchmark module, imported without changing the suite's dtype."""
-    was = bool(jax.config.jax_enable_x64)
-    sys.path.insert(0, BENCHMARKS)
-    try:
-        import simulator_density_discrete
-    finally:
-        sys.path.remove(BENCHMARKS)
-        bdmc.enable_x64(was)
-    return simulator_density_discrete
-
-
-BENCH = _benchmark()
+BENCH = import_benchmark("simulator_density_discrete")
 NUMPYRO = [pytest.param("numpyro", family, id=f"numpyro-{family}") for family in BENCH.FAMILIES]
 PYMC = [pytest.param("pymc", family, id=f"pymc-{family}") for family in ("poisson-regression", "categorical")]
 

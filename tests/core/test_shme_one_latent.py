@@ -1,20 +1,16 @@
 """SHME from one exact latent: still an upper bound on average, and no longer far below the truth on single data
 sets (``benchmarks/shme_one_latent.py``, 200 data sets: the measured spread and rates quoted below)."""
 
-import sys
 import warnings
-from pathlib import Path
 
 import jax
 import numpy as np
 import pytest
 
 import bdmc
+from helpers import import_benchmark
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from shme_one_latent import GammaPoisson  # noqa: E402
-
-sys.path.pop(0)
+GammaPoisson = import_benchmark("shme_one_latent").GammaPoisson
 
 DATA_SETS = 12
 

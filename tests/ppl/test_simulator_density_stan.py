@@ -2,20 +2,16 @@
 substituting cases): each family as written passes, and its density with a simulator whose rate, probability or
 zero inflation is off fails. Slow: each program is compiled once (about 20 s; then cached on disk)."""
 
-import sys
-from pathlib import Path
-
 import jax
 import pytest
 
 pytest.importorskip("stan")
 
 from bdmc.checks.simulator_density import simulator_density  # noqa: E402
+from helpers import import_benchmark  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-from discrete_families_stan import STAN, stan_model  # noqa: E402
-
-sys.path.pop(0)
+STAN = import_benchmark("discrete_families_stan").STAN
+stan_model = import_benchmark("discrete_families_stan").stan_model
 
 WRONG = {"poisson-regression": 1.1, "binomial": 0.2, "negative-binomial": 1.1, "categorical": 0.2,
          "zero-inflated-poisson": 0.1}  # the full errors of simulator_density_discrete.WRONG

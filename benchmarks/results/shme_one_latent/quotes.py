@@ -26,31 +26,34 @@ def data_sets(folder):
     return len({r["seed"] for r in _rows(folder)})
 
 
+def _ratio(folder, way):
+    """p(y)/Z_hat per data set: its mean and that mean's standard error."""
+    r = np.exp(-_d(folder, way))
+    return float(r.mean()), float(r.std(ddof=1) / np.sqrt(r.size))
+
+
 def ratio_pilot(folder):
-    return float(np.mean(np.exp(-_d(folder, PILOT))))
+    return _ratio(folder, PILOT)[0]
 
 
 def ratio_pilot_se(folder):
-    r = np.exp(-_d(folder, PILOT))
-    return float(r.std(ddof=1) / np.sqrt(r.size))
+    return _ratio(folder, PILOT)[1]
 
 
 def ratio_one(folder):
-    return float(np.mean(np.exp(-_d(folder, ONE))))
+    return _ratio(folder, ONE)[0]
 
 
 def ratio_one_se(folder):
-    r = np.exp(-_d(folder, ONE))
-    return float(r.std(ddof=1) / np.sqrt(r.size))
+    return _ratio(folder, ONE)[1]
 
 
 def ratio_dispersed(folder):
-    return float(np.mean(np.exp(-_d(folder, PILOT_DISPERSED))))
+    return _ratio(folder, PILOT_DISPERSED)[0]
 
 
 def ratio_dispersed_se(folder):
-    r = np.exp(-_d(folder, PILOT_DISPERSED))
-    return float(r.std(ddof=1) / np.sqrt(r.size))
+    return _ratio(folder, PILOT_DISPERSED)[1]
 
 
 def sd_pilot(folder):

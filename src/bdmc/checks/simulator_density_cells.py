@@ -355,10 +355,11 @@ def _seen_moments(p, seen, y, inside):
     once. The fresh draws that fall in the seen support, which was drawn independently of them, follow exactly
     the pmf renormalized on it: residuals ``y - mean`` inside, 0 outside, sum to mean 0 with variance (draws
     inside) x var. Draws outside feed the normalization test. (Counting them against the renormalized moments
-    biased every count model: the tails a seen support misses are not symmetric, and a correct Poisson model failed
-    at p = 1e-37.) Residuals stay on the data's own scale, summed over their known variance: standardized by the
-    pmf's sd they are extremely skewed where one value is nearly certain (a rare draw far out, many tiny ones the
-    other way), which broke a t-test over cells; bounded residuals summed over their variance are normal.
+    biased every count model: the tails a seen support misses are not symmetric, and a correct Poisson model
+    failed its mean test at p = 2e-37.) Residuals stay on the data's own scale, summed over their known variance:
+    standardized by the pmf's sd they are extremely skewed where one value is nearly certain (a rare draw far out,
+    many tiny ones the other way), which broke a t-test over cells; bounded residuals summed over their variance
+    are normal.
     """
     mass = jnp.sum(p, axis=0)
     norm = jnp.where(mass > 0, mass, 1.0)[:, None]

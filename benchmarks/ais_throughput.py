@@ -92,7 +92,7 @@ def numpy_ais(model, data, init, path, seed):
     x = (np.array(init["beta"]), np.array(init["log_s2"]))
     x = x + nm.parts(*x)  # (beta, ls2, lp, ll, gp_beta, gp_ls2, gl_beta, gl_ls2)
     logw, accs = np.zeros(len(x[1])), []
-    for lam_from, lam in zip(path[:-1], path[1:]):
+    for lam_from, lam in zip(path[:-1], path[1:], strict=False):
         logw += (lam - lam_from) * x[3]
         grad = lambda z: (z[4] + lam * z[6], z[5] + lam * z[7])  # noqa: E731
         neg_h = lambda z, mb, ms: z[2] + lam * z[3] - 0.5 * (np.einsum("cj,cj->c", mb, mb) + ms**2)  # noqa: E731
@@ -108,7 +108,7 @@ def numpy_ais(model, data, init, path, seed):
             log_ratio = np.nan_to_num(neg_h(y, mb, ms) - h0, nan=-np.inf)
             accs.append(float(np.mean(np.minimum(1.0, np.exp(log_ratio)))))
         ok = np.log(rng.uniform(size=log_ratio.shape)) < log_ratio
-        x = tuple(np.where(ok.reshape(ok.shape + (1,) * (new.ndim - 1)), new, old) for new, old in zip(y, x))
+        x = tuple(np.where(ok.reshape(ok.shape + (1,) * (new.ndim - 1)), new, old) for new, old in zip(y, x, strict=False))
     return logw, float(np.mean(accs)), accs[-1]
 
 
@@ -290,12 +290,12 @@ def main(argv=None):
     # Warm repeats go round-robin over the implementations, so drifting background load hits all alike.
     timings = [([], []) for _ in benches]
     for i in range(args.repeats):
-        for (label, _), (_, warm), (runs, calls) in zip(benches, colds, timings):
+        for (label, _), (_, warm), (runs, calls) in zip(benches, colds, timings, strict=False):
             with console.status(f"repeat {i + 1}/{args.repeats}: {label} ..."):
                 run_s, call_s = warm(i)
             runs.append(run_s)
             calls.append(call_s)
-    rows = [finish(rec, runs, calls, args.stat) for (rec, _), (runs, calls) in zip(colds, timings)]
+    rows = [finish(rec, runs, calls, args.stat) for (rec, _), (runs, calls) in zip(colds, timings, strict=False)]
 
     out = {
         "settings": {"model": "LinearRegression()", "chains": chains, "steps": args.steps - 1,

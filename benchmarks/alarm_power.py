@@ -91,7 +91,7 @@ def main(argv=None) -> None:
                 table = result.table
                 per_t = []
                 for T, g in table.groupby("num_steps"):
-                    value = dict(zip(g["direction"], g["value"]))
+                    value = dict(zip(g["direction"], g["value"], strict=False))
                     per_t.append({"T": int(T), "forward": value["forward"], "reverse": value["reverse"],
                                   "pair_p_bound": float(g["alarm_p"].min())})
                 verdict = result.verdict  # today's alarm: every lower bound against every upper, pooled, at 1%

@@ -46,8 +46,7 @@ import jax
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_power import (MODELS, NoiseLR, OffsetLR, ScaledLR, TransposedCG, WideKernelLR,  # noqa: E402
-                         clopper_pearson)
+from check_power import MODELS, NoiseLR, OffsetLR, ScaledLR, TransposedCG, WideKernelLR, clopper_pearson  # noqa: E402
 from provenance import stamp  # noqa: E402
 
 import bdmc  # noqa: E402
@@ -113,7 +112,7 @@ BUGS = {
 CHECKS = ("simulator-density", "sbc", "geweke", "bdmc")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def model_of(bug: str):
     """The model under audit (cached: one instance per bug, so compiled programs are reused across seeds)."""
     return {
@@ -131,12 +130,12 @@ def model_of(bug: str):
     }[bug]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def wide_kernel():
     return WideKernelLR(**LR_FIELDS).default_kernel()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def numpyro_nuts(bug: str):
     # One object per bug: NumPyroNUTS compares by identity, so a new one per seed would recompile SBC.
     return NumPyroNUTS(model_of(bug), num_warmup=FEW_WARMUP if bug.startswith("NUTS with") else BUDGET.sbc_warmup,

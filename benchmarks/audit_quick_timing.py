@@ -38,7 +38,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from calibration_programs import STAN as STAN_PROGRAMS
 from provenance import stamp
 

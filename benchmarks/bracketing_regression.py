@@ -36,12 +36,12 @@ from bdmc.bracketing import (  # noqa: E402
     InverseGamma,
     MultivariateNormal,
     coordinate_ascent,
-    pd_cholesky,
-    pd_inverse,
-    pd_logdet,
     lower_bound_values,
     mcsa_diagnostic,
     mcsa_run,
+    pd_cholesky,
+    pd_inverse,
+    pd_logdet,
     upper_bound_values,
 )
 from bdmc.models import LinearRegression  # noqa: E402

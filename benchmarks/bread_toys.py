@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+import bdmc  # noqa: E402
 from bdmc.exact.grid_toys import (
     EASY_SIGMA,
     GRID_SIZE,
@@ -37,7 +38,6 @@ from bdmc.exact.grid_toys import (
 )
 from bdmc.exact.jeffreys import exact_jeffreys, geometric_log_densities
 from bdmc.plotting.bread_toys import plot_bread_divergences, plot_grid_distributions
-import bdmc  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from provenance import stamp  # noqa: E402

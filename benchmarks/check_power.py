@@ -165,7 +165,7 @@ BUGS = ["correct", "simulator variance x1.1", "simulator variance x4", "MVN samp
 SIMULATOR_BUGS = BUGS[:4]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def cell(bug: str, name: str):
     """(model under test, its kernel, the conditionals of that kernel) for one bug on one model, or None.
 

@@ -99,7 +99,7 @@ def run_mode(mode: str, args, store: Path) -> tuple[pd.DataFrame, dict]:
     return table, {"mode": mode, "workers": workers, "start_seconds": start_s, "sweep_seconds": wall,
                    "first_row_seconds": finished[0][2] if finished else None,
                    "finish_order": [[e, k, t] for e, k, t in finished], "rows_in_store": len(stored),
-                   "store_order": [[e, int(k)] for e, k in zip(stored["estimator"], stored["knob"])],
+                   "store_order": [[e, int(k)] for e, k in zip(stored["estimator"], stored["knob"], strict=False)],
                    "compute_seconds": float(table["seconds_batch"].sum() + table["compile_seconds"].sum()),
                    "compile_seconds": float(table["compile_seconds"].sum()), "load_before": list(load),
                    "load_after": list(os.getloadavg())}
@@ -115,8 +115,8 @@ def compare(reference: pd.DataFrame, other: pd.DataFrame) -> dict:
         identical = False
     numeric = a.select_dtypes("number").columns
     diff = (a[numeric] - b[numeric]).abs().max().max()
-    trials = max(max(abs(x - y) for x, y in zip(json.loads(p), json.loads(q)))
-                 for p, q in zip(a["trial_estimates"], b["trial_estimates"]))
+    trials = max(max(abs(x - y) for x, y in zip(json.loads(p), json.loads(q), strict=False))
+                 for p, q in zip(a["trial_estimates"], b["trial_estimates"], strict=False))
     return {"identical": identical, "max_abs_diff": float(diff), "max_abs_diff_trials": float(trials)}
 
 

@@ -31,7 +31,7 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import jax
@@ -142,7 +142,7 @@ def measure(num_steps: int, chains: int, repeats: int) -> list[dict]:
             warm[name].append(seconds)
             rows.append({"num_steps": num_steps, "chains": chains, "contender": name, "repeat": r,
                          "seconds": seconds, **stamp(), "load": os.getloadavg()[0], "commit": commit,
-                         "time": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+                         "time": datetime.now(UTC).isoformat(timespec="seconds")})
     summary = []
     base = statistics.median(warm["hand"])
     for name in contenders:

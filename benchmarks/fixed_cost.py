@@ -65,7 +65,7 @@ def measure(fn, calls: int) -> dict:
         engines.append(est.details.seconds)
         pilots.append(float(est.settings.get("pilot_seconds", 0.0)) - float(est.settings.get(
             "pilot_compile_seconds", 0.0)))
-    fixed = [w - e - p for w, e, p in zip(walls, engines, pilots)]
+    fixed = [w - e - p for w, e, p in zip(walls, engines, pilots, strict=False)]
     return {"calls": calls, "wall_ms": 1e3 * statistics.median(walls),
             "engine_ms": 1e3 * statistics.median(engines), "pilot_ms": 1e3 * statistics.median(pilots),
             "fixed_ms": 1e3 * statistics.median(fixed),

@@ -197,8 +197,9 @@ def ais_row(key, trained, images, *, sigma: float, steps: int, chains: int) -> d
 def run_cell(name: str, splits, out: Path, *, images: int, evals=None, log=print) -> None:
     """Compute the cell's missing units, appending each row to ``out/rows.jsonl`` as it finishes (networks
     under ``out/models``)."""
-    from bdmc.experiments.generative import unit_key
     from peers import append_row, load_rows
+
+    from bdmc.experiments.generative import unit_key
 
     cell = CELLS[name]
     rows_path = out / "rows.jsonl"
@@ -321,7 +322,7 @@ def plot(lines: list[dict], path: Path) -> None:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
     fig, axes = plt.subplots(1, len(evals), figsize=(6 * len(evals), 4.5), squeeze=False)
-    for ax, (steps, chains) in zip(axes[0], evals):
+    for ax, (steps, chains) in zip(axes[0], evals, strict=False):
         shown = [line for line in lines
                  if (line["steps"], line["chains"]) == (steps, chains) and line["diff"] is not None]
         y = np.arange(len(shown))

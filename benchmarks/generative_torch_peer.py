@@ -31,7 +31,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from provenance import stamp
 
 HERE = Path(__file__).resolve().parent

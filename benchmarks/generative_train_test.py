@@ -70,8 +70,9 @@ def table_row(kind: str, run: str, split: str, steps: int) -> dict | None:
 
 def run_model(name: str, splits, rows_path: Path, *, images: int, steps: int, chains: int, log=print) -> None:
     """Evaluate one model on both splits, appending each row as it finishes."""
-    from bdmc.experiments.generative import unit_key
     from peers import append_row, load_rows
+
+    from bdmc.experiments.generative import unit_key
 
     kind, architecture, run = MODELS[name]
     done = {(r["model"], r["split"], r["steps"], r["chains"], r["images"]) for r in load_rows(rows_path)}

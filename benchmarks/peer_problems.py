@@ -15,8 +15,8 @@ Every problem has a flat unconstrained latent ``x`` (shape ``(dim,)``) with
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import jax
 import jax.numpy as jnp

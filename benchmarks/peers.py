@@ -40,6 +40,8 @@ import bdmc
 from bdmc.experiments.store import read_jsonl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from datetime import UTC
+
 import peer_problems  # noqa: E402
 import peer_tools  # noqa: E402
 from peer_tools import BUDGETS, KNOBS, TOOLS, budget_label  # noqa: E402
@@ -232,10 +234,10 @@ def summarize(rows) -> list[dict]:
 
 def summary_times(summary) -> str:
     """The span of the rows' timestamps (UTC)."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     def stamp(t):
-        return datetime.fromtimestamp(t, timezone.utc).strftime("%Y-%m-%d %H:%M")
+        return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M")
     return f"{stamp(min(s['first_time'] for s in summary))} to {stamp(max(s['last_time'] for s in summary))} UTC"
 
 
@@ -428,7 +430,7 @@ def write_markdown(path, summary, truths, settings, machine, diagnosis_rows, mis
                       f"{truth['agree_nats']:.3f} nat. Errors below are against this reference.", ""]
         best = [best_ratio(summary, name, t) for t in THRESHOLDS]
         lines += ["### Time to reach RMSE", "", *reach_table(summary, name), ""]
-        for threshold, b in zip(THRESHOLDS, best):
+        for threshold, b in zip(THRESHOLDS, best, strict=False):
             if b["ratio"] is not None:
                 lines.append(f"Warm, to < {threshold:g} nat: bdmc's best ({b['bdmc']['tool']} {b['bdmc']['budget']}, "
                              f"{fmt(b['bdmc']['warm_s'])} s, its pilot included) / the best peer's "
@@ -458,7 +460,7 @@ def plot(path, summary, truths, problems) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(problems), figsize=(4.2 * len(problems), 4), squeeze=False)
-    for ax, name in zip(axes[0], problems):
+    for ax, name in zip(axes[0], problems, strict=False):
         for tool in TOOLS:
             cells = [s for s in summary if s["problem"] == name and s["tool"] == tool and math.isfinite(s["warm_s"])]
             if cells:
@@ -472,7 +474,7 @@ def plot(path, summary, truths, problems) -> None:
     axes[0][0].set_ylabel("RMSE of log Z (nat)")
     handles = {}
     for ax in axes[0]:  # one legend for every tool, whichever panels it appears in
-        for handle, label in zip(*ax.get_legend_handles_labels()):
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=False):
             handles.setdefault(label, handle)
     axes[0][-1].legend(handles.values(), handles.keys(), fontsize=7, loc="best")
     fig.tight_layout()

@@ -83,7 +83,7 @@ def measure(problem, tool, budget, seed, kind, folder: Path) -> dict:
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     return {"problem": problem, "tool": tool, "budget": budget, "seed": seed, "kind": kind, **out,
             "load_before": load_before, "load_after": os.getloadavg()[0], "time": started,
-            **dict(zip(("commit", "clean_tree"), tree_state()))}
+            **dict(zip(("commit", "clean_tree"), tree_state(), strict=False))}
 
 
 def main(argv=None) -> None:

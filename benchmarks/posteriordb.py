@@ -44,8 +44,10 @@ from posteriordb_models import DATA_DIR, POSTERIORS, load  # noqa: E402
 from provenance import stamp  # noqa: E402
 
 import bdmc  # noqa: E402
-from bdmc.bracketing import posterior_draws_flat  # noqa: E402
-from bdmc.bracketing import bracket  # noqa: E402
+from bdmc.bracketing import (
+    bracket,  # noqa: E402
+    posterior_draws_flat,  # noqa: E402
+)
 from bdmc.bracketing.families import MultivariateNormal  # noqa: E402
 from bdmc.contracts.model import log_density  # noqa: E402
 from bdmc.exact import hierarchical_normal_log_marginal, regression_half_normal_scale_log_marginal  # noqa: E402

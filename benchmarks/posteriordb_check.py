@@ -248,7 +248,7 @@ def _reference(pdb, name):
         n = int(info["diagnostics"]["ndraws"])
         assert mean["names"] == msq["names"]
         out = {}
-        for k, m, s in zip(mean["names"], mean["mean_value"], msq["mean_squared_value"]):
+        for k, m, s in zip(mean["names"], mean["mean_value"], msq["mean_squared_value"], strict=False):
             var = max(s - m * m, 0.0) * n / (n - 1)
             out[k] = {"mean": m, "sd": math.sqrt(var), "n_draws": n}
         return out, ("summary_statistics (mean_value, mean_squared_value; the draws file is listed in the repository "
@@ -307,8 +307,9 @@ def points_phase(names, pdb, source, tmp: Path):
     from numpyro.infer.util import log_density
 
     sys.path.insert(0, str(HERE))
-    import bdmc
     import posteriordb_models as P
+
+    import bdmc
 
     results = {}
     for name in names:

@@ -37,9 +37,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
 
 import jax
 import jax.numpy as jnp
@@ -474,7 +474,7 @@ def _gp_pois_cholesky(x, alpha, rho):
 def _gp_pois_params(samples):
     rho, alpha, f_tilde = (np.asarray(samples[k], float) for k in ("rho", "alpha", "f_tilde"))
     x = np.asarray(load("gp_pois_regr-gp_pois_regr")[0]["x"], float)
-    f = np.stack([_gp_pois_cholesky(x, a, r) @ ft for a, r, ft in zip(alpha, rho, f_tilde)])
+    f = np.stack([_gp_pois_cholesky(x, a, r) @ ft for a, r, ft in zip(alpha, rho, f_tilde, strict=False)])
     return {"rho": rho, "alpha": alpha, **_flat("f", f)}
 
 
@@ -482,7 +482,7 @@ def _gp_pois_latents(flat, args):
     rho, alpha = np.asarray(flat["rho"], float), np.asarray(flat["alpha"], float)
     f = _gather(flat, "f", (len(args["x"]),))
     x = np.asarray(args["x"], float)
-    f_tilde = np.stack([np.linalg.solve(_gp_pois_cholesky(x, a, r), fi) for a, r, fi in zip(alpha, rho, f)])
+    f_tilde = np.stack([np.linalg.solve(_gp_pois_cholesky(x, a, r), fi) for a, r, fi in zip(alpha, rho, f, strict=False)])
     return {"rho": rho, "alpha": alpha, "f_tilde": f_tilde}
 
 

@@ -49,8 +49,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 import bdmc  # noqa: E402
-from bdmc.kernels import HMC, NUTS, RandomWalkMH, SingleSiteMH  # noqa: E402
 from bdmc.contracts.model import log_density  # noqa: E402
+from bdmc.kernels import HMC, NUTS, RandomWalkMH, SingleSiteMH  # noqa: E402
 from bdmc.realdata import factorization as fz  # noqa: E402
 from bdmc.realdata import webppl_models as wm  # noqa: E402
 
@@ -241,10 +241,10 @@ def plot(frame, path):
         g = g.sort_values("num_steps")
         y = np.maximum(g["b_hat"].to_numpy(), 1e-3)
         label = f"{rep} {kind.upper()} ({ppl})"
-        for ax, x in zip(axes, (g["num_steps"], g["seconds"])):
+        for ax, x in zip(axes, (g["num_steps"], g["seconds"]), strict=False):
             ax.errorbar(x, y, yerr=g["b_hat_stderr"], ls=STYLE[ppl], color=COLOR[(rep, kind)], marker="o", ms=3,
                         capsize=2, label=label)
-    for ax, xlabel in zip(axes, ("MCMC steps T", "seconds (forward + reverse, compile excluded)")):
+    for ax, xlabel in zip(axes, ("MCMC steps T", "seconds (forward + reverse, compile excluded)"), strict=False):
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel(xlabel)

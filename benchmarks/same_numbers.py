@@ -29,9 +29,18 @@ jax.config.update("jax_enable_x64", True)  # before bdmc: older checkouts did th
 
 import bdmc  # noqa: E402
 from bdmc import estimators as est  # noqa: E402
-from bdmc.models import (BinaryAttributes, BinaryAttributesHyper, Clustering, ClusteringHyper,  # noqa: E402
-                         CorrelatedGaussianMean, FiniteMixture, GaussianMean, LinearRegression, LowRank,
-                         LowRankHyper)
+from bdmc.models import (  # noqa: E402
+    BinaryAttributes,
+    BinaryAttributesHyper,
+    Clustering,
+    ClusteringHyper,
+    CorrelatedGaussianMean,
+    FiniteMixture,
+    GaussianMean,
+    LinearRegression,
+    LowRank,
+    LowRankHyper,
+)
 
 MODELS = {
     "gaussian-mean": GaussianMean(n=6, dim=2),

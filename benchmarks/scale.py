@@ -287,7 +287,7 @@ def plot(path: Path, rows: list[dict]) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
-    for model, marker in zip(MODELS, "os"):
+    for model, marker in zip(MODELS, "os", strict=False):
         sweep = sorted((r for r in rows if r["sweep"] == "N" and r["model"] == model), key=lambda r: r["n"])
         if not sweep:
             continue

@@ -270,7 +270,7 @@ def run(path: Path, ppls, families, seeds: int, controls: int) -> None:
     done = {(r["ppl"], r["family"], r["variant"], r["seed"]) for r in load_rows(path)}
     for ppl in ppls:
         for family in families:
-            for variant, count in zip(VARIANTS, (seeds, controls, controls)):
+            for variant, count in zip(VARIANTS, (seeds, controls, controls), strict=False):
                 todo = [s for s in range(count) if (ppl, family, variant, s) not in done]
                 if not todo:
                     continue

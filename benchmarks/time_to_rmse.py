@@ -38,13 +38,12 @@ from pathlib import Path
 
 import jax
 import numpy as np
+from provenance import stamp
 from rich.console import Console
+from time_to_rmse_report import ESTIMATORS, targets, write_reports
 
 import bdmc
 from bdmc.models import REGISTRY
-
-from provenance import stamp
-from time_to_rmse_report import ESTIMATORS, targets, write_reports
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
@@ -238,7 +237,7 @@ def _provenance(load_before) -> dict:
     commit = _git("rev-parse", "--short", "HEAD")
     dirty = _git("status", "--porcelain", "--untracked-files=no", "--", "src").splitlines()
     return {**stamp(), "load_before": list(load_before), "load_after": list(os.getloadavg()),
-            "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "finished": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "commit": commit, "uncommitted_src": [line[3:] for line in dirty], "cpus": os.cpu_count(),
             "jax": jax.__version__, "bdmc": bdmc.__version__}
 

@@ -104,7 +104,7 @@ def summarize(rows: pd.DataFrame, quick: bool) -> str:
     rows = rows.assign(z=np.abs(rows["error"]) / rows["stderr"], off=np.abs(rows["error"]) >= 1.0)
     # The warning by today's rule, from the stored ESS and k-hat (rows keep what their run saw).
     rows["warned"] = [untrusted(float(e), float(k) if k is not None else float("nan"), int(n)) is not None
-                      for e, k, n in zip(rows["weight_ess"], rows["khat"], rows["num_runs"])]
+                      for e, k, n in zip(rows["weight_ess"], rows["khat"], rows["num_runs"], strict=False)]
     rows["within"] = rows["z"] <= 1.0
 
     def cell(g, prefix):

@@ -13,8 +13,8 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 
 import bdmc
-from bdmc.kernels import KernelInfo
 from bdmc.contracts import log_density
+from bdmc.kernels import KernelInfo
 
 BENCHMARKS = str(Path(__file__).resolve().parents[1] / "benchmarks")
 
@@ -143,7 +143,7 @@ def assert_same_but_rounding(actual, desired, *, ulps: int = 8):
     Results of one compiled program run twice are compared bit for bit instead.
     """
     assert jax.tree.structure(actual) == jax.tree.structure(desired)
-    for a, b in zip(jax.tree.leaves(actual), jax.tree.leaves(desired)):
+    for a, b in zip(jax.tree.leaves(actual), jax.tree.leaves(desired), strict=False):
         a, b = np.asarray(a), np.asarray(b)
         if np.issubdtype(a.dtype, np.inexact):
             tol = ulps * float(np.finfo(a.dtype).eps)

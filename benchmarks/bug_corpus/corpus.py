@@ -12,8 +12,8 @@ shared where several bugs are edits of one program.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 
 @dataclass(frozen=True)

@@ -32,13 +32,12 @@ import jax
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from corpus import ADAPTER, BDMC, BUGS, GEWEKE, PRIOR, SBC, SIM  # noqa: E402
 from check_power import clopper_pearson  # noqa: E402
+from corpus import ADAPTER, BDMC, BUGS, GEWEKE, PRIOR, SBC, SIM  # noqa: E402
 from peers import append_row, load_rows, tree_state  # noqa: E402
 
 import bdmc  # noqa: E402
-from bdmc.auditing import (Budget, checks_bdmc, checks_geweke, checks_prior, checks_sbc,  # noqa: E402
-                           checks_simulator)
+from bdmc.auditing import Budget, checks_bdmc, checks_geweke, checks_prior, checks_sbc, checks_simulator  # noqa: E402
 from bdmc.auditing.run import resolve_sampler  # noqa: E402
 from bdmc.errors import BDMCError  # noqa: E402
 
@@ -187,7 +186,7 @@ def table(rows: list[dict]) -> str:
     tried = [sum(c in r["checks"] for r in rows if r["variant"] == "correct") for c in CHECKS]
     twins = sorted({b.twin for b in BUGS})
     lines += ["", f"Correct twins ({len(twins)} programs), all seeds together: "
-              + "; ".join(f"{c} {f}/{n}" for c, f, n in zip(CHECKS, fired, tried) if n) + "."]
+              + "; ".join(f"{c} {f}/{n}" for c, f, n in zip(CHECKS, fired, tried, strict=False) if n) + "."]
     commits = sorted({r["commit"] for r in rows})
     clean = all(r["clean_tree"] is not False for r in rows)
     lines.append(f"Commits: {', '.join(commits)}; clean trees: {clean}.")

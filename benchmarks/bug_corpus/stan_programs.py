@@ -10,10 +10,10 @@ eigenvectors transposed). Each builder returns ``(model, None)``.
 
 from __future__ import annotations
 
+import calibration_programs  # benchmarks/: on the path of every script that imports this module
 import numpy as np
 
 import bdmc
-import calibration_programs  # benchmarks/: on the path of every script that imports this module
 
 # The calibration's correct regression (its program and simulator): the twin of three bugs below.
 REGRESSION = calibration_programs.STAN["regression"]

@@ -7,11 +7,11 @@ Importing bdmc changes no global JAX state. The estimators follow JAX's active d
 from . import checks, contracts, estimators, exact, kernels, models, ppl
 from .bracketing import bracket
 from .caching import cache_info, clear_caches
-from .config import enable_compilation_cache, enable_x64
 from .checks.alarm import BugAlarm, bug_alarm
 from .checks.bread import BreadResult, bread
 from .checks.estimate_check import EstimateCheck, check_estimate
 from .checks.sandwich import SandwichResult, sandwich
+from .config import enable_compilation_cache, enable_x64
 from .contracts.capabilities import capabilities
 from .contracts.estimate import ESTIMATORS, Estimate, gap, log_harmonic_mean, log_mean_exp
 from .contracts.model import Simulated, simulate
@@ -22,11 +22,19 @@ from .core.records import AnnealResult, StepInfo
 from .core.reference import ReferencePath, reference_path
 from .core.smc import shme, smc
 from .core.tempered import reverse_tempered_smc, tempered_smc
-from .errors import (BDMCError, DataError, DivergenceWarning, MissingCapabilityError, MissingExtraError,
-                     NonFiniteLogDensityError, NonFiniteLogWeightError, RunHealthWarning, ScheduleError,
-                     UntrustedStderrWarning)
+from .errors import (
+    BDMCError,
+    DataError,
+    DivergenceWarning,
+    MissingCapabilityError,
+    MissingExtraError,
+    NonFiniteLogDensityError,
+    NonFiniteLogWeightError,
+    RunHealthWarning,
+    ScheduleError,
+    UntrustedStderrWarning,
+)
 from .version import __version__
-
 
 __all__ = ["audit",
     "AnnealResult", "BDMCError", "BreadResult", "BugAlarm", "DataError", "DivergenceWarning", "ESTIMATORS",

@@ -10,12 +10,13 @@ from __future__ import annotations
 import collections
 import threading
 import weakref
-from typing import Any, Callable, Hashable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 import jax
 
 DEFAULT_MAXSIZE = 64
-_CACHES: "weakref.WeakSet[CompiledCache]" = weakref.WeakSet()
+_CACHES: weakref.WeakSet[CompiledCache] = weakref.WeakSet()
 
 
 class CompiledCache:

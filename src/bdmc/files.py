@@ -19,8 +19,9 @@ import json
 import math
 import os
 import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping
+from typing import Any, BinaryIO
 
 __all__ = ["append_lines", "json_default", "replacing", "to_jsonable", "write_atomic", "write_json_atomic"]
 
@@ -76,12 +77,11 @@ def write_atomic(path: str | os.PathLike, content: str | bytes | Callable[[Binar
         ``path``.
     """
     path = Path(path)
-    with replacing(path) as tmp:
-        with open(tmp, "xb") as handle:
-            if callable(content):
-                content(handle)
-            else:
-                handle.write(content.encode("utf-8") if isinstance(content, str) else content)
+    with replacing(path) as tmp, open(tmp, "xb") as handle:
+        if callable(content):
+            content(handle)
+        else:
+            handle.write(content.encode("utf-8") if isinstance(content, str) else content)
     return path
 
 

@@ -8,8 +8,18 @@ import json
 import jax
 import pytest
 
-from bdmc.auditing import AuditResult, Budget, CheckOutcome, audit
-from bdmc.auditing import checks_bdmc, checks_evidence, checks_geweke, checks_prior, checks_sbc, checks_simulator
+from bdmc.auditing import (
+    AuditResult,
+    Budget,
+    CheckOutcome,
+    audit,
+    checks_bdmc,
+    checks_evidence,
+    checks_geweke,
+    checks_prior,
+    checks_sbc,
+    checks_simulator,
+)
 from bdmc.auditing.report import render_html
 from bdmc.errors import UserProgramError
 from bdmc.models import GaussianMean

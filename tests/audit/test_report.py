@@ -102,7 +102,7 @@ def test_page_has_every_section_and_every_figure_as_a_data_uri(result, page):
     imgs = [a for t, a in tags.tags if t == "img"]
     figures = [f for c in result.checks for f in c.figures]
     assert len(imgs) == len(figures) == 3
-    for img, fig in zip(imgs, figures):
+    for img, fig in zip(imgs, figures, strict=False):
         assert img["src"] == "data:image/png;base64," + base64.b64encode(fig.png).decode()
         assert (int(img["width"]), int(img["height"])) == fig.size
         assert img["alt"] == fig.caption  # the parser unescapes: the caption survives escaping intact

@@ -19,7 +19,7 @@ pytestmark = pytest.mark.float64
 def sequential_log_z(y, design, prior_sd, noise_sd):
     """log p(y) as the sum of one-step predictive densities, updating the Gaussian posterior case by case."""
     mean, cov, total = np.zeros(design.shape[1]), prior_sd**2 * np.eye(design.shape[1]), 0.0
-    for x_i, y_i in zip(design, y):
+    for x_i, y_i in zip(design, y, strict=False):
         s = x_i @ cov @ x_i + noise_sd**2
         total += stats.norm(x_i @ mean, math.sqrt(s)).logpdf(y_i)
         gain = cov @ x_i / s

@@ -24,7 +24,6 @@ from bdmc.bracketing import (
 )
 from bdmc.models.niw_mixture import NIWMixture
 
-
 # ------------------------------------------------------------------------------------------ log-permanent
 
 
@@ -37,7 +36,7 @@ def test_log_permanent_equals_enumeration_over_permutations(k):
     m[rng.random((k, k)) < 0.4] = -np.inf  # zero entries (may make the permanent 0)
     mats.append(m)
     got = np.asarray(log_permanent(jnp.asarray(np.stack(mats))))  # batched
-    for a, g in zip(mats, got):
+    for a, g in zip(mats, got, strict=False):
         want = log_permanent_bruteforce(a)
         if want == -np.inf:
             assert g == -np.inf

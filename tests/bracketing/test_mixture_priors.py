@@ -98,7 +98,7 @@ def test_collapsed_joint_is_the_priors_closed_form(bm, small, name):
     counts = np.bincount(np.asarray(z), minlength=K)
     log_pz = gammaln(K * a) - gammaln(N_SMALL + K * a) + np.sum(gammaln(counts + a) - gammaln(a))
     X, Z = np.asarray(x), np.asarray(z)
-    log_px = sum(_log_marginal_sequential(X[Z == j], v["tau"], v["df"], v["scale"]) for j in range(K))
+    log_px = sum(_log_marginal_sequential(X[j == Z], v["tau"], v["df"], v["scale"]) for j in range(K))
     got = float(bm.log_joint_z(model, x)({"z": z}))
     assert got == pytest.approx(log_pz + log_px, abs=1e-9)
     if name != "default":  # the prior changes log p(D, z): the option is not a no-op

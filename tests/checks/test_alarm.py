@@ -5,10 +5,9 @@ import math
 import jax
 import numpy as np
 import pytest
-
-import bdmc
 from scipy import stats
 
+import bdmc
 from bdmc import Estimate
 from bdmc.checks.alarm import bug_alarm
 from bdmc.checks.sandwich import alarm_from_table
@@ -122,7 +121,7 @@ def test_a_crossing_across_chain_lengths_fires_though_no_same_length_pair_crosse
     # own pair is in order. Pooled: L = log mean(e^-10, e^-21), U = -log mean(e^5, e^20).
     lowers = [_est(-10.0, "lower", 10), _est(-21.0, "lower", 1000)]
     uppers = [_est(-5.0, "upper", 10), _est(-20.0, "upper", 1000)]
-    for lo, up in zip(lowers, uppers):
+    for lo, up in zip(lowers, uppers, strict=False):
         assert not bug_alarm(lo, up).fired
     verdict = bug_alarm(lowers, uppers)
     expected = np.logaddexp(-10.0, -21.0) - np.log(2) + np.log(np.mean(np.exp([5.0, 20.0])))

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import dtype_tol, simulate_float64
 from jax.scipy.stats import multivariate_normal as mvn
 
 import bdmc
@@ -15,7 +16,6 @@ from bdmc.checks import compare_models
 from bdmc.checks.compare import compare_densities
 from bdmc.kernels import Conditional, GibbsSweep, RandomWalkMH
 from bdmc.models import CorrelatedGaussianMean, LinearRegression
-from helpers import dtype_tol, simulate_float64
 
 
 @dataclasses.dataclass(frozen=True)

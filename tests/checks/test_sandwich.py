@@ -9,8 +9,15 @@ import pandas as pd
 import pytest
 
 import bdmc
-from bdmc.checks.sandwich import (SANDWICH_METHODS, alarm_from_table, knob_values, pair_statistics, sandwich_keys,
-                                  sandwich_method, simulated_data)
+from bdmc.checks.sandwich import (
+    SANDWICH_METHODS,
+    alarm_from_table,
+    knob_values,
+    pair_statistics,
+    sandwich_keys,
+    sandwich_method,
+    simulated_data,
+)
 from bdmc.checks.sandwich_verdict import HOLDS, NOT_HELD, VIOLATED, WITHIN_NOISE, exact_check
 from bdmc.models import GaussianMean
 
@@ -87,7 +94,7 @@ def test_pair_statistics_are_those_of_two_independent_means():
 
 def _table(lower, upper, se=0.1):
     rows = []
-    for T, (lo, up) in enumerate(zip(lower, upper), start=1):
+    for T, (lo, up) in enumerate(zip(lower, upper, strict=False), start=1):
         rows.append({"num_steps": 10 * T, "direction": "forward", "value": lo, "stderr": se})
         if up is not None:
             rows.append({"num_steps": 10 * T, "direction": "reverse", "value": up, "stderr": se})

@@ -8,11 +8,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import import_benchmark
 
 from bdmc.checks.simulator_density import holm, simulator_density
 from bdmc.errors import BDMCError
 from bdmc.models import CorrelatedGaussianMean, LinearRegression
-from helpers import import_benchmark
 
 SMALL = dict(num_latents=32, num_data=32, num_proposals=32, num_prior=2000)
 

@@ -12,9 +12,9 @@ key. Whole file: 20 s with JAX's compilation cache warm, 33-36 s cold, on two co
 
 import jax
 import pytest
+from helpers import import_benchmark
 
 from bdmc.checks.simulator_density import simulator_density
-from helpers import import_benchmark
 
 SIZES = dict(num_latents=16, num_data=32, num_prior=500)
 BENCH = import_benchmark("simulator_density_discrete")

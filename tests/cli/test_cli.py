@@ -6,6 +6,7 @@ import time
 
 import pandas as pd
 import pytest
+from helpers import assert_one_red_line
 from typer.testing import CliRunner
 
 import bdmc
@@ -13,7 +14,6 @@ from bdmc.cli import app
 from bdmc.cli._models import parse_options
 from bdmc.experiments import sandwich_runs
 from bdmc.models import REGISTRY, LinearRegression
-from helpers import assert_one_red_line
 
 runner = CliRunner()
 VALUE_COLUMNS = ["num_steps", "direction", "bound", "value", "stderr", "mean_single", "stderr_single", "gap",
@@ -78,7 +78,7 @@ def count_rows(monkeypatch):
 def test_small_run_writes_csv_settings_and_png(base_run):
     out, result = base_run
     table = pd.read_csv(out / "sandwich.csv")
-    assert list(zip(table["num_steps"], table["direction"])) == [
+    assert list(zip(table["num_steps"], table["direction"], strict=False)) == [
         (2, "forward"), (2, "reverse"), (5, "forward"), (5, "reverse")]
     saved = settings_of(out)
     settings = saved["settings"]

@@ -9,13 +9,13 @@ import zlib
 
 import numpy as np
 import pytest
+from helpers import assert_one_red_line
 from typer.testing import CliRunner
 
 import bdmc.auditing
 from bdmc.auditing import AuditResult, Budget, CheckOutcome, Figure
 from bdmc.cli import app
 from bdmc.models import GaussianMean
-from helpers import assert_one_red_line
 
 runner = CliRunner()
 PROGRAM = textwrap.dedent("""

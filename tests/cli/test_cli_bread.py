@@ -6,12 +6,12 @@ import shutil
 import jax
 import pandas as pd
 import pytest
+from helpers import assert_one_red_line
 from typer.testing import CliRunner
 
 from bdmc.cli import app
 from bdmc.experiments import sandwich_runs
 from bdmc.realdata.protocol import RUN_COLUMNS, open_run_store, run_config
-from helpers import assert_one_red_line
 
 runner = CliRunner()
 MODEL_ARGS = ["bread", "--model", "gaussian-mean", "--option", "n=5", "--steps", "2,5", "--runs", "4"]

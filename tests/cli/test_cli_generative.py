@@ -4,10 +4,10 @@ import json
 
 import pandas as pd
 import pytest
+from helpers import assert_one_red_line
 from typer.testing import CliRunner
 
 from bdmc.cli import app
-from helpers import assert_one_red_line
 
 runner = CliRunner()
 TINY = ["generative", "--data", "digits8x8", "--models", "gmmn", "--epochs", "1", "--train-images", "200",

@@ -10,6 +10,7 @@ import textwrap
 import jax
 import numpy as np
 import pytest
+from helpers import assert_one_red_line
 from typer.testing import CliRunner
 
 from bdmc.cli import app
@@ -17,7 +18,6 @@ from bdmc.cli import bread as bread_cli
 from bdmc.cli import check_estimate as check_estimate_cli
 from bdmc.cli import sandwich as sandwich_cli
 from bdmc.experiments import bench as bench_harness
-from helpers import assert_one_red_line
 
 runner = CliRunner()
 

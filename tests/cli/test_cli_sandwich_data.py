@@ -10,6 +10,7 @@ import textwrap
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import assert_one_red_line
 from scipy.stats import multivariate_normal
 from typer.testing import CliRunner
 
@@ -17,7 +18,6 @@ from bdmc.cli import app
 from bdmc.cli import sandwich as sandwich_cli
 from bdmc.errors import DataError
 from bdmc.experiments.sandwich_runs import FORWARD_ONLY, real_data_like
-from helpers import assert_one_red_line
 
 runner = CliRunner()
 N, DIM = 5, 2

@@ -25,7 +25,7 @@ def table(pairs, *, stderr=0.1, trusted=True, runs=32, method="ais", steps=(10, 
     """A sandwich table: ``pairs[i] = (lower, upper)`` at ``steps[i]``; ``trusted[i]`` a row pair's stderr flag."""
     trusted = [trusted] * len(pairs) if isinstance(trusted, bool) else trusted
     rows = []
-    for T, (lower, upper), ok in zip(steps, pairs, trusted):
+    for T, (lower, upper), ok in zip(steps, pairs, trusted, strict=False):
         for direction, value in (("forward", lower), ("reverse", upper)):
             row = {c: np.nan for c in COLUMNS}
             row.update(method=method, num_steps=T, direction=direction, value=value, stderr=stderr,

@@ -6,8 +6,18 @@ import jax
 import pytest
 
 import bdmc
-from bdmc.contracts import (CAPABILITIES, BICFit, CaseProposal, GibbsConditionals, LabelSymmetry, capabilities,
-                            capability_table, missing_methods, require, supports)
+from bdmc.contracts import (
+    CAPABILITIES,
+    BICFit,
+    CaseProposal,
+    GibbsConditionals,
+    LabelSymmetry,
+    capabilities,
+    capability_table,
+    missing_methods,
+    require,
+    supports,
+)
 from bdmc.contracts.capabilities import protocol_methods
 from bdmc.errors import MissingCapabilityError
 from bdmc.models import REGISTRY, GaussianMean, LinearRegression

@@ -14,7 +14,7 @@ def test_every_count_gets_the_draws_of_a_program_of_its_own_size_from_one_progra
     for num in (1, 16, POOL, POOL + 5):  # POOL + 5: past the pool, a program of its own
         draws, key_run = prior_draws(key, MODEL, num)
         own, own_key = jax.jit(lambda k, n=num: draw_prior(k, MODEL, n))(key)
-        for a, b in zip(jax.tree.leaves(draws), jax.tree.leaves(own)):
+        for a, b in zip(jax.tree.leaves(draws), jax.tree.leaves(own), strict=False):
             assert a.shape[0] == num
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12)
         np.testing.assert_array_equal(jax.random.key_data(key_run), jax.random.key_data(own_key))

@@ -6,14 +6,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import simulate_float64
 from scipy import stats
 
 import bdmc
 from bdmc import BDMCError
 from bdmc.core.reference import ReferencePath, reference_path
 from bdmc.models import GaussianMean
-
-from helpers import simulate_float64
 
 MODEL = GaussianMean(n=20, dim=3)
 pytestmark = pytest.mark.float64

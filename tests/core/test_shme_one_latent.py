@@ -6,9 +6,9 @@ import warnings
 import jax
 import numpy as np
 import pytest
+from helpers import import_benchmark
 
 import bdmc
-from helpers import import_benchmark
 
 GammaPoisson = import_benchmark("shme_one_latent").GammaPoisson
 

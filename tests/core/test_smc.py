@@ -6,15 +6,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import simulate_float64
 
 import bdmc
-from bdmc.core.prior_check import PRIOR_CHECK_DRAWS
-from bdmc.core.prior import prior_draws
 from bdmc import BDMCError, simulate
+from bdmc.core.prior import prior_draws
+from bdmc.core.prior_check import PRIOR_CHECK_DRAWS
 from bdmc.core.resampling import AdaptiveResampling
 from bdmc.kernels import RandomWalkMH
 from bdmc.models import FiniteMixture, GaussianMean, LinearRegression
-from helpers import simulate_float64
 
 EXACT = {
     "linear-regression": LinearRegression(),

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import simulate_float64
 
 import bdmc
 from bdmc import BDMCError
@@ -14,7 +15,6 @@ from bdmc.core.smc import GENERIC_PARTICLES
 from bdmc.core.smc_pilot import DataPathPilot, next_row, refine_data_path
 from bdmc.errors import NonFiniteLogWeightError
 from bdmc.models import FiniteMixture, LinearRegression
-from helpers import simulate_float64
 
 MODEL = LinearRegression()  # the paper's cubic regression; exact log p(y)
 

@@ -5,12 +5,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import simulate_float64
 
 import bdmc
 from bdmc.kernels import HMC
 from bdmc.models import GaussianMean
-
-from helpers import simulate_float64
 
 pytestmark = pytest.mark.float64
 

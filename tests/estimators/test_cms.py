@@ -17,17 +17,26 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import dtype_tol, magnitude, simulate_float64
 from scipy import stats
 from scipy.special import logsumexp
 
 import bdmc
 from bdmc import BDMCError
+from bdmc.contracts import log_density
 from bdmc.estimators import chib_murray_salakhutdinov, cms
 from bdmc.kernels import Conditional, GibbsSweep, RandomWalkMH
-from bdmc.models import (BinaryAttributes, BinaryAttributesHyper, Clustering, ClusteringHyper, FiniteMixture,
-                         GaussianMean, LinearRegression, LowRank, LowRankHyper)
-from bdmc.contracts import log_density
-from helpers import dtype_tol, magnitude, simulate_float64
+from bdmc.models import (
+    BinaryAttributes,
+    BinaryAttributesHyper,
+    Clustering,
+    ClusteringHyper,
+    FiniteMixture,
+    GaussianMean,
+    LinearRegression,
+    LowRank,
+    LowRankHyper,
+)
 
 
 @dataclass(frozen=True)

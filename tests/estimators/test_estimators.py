@@ -3,12 +3,12 @@
 import jax
 import numpy as np
 import pytest
+from helpers import dtype_tol, simulate_float64
 
 import bdmc
 from bdmc import BDMCError
 from bdmc.estimators import harmonic_mean, likelihood_weighting
 from bdmc.models import FiniteMixture, GaussianMean
-from helpers import dtype_tol, simulate_float64
 
 
 def _problem(model, seed=1):

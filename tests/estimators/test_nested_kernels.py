@@ -18,10 +18,16 @@ from scipy import stats
 
 import bdmc
 from bdmc import BDMCError
-from bdmc.estimators.nested import (ConstrainedEllipticalSlice, ConstrainedGibbs, ConstrainedRandomWalk, _log_l,
-                                    default_nested_kernel, nested_sampling)
-from bdmc.models.low_rank import ConstrainedCoordinateGibbs
+from bdmc.estimators.nested import (
+    ConstrainedEllipticalSlice,
+    ConstrainedGibbs,
+    ConstrainedRandomWalk,
+    _log_l,
+    default_nested_kernel,
+    nested_sampling,
+)
 from bdmc.models import GaussianMean, LowRank, LowRankHyper
+from bdmc.models.low_rank import ConstrainedCoordinateGibbs
 
 TINY_LOW_RANK = LowRank(n=3, d=2, k=1)
 TWO_DIM_LOW_RANK = LowRank(n=3, d=2, k=2)  # k = 2: the coordinate kernel's shear moves take part
@@ -221,7 +227,7 @@ def _ideal_nested_sampling_gaussian_mean(model, data, *, num_particles, num_runs
     return _ideal_runs(model, np.asarray(data).tobytes(), num_particles, num_runs, seed, stop_ratio).copy()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _ideal_runs(model, data_bytes, num_particles, num_runs, seed, stop_ratio):
     """Per-run log estimates of nested sampling with exact constrained-prior draws on a GaussianMean.
 

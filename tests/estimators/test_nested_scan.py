@@ -8,13 +8,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import assert_same_but_rounding
 
 import bdmc
 from bdmc.contracts import IndexedConditionals, supports
 from bdmc.estimators.nested import ConstrainedGibbs, _log_l, default_nested_kernel, nested_sampling
 from bdmc.models import BinaryAttributes, BinaryAttributesHyper
-
-from helpers import assert_same_but_rounding
 
 SMALL = (BinaryAttributes(n=4, dim=3, k=2), BinaryAttributesHyper(n=3, dim=3, k=2))
 

@@ -102,7 +102,7 @@ def test_zero_mass_target_state_matches_enumeration():
     assert exact.log_w_forward == brute["log_w_forward"] == -np.inf
     assert exact.log_w_reverse == pytest.approx(brute["log_w_reverse"], rel=1e-10)
     assert exact.B == brute["B"] == np.inf
-    assert exact.J == pytest.approx(brute["J"], rel=1e-10)  # finite: chains always leave the zero-mass state
+    assert pytest.approx(brute["J"], rel=1e-10) == exact.J  # finite: chains always leave the zero-mass state
     assert exact.log_w_reverse >= exact.log_z
 
 
@@ -131,7 +131,7 @@ def test_identities_for_reversible_kernels(seed):
     rng = np.random.default_rng(seed)
     r = exact_jeffreys(*tiny_problem(rng, num_distributions=6))
     # B is both the trajectory Jeffreys divergence and the expected gap (Eq. 21) ...
-    assert r.B == pytest.approx(r.gap, rel=1e-10)
+    assert pytest.approx(r.gap, rel=1e-10) == r.B
     # ... and the KL halves are the biases of the two bounds (Eqs. 7 and 10).
     assert r.log_z - r.log_w_forward == pytest.approx(r.kl_fwd_rev, rel=1e-10)
     assert r.log_w_reverse - r.log_z == pytest.approx(r.kl_rev_fwd, rel=1e-10)
@@ -148,7 +148,7 @@ def test_broken_kernel_is_caught_by_the_identity():
     broken = exact_jeffreys(*problem, check_invariance=False)
     brute = brute_force(*problem)
     # the forward pass is still exact for these kernels ...
-    assert broken.B == pytest.approx(brute["B"], rel=1e-10)
+    assert pytest.approx(brute["B"], rel=1e-10) == broken.B
     assert broken.log_w_forward == pytest.approx(brute["log_w_forward"], rel=1e-10)
     # ... but the identity that holds for every valid kernel fails
     assert abs(broken.B - broken.gap) > 1e-3
@@ -241,7 +241,7 @@ def test_j_below_b_and_sandwich_across_t(name):
         r = toy_jeffreys(log_target, t)
         assert r.log_w_forward <= r.log_z <= r.log_w_reverse, t
         assert 0 <= r.J <= r.B, t
-        assert r.B == pytest.approx(r.gap, rel=1e-9, abs=1e-12), t
+        assert pytest.approx(r.gap, rel=1e-9, abs=1e-12) == r.B, t
 
 
 def _assert_monte_carlo_matches(name, num_distributions, num_pairs, seed):

@@ -63,7 +63,7 @@ def spies(monkeypatch):
 def test_table_has_one_row_per_estimator_and_knob(sweep):
     table, out = sweep
     assert list(table.columns) == list(bench.COLUMNS)
-    assert list(zip(table["estimator"], table["knob"])) == [(n, k) for n in KNOBS for k in KNOBS[n]]
+    assert list(zip(table["estimator"], table["knob"], strict=False)) == [(n, k) for n in KNOBS for k in KNOBS[n]]
     assert (table["trials"] == TRIALS).all()
     assert table["jax_version"].eq(jax.__version__).all() and table["bdmc_version"].eq(bdmc.__version__).all()
     assert table["numpy_version"].eq(np.__version__).all() and table["seed"].nunique() == 1
@@ -91,7 +91,7 @@ def test_scores_recompute_from_the_stored_trials(sweep):
         np.testing.assert_allclose(row.combined_error, expected - truth, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(row.seconds, row.seconds_batch / n, rtol=1e-12)
         np.testing.assert_allclose(row.evals, row.n_evals / n, rtol=1e-12)
-    rules = dict(zip(table["estimator"], zip(table["bound"], table["combine"])))
+    rules = dict(zip(table["estimator"], zip(table["bound"], table["combine"], strict=False), strict=False))
     expected_rules = {"lw": ("lower", "log-mean-exp"), "hme": ("upper", "log-harmonic-mean"),
                       "ais": ("lower", "log-mean-exp"), "rev-ais": ("upper", "log-harmonic-mean"),
                       "smc": ("lower", "log-mean-exp"), "shme": ("upper", "log-harmonic-mean"),
@@ -197,7 +197,7 @@ def test_dask_gives_the_in_process_numbers(sweep):
                                  **{**SETTINGS, "knobs": {n: KNOBS[n] for n in names}})
     finally:
         client.close()
-    local = table.set_index(["estimator", "knob"]).loc[list(zip(remote["estimator"], remote["knob"]))]
+    local = table.set_index(["estimator", "knob"]).loc[list(zip(remote["estimator"], remote["knob"], strict=False))]
     pd.testing.assert_frame_equal(remote.drop(columns=TIMING).reset_index(drop=True),
                                   local.reset_index().drop(columns=TIMING)[list(remote.drop(columns=TIMING))],
                                   check_exact=True)
@@ -245,7 +245,7 @@ def test_bench_command_end_to_end(tmp_path):
     result = bench_cli(*args)
     assert result.exit_code == 0, result.output
     table = pd.read_csv(tmp_path / bench.CSV_NAME)
-    assert list(zip(table["estimator"], table["knob"])) == [("lw", 2), ("lw", 4), ("ais", 2)]
+    assert list(zip(table["estimator"], table["knob"], strict=False)) == [("lw", 2), ("lw", 4), ("ais", 2)]
     assert table["truth_steps"].eq(50).all()  # the truth's own budget, not an estimator's knob
     model = GaussianMean(n=5, dim=2)
     data, _ = bdmc.simulate(jax.random.fold_in(jax.random.key(1), 0), model)

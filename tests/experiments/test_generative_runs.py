@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bdmc.errors import DataError
 from bdmc.experiments.generative import GenerativeConfig, run_generative, select, unit_key
 from bdmc.experiments.generative_figures import write_figures
 from bdmc.experiments.generative_store import ROWS_NAME, load_rows, markdown_table, table2
 from bdmc.experiments.store import StoreError
-from bdmc.errors import DataError
 from bdmc.plotting.generative import plot_ais_curve
 
 # 8 x 8 digits, one VAE (every estimator: AIS, KDE, IWAE, BDMC), tiny budgets.

@@ -62,7 +62,7 @@ def assert_close(got, want, where="verdict"):
             assert_close(got[k], want[k], f"{where}.{k}")
     elif isinstance(want, (list, tuple)):
         assert isinstance(got, (list, tuple)) and len(got) == len(want), where
-        for i, (g, w) in enumerate(zip(got, want)):
+        for i, (g, w) in enumerate(zip(got, want, strict=False)):
             assert_close(g, w, f"{where}[{i}]")
     elif isinstance(want, float) and not isinstance(want, bool):
         assert got == pytest.approx(want, rel=1e-9, abs=1e-12, nan_ok=True), where
@@ -72,7 +72,7 @@ def assert_close(got, want, where="verdict"):
 
 def assert_same_run(resumed, fresh, out, fresh_out):
     a, b = resumed.table, fresh.table
-    assert list(zip(a["num_steps"], a["direction"])) == list(zip(b["num_steps"], b["direction"]))
+    assert list(zip(a["num_steps"], a["direction"], strict=False)) == list(zip(b["num_steps"], b["direction"], strict=False))
     for column in DERIVED + STORED:
         np.testing.assert_allclose(a[column].to_numpy(float), b[column].to_numpy(float), rtol=1e-9, atol=1e-12,
                                    err_msg=column)

@@ -34,7 +34,7 @@ def test_rows_round_trip_exactly_and_the_settings_file_states_the_contents(tmp_p
     assert saved["contents"]["keys"][:2] == [["a,b \"q\"", 1], ["c", 2]]
     again = open_store(tmp_path)
     assert again.resumed == 6
-    for got, want in zip(again.rows, odd):
+    for got, want in zip(again.rows, odd, strict=False):
         assert got.keys() == want.keys()
         assert all(got[k] == want[k] or (k == "value" and math.isnan(got[k]) and math.isnan(want[k])) for k in got)
     assert not list(tmp_path.glob(".*tmp"))  # atomic writes leave no temporary files behind

@@ -11,7 +11,6 @@ from bdmc.errors import DataError
 from bdmc.generative.baselines import iwae_bound, kde_log_likelihood, tune_bandwidth
 
 
-
 @pytest.mark.float64  # tolerances at float64 rounding
 def test_kde_matches_a_direct_double_loop():
     rng = np.random.default_rng(0)

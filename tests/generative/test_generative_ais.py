@@ -10,15 +10,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import float32
 
 import bdmc
 from bdmc import BDMCError, NonFiniteLogDensityError, bug_alarm
 from bdmc.core import schedules
-from bdmc.generative import (DecoderModel, ais_log_likelihood, bdmc_gap, linear_gaussian,
-                             linear_gaussian_log_marginal, linear_gaussian_posterior, reverse_ais_log_likelihood,
-                             simulate_images, tune_sigma)
+from bdmc.generative import (
+    DecoderModel,
+    ais_log_likelihood,
+    bdmc_gap,
+    linear_gaussian,
+    linear_gaussian_log_marginal,
+    linear_gaussian_posterior,
+    reverse_ais_log_likelihood,
+    simulate_images,
+    tune_sigma,
+)
 from bdmc.kernels import HMC
-from helpers import float32
 
 D, K, SIGMA, N_IMAGES, CHAINS = 10, 2, 0.3, 4, 16
 RNG = np.random.default_rng(0)

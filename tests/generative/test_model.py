@@ -9,8 +9,16 @@ import pytest
 
 import bdmc
 from bdmc import BDMCError, DataError
-from bdmc.generative import (DecoderData, DecoderModel, EncoderData, EncoderStartModel, linear_gaussian,
-                             linear_gaussian_log_marginal, linear_gaussian_posterior, simulate_images)
+from bdmc.generative import (
+    DecoderData,
+    DecoderModel,
+    EncoderData,
+    EncoderStartModel,
+    linear_gaussian,
+    linear_gaussian_log_marginal,
+    linear_gaussian_posterior,
+    simulate_images,
+)
 
 D, K, SIGMA = 6, 2, 0.4
 RNG = np.random.default_rng(0)
@@ -88,7 +96,7 @@ def test_ppca_closed_forms_against_numerical_integration():
     data = model.case(x, PARAMS, sigma=SIGMA)
     mean, cov = linear_gaussian_posterior(PARAMS, x, sigma=SIGMA)
     sd = np.sqrt(np.diag(cov))
-    axes = [np.linspace(m - 9 * s, m + 9 * s, 301) for m, s in zip(mean, sd)]
+    axes = [np.linspace(m - 9 * s, m + 9 * s, 301) for m, s in zip(mean, sd, strict=False)]
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), -1).reshape(-1, K)
     logf = jax.vmap(lambda z: model.log_prior(z) + model.log_likelihood(z, data)[0])(jnp.asarray(grid))
     cell = np.prod([a[1] - a[0] for a in axes])

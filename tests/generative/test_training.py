@@ -27,7 +27,7 @@ def digits():
 # ------------------------------------------------------------------------------------------------ networks
 
 def mlp_count(sizes):
-    return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:]))
+    return sum(a * b + b for a, b in zip(sizes[:-1], sizes[1:], strict=False))
 
 
 def test_paper_architectures_have_the_hand_counted_parameters():
@@ -39,7 +39,7 @@ def test_paper_architectures_have_the_hand_counted_parameters():
         sizes = networks.ARCHITECTURES[name]
         params = jax.eval_shape(lambda key: networks.init_mlp(key, sizes), jax.random.key(0))  # shapes only
         assert networks.num_params(params) == mlp_count(sizes)
-        assert [p["w"].shape for p in params] == list(zip(sizes[:-1], sizes[1:]))
+        assert [p["w"].shape for p in params] == list(zip(sizes[:-1], sizes[1:], strict=False))
 
 
 def test_decoder_maps_single_and_batched_latents_into_the_unit_interval():
@@ -224,7 +224,7 @@ def test_save_load_round_trip_is_exact(vae, tmp_path):
     assert back.settings["data"]["name"] == "digits8x8" and back.settings["architecture"] == list(TINY)
     for name in ("decoder_params", "encoder_params"):
         for a, b in zip(jax.tree_util.tree_leaves(getattr(trained, name)),
-                        jax.tree_util.tree_leaves(getattr(back, name))):
+                        jax.tree_util.tree_leaves(getattr(back, name)), strict=False):
             assert a.dtype == b.dtype and np.array_equal(np.asarray(a), np.asarray(b))
     assert back.discriminator_params is None and back.loaded_from == str(tmp_path / "vae")
     assert not list((tmp_path / "vae").glob("*.tmp"))  # the temporary files were renamed away

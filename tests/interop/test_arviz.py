@@ -5,12 +5,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import gaussian_target
 
 import bdmc
 from bdmc import BDMCError, Estimate
 from bdmc.interop import to_inference_data
 from bdmc.models import CorrelatedGaussianMean
-from helpers import gaussian_target
 
 MODEL = CorrelatedGaussianMean(n=10, dim=3, rotation_angle=0.4)
 

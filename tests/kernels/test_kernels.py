@@ -5,14 +5,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import BrokenMH, assert_same_but_rounding, gaussian_target, invariance_run, invariance_z_scores
 
 from bdmc import simulate
 from bdmc.checks import geweke
 from bdmc.kernels import HMC, MALA, NUTS, Cycle, GaussianTable, Gibbs, IndependentMH, RandomWalkMH, repeat
-from bdmc.models import GaussianMean
-
 from bdmc.kernels.mass import table_from_moments
-from helpers import BrokenMH, assert_same_but_rounding, gaussian_target, invariance_run, invariance_z_scores
+from bdmc.models import GaussianMean
 
 MODEL = GaussianMean(n=20, dim=3, prior_mean=0.5, prior_std=1.5, noise_std=1.0)
 THRESHOLD = 4.5  # ~4 standard errors, with 6 statistics per test
@@ -100,7 +99,7 @@ def test_hmc_with_cached_terms_makes_blackjaxs_move(name, lam, key):
     # bookkeeping differs (prior and likelihood parts cached separately), so moves agree to rounding.
     kernel, data = KERNELS[name], _data()
     ours, theirs = jax.jit(kernel.__call__), jax.jit(kernel._blackjax_step)
-    for k, start in zip(jax.random.split(key, 6), jax.random.split(jax.random.key(9), 6)):
+    for k, start in zip(jax.random.split(key, 6), jax.random.split(jax.random.key(9), 6), strict=False):
         x = MODEL.sample_prior(start)
         (a, info_a), (b, info_b) = ours(k, x, data, lam), theirs(k, x, data, lam)
         np.testing.assert_allclose(a["mu"], b["mu"], rtol=1e-12, atol=1e-12)

@@ -4,13 +4,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import assert_same_but_rounding, float32, gaussian_target, invariance_z_scores
 
 import bdmc
 from bdmc.errors import BDMCError
 from bdmc.kernels import SingleSiteMH
 from bdmc.models import CorrelatedGaussianMean, GaussianMean
-
-from helpers import assert_same_but_rounding, float32, gaussian_target, invariance_z_scores
 
 # Few cases and a strongly correlated prior: the posterior is correlated too, which single-site moves must
 # respect coordinate by coordinate.

@@ -10,20 +10,31 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, fields, replace
-from typing import Any, Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from helpers import BrokenMH
 from scipy import stats as st
 from scipy.special import betaln, gammaln, logsumexp
 
-from helpers import BrokenMH
-
 from bdmc.kernels import GibbsSweep
-from bdmc.models import (BinaryAttributes, BinaryAttributesHyper, Clustering, ClusteringHyper, CorrelatedGaussianMean,
-                         FiniteMixture, GaussianMean, LinearRegression, LowRank, LowRankHyper, NIWMixture)
+from bdmc.models import (
+    BinaryAttributes,
+    BinaryAttributesHyper,
+    Clustering,
+    ClusteringHyper,
+    CorrelatedGaussianMean,
+    FiniteMixture,
+    GaussianMean,
+    LinearRegression,
+    LowRank,
+    LowRankHyper,
+    NIWMixture,
+)
 
 # Capability names as bdmc.contracts.CAPABILITIES spells them.
 COLLAPSED, EXACT, GIBBS, KERNEL, TEMPERED = ("collapsed density", "exact evidence", "Gibbs conditionals",

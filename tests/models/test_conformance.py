@@ -25,16 +25,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conformance_cases import CASES, lam_value, per_case_lam
+from helpers import assert_same_but_rounding, dtype_tol, simulate_float64
 
 from bdmc.checks import conditional_consistency
 from bdmc.contracts import CAPABILITIES, KernelInfo, Simulated, capabilities, log_density, n_cases
 from bdmc.errors import DataError
 from bdmc.kernels import Conditional
 from bdmc.models import REGISTRY, NIWMixture
-
-from helpers import assert_same_but_rounding, dtype_tol, simulate_float64
-
-from conformance_cases import CASES, lam_value, per_case_lam
 
 
 def _rounding(*values):
@@ -59,7 +57,7 @@ def test_every_built_in_model_has_a_row():
 
 def _same_shapes(got, want):
     assert jax.tree.structure(got) == jax.tree.structure(want)
-    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want)):
+    for g, w in zip(jax.tree.leaves(got), jax.tree.leaves(want), strict=False):
         assert (g.shape, g.dtype) == (w.shape, w.dtype)
 
 
@@ -136,7 +134,7 @@ def _check_case_proposal(model, latent, data, key):
     _same_shapes(new, latent)
     # Only case i's latents move: leaves indexed by case keep every other row, the others stay put.
     n = len(data)
-    for a, b in zip(jax.tree.leaves(new), jax.tree.leaves(latent)):
+    for a, b in zip(jax.tree.leaves(new), jax.tree.leaves(latent), strict=False):
         if a.ndim and a.shape[0] == n:
             np.testing.assert_array_equal(np.delete(np.asarray(a), i, 0), np.delete(np.asarray(b), i, 0))
         else:

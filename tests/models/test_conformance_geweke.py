@@ -9,10 +9,9 @@ half has its own file: the two halves run on the two workers of the default suit
 import jax
 import numpy as np
 import pytest
+from conformance_cases import CASES, CONTROLS, lam_value
 
 from bdmc.checks import geweke
-
-from conformance_cases import CASES, CONTROLS, lam_value
 
 # ----- 4. Geweke ------------------------------------------------------------------------------------------------
 
@@ -49,6 +48,6 @@ def test_geweke_catches_a_broken_kernel(control):
     forward = spec.model if c.untilted else spec.forward(lam)
     res = geweke(jax.random.key(11), forward, kernel, lam=lam, num_samples=spec.num_samples,
                  num_steps=spec.num_steps, statistics=spec.statistics)
-    assert not res.passed, (c.family, c.bug, dict(zip(res.names, np.round(res.z, 1))))
+    assert not res.passed, (c.family, c.bug, dict(zip(res.names, np.round(res.z, 1), strict=False)))
     if c.shows_in:
-        assert res.worst[0] in c.shows_in, dict(zip(res.names, np.round(res.z, 1)))
+        assert res.worst[0] in c.shows_in, dict(zip(res.names, np.round(res.z, 1), strict=False))

@@ -12,14 +12,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conformance_cases import EigenMoments
+from helpers import gaussian_target
 from scipy import stats
 
 import bdmc
 from bdmc.checks import geweke
 from bdmc.models import CorrelatedGaussianMean, get_model
-
-from conformance_cases import EigenMoments
-from helpers import gaussian_target
 
 MODELS = [CorrelatedGaussianMean(), CorrelatedGaussianMean(n=3, dim=3, prior_mean=0.7, prior_std=2.0, condition=50.0,
                                                            noise_std=0.5, rotation_angle=math.pi / 4),

@@ -68,7 +68,7 @@ def crossed_table():
     """Bounds in order at T = 10 and 1000, crossed (lower above upper) at T = 100."""
     values = {10: (-12.0, -8.0), 100: (-9.5, -10.5), 1000: (-10.1, -9.9)}
     return pd.DataFrame([{"num_steps": T, "direction": d, "value": v, "stderr": 0.1, "num_runs": 4}
-                         for T, pair in values.items() for d, v in zip(("forward", "reverse"), pair)])
+                         for T, pair in values.items() for d, v in zip(("forward", "reverse"), pair, strict=False)])
 
 
 def fills(ax, gid):

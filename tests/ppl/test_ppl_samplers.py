@@ -10,12 +10,11 @@ of PyMC's NUTS on a program that is not the simulator's must fail.
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from scipy import stats
-
-import jax
-import jax.numpy as jnp
 
 import bdmc
 from bdmc.errors import BDMCError

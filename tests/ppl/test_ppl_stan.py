@@ -21,10 +21,12 @@ from bdmc.models import LinearRegression
 
 pytest.importorskip("stan")
 
+from bdmc.ppl import (
+    from_stan,  # noqa: E402
+    stan_host,  # noqa: E402
+)
 from bdmc.ppl import stan as stan_adapter  # noqa: E402
 from bdmc.ppl.samplers import unforked_stan_workers  # noqa: E402
-from bdmc.ppl import stan_host  # noqa: E402
-from bdmc.ppl import from_stan  # noqa: E402
 
 # The built-in model's regression written in Stan; the prior uses _lpdf so that log_prior is normalized.
 PROGRAM = """
@@ -212,7 +214,7 @@ def test_log_density_splits_as_stan_computes_it_and_equals_the_builtin_model(mod
         # pystan's public API (through httpstan's HTTP server) as the reference.
         posterior = stan.build(PROGRAM, data={**FIXED, "y": y, "bdmc_lambda": lam})
         values, grads = value_and_grad(xs, data, lam)
-        for x, value, grad in zip(xs, values, grads):
+        for x, value, grad in zip(xs, values, grads, strict=False):
             np.testing.assert_allclose(value, posterior.log_prob(x.tolist()), rtol=1e-12)
             np.testing.assert_allclose(grad, posterior.grad_log_prob(x.tolist()), rtol=1e-10, atol=1e-12)
             split = model.log_prior(x) + lam * model.log_likelihood(x, data).sum()

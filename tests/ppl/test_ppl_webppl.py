@@ -20,8 +20,10 @@ from bdmc.kernels import HMC
 if shutil.which("node") is None:
     pytest.skip("the WebPPL adapter needs Node.js (`node` is not on the PATH)", allow_module_level=True)
 
-from bdmc.ppl import from_webppl  # noqa: E402
-from bdmc.ppl import webppl_host  # noqa: E402
+from bdmc.ppl import (
+    from_webppl,  # noqa: E402
+    webppl_host,  # noqa: E402
+)
 
 M0, S0, S = 0.3, 1.5, 0.8  # prior mean and sd of mu, known noise sd
 Y = np.array([0.1, 1.2, -0.4, 0.9, 0.5, 1.6, 0.2, -0.1])
@@ -166,7 +168,7 @@ def test_jacobians_make_the_prior_a_density_on_the_unconstrained_space(supports)
     grid = np.linspace(-30.0, 30.0, 6001)
     base = np.array([np.log(1.2), 0.3, -0.2, 0.5])  # the other coordinates stay fixed
     refs = [stats.gamma(2.5, scale=0.7), stats.beta(2, 3), stats.uniform(1, 2), stats.norm(-1, 2)]
-    prior_at_base = [r.logpdf(x) for r, x in zip(refs, [1.2, 1 / (1 + np.exp(-0.3)), 1 + 2 / (1 + np.exp(0.2)), 0.5])]
+    prior_at_base = [r.logpdf(x) for r, x in zip(refs, [1.2, 1 / (1 + np.exp(-0.3)), 1 + 2 / (1 + np.exp(0.2)), 0.5], strict=False)]
     for i, ref in enumerate(refs):
         us = np.tile(base, (grid.size, 1))
         us[:, i] = grid
@@ -194,7 +196,7 @@ def test_prior_draws_from_webppl_have_the_right_moments(supports):
     draws = jax.vmap(supports.sample_prior)(jax.random.split(jax.random.key(3), 4000))
     g, b, u, z = np.exp(draws[:, 0]), 1 / (1 + np.exp(-draws[:, 1])), 1 + 2 / (1 + np.exp(-draws[:, 2])), draws[:, 3]
     for x, ref in zip((g, b, u, z), (stats.gamma(2.5, scale=0.7), stats.beta(2, 3), stats.uniform(1, 2),
-                                       stats.norm(-1, 2))):
+                                       stats.norm(-1, 2)), strict=False):
         se = ref.std() / np.sqrt(len(x))
         assert abs(x.mean() - ref.mean()) < 4 * se
         assert stats.kstest(x, ref.cdf).pvalue > 1e-3

@@ -7,8 +7,9 @@ import pytest
 
 pytest.importorskip("stan")
 
-from bdmc.checks.simulator_density import simulator_density  # noqa: E402
 from helpers import import_benchmark  # noqa: E402
+
+from bdmc.checks.simulator_density import simulator_density  # noqa: E402
 
 STAN = import_benchmark("discrete_families_stan").STAN
 stan_model = import_benchmark("discrete_families_stan").stan_model

@@ -73,9 +73,8 @@ def test_a_failed_step_leaves_nothing_and_a_good_one_renames_into_place(tmp_path
 
 def test_the_build_lock_excludes_a_second_holder(tmp_path):
     path = tmp_path / "build.lock"
-    with stan_native_build._locked(path):
-        with open(path, "a") as other, pytest.raises(BlockingIOError):
-            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    with stan_native_build._locked(path), open(path, "a") as other, pytest.raises(BlockingIOError):
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
     with open(path, "a") as other:  # released
         fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
 

@@ -395,7 +395,7 @@ def test_stan_sample_prior_given_is_the_exact_conditional(kind, fixed, stan_mode
         back = model.constrain(x)
         for name, value in fixed.items():
             np.testing.assert_allclose(back[name], value, rtol=1e-15, atol=0)
-    columns = dict(zip(NAMES[kind], range(len(NAMES[kind]))))
+    columns = dict(zip(NAMES[kind], range(len(NAMES[kind])), strict=False))
     natural = {n: np.exp(xs[:, i]) for n, i in columns.items() if n in ("sigma_sq", "scale_sq")}
     natural["alpha"], natural["beta"] = xs[:, columns["alpha"]], xs[:, columns["beta"]:]
     check_conditional(natural, fixed, kind)

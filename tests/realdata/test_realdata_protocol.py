@@ -10,8 +10,14 @@ import pytest
 pytest.importorskip("numpyro")
 
 from bdmc import BDMCError  # noqa: E402
-from bdmc.realdata import (bread_real, fit_hyperparameters, forward_consistency, linear_regression,  # noqa: E402
-                           posterior_checkpoints, reverse_agreement)
+from bdmc.realdata import (  # noqa: E402
+    bread_real,
+    fit_hyperparameters,
+    forward_consistency,
+    linear_regression,
+    posterior_checkpoints,
+    reverse_agreement,
+)
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +74,7 @@ def _runs(real_climb, sim_climb, *, n=200, noise=1.0, seed=0):
     rng = np.random.default_rng(seed)
     rows = []
     for condition, climb, top in (("forward-real", real_climb, -500.0), ("forward-simulated", sim_climb, -800.0)):
-        for T, c in zip((10, 100, 1000), climb):
+        for T, c in zip((10, 100, 1000), climb, strict=False):
             rows.append(pd.DataFrame({"condition": condition, "num_steps": T, "chain": np.arange(n),
                                       "log_ml": top + c + noise * rng.normal(size=n), "seconds": 1.0}))
     return pd.concat(rows, ignore_index=True)

@@ -7,11 +7,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import dtype_tol, magnitude
 
 from bdmc.realdata import factorization as fz
 from bdmc.realdata.webppl_models import COLLAPSED_WEBPPL, webppl_factorization, webppl_latent
-
-from helpers import dtype_tol, magnitude
 
 if shutil.which("node") is None:
     pytest.skip("the WebPPL adapter needs Node.js (`node` is not on the PATH)", allow_module_level=True)
@@ -40,7 +39,7 @@ def _points(key, count=4):
 def test_terms_equal_numpyros_at_the_same_latents(models, rep, key):
     wppl, npyro = models[rep]
     U, V, data = _points(key)
-    for u, v in zip(U, V):
+    for u, v in zip(U, V, strict=False):
         x = jnp.asarray(webppl_latent(rep, u, v), jnp.result_type(float))
         lat = fz.latent_from_factors("numpyro", rep, u, v)
         lat = jax.tree.map(lambda a: a.astype(jnp.result_type(float)), lat)

@@ -29,7 +29,7 @@ def _lines(folder: Path):
     return [json.loads(line) for line in (folder / "rows.jsonl").read_text().splitlines() if line.strip()]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _all(folder: Path):
     rows, seen = [], set()
     for row in _lines(folder):

@@ -41,7 +41,7 @@ def _t2(folder, k):
 
 def _width(r, variant="sym"):
     """Per-run U1 - L1."""
-    return [u - lo for u, lo in zip(r[f"U1_{variant}_values"], r[f"L1_{variant}_values"])]
+    return [u - lo for u, lo in zip(r[f"U1_{variant}_values"], r[f"L1_{variant}_values"], strict=False)]
 
 
 def _n600(folder):

@@ -60,7 +60,7 @@ def _comparison(folder, model, comparison, split):
 
 def _paired(a, b):
     """Mean and standard error of the per-image differences a - b, and how many are positive."""
-    d = [x - y for x, y in zip(a, b)]
+    d = [x - y for x, y in zip(a, b, strict=False)]
     return statistics.mean(d), statistics.stdev(d) / math.sqrt(len(d)), sum(x > 0 for x in d)
 
 
@@ -149,7 +149,7 @@ def eng_bdmc_z(folder):
 def eng_kde_max_diff(folder):
     """The largest |engine - run-gan| KDE difference over both splits' images."""
     return max(abs(a - b) for s in ("train", "test")
-               for a, b in zip(_per(folder, "eng", s, "kde"), _per(folder, "gan", s, "kde")))
+               for a, b in zip(_per(folder, "eng", s, "kde"), _per(folder, "gan", s, "kde"), strict=False))
 
 
 def alarms(folder):
@@ -230,7 +230,7 @@ def vae_enc_d_se(folder):
 
 def vae_enc_absmax(folder):
     """VAE-10: the largest |encoder - prior| on one image."""
-    return max(abs(a - b) for a, b in zip(_per(folder, "vae", "test", "ais-encoder"), _per(folder, "vae", "test")))
+    return max(abs(a - b) for a, b in zip(_per(folder, "vae", "test", "ais-encoder"), _per(folder, "vae", "test"), strict=False))
 
 
 def vae50_enc_d(folder):
@@ -245,17 +245,17 @@ def vae50_enc_d_se(folder):
 
 def vae50_enc_min(folder):
     """VAE-50: the least encoder minus prior on one image."""
-    return min(a - b for a, b in zip(_per(folder, "vae50", "test", "ais-encoder"), _per(folder, "vae50", "test")))
+    return min(a - b for a, b in zip(_per(folder, "vae50", "test", "ais-encoder"), _per(folder, "vae50", "test"), strict=False))
 
 
 def vae50_enc_max(folder):
     """... the largest."""
-    return max(a - b for a, b in zip(_per(folder, "vae50", "test", "ais-encoder"), _per(folder, "vae50", "test")))
+    return max(a - b for a, b in zip(_per(folder, "vae50", "test", "ais-encoder"), _per(folder, "vae50", "test"), strict=False))
 
 
 def _above(folder, model, other="kde"):
     """(AIS, other - AIS) of the images where `other` exceeds AIS at T = 1000, both splits."""
-    return [(a, o - a) for s in ("train", "test") for a, o in zip(_per(folder, model, s), _per(folder, model, s, other))
+    return [(a, o - a) for s in ("train", "test") for a, o in zip(_per(folder, model, s), _per(folder, model, s, other), strict=False)
             if o > a]
 
 
@@ -297,18 +297,18 @@ globals().update(_made)
 
 def iwae_above_n(folder):
     """VAE-10 training images where IWAE exceeds AIS."""
-    return len([1 for s in ("train", "test") for a, i in zip(_per(folder, "vae", s), _per(folder, "vae", s, "iwae"))
+    return len([1 for s in ("train", "test") for a, i in zip(_per(folder, "vae", s), _per(folder, "vae", s, "iwae"), strict=False)
                 if i > a])
 
 
 def iwae_above_by(folder):
     """... by how much (the largest)."""
-    return max(i - a for s in ("train", "test") for a, i in zip(_per(folder, "vae", s), _per(folder, "vae", s, "iwae")))
+    return max(i - a for s in ("train", "test") for a, i in zip(_per(folder, "vae", s), _per(folder, "vae", s, "iwae"), strict=False))
 
 
 def iwae_above_vae50_n(folder):
     """VAE-50 images where IWAE exceeds AIS."""
-    return len([1 for s in ("train", "test") for a, i in zip(_per(folder, "vae50", s), _per(folder, "vae50", s, "iwae"))
+    return len([1 for s in ("train", "test") for a, i in zip(_per(folder, "vae50", s), _per(folder, "vae50", s, "iwae"), strict=False)
                 if i > a])
 
 
@@ -319,7 +319,7 @@ def vae50_minus_vae_test(folder):
 
 def kde_gmmn_over_gan(folder):
     """Test images where KDE scores GMMN above the retrained GAN."""
-    return sum(a > b for a, b in zip(_per(folder, "gmmn", "test", "kde"), _per(folder, "gan", "test", "kde")))
+    return sum(a > b for a, b in zip(_per(folder, "gmmn", "test", "kde"), _per(folder, "gan", "test", "kde"), strict=False))
 
 
 def vae_test_min(folder):

@@ -18,7 +18,7 @@ PROBLEMS = ("regression", "schools", "correlated", "pima", "narrow")
 OLD = "superseded/run_aff3ca7"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _jsonl(path: Path):
     return tuple(json.loads(line) for line in path.read_text().splitlines() if line.strip())
 
@@ -27,7 +27,7 @@ def _label(budget):
     return "x".join(map(str, budget)) if isinstance(budget, (list, tuple)) else str(budget)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _summary(path: Path):
     """{(problem, tool, budget): {rmse, warm, pilot}} of a warm-rows file."""
     cells = {}

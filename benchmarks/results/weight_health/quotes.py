@@ -11,7 +11,7 @@ import math
 from pathlib import Path
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _rows(folder: Path):
     return [json.loads(line) for line in (folder / "rows.jsonl").read_text().splitlines() if line.strip()]
 

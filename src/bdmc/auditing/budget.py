@@ -69,11 +69,11 @@ class Budget:
     prior_runs: int = 32
 
     @classmethod
-    def default(cls) -> "Budget":
+    def default(cls) -> Budget:
         return cls()
 
     @classmethod
-    def quick(cls) -> "Budget":
+    def quick(cls) -> Budget:
         """A first look in about a minute on a small model: every check runs, with little power."""
         return cls(triples=16, simulator_latents=32, simulator_data=32, simulator_prior=1000, sbc_replications=50,
                    sbc_draws=50, sbc_warmup=150, sbc_thin=None, geweke_samples=500, geweke_steps=20,
@@ -82,7 +82,7 @@ class Budget:
                    prior_runs=16)
 
 
-def budget_label(budget: "Budget | None", *, quick: bool = False) -> str:
+def budget_label(budget: Budget | None, *, quick: bool = False) -> str:
     """The budget by name: ``"quick"`` or ``"default"`` for the presets, ``"custom"`` for any other."""
     if budget is None:
         return "quick" if quick else "default"

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from ..bracketing import bracket_model, posterior_draws_flat
-from ..checks.sbc import chain_diagnostics
 from ..checks.sandwich import exact_log_marginal_or_none
+from ..checks.sbc import chain_diagnostics
 from ..core.ais import forward_ais
 from ..errors import BDMCError
 from ..plotting.audit import plot_evidence, png_bytes

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 
@@ -54,7 +53,7 @@ def geweke_outcome(key, model, kernel, *, level: float, num_samples: int, num_st
     res = geweke(key, model, kernel, lam=1.0, num_samples=int(num_samples), num_steps=int(num_steps), alpha=level)
     worst, z = res.worst
     verdict = "pass" if res.passed else "fail"
-    bad = [n for n, zj in zip(res.names, res.z) if abs(zj) >= res.threshold]
+    bad = [n for n, zj in zip(res.names, res.z, strict=False) if abs(zj) >= res.threshold]
     statistic = (f"largest |z| = {abs(z):.2f} ({worst}) over {len(res.names)} statistics; fails beyond "
                  f"{res.threshold:.2f} (Bonferroni)")
     summary = (f"forward and successive-conditional simulations differ in {', '.join(bad)}" if bad else

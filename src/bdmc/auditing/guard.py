@@ -4,7 +4,7 @@ what to try, so the other checks still run and the report keeps what was found."
 from __future__ import annotations
 
 import traceback
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import BDMCError, UserProgramError
 from .result import CheckOutcome

@@ -14,7 +14,8 @@ import html
 import json
 import math
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ..files import to_jsonable
 from ..version import __version__
@@ -302,7 +303,7 @@ def kv_table(mapping: Mapping[str, Any], *, caption: str | None = None) -> str:
 
 def verdict_table(result: AuditResult, ids: list[str]) -> str:
     rows = []
-    for check, sid in zip(result.checks, ids):
+    for check, sid in zip(result.checks, ids, strict=False):
         rows.append(f'<tr><td><a href="#{sid}">{esc(check.title or check.name)}</a></td>'
                     f"<td>{badge(check.verdict)}</td><td>{esc(fmt_statistic(check))}</td>"
                     f'<td class="num">{esc(fmt_level(check))}</td><td>{esc(check.summary)}</td></tr>')
@@ -377,7 +378,7 @@ def render_html(result: AuditResult, *, title: str | None = None, max_rows: int 
         f"<strong>Overall</strong>{badge(result.verdict, big=True)}"
         f"<p>{esc(overall_sentence(result))}</p>{caveat}</div></header>"
     )
-    sections = "\n".join(check_section(c, sid, max_rows=max_rows) for c, sid in zip(result.checks, ids))
+    sections = "\n".join(check_section(c, sid, max_rows=max_rows) for c, sid in zip(result.checks, ids, strict=False))
     settings = (kv_table(dict(result.settings)) if result.settings
                 else '<p class="note">No settings recorded.</p>')
     footer = (f'<footer id="footer">bdmc {esc(__version__)} &middot; the audit took '

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import io
 import numbers
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Mapping
+from typing import Any, Literal
 
 Verdict = Literal["pass", "fail", "inconclusive", "informative", "error", "not run"]
 VERDICTS = ("pass", "fail", "inconclusive", "informative", "error", "not run")
@@ -44,7 +45,7 @@ class Figure:
         return int.from_bytes(self.png[16:20], "big"), int.from_bytes(self.png[20:24], "big")
 
     @classmethod
-    def from_matplotlib(cls, fig, caption: str, *, dpi: float = 120) -> "Figure":
+    def from_matplotlib(cls, fig, caption: str, *, dpi: float = 120) -> Figure:
         """Render a matplotlib figure to PNG (tight bounding box, white background) and close it."""
         import matplotlib.pyplot as plt
 
@@ -129,7 +130,7 @@ class CheckOutcome:
         return out
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], *, pngs: tuple[bytes, ...] | None = None) -> "CheckOutcome":
+    def from_dict(cls, d: Mapping[str, Any], *, pngs: tuple[bytes, ...] | None = None) -> CheckOutcome:
         """Rebuild an outcome from :meth:`to_dict` (or ``results.json``).
 
         ``pngs`` are the figures' PNG bytes, in order, one per caption in ``d["figures"]``; without them the
@@ -138,7 +139,7 @@ class CheckOutcome:
         captions = list(d.get("figures", ()))
         if pngs is not None and len(pngs) != len(captions):
             raise ValueError(f"check {d.get('name')!r}: {len(captions)} figure captions but {len(pngs)} PNGs")
-        figures = tuple(Figure(png=p, caption=c) for p, c in zip(pngs, captions)) if pngs is not None else ()
+        figures = tuple(Figure(png=p, caption=c) for p, c in zip(pngs, captions, strict=False)) if pngs is not None else ()
         return cls(name=d["name"], title=d["title"], verdict=d["verdict"], statistic=d["statistic"],
                    level=d["level"], summary=d["summary"], meaning=d.get("meaning", ""),
                    remedy=d.get("remedy", ""), figures=figures, table=tuple(dict(r) for r in d.get("table", ())),
@@ -207,7 +208,7 @@ class AuditResult:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], *, pngs: Mapping[str, tuple[bytes, ...]] | None = None
-                  ) -> "AuditResult":
+                  ) -> AuditResult:
         """Rebuild an audit from :meth:`to_dict` (or ``results.json``), without rerunning anything.
 
         ``pngs`` maps a check's name to its figures' PNG bytes; checks not in it come back without figures.

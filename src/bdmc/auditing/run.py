@@ -12,9 +12,10 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
-from typing import Any, Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 import jax
 
@@ -22,11 +23,11 @@ from ..checks.samplers import KernelSampler, NumPyroNUTS, Sampler
 from ..contracts.capabilities import ConditionalPrior, GibbsConditionals, OwnKernel, supports
 from ..contracts.estimate import seed_of
 from ..contracts.model import simulate, validate_data
+from ..core.named_kernels import LABELS, named_kernel
 from ..errors import BDMCError
 from ..files import to_jsonable
 from ..version import __version__
 from . import checks_bdmc, checks_evidence, checks_geweke, checks_prior, checks_sbc, checks_simulator
-from ..core.named_kernels import LABELS, named_kernel
 from .budget import Budget, budget_label
 from .guard import error_outcome, guarded
 from .report import write_report
@@ -135,7 +136,7 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
                 "overall_level": f"each statistical check at {each:.3g} = {level:g} / {len(statistical)}: the audit "
                                  f"fails a correct model and sampler with probability at most {level:g}",
                 "hyperparameters": list(hyperparameters or ())}
-    stamp = {"date": datetime.now(timezone.utc).isoformat(timespec="seconds"), "bdmc_version": __version__,
+    stamp = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "bdmc_version": __version__,
              "budget": budget_name, "seed": _seed_int(key), **dict(provenance or {})}
     outcomes: list[CheckOutcome] = []
 

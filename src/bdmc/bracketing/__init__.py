@@ -8,8 +8,8 @@ the MCSA-optimized lower bound (Eqs. 9-11). For mixtures with exchangeable compo
 
 from .bounds import BracketResult, batch_means_stderr, bracket, fit_symmetric, upper_bound_values
 from .families import Categorical, Dirichlet, Family, InverseGamma, InverseWishart, MultivariateNormal
-from .model_draws import bracket_model, posterior_draws_flat
 from .mean_field import MeanField, fit_mean_field
+from .model_draws import bracket_model, posterior_draws_flat
 from .numerics import pd_cholesky, pd_inverse, pd_logdet
 from .optimize import MCSAInfo, coordinate_ascent, mcsa_diagnostic, mcsa_run, step_sizes
 from .samples import as_sample_dict

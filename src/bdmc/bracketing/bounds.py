@@ -26,21 +26,20 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import BDMCError
 from ..contracts.estimate import Estimate, seed_of
+from ..errors import BDMCError
 from .families import Categorical, Family
 from .mean_field import MeanField, fit_mean_field
 from .optimize import mcsa_diagnostic, mcsa_run
 from .samples import as_sample_dict
 from .symmetry import LabelSymmetric, align_labels
 from .terms import log_ratios, lower_bound_values
-
 
 # ----------------------------------------------------------------------------------------------- U and L
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import jax
 import jax.numpy as jnp
@@ -31,7 +31,7 @@ class MeanField:
     @classmethod
     def tree_unflatten(cls, names, children):
         obj = object.__new__(cls)
-        obj.factors = dict(zip(names, children))
+        obj.factors = dict(zip(names, children, strict=False))
         return obj
 
     def __getitem__(self, name):
@@ -48,7 +48,7 @@ class MeanField:
     def sample(self, key):
         """One draw: a dict with one entry per factor."""
         keys = jax.random.split(key, len(self.factors))
-        return {n: f.sample(k) for (n, f), k in zip(self.factors.items(), keys)}
+        return {n: f.sample(k) for (n, f), k in zip(self.factors.items(), keys, strict=False)}
 
     def natural(self):
         return {n: f.natural() for n, f in self.factors.items()}

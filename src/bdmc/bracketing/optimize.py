@@ -8,7 +8,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Mapping, NamedTuple
+from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -166,7 +167,7 @@ def coordinate_ascent(q0: MeanField, updates: Mapping[str, Callable[[MeanField],
         new = q
         for name, fn in updates.items():
             new = new.replace(**{name: fn(new)})
-        change = jnp.max(jnp.stack([jnp.max(jnp.abs(a - b)) for a, b in zip(jax.tree.leaves(new), jax.tree.leaves(q))]))
+        change = jnp.max(jnp.stack([jnp.max(jnp.abs(a - b)) for a, b in zip(jax.tree.leaves(new), jax.tree.leaves(q), strict=False)]))
         return new, change
 
     return jax.lax.scan(sweep, q0, None, length=num_iterations)

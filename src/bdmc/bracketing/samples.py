@@ -8,7 +8,7 @@ never imported here: they are recognised by their attributes.
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 

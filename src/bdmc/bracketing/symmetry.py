@@ -38,7 +38,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -52,7 +52,7 @@ from .mean_field import MeanField
 MAX_K = 16  # 2^16 subsets x 16 columns per draw: beyond this the exact permanent is not affordable
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _subset_tables(k: int):
     """Per level ``j`` (rows ``0..j`` assigned): the column subsets of size ``j + 1``, their predecessors
     (subset minus one column) and the removed columns, as static index arrays."""

@@ -6,7 +6,7 @@ Shared by the bounds (:mod:`bdmc.bracketing.bounds`) and by MCSA (:mod:`bdmc.bra
 from __future__ import annotations
 
 import functools
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 import jax
 

@@ -33,14 +33,15 @@ guaranteed (``benchmarks/results/alarm_calibration``).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 from scipy import stats
 
-from ..errors import BDMCError
 from ..contracts.estimate import Estimate, log_harmonic_mean, log_mean_exp
+from ..errors import BDMCError
 
 ALPHA = 0.01  # false-alarm level of the certified alarm (Markov's inequality)
 FALLING_ALPHA = 0.01  # nominal level of the uncertified falling-forward warning (Welch t approximation)

@@ -10,8 +10,9 @@ on ``log p(y)``, one direction alone bounds a one-sided KL divergence (end of Se
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd

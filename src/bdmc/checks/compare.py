@@ -17,18 +17,19 @@ reported), or different by a varying amount (a wrong variance, a missing term, a
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
-from ..errors import BDMCError
 from ..contracts.capabilities import CollapsedDensity, supports
 from ..contracts.estimate import Estimate
 from ..contracts.model import log_density, validate_data
+from ..errors import BDMCError
 from .alarm import ALPHA, BugAlarm, bug_alarm
 from .sandwich import checked_steps, exact_log_marginal_or_none, given_or_simulated, sandwich_method
 

@@ -96,7 +96,7 @@ class EstimateCheck:
         """``certified_upper - certified_lower`` (inf on the user's data): how small an error the check can see."""
         return self.certified_upper - self.certified_lower if self.two_sided else math.inf
 
-    def for_value(self, value: float, *, stderr: float | None = None) -> "EstimateCheck":
+    def for_value(self, value: float, *, stderr: float | None = None) -> EstimateCheck:
         """The verdict on another value of the same ``log p(y)``, against the same bounds (no new runs)."""
         value = _finite(value, "value")
         stderr = _stderr(stderr)

@@ -35,10 +35,10 @@ from jax.flatten_util import ravel_pytree
 from jax.scipy.special import gammaln
 from scipy import stats
 
+from ..caching import CompiledCache
 from ..contracts.estimate import log_harmonic_mean, log_mean_exp
 from ..core.ais import forward_ais, reverse_ais
 from ..core.pilot import tune
-from ..caching import CompiledCache
 from ..errors import BDMCError
 from ..kernels import HMC
 

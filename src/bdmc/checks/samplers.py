@@ -27,7 +27,6 @@ from ..kernels.gradient import MALA, NUTS
 from ..kernels.hmc import HMC
 from ..kernels.step_sizes import step_size_at
 
-
 STEP_SIZE_KERNELS = (HMC, NUTS, MALA)  # the kernels whose step KernelSampler(target_accept=...) adapts
 
 

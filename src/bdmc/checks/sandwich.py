@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import inspect
 import math
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 import pandas as pd
 
-from ..contracts.capabilities import ExactEvidence, OwnKernel, supports
 from ..contracts import weight_health
+from ..contracts.capabilities import ExactEvidence, OwnKernel, supports
 from ..contracts.estimate import ESTIMATORS, Estimate, EstimatorInfo
 from ..contracts.model import Simulated, simulate, validate_data
 from ..core import ais, smc, tempered  # noqa: F401  importing them registers the paired estimators
@@ -303,7 +304,7 @@ def sandwich(
     directions = DIRECTIONS[:1] if forward_only else DIRECTIONS
 
     for T in knob_values(steps, until_gap=until_gap, max_steps=max_steps):
-        k = dict(zip(DIRECTIONS, pair_keys(keys.runs, T)))
+        k = dict(zip(DIRECTIONS, pair_keys(keys.runs, T), strict=False))
         new = []
         for direction in directions:
             if (T, direction) in rows:
@@ -338,7 +339,7 @@ def knob_values(steps: Iterable[int], *, until_gap: float | None = None, max_ste
         yield from steps
         return
     T = steps[0]
-    while T <= max_steps:
+    while max_steps >= T:
         yield T
         T *= 2
 

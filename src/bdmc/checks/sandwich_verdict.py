@@ -20,8 +20,8 @@ none (one run). There the judge is Markov's inequality, which needs no standard 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import pandas as pd

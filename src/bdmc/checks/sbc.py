@@ -16,9 +16,9 @@ uniform rank CDF is known exactly.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
-from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -96,7 +96,7 @@ class SBCResult:
     @property
     def miscalibrated(self) -> tuple:
         """Names of the quantities whose ranks fail the uniformity test."""
-        return tuple(n for n, o in zip(self.names, self.outside) if o)
+        return tuple(n for n, o in zip(self.names, self.outside, strict=False) if o)
 
     @property
     def worst(self) -> tuple[str, float]:

@@ -66,7 +66,7 @@ class CaseLayout:
     def unflatten(self, flat):
         cuts = np.cumsum((0,) + self.widths)
         leaves = [jnp.reshape(flat[:, a:b], s).astype(t)
-                  for a, b, s, t in zip(cuts[:-1], cuts[1:], self.shapes, self.dtypes)]
+                  for a, b, s, t in zip(cuts[:-1], cuts[1:], self.shapes, self.dtypes, strict=False)]
         return jax.tree.unflatten(self.treedef, leaves)
 
 
@@ -80,16 +80,16 @@ class LatentLayout:
 
     @property
     def d(self) -> int:
-        return sum(int(np.prod(s, dtype=int)) for s, f in zip(self.shapes, self.floating) if f)
+        return sum(int(np.prod(s, dtype=int)) for s, f in zip(self.shapes, self.floating, strict=False) if f)
 
     def split(self, latent):
         leaves = jax.tree.leaves(latent)
-        flat = [jnp.ravel(x) for x, f in zip(leaves, self.floating) if f]
+        flat = [jnp.ravel(x) for x, f in zip(leaves, self.floating, strict=False) if f]
         return jnp.concatenate(flat) if flat else jnp.zeros((0,)), leaves
 
     def merge(self, flat, leaves):
         out, at = [], 0
-        for x, s, f in zip(leaves, self.shapes, self.floating):
+        for x, s, f in zip(leaves, self.shapes, self.floating, strict=False):
             if f:
                 size = int(np.prod(s, dtype=int))
                 out.append(jnp.reshape(flat[at:at + size], s).astype(x.dtype))

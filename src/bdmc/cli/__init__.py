@@ -9,7 +9,6 @@ from __future__ import annotations
 import typer
 
 from ..config import enable_compilation_cache, enable_x64
-
 from ._common import STATE
 from .audit import audit_command
 from .bench import bench_command

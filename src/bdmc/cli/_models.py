@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from .. import models as builtin_models
-from ..files import to_jsonable
 from ..errors import UserProgramError, describe_arguments, program_line
+from ..files import to_jsonable
 from ._common import CLIError, register_user_file
 
 PPL_FLAGS = ("numpyro", "pymc", "stan", "webppl")
@@ -166,7 +166,7 @@ def _literal(raw: str) -> Any:
 def ppl_given(*, numpyro: str | None, pymc: str | None, stan: str | None,
               webppl: str | None = None) -> tuple[str, str] | None:
     """``(flag, spec)`` of the one PPL flag given, None when none is; several are refused."""
-    given = {flag: spec for flag, spec in zip(PPL_FLAGS, (numpyro, pymc, stan, webppl)) if spec}
+    given = {flag: spec for flag, spec in zip(PPL_FLAGS, (numpyro, pymc, stan, webppl), strict=False) if spec}
     if len(given) > 1:
         raise CLIError(f"give one of --numpyro, --pymc, --stan, --webppl, not {' and '.join('--' + g for g in given)}")
     return next(iter(given.items())) if given else None

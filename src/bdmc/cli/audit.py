@@ -6,15 +6,25 @@ import dataclasses
 import threading
 import time
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ._common import (PPL_OPTIONS, CLIError, at_least, command, command_line, console, model_option_option, out_option,
-                      output_dir, parse_steps, wrote)
+from ._common import (
+    PPL_OPTIONS,
+    CLIError,
+    at_least,
+    command,
+    command_line,
+    console,
+    model_option_option,
+    out_option,
+    output_dir,
+    parse_steps,
+    wrote,
+)
 from ._limits import Count, check_memory, runs_count, size_option
 from ._models import builtin_model, load_npz, load_ppl_model, ppl_given, ppl_label
 
@@ -27,13 +37,13 @@ STYLE = {"pass": "green", "fail": "bold red", "error": "bold red", "incomplete":
 @command
 def audit_command(
     ctx: typer.Context,
-    model: Optional[str] = typer.Option(None, "--model", "-m", help="Built-in model name (see `bdmc models`)."),
-    numpyro: Optional[str] = PPL_OPTIONS["numpyro"],
-    pymc: Optional[str] = PPL_OPTIONS["pymc"],
-    stan: Optional[str] = PPL_OPTIONS["stan"],
-    webppl: Optional[str] = PPL_OPTIONS["webppl"],
-    simulator: Optional[str] = PPL_OPTIONS["simulator"],
-    data: Optional[Path] = typer.Option(
+    model: str | None = typer.Option(None, "--model", "-m", help="Built-in model name (see `bdmc models`)."),
+    numpyro: str | None = PPL_OPTIONS["numpyro"],
+    pymc: str | None = PPL_OPTIONS["pymc"],
+    stan: str | None = PPL_OPTIONS["stan"],
+    webppl: str | None = PPL_OPTIONS["webppl"],
+    simulator: str | None = PPL_OPTIONS["simulator"],
+    data: Path | None = typer.Option(
         None, "--data", metavar="FILE.npz",
         help="The program's arguments (covariates, sizes); with --real-data also the observed arrays (the "
              "--observed names); for a built-in model with --real-data, one array: its observed data."),
@@ -42,13 +52,13 @@ def audit_command(
         help="Audit the observed arrays in --data as the user's real data (the evidence of these data, and "
              "BREAD's real-data protocol with --hyperparameters). Without it every check runs on simulated data "
              "and observed arrays in --data are not used."),
-    observed: Optional[str] = typer.Option(None, "--observed", metavar="NAMES",
+    observed: str | None = typer.Option(None, "--observed", metavar="NAMES",
                                            help="The program's observed variable(s), comma-separated."),
     sampler: str = typer.Option("auto", "--sampler",
                                 help="auto (a program's own PPL's NUTS; else Gibbs or bdmc's NUTS), gibbs, nuts, "
                                      "hmc, mala, rwm (bdmc kernels on the model's density), numpyro-nuts, "
                                      "pymc-nuts (pymc.sample) or stan-nuts (Stan's NUTS through pystan)."),
-    hyperparameters: Optional[str] = typer.Option(
+    hyperparameters: str | None = typer.Option(
         None, "--hyperparameters", metavar="NAMES",
         help="Sites fitted on the real data for BREAD's real-data protocol, comma-separated (needs --data)."),
     quick: bool = typer.Option(False, "--quick",
@@ -56,18 +66,18 @@ def audit_command(
                                     "included: about 1 minute under NumPyro, PyMC or Stan; about 20 minutes under "
                                     "WebPPL, whose every density runs the program in node)."),
     level: float = typer.Option(0.01, "--level", help="False-alarm level of the whole audit (Bonferroni over checks)."),
-    replications: Optional[int] = typer.Option(None, "--sbc-replications", help="SBC: simulated data sets."),
-    draws: Optional[int] = typer.Option(None, "--sbc-draws", help="SBC: posterior draws per data set."),
-    warmup: Optional[int] = typer.Option(None, "--warmup", help="Sampler warm-up transitions per data set."),
-    thin: Optional[int] = typer.Option(None, "--thin", help="Sampler transitions between kept draws."),
-    geweke_samples: Optional[int] = typer.Option(None, "--geweke-samples", help="Geweke: chains per simulation."),
-    steps: Optional[str] = typer.Option(None, "--steps", "-s", help="BDMC: comma-separated chain lengths T."),
-    runs: Optional[int] = typer.Option(None, "--runs", "-r",
+    replications: int | None = typer.Option(None, "--sbc-replications", help="SBC: simulated data sets."),
+    draws: int | None = typer.Option(None, "--sbc-draws", help="SBC: posterior draws per data set."),
+    warmup: int | None = typer.Option(None, "--warmup", help="Sampler warm-up transitions per data set."),
+    thin: int | None = typer.Option(None, "--thin", help="Sampler transitions between kept draws."),
+    geweke_samples: int | None = typer.Option(None, "--geweke-samples", help="Geweke: chains per simulation."),
+    steps: str | None = typer.Option(None, "--steps", "-s", help="BDMC: comma-separated chain lengths T."),
+    runs: int | None = typer.Option(None, "--runs", "-r",
                                        help="BDMC and evidence: independent runs per direction and length."),
-    evidence_steps: Optional[int] = typer.Option(None, "--evidence-steps", help="Evidence: forward AIS length T."),
+    evidence_steps: int | None = typer.Option(None, "--evidence-steps", help="Evidence: forward AIS length T."),
     seed: int = typer.Option(0, "--seed", help="Seed of jax.random.key; drives every check."),
-    option: Optional[list[str]] = model_option_option(),
-    out: Optional[Path] = out_option("out/audit-MODEL"),
+    option: list[str] | None = model_option_option(),
+    out: Path | None = out_option("out/audit-MODEL"),
 ) -> None:
     """Audit a model and its sampler: simulator vs density, SBC, Geweke, BDMC and the evidence, as a report.
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
@@ -11,8 +10,20 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..experiments import bench as harness
-from ._common import (CLIError, at_least, command, console, model_option_option, out_option, output_dir,
-                      overwrite_option, positive_number, print_verdict, write_table, wrote)
+from ._common import (
+    CLIError,
+    at_least,
+    command,
+    console,
+    model_option_option,
+    out_option,
+    output_dir,
+    overwrite_option,
+    positive_number,
+    print_verdict,
+    write_table,
+    wrote,
+)
 from ._limits import Count, check_memory, runs_count, size_option
 from ._models import builtin_model
 
@@ -25,11 +36,11 @@ ROW_COLUMNS = (("estimator", 9), ("knob", 6), ("mean ± 95% CI", 18), ("combined
 @command
 def bench_command(
     model: str = typer.Option(..., "--model", "-m", help="Built-in model (see `bdmc models`)."),
-    estimators: Optional[str] = typer.Option(
+    estimators: str | None = typer.Option(
         None, "--estimators", "-e", show_default="every one the model supports",
         help="Comma-separated estimators: lw, hme, bic, ais, rev-ais, smc, shme, ns, vb, vb+sym, cms."),
     trials: int = typer.Option(25, "--trials", "-t", help="Independent trials per estimator and knob value."),
-    knobs: Optional[list[str]] = typer.Option(
+    knobs: list[str] | None = typer.Option(
         None, "--knobs", "-k", metavar="NAME=V1,V2",
         help="Knob values of one estimator (repeatable), e.g. --knobs ais=10,100,1000. Defaults per estimator."),
     truth_steps: int = typer.Option(
@@ -39,11 +50,11 @@ def bench_command(
                                      help="Chains per direction of the ground truth."),
     truth_tol: float = typer.Option(harness.TRUTH_TOL, "--truth-tol",
                                     help="Nats within which forward and reverse must agree (without a closed form)."),
-    scheduler: Optional[str] = typer.Option(None, "--scheduler",
+    scheduler: str | None = typer.Option(None, "--scheduler",
                                             help="Run on Dask: 'local' or a scheduler ADDRESS."),
     seed: int = typer.Option(0, "--seed", help="Seed of jax.random.key: simulates the data and drives every run."),
-    option: Optional[list[str]] = model_option_option(),
-    out: Optional[Path] = out_option("out/bench-MODEL"),
+    option: list[str] | None = model_option_option(),
+    out: Path | None = out_option("out/bench-MODEL"),
     overwrite: bool = overwrite_option(),
     zoom: float = typer.Option(10.0, "--zoom", help="Half-height in nats of the zoomed panel around the truth."),
 ) -> None:

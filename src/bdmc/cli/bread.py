@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import jax
 import typer
@@ -17,8 +16,21 @@ from ..checks.bread import bread_table
 from ..checks.sandwich import simulated_data
 from ..experiments import sandwich_runs
 from ..experiments.store import RunStore
-from ._common import (CLIError, at_least, command, console, model_option_option, out_option, output_dir,
-                      overwrite_option, parse_steps, print_verdict, refuse_together, write_table, wrote)
+from ._common import (
+    CLIError,
+    at_least,
+    command,
+    console,
+    model_option_option,
+    out_option,
+    output_dir,
+    overwrite_option,
+    parse_steps,
+    print_verdict,
+    refuse_together,
+    write_table,
+    wrote,
+)
 from ._limits import check_memory, runs_count, size_option
 from ._models import builtin_model, model_settings
 
@@ -31,15 +43,15 @@ DEFAULT_RUNS = 32
 
 @command
 def bread_command(
-    model: Optional[str] = typer.Option(None, "--model", "-m", help="Built-in model (see `bdmc models`)."),
-    toy: Optional[str] = typer.Option(None, "--toy", help="Grid toy of the BREAD paper: barrier, easy or hard."),
+    model: str | None = typer.Option(None, "--model", "-m", help="Built-in model (see `bdmc models`)."),
+    toy: str | None = typer.Option(None, "--toy", help="Grid toy of the BREAD paper: barrier, easy or hard."),
     steps: str = typer.Option("10,100,1000", "--steps", "-s", "--T",
                               help="Comma-separated numbers of intermediate distributions T."),
-    runs: Optional[int] = typer.Option(None, "--runs", "-r", show_default=str(DEFAULT_RUNS),
+    runs: int | None = typer.Option(None, "--runs", "-r", show_default=str(DEFAULT_RUNS),
                                        help="Forward and reverse runs per T (--model only)."),
     seed: int = typer.Option(0, "--seed", help="Simulates the data (--model) or draws the random toy."),
-    option: Optional[list[str]] = model_option_option(),
-    out: Optional[Path] = out_option("out/bread-NAME"),
+    option: list[str] | None = model_option_option(),
+    out: Path | None = out_option("out/bread-NAME"),
     overwrite: bool = overwrite_option(),
 ) -> None:
     """Bound the Jeffreys divergence between AIS samples and the posterior (BREAD).

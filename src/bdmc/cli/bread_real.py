@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
 from ..experiments.store import write_json_atomic
-from ._common import (CLIError, at_least, command, console, out_option, output_dir, overwrite_option, parse_steps,
-                      write_table, wrote)
+from ._common import (
+    CLIError,
+    at_least,
+    command,
+    console,
+    out_option,
+    output_dir,
+    overwrite_option,
+    parse_steps,
+    write_table,
+    wrote,
+)
 
 PPLS = ("numpyro", "pymc", "stan")
 KERNELS = ("nuts", "hmc")
@@ -31,7 +40,7 @@ def bread_real_command(
                                    help="matrix-factorization only: keep the raw ratings (Appendix D's misspecified "
                                         "case)."),
     seed: int = typer.Option(0, "--seed"),
-    out: Optional[Path] = out_option("out/bread-real-MODEL-PPL", help="Output directory; an existing one is resumed."),
+    out: Path | None = out_option("out/bread-real-MODEL-PPL", help="Output directory; an existing one is resumed."),
     overwrite: bool = overwrite_option(),
 ) -> None:
     """Check that BREAD's verdict on simulated data carries over to real data (BREAD paper, Secs. 3.2, 5.1).

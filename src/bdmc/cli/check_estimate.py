@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import jax
 import numpy as np
@@ -30,34 +29,34 @@ VERDICT_STYLE = {CONSISTENT: "green"}
 
 @command
 def check_estimate_command(
-    value: Optional[float] = typer.Option(None, "--value", metavar="LOGZ",
+    value: float | None = typer.Option(None, "--value", metavar="LOGZ",
                                           help="The other tool's estimate of log p(y), in nats."),
-    stderr: Optional[float] = typer.Option(None, "--stderr", metavar="S",
+    stderr: float | None = typer.Option(None, "--stderr", metavar="S",
                                            help="Its standard error, if the tool gives one."),
-    model: Optional[str] = typer.Option(None, "--model", "-m", help="Built-in model name (see `bdmc models`)."),
-    numpyro: Optional[str] = PPL_OPTIONS["numpyro"],
-    pymc: Optional[str] = PPL_OPTIONS["pymc"],
-    stan: Optional[str] = PPL_OPTIONS["stan"],
-    webppl: Optional[str] = PPL_OPTIONS["webppl"],
-    observed: Optional[str] = typer.Option(None, "--observed", metavar="NAMES",
+    model: str | None = typer.Option(None, "--model", "-m", help="Built-in model name (see `bdmc models`)."),
+    numpyro: str | None = PPL_OPTIONS["numpyro"],
+    pymc: str | None = PPL_OPTIONS["pymc"],
+    stan: str | None = PPL_OPTIONS["stan"],
+    webppl: str | None = PPL_OPTIONS["webppl"],
+    observed: str | None = typer.Option(None, "--observed", metavar="NAMES",
                                            help="The program's observed variable(s), comma-separated."),
-    simulator: Optional[str] = PPL_OPTIONS["simulator"],
-    data: Optional[Path] = typer.Option(None, "--data", metavar="FILE.npz",
+    simulator: str | None = PPL_OPTIONS["simulator"],
+    data: Path | None = typer.Option(None, "--data", metavar="FILE.npz",
                                         help="Arguments of the PPL program; with --real-data also the observed "
                                              "arrays."),
     real_data: bool = typer.Option(False, "--real-data",
                                    help="The value is the evidence of the observed arrays in --data (only the lower "
                                         "bound is certified)."),
-    write_data: Optional[Path] = typer.Option(None, "--write-data", metavar="FILE.npz",
+    write_data: Path | None = typer.Option(None, "--write-data", metavar="FILE.npz",
                                               help="Write the data set --seed simulates, then stop."),
     seed: int = typer.Option(0, "--seed", help="Simulates the data (with its exact latent) and drives bdmc's runs."),
     level: float = typer.Option(0.01, "--level", help="Largest probability of calling a correct value wrong."),
     method: str = typer.Option("auto", "--method", help="bdmc's estimators: auto, ais, tempered-smc or smc."),
-    steps: Optional[int] = typer.Option(None, "--steps", "-s", show_default="1000 (ais), 100 (tempered-smc)",
+    steps: int | None = typer.Option(None, "--steps", "-s", show_default="1000 (ais), 100 (tempered-smc)",
                                         help="Their knob: T (ais, tempered-smc) or moves per case (smc)."),
     runs: int = typer.Option(16, "--runs", "-r", help="Independent runs per direction."),
-    option: Optional[list[str]] = model_option_option(),
-    json_out: Optional[Path] = typer.Option(None, "--json", metavar="FILE.json", help="Also write the result here."),
+    option: list[str] | None = model_option_option(),
+    json_out: Path | None = typer.Option(None, "--json", metavar="FILE.json", help="Also write the result here."),
 ) -> None:
     """Check another tool's log p(y) against bdmc's certified bounds: consistent, too high or too low."""
     ppl = ppl_given(numpyro=numpyro, pymc=pymc, stan=stan, webppl=webppl)
@@ -90,7 +89,7 @@ def check_estimate_command(
     out = console()
     if write_data is not None:
         names = data_array_names(sim_data) or ["data"]
-        arrays = dict(zip(names, (np.asarray(a) for a in jax.tree.leaves(sim_data))))
+        arrays = dict(zip(names, (np.asarray(a) for a in jax.tree.leaves(sim_data)), strict=False))
         write_data.parent.mkdir(parents=True, exist_ok=True)
         np.savez(write_data, **arrays)
         wrote(out, write_data, note=f" (the data set --seed {seed} simulates for {name}: run the other tool on it, "

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ._common import (CLIError, at_least, command, console, num, out_option, output_dir, overwrite_option, parse_steps,
-                      wrote)
+from ._common import (
+    CLIError,
+    at_least,
+    command,
+    console,
+    num,
+    out_option,
+    output_dir,
+    overwrite_option,
+    parse_steps,
+    wrote,
+)
 
 QUICK = dict(data="digits8x8", architecture="digits10", epochs=5, steps=(10, 100), chains=4, images=8,
              valid_images=8, sigmas=(0.05, 0.1, 0.2, 0.4), sigma_steps=20, sim_images=4, bdmc_steps=100,
@@ -25,7 +34,7 @@ def generative_command(
                                      help="Decoder: small10, small50, paper10, paper50, digits10, digits2."),
     models: str = typer.Option("vae,gan,gmmn", "--models", "-m", help="Comma-separated model kinds: vae, gan, gmmn."),
     epochs: int = typer.Option(20, "--epochs", help="Training epochs of every model."),
-    num_train: Optional[int] = typer.Option(None, "--train-images", help="Training images used (default: all)."),
+    num_train: int | None = typer.Option(None, "--train-images", help="Training images used (default: all)."),
     steps: str = typer.Option("100,1000", "--steps", "-s", help="Comma-separated AIS lengths T (the table: largest)."),
     chains: int = typer.Option(16, "--runs", "-r", help="AIS runs (independent chains) per image (the paper: 16)."),
     images: int = typer.Option(50, "--images", "-n", help="Training and test images evaluated."),
@@ -33,13 +42,13 @@ def generative_command(
     sigmas: str = typer.Option("0.02,0.03,0.05,0.08,0.12,0.2", "--sigmas", help="Comma-separated sigma grid."),
     sigma_steps: int = typer.Option(100, "--sigma-steps", help="AIS length T of the sigma sweep."),
     sim_images: int = typer.Option(8, "--sim-images", help="Images simulated from each decoder for BDMC."),
-    bdmc_steps: Optional[int] = typer.Option(None, "--bdmc-steps", show_default="the largest --steps",
+    bdmc_steps: int | None = typer.Option(None, "--bdmc-steps", show_default="the largest --steps",
                                              help="AIS length T of BDMC's forward and reverse runs."),
     bdmc_curve: str = typer.Option(
         "", "--bdmc-curve",
         help="Comma-separated T of the BDMC gap curve (Wu et al. Fig. 2): forward and reverse AIS on the "
              "--sim-images simulated images at each T: OUT/gap_curve.csv and OUT/figures/bdmc_gap_curve.png."),
-    curve_runs: Optional[int] = typer.Option(None, "--curve-runs", show_default="--runs",
+    curve_runs: int | None = typer.Option(None, "--curve-runs", show_default="--runs",
                                              help="AIS chains per image of the gap curve's runs."),
     kde_samples: int = typer.Option(10_000, "--kde-samples", help="Decoder samples of the kernel density estimate."),
     iwae_k: int = typer.Option(1000, "--iwae-k", help="Importance samples of the IWAE bound (VAE)."),
@@ -51,7 +60,7 @@ def generative_command(
     quick: bool = typer.Option(False, "--quick", help="A first look in about a minute: 8x8 digits, tiny budgets "
                                                       "(options given explicitly still apply)."),
     seed: int = typer.Option(0, "--seed"),
-    out: Optional[Path] = out_option("out/generative-DATA-ARCHITECTURE", help="Output directory; an existing one "
+    out: Path | None = out_option("out/generative-DATA-ARCHITECTURE", help="Output directory; an existing one "
                                                                                "is resumed."),
     overwrite: bool = overwrite_option(),
 ) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import math
 from pathlib import Path
-from typing import Optional
 
 import jax
 import numpy as np
@@ -19,19 +18,43 @@ from rich.table import Table
 
 import bdmc
 
-from ..checks.sandwich import (CERTIFY_B, DIRECTIONS, SANDWICH_METHODS, auto_method, exact_log_marginal_or_none,
-                               sandwich_method, simulated_data)
+from ..checks.sandwich import (
+    CERTIFY_B,
+    DIRECTIONS,
+    SANDWICH_METHODS,
+    auto_method,
+    exact_log_marginal_or_none,
+    sandwich_method,
+    simulated_data,
+)
 from ..checks.sandwich_verdict import HOLDS, KNOB_NAMES, NOT_HELD, VIOLATED, WITHIN_NOISE
+from ..contracts.weight_health import STRAGGLER_NATS, STRAGGLER_SDS
 from ..core.ais import SCHEDULES
 from ..core.named_kernels import KERNELS, named_kernel
-from ..contracts.weight_health import STRAGGLER_NATS, STRAGGLER_SDS
 from ..errors import BDMCError
 from ..experiments import sandwich_runs
 from ..experiments.sandwich_runs import FORWARD_ONLY, data_array_names, real_data_like
 from ..plotting import plot_sandwich
-from ._common import (PPL_OPTIONS, CLIError, at_least, command, console, count, fmt_options, model_option_option,
-                      num, out_option, output_dir, overwrite_option, parse_steps, positive_number, print_verdict,
-                      refuse_together, seconds, wrote)
+from ._common import (
+    PPL_OPTIONS,
+    CLIError,
+    at_least,
+    command,
+    console,
+    count,
+    fmt_options,
+    model_option_option,
+    num,
+    out_option,
+    output_dir,
+    overwrite_option,
+    parse_steps,
+    positive_number,
+    print_verdict,
+    refuse_together,
+    seconds,
+    wrote,
+)
 from ._limits import check_memory, runs_count, size_option
 from ._models import builtin_model, load_npz, load_ppl_model, model_settings, ppl_given, ppl_label
 
@@ -46,26 +69,26 @@ REMEDIES = {"ais": "Longer chains (a larger T), more runs (--runs) or --method s
 
 @command
 def sandwich_command(
-    model: Optional[str] = typer.Option(None, "--model", "-m", help="Built-in model name (see `bdmc models`)."),
-    numpyro: Optional[str] = PPL_OPTIONS["numpyro"],
-    pymc: Optional[str] = PPL_OPTIONS["pymc"],
-    stan: Optional[str] = PPL_OPTIONS["stan"],
-    webppl: Optional[str] = PPL_OPTIONS["webppl"],
-    data: Optional[Path] = typer.Option(None, "--data", metavar="FILE.npz",
+    model: str | None = typer.Option(None, "--model", "-m", help="Built-in model name (see `bdmc models`)."),
+    numpyro: str | None = PPL_OPTIONS["numpyro"],
+    pymc: str | None = PPL_OPTIONS["pymc"],
+    stan: str | None = PPL_OPTIONS["stan"],
+    webppl: str | None = PPL_OPTIONS["webppl"],
+    data: Path | None = typer.Option(None, "--data", metavar="FILE.npz",
                                         help="Arguments of the PPL program (covariates, sizes, Stan data); with "
                                              "--real-data also the observed arrays."),
     real_data: bool = typer.Option(
         False, "--real-data",
         help="Bound log p(y) of the observed arrays in --data (the --observed sites; a built-in model's one data "
              "array) instead of simulated data: forward (lower) bounds only, no upper bound and no bug alarm."),
-    observed: Optional[str] = typer.Option(None, "--observed", metavar="NAMES",
+    observed: str | None = typer.Option(None, "--observed", metavar="NAMES",
                                            help="The program's observed variable(s), comma-separated."),
-    simulator: Optional[str] = PPL_OPTIONS["simulator"],
+    simulator: str | None = PPL_OPTIONS["simulator"],
     runs: int = typer.Option(16, "--runs", "-r", help="Independent runs per direction and chain length."),
     steps: str = typer.Option("10,100,1000", "--steps", "-s",
                               help="Comma-separated numbers of intermediate distributions T (each >= 2)."),
     seed: int = typer.Option(0, "--seed", help="Seed of jax.random.key; simulates the data and drives every run."),
-    out: Optional[Path] = out_option("out/sandwich-MODEL"),
+    out: Path | None = out_option("out/sandwich-MODEL"),
     schedule: str = typer.Option("auto", "--schedule",
                                  help="Annealing schedule: auto (the pilot's where one runs, else sigmoidal), "
                                       "sigmoidal, linear or geometric."),
@@ -77,14 +100,14 @@ def sandwich_command(
                                help="ais: forward/reverse AIS, --steps = T. smc: SMC/SHME, --steps = moves per case. "
                                     "tempered-smc: tempered SMC from prior and exact latent, --steps = T. "
                                     "auto: ais for a model with its own kernel, else tempered-smc."),
-    particles: Optional[int] = typer.Option(None, "--particles", show_default="1 (smc), 32 (tempered-smc)",
+    particles: int | None = typer.Option(None, "--particles", show_default="1 (smc), 32 (tempered-smc)",
                                             help="Particles per run (--method smc or tempered-smc)."),
-    until_gap: Optional[float] = typer.Option(
+    until_gap: float | None = typer.Option(
         None, "--until-gap", help="Double T from the one --steps value until the single-run gap is below TOL nats.",
         metavar="TOL"),
-    max_steps: Optional[int] = typer.Option(None, "--max-steps", show_default="100000",
+    max_steps: int | None = typer.Option(None, "--max-steps", show_default="100000",
                                             help="Largest T tried with --until-gap.", metavar="N"),
-    option: Optional[list[str]] = model_option_option(
+    option: list[str] | None = model_option_option(
         "Model constructor option KEY=VALUE (repeatable), e.g. --option n=50."),
     overwrite: bool = overwrite_option(),
     no_progress: bool = typer.Option(False, "--no-progress",
@@ -224,7 +247,7 @@ def _real_data_settings(names: list[str], data) -> dict:
     """What settings.json records of real data: the file, the arrays read (name: shape) and a digest of them."""
     digest = hashlib.sha256()
     arrays = {}
-    for name, leaf in zip(names, jax.tree.leaves(data)):
+    for name, leaf in zip(names, jax.tree.leaves(data), strict=False):
         arrays[name] = list(np.shape(leaf))
         digest.update(name.encode() + np.ascontiguousarray(leaf).tobytes())
     return {"source": "real", "arrays": arrays, "sha256": digest.hexdigest()[:16]}

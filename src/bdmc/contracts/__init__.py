@@ -8,15 +8,55 @@
 - :mod:`~bdmc.contracts.nonfinite`: where NaN and +inf log densities are caught and explained.
 """
 
-from .capabilities import (CAPABILITIES, BICFit, CaseProposal, ChecksData, CollapsedDensity, ConditionalPrior,
-                           ConstrainedMoves, ExactEvidence, GaussianPriorBlocks, GibbsConditionals, IndexedConditionals,
-                           LabelSymmetry, NamesTerms, OwnKernel, TemperedSimulation, VariationalFamily, capabilities,
-                           capability_table, missing_methods, require, supports)
-from .estimate import (COMBINE_RULES, ESTIMATORS, Estimate, EstimatorInfo, combine_runs, gap, log_harmonic_mean,
-                       log_mean_exp, log_mean_exp_stderr, register_estimator, seed_of)
+from .capabilities import (
+                           CAPABILITIES,
+                           BICFit,
+                           CaseProposal,
+                           ChecksData,
+                           CollapsedDensity,
+                           ConditionalPrior,
+                           ConstrainedMoves,
+                           ExactEvidence,
+                           GaussianPriorBlocks,
+                           GibbsConditionals,
+                           IndexedConditionals,
+                           LabelSymmetry,
+                           NamesTerms,
+                           OwnKernel,
+                           TemperedSimulation,
+                           VariationalFamily,
+                           capabilities,
+                           capability_table,
+                           missing_methods,
+                           require,
+                           supports,
+)
+from .estimate import (
+                           COMBINE_RULES,
+                           ESTIMATORS,
+                           Estimate,
+                           EstimatorInfo,
+                           combine_runs,
+                           gap,
+                           log_harmonic_mean,
+                           log_mean_exp,
+                           log_mean_exp_stderr,
+                           register_estimator,
+                           seed_of,
+)
 from .kernel import Kernel, KernelInfo, ReversibleTransition
-from .model import (Model, Simulated, check_array_shape, log_density, log_density_increment, log_predictive, n_cases,
-                    simulate, validate_data, weighted_sum)
+from .model import (
+                           Model,
+                           Simulated,
+                           check_array_shape,
+                           log_density,
+                           log_density_increment,
+                           log_predictive,
+                           n_cases,
+                           simulate,
+                           validate_data,
+                           weighted_sum,
+)
 
 __all__ = [
     "BICFit", "CAPABILITIES", "CaseProposal", "ChecksData", "CollapsedDensity", "ConditionalPrior", "ConstrainedMoves",

@@ -9,15 +9,15 @@ combination rule and that the recorded seed reproduces the run.
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-import inspect
-from typing import Any, Callable, Literal, Mapping
+from typing import Any, Literal
 
 import jax
-
 import numpy as np
 from scipy.special import logsumexp
 
@@ -155,7 +155,7 @@ class Estimate:
         object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
 
     @classmethod
-    def from_runs(cls, runs, *, bound: Side | None, combine: Combine | None = None, **kwargs) -> "Estimate":
+    def from_runs(cls, runs, *, bound: Side | None, combine: Combine | None = None, **kwargs) -> Estimate:
         """Combine per-run log estimates by ``combine``, by default the rule of the bound side (footnote 5).
 
         Runs must be finite, with one exception: a lower-bound run may be -inf (every weight zero). If all

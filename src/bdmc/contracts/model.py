@@ -155,7 +155,7 @@ def validate_data(model: Model, data: PyTree) -> PyTree:
 def check_array_shape(name: str, array, shape: tuple) -> None:
     """Raise a DataError unless ``array.shape`` matches ``shape`` (None matches any size)."""
     got = tuple(np.shape(array))
-    if len(got) != len(shape) or any(s is not None and s != g for s, g in zip(shape, got)):
+    if len(got) != len(shape) or any(s is not None and s != g for s, g in zip(shape, got, strict=False)):
         want = tuple("any" if s is None else s for s in shape)
         raise DataError(f"{name} must have shape {want}, got {got}")
 

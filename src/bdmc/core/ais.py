@@ -16,10 +16,10 @@ from ..errors import BDMCError, NonFiniteLogDensityError
 from . import schedules
 from .engine import anneal
 from .health import divergence_fields, warn_if_unhealthy
-from .prior_check import PRIOR_CHECK_DRAWS
 from .pilot import Pilot, refuse_in_chain_adaptation
 from .pilot import tune as tune_run
 from .prior import prior_draws
+from .prior_check import PRIOR_CHECK_DRAWS
 
 SCHEDULES = {"sigmoidal": schedules.sigmoidal, "linear": schedules.linear, "geometric": schedules.geometric}
 
@@ -189,12 +189,12 @@ def broadcast_latent(model, latent, num_chains):
     if jax.tree.structure(latent) != jax.tree.structure(single):
         raise BDMCError(f"exact latent has structure {jax.tree.structure(latent)}, "
                         f"the model's latents have {jax.tree.structure(single)}")
-    batched = all(np.ndim(x) == len(r.shape) + 1 for x, r in zip(leaves, ref))
+    batched = all(np.ndim(x) == len(r.shape) + 1 for x, r in zip(leaves, ref, strict=False))
     if batched:
         if any(np.shape(x)[0] != num_chains for x in leaves):
             raise BDMCError(f"a batched exact latent needs leading axis num_chains={num_chains}")
         return latent
-    for x, r in zip(leaves, ref):
+    for x, r in zip(leaves, ref, strict=False):
         if tuple(np.shape(x)) != tuple(r.shape):
             raise BDMCError(f"exact latent leaf has shape {np.shape(x)}, the model's has {r.shape}")
     return jax.tree.map(lambda x: jax.numpy.broadcast_to(x, (num_chains,) + np.shape(x)), latent)

@@ -43,7 +43,8 @@ from __future__ import annotations
 import functools
 import math
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -58,8 +59,8 @@ from ..contracts.step_rule import StepRule
 from ..errors import ScheduleError
 from .failures import ACCEPTED, checked, expand, flagged, raise_if_failed
 from .prior_check import check_prior
-from .records import AnnealResult, AnnealState, Failures, StepInfo, StepOutput
 from .progress import compiling, progress_report
+from .records import AnnealResult, AnnealState, Failures, StepInfo, StepOutput
 from .resampling import AdaptiveResampling, final_log_evidence, group_ess
 
 DEFAULT_CHUNK = 64
@@ -206,7 +207,7 @@ def anneal(
     seconds = time.perf_counter() - began
 
     steps = StepOutput(*(np.concatenate([np.asarray(field) for field in fields], axis=-1 if i < 5 else -2)
-                         for i, fields in enumerate(zip(*outs))))
+                         for i, fields in enumerate(zip(*outs, strict=False))))
     info = StepInfo(mean_increment=steps.mean_increment[..., :num_transitions],
                     acceptance=steps.acceptance[..., :num_transitions], ess=steps.ess[..., :num_transitions],
                     resampled=steps.resampled[..., :num_transitions],

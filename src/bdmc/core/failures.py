@@ -32,7 +32,7 @@ def checked(fn, like=None):
             values = jax.tree.leaves(latent)
             first = ~failed[...] & ~ok
             if [(jnp.shape(v), jnp.result_type(v)) for v in values] == [(x.shape, x.dtype) for x in leaves]:
-                for ref, v in zip(at, values):
+                for ref, v in zip(at, values, strict=False):
                     ref[...] = jnp.where(first, jax.lax.stop_gradient(v), ref[...])
             failed[...] = failed[...] | ~ok
 

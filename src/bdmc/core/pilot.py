@@ -35,8 +35,14 @@ from jax.flatten_util import ravel_pytree
 
 from ..caching import CompiledCache
 from ..contracts.capabilities import supports
-from ..contracts.kernel import (CachedTransition, FittedProposal, JitteredSteps, Preconditioned, TunableStepSize,
-                                evals_per_step)
+from ..contracts.kernel import (
+    CachedTransition,
+    FittedProposal,
+    JitteredSteps,
+    Preconditioned,
+    TunableStepSize,
+    evals_per_step,
+)
 from ..contracts.model import log_density, weighted_sum
 from ..errors import BDMCError
 from ..kernels.mass import GaussianTable, table_from_moments
@@ -163,7 +169,7 @@ def fitted_table(kernel) -> GaussianTable | None:
     return None
 
 
-def mass_kind(pilot: "Pilot", kernel, dim: int) -> tuple[str, str | None]:
+def mass_kind(pilot: Pilot, kernel, dim: int) -> tuple[str, str | None]:
     """``(kind, field)``: the fit the pilot makes for ``kernel`` ("identity" when none) and the field it fills."""
     field = None
     if dataclasses.is_dataclass(kernel):

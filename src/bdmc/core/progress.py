@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 
+
 @contextlib.contextmanager
 def compiling(progress, description):
     """A spinner on a terminal while a run compiles (first run with these sizes, unless cached on disk)."""

@@ -41,8 +41,8 @@ from . import schedules
 from .ais import broadcast_latent, check_exact_latent, default_kernel, require_exact_latent
 from .engine import AISRule, anneal
 from .health import divergence_fields, warn_if_unhealthy
-from .prior_check import PRIOR_CHECK_DRAWS
 from .prior import prior_draws
+from .prior_check import PRIOR_CHECK_DRAWS
 from .resampling import AdaptiveResampling
 from .smc_pilot import DataPathPilot, refine_data_path
 

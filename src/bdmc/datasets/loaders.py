@@ -11,9 +11,9 @@ import importlib.resources
 import importlib.util
 import io
 import tarfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -113,7 +113,7 @@ def _finite(frame: pd.DataFrame, columns: Sequence[str], what: str) -> np.ndarra
     except (TypeError, ValueError) as err:
         raise DataError(f"{what}: columns {list(columns)} must be numeric ({err})") from err
     if not np.all(np.isfinite(values)):
-        bad = [c for c, ok in zip(columns, np.isfinite(values).all(0)) if not ok]
+        bad = [c for c, ok in zip(columns, np.isfinite(values).all(0), strict=False) if not ok]
         raise DataError(f"{what}: column(s) {bad} hold missing or non-finite values")
     return values
 

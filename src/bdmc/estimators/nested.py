@@ -35,8 +35,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from ..contracts.capabilities import (CollapsedDensity, ConstrainedMoves, GaussianPriorBlocks, GibbsConditionals,
-                                      IndexedConditionals, supports)
+from ..contracts.capabilities import (
+    CollapsedDensity,
+    ConstrainedMoves,
+    GaussianPriorBlocks,
+    GibbsConditionals,
+    IndexedConditionals,
+    supports,
+)
 from ..contracts.estimate import Estimate, register_estimator, seed_of
 from ..contracts.kernel import ConstrainedMoveCost, CountedConstrainedMove
 from ..contracts.model import validate_data
@@ -81,7 +87,7 @@ class ConstrainedGibbs:
                 return self._keep_inside(self.model.update_site(k, j, latent, data, zero), latent, data, log_c), None
 
             return jax.lax.scan(site, latent, (jnp.arange(self.evals_per_move), keys))[0]
-        for k, cond in zip(keys, self.model.conditionals()):
+        for k, cond in zip(keys, self.model.conditionals(), strict=False):
             latent = self._keep_inside(cond.update(k, latent, data, zero), latent, data, log_c)
         return latent
 

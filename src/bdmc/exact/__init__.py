@@ -1,10 +1,10 @@
 """Ground truth: closed-form and enumerated log marginal likelihoods used to test everything else."""
 
-from .conjugate import gaussian_mean_log_marginal, linear_regression_log_marginal
 from . import grid_toys
+from .conjugate import gaussian_mean_log_marginal, linear_regression_log_marginal
 from .enumeration import mixture_log_marginal_enumerate
-from .quadrature import hierarchical_normal_log_marginal, regression_half_normal_scale_log_marginal
 from .jeffreys import JeffreysResult, exact_jeffreys, geometric_log_densities, jeffreys_divergence
+from .quadrature import hierarchical_normal_log_marginal, regression_half_normal_scale_log_marginal
 
 __all__ = ["hierarchical_normal_log_marginal", "regression_half_normal_scale_log_marginal",
     "JeffreysResult",

@@ -22,24 +22,57 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import jax
 import numpy as np
 import pandas as pd
 
-from ..config import enable_x64
-from ..errors import require
 from ..checks.sandwich import exact_log_marginal_or_none
+from ..config import enable_x64
 from ..contracts.estimate import ESTIMATORS
 from ..contracts.model import simulate
-from .bench_store import (COLUMNS, CSV_NAME, DTYPES, JSON_NAME, ROW_DETERMINING, load, open_store, row_context,
-                          rows_frame, sweep_settings)
-from .scoring import (CONFIDENCE, DATA_TAG, PAPER_ORDER, THRESHOLDS, TRUTH_TAG, available, estimator_order, missing,
-                      run_key, run_one, score, time_to_rmse)
-from .truth import (AIS, CLOSED_FORM, TRUTH_RUNS, TRUTH_STEPS, TRUTH_TOL, BenchSettingsError, GroundTruth,
-                    GroundTruthError, check_truth_settings, ground_truth)
+from ..errors import require
+from .bench_store import (
+    COLUMNS,
+    CSV_NAME,
+    DTYPES,
+    JSON_NAME,
+    ROW_DETERMINING,
+    load,
+    open_store,
+    row_context,
+    rows_frame,
+    sweep_settings,
+)
+from .scoring import (
+    CONFIDENCE,
+    DATA_TAG,
+    PAPER_ORDER,
+    THRESHOLDS,
+    TRUTH_TAG,
+    available,
+    estimator_order,
+    missing,
+    run_key,
+    run_one,
+    score,
+    time_to_rmse,
+)
+from .truth import (
+    AIS,
+    CLOSED_FORM,
+    TRUTH_RUNS,
+    TRUTH_STEPS,
+    TRUTH_TOL,
+    BenchSettingsError,
+    GroundTruth,
+    GroundTruthError,
+    check_truth_settings,
+    ground_truth,
+)
 
 __all__ = [
     "AIS", "CLOSED_FORM", "COLUMNS", "CONFIDENCE", "CSV_NAME", "DTYPES", "ESTIMATORS", "JSON_NAME", "PAPER_ORDER",

@@ -19,9 +19,10 @@ from __future__ import annotations
 import dataclasses
 import time
 import zlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import jax
 import numpy as np
@@ -376,7 +377,7 @@ def rate_distortion_table(rows) -> pd.DataFrame:
     ``rate``, ``distortion``, ``mse``)."""
     lines = [{"model": r["model"], "steps": r["budget"], "beta": b, "rate": rate, "distortion": d, "mse": m}
              for r in rows if r["estimator"] == "rate-distortion"
-             for b, rate, d, m in zip(r["beta"], r["rate"], r["distortion"], r["mse"])]
+             for b, rate, d, m in zip(r["beta"], r["rate"], r["distortion"], r["mse"], strict=False)]
     return pd.DataFrame(lines, columns=["model", "steps", "beta", "rate", "distortion", "mse"])
 
 

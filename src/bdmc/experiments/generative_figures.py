@@ -7,8 +7,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..plotting.generative import (plot_ais_curve, plot_gap_curve, plot_image_grid, plot_posterior_samples,
-                                   plot_rate_distortion, plot_sigma_sweep)
+from ..plotting.generative import (
+    plot_ais_curve,
+    plot_gap_curve,
+    plot_image_grid,
+    plot_posterior_samples,
+    plot_rate_distortion,
+    plot_sigma_sweep,
+)
 from .generative import gap_curve_table, rate_distortion_table
 from .generative_store import curve_table, load_rows
 
@@ -16,7 +22,7 @@ from .generative_store import curve_table, load_rows
 def sigma_table(rows) -> pd.DataFrame:
     """The sigma sweeps of the rows: one line per model and sigma."""
     lines = [{"model": r["model"], "sigma": s, "mean": m, "stderr": e}
-             for r in rows if r["estimator"] == "sigma" for s, m, e in zip(r["sigmas"], r["means"], r["stderrs"])]
+             for r in rows if r["estimator"] == "sigma" for s, m, e in zip(r["sigmas"], r["means"], r["stderrs"], strict=False)]
     return pd.DataFrame(lines, columns=["model", "sigma", "mean", "stderr"])
 
 

@@ -12,8 +12,8 @@ sample to start a reverse chain from, so there is no upper bound, no gap and no 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 import jax
 import numpy as np
@@ -173,7 +173,7 @@ def real_data_like(template, arrays: Mapping[str, np.ndarray], *, source: str = 
             raise DataError(f"{source}: the model's data are one array of shape {tuple(np.shape(leaves[0]))}, so "
                             f"the file must hold exactly one array; it holds {sorted(arrays) or 'none'}")
         names = list(arrays)
-    named = list(zip(names, leaves))
+    named = list(zip(names, leaves, strict=False))
     missing = [f"{n!r} (shape {tuple(np.shape(leaf))})" for n, leaf in named if n not in arrays]
     if missing:
         raise DataError(f"{source} holds no observed array {', '.join(missing)}; it holds {sorted(arrays) or 'none'}")

@@ -12,18 +12,19 @@ import inspect
 import json
 import math
 import zlib
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import jax
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ..errors import BDMCError
+from .. import estimators as _register_estimators  # noqa: F401  (registers every estimator)
 from ..contracts.capabilities import missing_methods
 from ..contracts.estimate import ESTIMATORS, EstimatorInfo, combine_runs
 from ..core.ais import default_kernel
-from .. import estimators as _register_estimators  # noqa: F401  (registers every estimator)
+from ..errors import BDMCError
 
 THRESHOLDS = (10.0, 1.0)  # nats: the paper's accuracy target (Sec. 6.3) and a stricter one
 CONFIDENCE = 0.95

@@ -27,8 +27,9 @@ import math
 import os
 import tempfile
 import warnings
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -111,7 +112,7 @@ class CsvRows:
         fields = next(csv.reader([line]), [])
         if len(fields) != len(self.columns):
             raise ValueError(f"{len(fields)} fields, expected {len(self.columns)}")
-        return {c: _PARSE[self.dtypes[c]](v) for c, v in zip(self.columns, fields)}
+        return {c: _PARSE[self.dtypes[c]](v) for c, v in zip(self.columns, fields, strict=False)}
 
     def coerce(self, row: Mapping, path: Path) -> dict:
         """The row as stored: every column, each of its type (:class:`StoreError` for a missing one)."""

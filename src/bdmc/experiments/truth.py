@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import jax
 
-from ..errors import BDMCError
 from ..checks.alarm import bug_alarm
 from ..core.ais import forward_ais, reverse_ais
+from ..errors import BDMCError
 
 TRUTH_STEPS, TRUTH_RUNS, TRUTH_TOL = 10_000, 25, 1.0  # the ground truth's own budget, not an estimator's
 CLOSED_FORM, AIS = "closed form", "AIS"  # where the ground truth comes from

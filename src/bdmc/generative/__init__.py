@@ -5,8 +5,16 @@ The decoder model and its per-image evaluation; training and the comparison esti
 
 from .ais import EncoderStart, ImageEstimates, ais_log_likelihood, reverse_ais_log_likelihood
 from .bdmc import GapResult, bdmc_gap
-from .model import (DecoderData, DecoderModel, EncoderData, EncoderStartModel, linear_gaussian,
-                    linear_gaussian_log_marginal, linear_gaussian_posterior, simulate_images)
+from .model import (
+                    DecoderData,
+                    DecoderModel,
+                    EncoderData,
+                    EncoderStartModel,
+                    linear_gaussian,
+                    linear_gaussian_log_marginal,
+                    linear_gaussian_posterior,
+                    simulate_images,
+)
 from .rate_distortion import RateDistortion, linear_gaussian_rate_distortion
 from .sigma import SigmaSweep, tune_sigma
 

@@ -15,9 +15,10 @@ compile cache. Step sizes come from a frozen pilot table (:mod:`bdmc.generative.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Mapping, NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -27,8 +28,8 @@ from ..caching import CompiledCache
 from ..contracts.estimate import Estimate, seed_of
 from ..core.ais import make_path
 from ..core.engine import DEFAULT_CHUNK, anneal
-from ..core.prior_check import PRIOR_CHECK_DRAWS
 from ..core.prior import prior_draws_batch
+from ..core.prior_check import PRIOR_CHECK_DRAWS
 from ..errors import BDMCError, DataError
 from ..kernels.hmc import HMC
 from .model import DecoderData, DecoderModel, EncoderData, EncoderStartModel, check_decoder, positive_sigma

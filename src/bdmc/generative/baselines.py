@@ -13,17 +13,16 @@ Both work image by image and bound memory by batching images (``batch_size``) th
 from __future__ import annotations
 
 import math
-from functools import partial
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..errors import DataError
-from .losses import diag_gaussian_log_density, gaussian_log_likelihood, squared_distances
-from .losses import standard_normal_log_density
+from .losses import diag_gaussian_log_density, gaussian_log_likelihood, squared_distances, standard_normal_log_density
 
 
 def _as_rows(values, what: str):

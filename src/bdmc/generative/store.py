@@ -13,8 +13,8 @@ import hashlib
 import json
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import jax.numpy as jnp
 import numpy as np

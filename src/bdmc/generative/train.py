@@ -16,8 +16,9 @@ import inspect
 import json
 import sys
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -27,8 +28,7 @@ from ..errors import BDMCError, DataError, require
 from ..version import __version__
 from .data import fingerprint
 from .losses import GMMN_BANDWIDTHS, gan_losses, mmd2, vae_elbo
-from .networks import (decode, discriminate, encode, encoder_sizes, init_mlp, num_params,
-                       resolve_architecture)
+from .networks import decode, discriminate, encode, encoder_sizes, init_mlp, num_params, resolve_architecture
 
 NOT_SETTINGS = ("progress",)  # options that do not change the trained parameters
 

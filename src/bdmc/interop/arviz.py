@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import numpy as np

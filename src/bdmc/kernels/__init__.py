@@ -1,8 +1,8 @@
 """Transition operators ``kernel(key, latent, data, lam) -> (latent, KernelInfo)`` leaving f(.; lam) invariant."""
 
 from ..contracts.kernel import KernelInfo
-from .conditional import Conditional, GibbsSweep
 from .combinators import Cycle, Gibbs, Repeat, RepeatUpTo, cycle, repeat
+from .conditional import Conditional, GibbsSweep
 from .gradient import MALA, NUTS, RandomWalkMH
 from .hmc import HMC, TermsState
 from .independent import IndependentMH

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -46,7 +47,7 @@ class Cycle:
     def __call__(self, key, latent, data, lam):
         keys = jax.random.split(key, len(self.kernels))
         acc = []
-        for k, kernel in zip(keys, self.kernels):
+        for k, kernel in zip(keys, self.kernels, strict=False):
             latent, info = kernel(k, latent, data, lam)
             acc.append(info.acceptance)
         return latent, KernelInfo(jnp.mean(jnp.stack(acc)))

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import jax
 import jax.numpy as jnp
 
-from ..errors import BDMCError
 from ..contracts.kernel import KernelInfo
+from ..errors import BDMCError
 
 
 @dataclass(frozen=True)
@@ -64,7 +64,7 @@ class GibbsSweep:
     evals_per_step: int = 1
 
     def __call__(self, key, latent, data, lam):
-        for k, cond in zip(jax.random.split(key, len(self.conditionals)), self.conditionals):
+        for k, cond in zip(jax.random.split(key, len(self.conditionals)), self.conditionals, strict=False):
             latent = cond.update(k, latent, data, lam)
         return latent, KernelInfo(jnp.ones((), jnp.result_type(float)))
 
@@ -86,7 +86,7 @@ class GibbsSweep:
             total = total + cond.log_prob(latent, data, lam)
         return total
 
-    def reversed(self) -> "GibbsSweep":
+    def reversed(self) -> GibbsSweep:
         """The reverse operator: the same exact conditional draws in the opposite order.
 
         Each block update ``K_i`` is reversible with respect to ``f``, so the reverse of

@@ -105,7 +105,7 @@ def _flatten(table):
 def _unflatten(_, leaves):
     # Inside a compiled run the leaves are traced arrays: build without the host-side checks.
     table = object.__new__(GaussianTable)
-    for name, leaf in zip(("lams", "means", "covariances"), leaves):
+    for name, leaf in zip(("lams", "means", "covariances"), leaves, strict=False):
         object.__setattr__(table, name, leaf)
     return table
 

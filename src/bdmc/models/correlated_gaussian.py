@@ -17,10 +17,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..contracts.model import check_array_shape
 from ..errors import BDMCError
 from ..kernels import Conditional, GibbsSweep
 from ..kernels.conditional import CopyBlock
-from ..contracts.model import check_array_shape
 
 LOG_2PI = float(np.log(2 * np.pi))
 

@@ -7,10 +7,11 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 
+from ..contracts.model import check_array_shape
 from ..exact import mixture_log_marginal_enumerate
 from ..kernels import Conditional, GibbsSweep
 from ..kernels.conditional import CopyBlock
-from ..contracts.model import check_array_shape
+
 
 def log_2pi() -> jax.Array:
     """``log(2 pi)`` as a constant array of the active float dtype, built eagerly even while tracing.

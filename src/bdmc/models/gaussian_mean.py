@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
 
+from ..contracts.model import check_array_shape
 from ..exact import gaussian_mean_log_marginal
 from ..kernels import Conditional, GibbsSweep
 from ..kernels.conditional import CopyBlock
-from ..contracts.model import check_array_shape
 
 LOG_2PI = math.log(2 * math.pi)  # a Python float: it takes the dtype of the arrays it meets
 

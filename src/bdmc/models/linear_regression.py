@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-
 from dataclasses import dataclass
 
 import jax
@@ -11,10 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import gammaln
 
+from ..contracts.model import check_array_shape
 from ..exact import linear_regression_log_marginal
 from ..kernels import Conditional, GibbsSweep
 from ..kernels.conditional import CopyBlock
-from ..contracts.model import check_array_shape
 
 LOG_2PI = math.log(2 * math.pi)  # a Python float: it takes the dtype of the arrays it meets
 

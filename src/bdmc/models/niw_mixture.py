@@ -21,8 +21,8 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln, multigammaln
 
-from ..errors import BDMCError
 from ..contracts.model import check_array_shape
+from ..errors import BDMCError
 from .clustering import CollapsedGibbs
 
 

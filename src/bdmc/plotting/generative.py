@@ -4,7 +4,7 @@ posterior samples beside their images. Each draws the tables or arrays the evalu
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd

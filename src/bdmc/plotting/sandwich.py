@@ -146,4 +146,4 @@ def _with_crossings(x: np.ndarray, lower: np.ndarray, upper: np.ndarray):
             meet = lower[i - 1] + t * (lower[i] - lower[i - 1])
             points.append((math.exp((1 - t) * math.log(x[i - 1]) + t * math.log(x[i])), meet, meet))
         points.append((x[i], lower[i], upper[i]))
-    return tuple(np.array(column, dtype=float) for column in zip(*points))
+    return tuple(np.array(column, dtype=float) for column in zip(*points, strict=False))

@@ -46,7 +46,7 @@ def plot_sbc_histograms(result, *, max_panels: int = 12, num_bins: int | None = 
     edges, counts, lower, upper = result.histogram(num_bins)
     shown = result.most_extreme(max_panels)
     fig, axes = _grid(len(shown))
-    for ax, j in zip(axes, shown):
+    for ax, j in zip(axes, shown, strict=False):
         ax.fill_between(edges, np.r_[lower, lower[-1]], np.r_[upper, upper[-1]], step="post", color="0.85",
                         lw=0, label="uniform, 99%")
         ax.stairs(counts[:, j], edges, fill=True, color="tab:red" if result.outside[j] else "tab:blue", alpha=0.8)
@@ -79,7 +79,7 @@ def plot_sbc_ecdf(result, *, max_panels: int = 12, title: str | None = None) -> 
     z, diff, lo, hi = result.ecdf_difference()
     shown = result.most_extreme(max_panels)
     fig, axes = _grid(len(shown))
-    for ax, j in zip(axes, shown):
+    for ax, j in zip(axes, shown, strict=False):
         ax.fill_between(z, lo, hi, step="post", color="0.85", lw=0)
         ax.axhline(0.0, color="0.6", lw=0.8)
         ax.step(z, diff[:, j], where="post", color="tab:red" if result.outside[j] else "tab:blue", lw=1.2)

@@ -14,8 +14,9 @@ draw from exactly the distributions the log density scores.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -151,7 +152,7 @@ class NumPyroModel:
 
         # Compiled, as in the run (NumPyro validates distribution arguments only in eager code).
         values = jax.jit(site_terms)(latent, data)
-        for name, value in zip(names, values):
+        for name, value in zip(names, values, strict=False):
             value = np.asarray(value, dtype=np.float64)
             if term == "log_likelihood" and case is not None and value.ndim:
                 value = value[case]

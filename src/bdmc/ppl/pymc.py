@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import threading
 import warnings
+from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -95,10 +96,10 @@ class PyMCModel:
 
         # Fresh symbolic inputs stand in for the observed data, which PyMC stores as constants in the graph.
         data_values = [model.rvs_to_values[rv] for rv in obs_rvs]
-        data_inputs = [v.type(name=rv.name) for v, rv in zip(data_values, obs_rvs)]
+        data_inputs = [v.type(name=rv.name) for v, rv in zip(data_values, obs_rvs, strict=False)]
 
         prior_terms = [t.sum() for t in model.logp(vars=free, jacobian=True, sum=False)]
-        baked = [rv.name for rv, v in zip(obs_rvs, data_values) if v in set(ancestors(prior_terms))]
+        baked = [rv.name for rv, v in zip(obs_rvs, data_values, strict=False) if v in set(ancestors(prior_terms))]
         if baked:
             raise BDMCError(f"the free variables' log density in {name} depends on the observed data of {baked}; "
                             "bdmc needs a prior that is free of the data")
@@ -107,9 +108,9 @@ class PyMCModel:
         # model.logp's graph afterwards would fail when two observed variables hold equal data, whose constants
         # that graph's rewrites merge into one.
         case_terms = transformed_conditional_logp(
-            rvs=obs_rvs, rvs_to_values={**model.rvs_to_values, **dict(zip(obs_rvs, data_inputs))},
+            rvs=obs_rvs, rvs_to_values={**model.rvs_to_values, **dict(zip(obs_rvs, data_inputs, strict=False))},
             rvs_to_transforms=model.rvs_to_transforms, jacobian=True)
-        for rv, term in zip(obs_rvs, case_terms):
+        for rv, term in zip(obs_rvs, case_terms, strict=False):
             if term.ndim == 0:
                 raise BDMCError(f"observed variable {rv.name!r} of {name} is a scalar; bdmc needs a leading axis "
                                 "that indexes the data cases (give it shape (1,) for a single case)")
@@ -128,7 +129,7 @@ class PyMCModel:
         for rv in free:
             transform = model.rvs_to_transforms.get(rv)
             transformed.append(rv if transform is None else transform.forward(rv, *rv.owner.inputs))
-        free_values = {rv: v for rv, v in zip(free, values)}
+        free_values = {rv: v for rv, v in zip(free, values, strict=False)}
         free_transforms = {rv: model.rvs_to_transforms.get(rv) for rv in free}
         data_graph = replace_rvs_by_values(obs_rvs, rvs_to_values=free_values, rvs_to_transforms=free_transforms)
         self._prior_fn = _Sampler(pm, [], transformed)
@@ -176,7 +177,7 @@ class PyMCModel:
     def sample_prior(self, key):
         """An exact prior draw of every free variable, on PyMC's transformed space."""
         out = jax.pure_callback(self._prior_fn, self._latent_spec, _seed(key), vmap_method=_BATCHED)
-        return dict(zip(self.latent_names, out))
+        return dict(zip(self.latent_names, out, strict=False))
 
     def sample_prior_given(self, key, fixed: Mapping[str, Any]):
         """A prior draw of the free variables with those named in ``fixed`` held at the given values.
@@ -228,13 +229,13 @@ class PyMCModel:
             draw = sampler(np.asarray(_seed(key)), *args)
         except (ValueError, RuntimeError) as err:  # e.g. a negative scale reaching NumPy's generator
             raise BDMCError(f"PyMC cannot draw {name}'s free variables given {dict(fixed)}: {err}") from err
-        latent = {n: jnp.asarray(x) for n, x in zip(self.latent_names, draw)}
+        latent = {n: jnp.asarray(x) for n, x in zip(self.latent_names, draw, strict=False)}
         bad = [n for n in names if not np.all(np.isfinite(latent[self.latent_names[self._free_names.index(n)]]))]
         if bad:
             raise BDMCError(f"fixed value(s) of {bad} lie outside the support of {name}'s distribution for them")
         return latent
 
-    def _given_sampler(self, names, model_name) -> "_Sampler":
+    def _given_sampler(self, names, model_name) -> _Sampler:
         """PyMC's forward-sampling graph of the transformed free variables with ``names`` made inputs."""
         from pytensor.graph.replace import clone_replace
 
@@ -251,7 +252,7 @@ class PyMCModel:
                 f"cannot fix {list(names)} of {model_name} while {parents} stay free: they are ancestors of the "
                 f"fixed variable(s), so drawing them forward would ignore the fixed values; fix them too")
         inputs = [rv.type(name=rv.name) for rv in rvs]
-        outputs = clone_replace(list(self._transformed), replace=dict(zip(rvs, inputs)))  # all at once
+        outputs = clone_replace(list(self._transformed), replace=dict(zip(rvs, inputs, strict=False)))  # all at once
         return _Sampler(self._pm, inputs, outputs)
 
     def _natural_shapes(self) -> dict:
@@ -260,14 +261,14 @@ class PyMCModel:
             zeros = [jnp.zeros(s.shape, s.dtype) for s in self._latent_spec]
             with _float64_graph():
                 natural = self._constrain_jax(*zeros)
-            self._natural = {n: tuple(np.shape(v)) for n, v in zip(self._free_names, natural)}
+            self._natural = {n: tuple(np.shape(v)) for n, v in zip(self._free_names, natural, strict=False)}
         return self._natural
 
     def sample_data(self, key, latent):
         """The observed variables drawn from the model given the free variables."""
-        args = [jnp.asarray(latent[n], s.dtype) for n, s in zip(self.latent_names, self._latent_spec)]
+        args = [jnp.asarray(latent[n], s.dtype) for n, s in zip(self.latent_names, self._latent_spec, strict=False)]
         out = jax.pure_callback(self._data_fn, self._data_spec, _seed(key), *args, vmap_method=_BATCHED)
-        return dict(zip(self.observed, out))
+        return dict(zip(self.observed, out, strict=False))
 
     def log_prior(self, latent):
         """Log prior density of the transformed latent (log-Jacobians and potentials included)."""
@@ -277,7 +278,7 @@ class PyMCModel:
 
     def log_likelihood(self, latent, data):
         """``log p(y_i | latent)`` for each data case ``i`` (leading axis of the observed variables)."""
-        data_args = [jnp.asarray(data[n], s.dtype) for n, s in zip(self.observed, self._data_spec)]
+        data_args = [jnp.asarray(data[n], s.dtype) for n, s in zip(self.observed, self._data_spec, strict=False)]
         with _float64_graph():
             terms = self._log_lik_jax(*self._latent_args(latent), *data_args)
         return sum(terms[1:], terms[0])
@@ -287,7 +288,7 @@ class PyMCModel:
         if not isinstance(data, Mapping) or set(data) != set(self.observed):
             got = sorted(data) if isinstance(data, Mapping) else type(data).__name__
             raise DataError(f"data must be a dict with the observed variable(s) {list(self.observed)}, got {got}")
-        for name, spec in zip(self.observed, self._data_spec):
+        for name, spec in zip(self.observed, self._data_spec, strict=False):
             if tuple(np.shape(data[name])) != spec.shape:
                 raise DataError(f"observed variable {name!r} must have shape {spec.shape}, "
                                 f"got {tuple(np.shape(data[name]))}")
@@ -295,7 +296,7 @@ class PyMCModel:
     def constrain(self, latent) -> dict:
         """The free variables on their natural (constrained) space, keyed by variable name (``s2``)."""
         with _float64_graph():
-            return dict(zip(self._free_names, self._constrain_jax(*self._latent_args(latent))))
+            return dict(zip(self._free_names, self._constrain_jax(*self._latent_args(latent)), strict=False))
 
     # ---------------------------------------------------------------------------------------- internals
 
@@ -303,7 +304,7 @@ class PyMCModel:
         missing = [n for n in self.latent_names if n not in latent]
         if missing:
             raise BDMCError(f"latent is missing {missing}; its keys must be {list(self.latent_names)}")
-        return [jnp.asarray(latent[n], s.dtype) for n, s in zip(self.latent_names, self._latent_spec)]
+        return [jnp.asarray(latent[n], s.dtype) for n, s in zip(self.latent_names, self._latent_spec, strict=False)]
 
     def __repr__(self) -> str:
         return f"PyMCModel({self.model.name or 'pymc.Model'}, observed={list(self.observed)})"

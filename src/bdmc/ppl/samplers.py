@@ -31,7 +31,6 @@ import numpy as np
 
 from ..errors import BDMCError
 
-
 # A new interpreter runs one pickled call and writes (ok, result or exception) to the file named by argv[1].
 _CHILD = """
 import pickle, signal, sys

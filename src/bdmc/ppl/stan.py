@@ -48,7 +48,8 @@ import hashlib
 import math
 import threading
 import warnings
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -228,16 +229,16 @@ class StanModel:
         out = tuple(jax.ShapeDtypeStruct(self._obs_shape[n], _active(self._obs_dtype[n])) for n in self.observed)
 
         def host(words, x):
-            return tuple(v.astype(o.dtype) for v, o in zip(self._host_sample_data(words, x), out))
+            return tuple(v.astype(o.dtype) for v, o in zip(self._host_sample_data(words, x), out, strict=False))
 
         values = jax.pure_callback(host, out, key_words(key), jnp.asarray(latent, jnp.result_type(float)),
                                    vmap_method="broadcast_all")
-        return dict(zip(self.observed, values))
+        return dict(zip(self.observed, values, strict=False))
 
     def log_prior(self, latent):
         """Stan's log density (with log-Jacobians) at ``bdmc_lambda = 0``."""
         self._require_marked("log_prior")
-        return self.log_density(latent, dict(zip(self.observed, self._placeholder)), 0.0)
+        return self.log_density(latent, dict(zip(self.observed, self._placeholder, strict=False)), 0.0)
 
     def log_likelihood(self, latent, data):
         """``log p(y | x)`` as one term (Stan reports no per-case terms): shape (1,)."""
@@ -330,7 +331,7 @@ class StanModel:
         except (RuntimeError, ValueError) as err:
             raise BDMCError(f"Stan cannot unconstrain the parameters: {err}") from err
 
-    def _ensure_built(self) -> "BuiltProgram":
+    def _ensure_built(self) -> BuiltProgram:
         with self._lock:
             if self._built is None:
                 try:
@@ -342,7 +343,7 @@ class StanModel:
 
     def _stan_data(self, observations, lam) -> dict:
         data = dict(self._fixed)
-        for name, value in zip(self.observed, observations):
+        for name, value in zip(self.observed, observations, strict=False):
             data[name] = np.asarray(value, self._obs_dtype[name])
         if self.marks_likelihood:
             data[LAMBDA] = float(lam)
@@ -404,7 +405,7 @@ class StanModel:
         batch = latent.shape[:-1]
         words, latent = words.reshape(-1, words.shape[-1]), latent.reshape(-1, latent.shape[-1])
         draws = []
-        for w, params in zip(words, self._constrain_many(latent)):
+        for w, params in zip(words, self._constrain_many(latent), strict=False):
             obs = self._call_simulator(host_rng(w), params)[1]
             self._check_observations(obs)
             draws.append(obs)

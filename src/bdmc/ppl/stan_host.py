@@ -36,7 +36,6 @@ import numpy as np
 from jax.custom_derivatives import SymbolicZero
 
 from ..errors import BDMCError, require
-
 from .stan_native import NativeProgram
 from .stan_native_build import StanBuildError, build_library
 
@@ -61,7 +60,7 @@ class BuiltProgram:
         Length of the unconstrained vector.
     """
 
-    def __init__(self, *, stan: "_StanProcess", shapes: dict, dim: int):
+    def __init__(self, *, stan: _StanProcess, shapes: dict, dim: int):
         self.stan, self.shapes, self.dim = stan, shapes, dim
 
 
@@ -245,15 +244,15 @@ def _host_log_density(model: StanModel, x, lam, *obs, with_grad: bool):
     x, lam = np.asarray(x, np.float64), np.asarray(lam, np.float64)
     shapes = [model._obs_shape[n] for n in model.observed]
     obs = [np.asarray(o) for o in obs]
-    obs_batch = [o.shape[:o.ndim - len(s)] for o, s in zip(obs, shapes)]
+    obs_batch = [o.shape[:o.ndim - len(s)] for o, s in zip(obs, shapes, strict=False)]
     batch = np.broadcast_shapes(x.shape[:-1], lam.shape, *obs_batch)
     size, dim = math.prod(batch), x.shape[-1]
     xs = np.broadcast_to(x, batch + (dim,)).reshape(size, dim)
     lams = np.broadcast_to(lam, batch).reshape(size)
     if all(math.prod(b) == 1 for b in obs_batch):  # the usual case: every chain scores the same data
-        data_sets, which = [tuple(o.reshape(s) for o, s in zip(obs, shapes))], np.zeros(size)
+        data_sets, which = [tuple(o.reshape(s) for o, s in zip(obs, shapes, strict=False))], np.zeros(size)
     else:
-        flat = [np.broadcast_to(o, batch + s).reshape((size,) + s) for o, s in zip(obs, shapes)]
+        flat = [np.broadcast_to(o, batch + s).reshape((size,) + s) for o, s in zip(obs, shapes, strict=False)]
         index, data_sets, which = {}, [], np.empty(size)
         for i in range(size):
             which[i] = index.setdefault(b"".join(f[i].tobytes() for f in flat), len(index))
@@ -266,7 +265,7 @@ def _host_log_density(model: StanModel, x, lam, *obs, with_grad: bool):
         groups, inverse = np.unique(np.column_stack([which, lams]), axis=0, return_inverse=True)
     for g, (w, lam_g) in enumerate(groups):
         members = np.flatnonzero(inverse.reshape(-1) == g) if len(groups) > 1 else slice(None)
-        changes = {n: np.asarray(v, model._obs_dtype[n]) for n, v in zip(model.observed, data_sets[int(w)])}
+        changes = {n: np.asarray(v, model._obs_dtype[n]) for n, v in zip(model.observed, data_sets[int(w)], strict=False)}
         if model.marks_likelihood:
             changes[LAMBDA] = float(lam_g)
         v, gr = model._built.stan("log_prob_group", changes, xs[members], with_grad)
@@ -317,7 +316,7 @@ def build_program(model: StanModel) -> BuiltProgram:
             program = _StanProcess(posterior.model_name, fixed_data=model._fixed)
         except Exception as err:  # noqa: BLE001 - whatever failed, the program cannot be evaluated
             raise BDMCError(f"cannot load the compiled Stan program {posterior.model_name}: {err}") from err
-        dims = dict(zip(posterior.param_names, posterior.dims))
+        dims = dict(zip(posterior.param_names, posterior.dims, strict=False))
         shapes = {n: tuple(int(d) for d in dims[n]) for n in model.parameter_names}
     built = BuiltProgram(stan=program, shapes=shapes, dim=0)
     model._built = built  # the checks below use it; the caller holds the lock and resets it on failure

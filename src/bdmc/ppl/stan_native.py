@@ -20,8 +20,8 @@ import math
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import jax
 import numpy as np

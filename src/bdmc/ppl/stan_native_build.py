@@ -58,7 +58,7 @@ def compiler() -> str:
     return cxx
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compiler_version(cxx: str) -> str:
     return subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
 

@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -116,11 +117,11 @@ class WebPPLModel:
             words = np.broadcast_to(words, batch + words.shape[-1:]).reshape(-1, words.shape[-1])
             draws = self._host_simulate(words, u.reshape(-1, self.dim))
             return tuple(np.stack([d[n] for d in draws]).reshape(batch + self._obs[n].shape).astype(o.dtype)
-                         for n, o in zip(self.observed, out))
+                         for n, o in zip(self.observed, out, strict=False))
 
         values = jax.pure_callback(host, out, _key_words(key), jnp.asarray(latent, jnp.result_type(float)),
                                    vmap_method="broadcast_all")
-        return dict(zip(self.observed, values))
+        return dict(zip(self.observed, values, strict=False))
 
     def log_prior(self, latent):
         """The scores of the sample statements at the replayed latent, with the log-Jacobians."""
@@ -146,7 +147,7 @@ class WebPPLModel:
         """Each site's natural value at an unconstrained latent: floats, or arrays of a tensor's shape."""
         values = self._process({"op": "constrain", "data": "init",
                                 "u": [np.asarray(latent, np.float64).tolist()]})["values"][0]
-        return [self._site_value(site, decode(v)) for site, v in zip(self.sites, values)]
+        return [self._site_value(site, decode(v)) for site, v in zip(self.sites, values, strict=False)]
 
     def unconstrain(self, values: Sequence[Any]) -> np.ndarray:
         """The unconstrained latent of the sites' natural values (one per site, in program order)."""
@@ -167,7 +168,7 @@ class WebPPLModel:
         seeds = [_seed(w) for w in words]
         if self.simulate_fn is not None:
             out = []
-            for seed, u in zip(seeds, us):
+            for seed, u in zip(seeds, us, strict=False):
                 drawn = self.simulate_fn(np.random.default_rng(seed), self.constrain(u))
                 if not isinstance(drawn, Mapping) or set(drawn) != set(self.observed):
                     raise BDMCError(f"simulate(rng, values) must return a dict over {list(self.observed)}")
@@ -184,7 +185,7 @@ class WebPPLModel:
                     f"field(s) {list(self.observed)} hold {sum(sizes)}: every observed value must be scored by "
                     "exactly one observe statement, visited in the order of the fields (row-major)")
             parts = np.split(run, np.cumsum(sizes)[:-1])
-            out.append({n: p.reshape(self._obs[n].shape) for n, p in zip(self.observed, parts)})
+            out.append({n: p.reshape(self._obs[n].shape) for n, p in zip(self.observed, parts, strict=False)})
         return out
 
     def _host_evaluate(self, u, *obs, cot=None):
@@ -193,21 +194,21 @@ class WebPPLModel:
         u = np.asarray(u, np.float64)
         shapes = [v.shape for v in self._obs.values()]
         obs = [np.asarray(o) for o in obs]
-        obs_batch = [o.shape[:o.ndim - len(s)] for o, s in zip(obs, shapes)]
+        obs_batch = [o.shape[:o.ndim - len(s)] for o, s in zip(obs, shapes, strict=False)]
         extra = [] if cot is None else [np.asarray(c, np.float64) for c in cot]
-        batch = np.broadcast_shapes(u.shape[:-1], *obs_batch, *(c.shape[:c.ndim - k] for c, k in zip(extra, (0, 1))))
+        batch = np.broadcast_shapes(u.shape[:-1], *obs_batch, *(c.shape[:c.ndim - k] for c, k in zip(extra, (0, 1), strict=False)))
         size = int(np.prod(batch))
         us = np.broadcast_to(u, batch + (self.dim,)).reshape(size, self.dim)
         # Chains grouped by the data they score (usually one group: every chain scores the same data); each group
         # is one request, its data sent with it, so more data sets than the driver keeps never evict each other.
         if all(int(np.prod(b)) == 1 for b in obs_batch):
-            groups = [(dict(zip(self.observed, (o.reshape(s) for o, s in zip(obs, shapes)))), np.arange(size))]
+            groups = [(dict(zip(self.observed, (o.reshape(s) for o, s in zip(obs, shapes, strict=False)), strict=False)), np.arange(size))]
         else:
-            flat = [np.broadcast_to(o, batch + s).reshape((size,) + s) for o, s in zip(obs, shapes)]
+            flat = [np.broadcast_to(o, batch + s).reshape((size,) + s) for o, s in zip(obs, shapes, strict=False)]
             members: dict = {}
             for i in range(size):
                 members.setdefault(b"".join(f[i].tobytes() for f in flat), []).append(i)
-            groups = [({n: f[idx[0]] for n, f in zip(self.observed, flat)}, np.asarray(idx))
+            groups = [({n: f[idx[0]] for n, f in zip(self.observed, flat, strict=False)}, np.asarray(idx))
                       for idx in members.values()]
         if cot is not None:
             rows = np.concatenate([np.broadcast_to(extra[0], batch).reshape(size, 1),

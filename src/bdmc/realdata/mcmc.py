@@ -8,8 +8,9 @@ approximate posterior samples and for the AIS kernel.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import blackjax
 import jax
@@ -17,8 +18,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from ..errors import BDMCError
 from ..contracts.model import log_density
+from ..errors import BDMCError
 
 
 @dataclass(frozen=True)

@@ -18,19 +18,20 @@ recomputed.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import jax
 import numpy as np
 import pandas as pd
 from jax.flatten_util import ravel_pytree
 
-from ..errors import BDMCError
 from ..contracts.capabilities import ConditionalPrior, require
 from ..contracts.estimate import seed_of
 from ..core.ais import forward_ais, reverse_ais
+from ..errors import BDMCError
 from ..experiments.store import RunStore
 from ..files import write_atomic, write_json_atomic
 from ..kernels import HMC, NUTS
@@ -178,7 +179,7 @@ def bread_real(
                   HMC(model, step_size=fit.step_size, num_integration_steps=int(num_integration_steps),
                       inverse_mass=inverse_mass))
     runs = _complete_runs(store, num_runs)
-    done = set(zip(runs["condition"], runs["num_steps"])) if len(runs) else set()
+    done = set(zip(runs["condition"], runs["num_steps"], strict=False)) if len(runs) else set()
     starts = None
 
     def record(condition, T, estimate):

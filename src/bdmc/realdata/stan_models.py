@@ -28,7 +28,8 @@ before the free coefficients.
 from __future__ import annotations
 
 import importlib.resources
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 

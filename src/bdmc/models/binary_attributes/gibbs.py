@@ -170,7 +170,7 @@ class CollapsedBitSweep:
         """``log T(latent_to | latent_from)``: the sweep forced to the target, bit log-probabilities summed."""
         return self.model.sweep_log_transition(latent_from["Z"], latent_to["Z"], data, lam, reverse=self.reverse)
 
-    def reversed(self) -> "CollapsedBitSweep":
+    def reversed(self) -> CollapsedBitSweep:
         """The reverse operator: the same bit updates visited in the opposite order."""
         return CollapsedBitSweep(self.model, self.evals_per_step, reverse=not self.reverse)
 

@@ -31,8 +31,14 @@ Modules
 from .gibbs import CollapsedGibbs, collapsed_gibbs_log_transition, collapsed_gibbs_sweep
 from .hyper import ClusteringHyper, log_inverse_gamma_of_log, slice_sample
 from .model import Clustering
-from .statistics import (LOG_2PI, chain_rule_terms, cluster_stats, collapsed_cluster_term, predictive_gain,
-                         sample_tempered_data)
+from .statistics import (
+                         LOG_2PI,
+                         chain_rule_terms,
+                         cluster_stats,
+                         collapsed_cluster_term,
+                         predictive_gain,
+                         sample_tempered_data,
+)
 
 __all__ = ["Clustering", "ClusteringHyper", "CollapsedGibbs", "LOG_2PI", "chain_rule_terms", "cluster_stats",
            "collapsed_cluster_term", "collapsed_gibbs_log_transition", "collapsed_gibbs_sweep",

@@ -101,7 +101,7 @@ class CollapsedGibbs:
         self._require_transition_density()
         return self.model.sweep_log_transition(latent_from, latent_to, data, lam, reverse=self.reverse)
 
-    def reversed(self) -> "CollapsedGibbs":
+    def reversed(self) -> CollapsedGibbs:
         """The reverse operator: the same site updates visited in the opposite order."""
         self._require_transition_density()
         return CollapsedGibbs(self.model, reverse=not self.reverse)

@@ -14,8 +14,14 @@ from ...exact.enumeration import MAX_ASSIGNMENTS
 from ...kernels import Conditional
 from . import vb
 from .gibbs import CollapsedGibbs, collapsed_gibbs_log_transition, collapsed_gibbs_sweep
-from .statistics import (LOG_2PI, chain_rule_terms, cluster_stats, collapsed_cluster_term, predictive_gain,
-                         sample_tempered_data)
+from .statistics import (
+    LOG_2PI,
+    chain_rule_terms,
+    cluster_stats,
+    collapsed_cluster_term,
+    predictive_gain,
+    sample_tempered_data,
+)
 
 
 @dataclass(frozen=True)

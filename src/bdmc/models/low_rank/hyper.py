@@ -73,8 +73,8 @@ class LowRankHyper(FactorModel):
     def sample_prior(self, key):
         """Draw the variances from their inverse-gamma priors, then U and V given them."""
         kvar, ku, kv = jax.random.split(key, 3)
-        shapes, scales = (jnp.asarray(x, jnp.result_type(float)) for x in zip(*self._priors))
-        latent = dict(zip(VARIANCE_NAMES, _draw_log_inv_gamma(kvar, shapes, scales)))
+        shapes, scales = (jnp.asarray(x, jnp.result_type(float)) for x in zip(*self._priors, strict=False))
+        latent = dict(zip(VARIANCE_NAMES, _draw_log_inv_gamma(kvar, shapes, scales), strict=False))
         su, sv = jnp.exp(0.5 * latent["log_sigma_u2"]), jnp.exp(0.5 * latent["log_sigma_v2"])
         latent["U"] = su * jax.random.normal(ku, (self.n, self.k))
         latent["V"] = sv * jax.random.normal(kv, (self.k, self.d))
@@ -83,7 +83,7 @@ class LowRankHyper(FactorModel):
     def log_prior(self, latent):
         """Normalized log prior of (U, V, log variances), including the Jacobians of the log transforms."""
         su2, sv2, _ = self._vars(latent)
-        log_var = sum(_log_inv_gamma_of_log(latent[name], a, b) for name, (a, b) in zip(VARIANCE_NAMES, self._priors))
+        log_var = sum(_log_inv_gamma_of_log(latent[name], a, b) for name, (a, b) in zip(VARIANCE_NAMES, self._priors, strict=False))
         return log_var + gaussian_log_prior(latent["U"], su2) + gaussian_log_prior(latent["V"], sv2)
 
     def sample_data_tempered(self, key, latent, lam):
@@ -115,7 +115,7 @@ class LowRankHyper(FactorModel):
     def _update_variances(self, key, latent, data, lam):
         shapes, scales = self._variance_posteriors(latent, data, lam)
         draws = _draw_log_inv_gamma(key, shapes, scales)
-        return {**latent, **dict(zip(VARIANCE_NAMES, draws))}
+        return {**latent, **dict(zip(VARIANCE_NAMES, draws, strict=False))}
 
     def _log_prob_variances(self, latent, data, lam):
         shapes, scales = self._variance_posteriors(latent, data, lam)

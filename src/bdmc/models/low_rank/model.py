@@ -18,8 +18,16 @@ from ...contracts.model import check_array_shape
 from ...kernels import Conditional, GibbsSweep
 from ...kernels.conditional import CopyBlock
 from . import vb
-from .conditionals import (draw_precision, gaussian_log_prior, gaussian_rows_loglik, log_normal_precision,
-                           marginal_row_loglik, sample_tempered_rows, u_conditional, v_conditional)
+from .conditionals import (
+    draw_precision,
+    gaussian_log_prior,
+    gaussian_rows_loglik,
+    log_normal_precision,
+    marginal_row_loglik,
+    sample_tempered_rows,
+    u_conditional,
+    v_conditional,
+)
 from .nested import ConstrainedCoordinateGibbs
 
 # Largest number of entries of V that exact_log_marginal integrates by a tensor-product grid.

@@ -8,12 +8,15 @@ empties every cache created here, plus JAX's own.
 from __future__ import annotations
 
 import collections
+import functools
 import threading
 import weakref
 from collections.abc import Callable, Hashable
 from typing import Any
 
 import jax
+
+from .errors import OptionError
 
 DEFAULT_MAXSIZE = 64
 _CACHES: weakref.WeakSet[CompiledCache] = weakref.WeakSet()
@@ -32,7 +35,7 @@ class CompiledCache:
 
     def __init__(self, name: str, *, maxsize: int = DEFAULT_MAXSIZE):
         if maxsize < 1:
-            raise ValueError(f"maxsize must be at least 1, got {maxsize}")
+            raise OptionError(f"maxsize must be at least 1, got {maxsize}")
         self.name, self.maxsize = name, maxsize
         self._entries: collections.OrderedDict = collections.OrderedDict()
         self._lock = threading.Lock()
@@ -58,6 +61,44 @@ class CompiledCache:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+class _RegisteredFunctionCache:
+    """A ``functools.lru_cache`` that :func:`clear_caches` clears and :func:`cache_info` lists."""
+
+    def __init__(self, name: str, function: Callable, maxsize: int):
+        self.name, self.maxsize = name, maxsize
+        self.cached = functools.lru_cache(maxsize=maxsize)(function)
+        _CACHES.add(self)
+
+    def clear(self) -> None:
+        self.cached.cache_clear()
+
+    def __len__(self) -> int:
+        return self.cached.cache_info().currsize
+
+
+_FUNCTION_CACHES: list[_RegisteredFunctionCache] = []  # strong references: a module-level function lives forever
+
+
+def cached(*, maxsize: int = DEFAULT_MAXSIZE) -> Callable[[Callable], Callable]:
+    """Decorator: a least-recently-used cache of ``function``'s results (``functools.lru_cache``), registered so
+    that :func:`clear_caches` empties it; the only way bdmc caches a function (``tests/test_caching.py`` counts).
+
+    Parameters
+    ----------
+    maxsize : int
+        The most results kept.
+    """
+
+    def wrap(function: Callable) -> Callable:
+        registered = _RegisteredFunctionCache(f"{function.__module__}.{function.__qualname__}", function, maxsize)
+        _FUNCTION_CACHES.append(registered)
+        wrapper = registered.cached
+        wrapper.cache_name = registered.name
+        return wrapper
+
+    return wrap
 
 
 def cache_info() -> dict[str, tuple[int, int]]:

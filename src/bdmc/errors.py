@@ -41,6 +41,23 @@ class UserProgramError(BDMCError):
                                 hint=hint or self.hint)
 
 
+class OptionError(BDMCError, ValueError):
+    """An argument of a bdmc function has a value it cannot take (out of range, an unknown name, options that
+    exclude each other); the message names the argument, what it got and what it accepts."""
+
+
+class OptionTypeError(BDMCError, TypeError):
+    """An argument of a bdmc function is of a kind it cannot take (a model where a kernel is wanted, say)."""
+
+
+class RunError(BDMCError, RuntimeError):
+    """A run could not go on (a child process died, an external tool failed, a state that cannot occur did)."""
+
+
+class MissingFileError(BDMCError, FileNotFoundError):
+    """A file or folder bdmc was pointed at does not exist."""
+
+
 class ScheduleError(BDMCError, ValueError):
     """An annealing schedule or path is malformed."""
 

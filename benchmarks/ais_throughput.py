@@ -38,7 +38,7 @@ import bdmc
 from bdmc.contracts.estimate import log_mean_exp, log_mean_exp_stderr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from provenance import stamp  # noqa: E402
+from harness.store import stamp, write_text  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
@@ -249,7 +249,7 @@ def write_markdown(path, out):
         *[f"| {k} | {v['run']:.2f} | {v['cold']:.2f} |" for k, v in out["ratios"].items()], "",
         "Machine: " + ", ".join(f"{k}={v}" for k, v in out["machine"].items()), "",
     ]
-    path.write_text("\n".join(lines))
+    write_text(path, "\n".join(lines))
 
 
 def main(argv=None):
@@ -315,7 +315,7 @@ def main(argv=None):
 
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / ("ais_throughput_quick" if args.quick else "ais_throughput")  # smoke runs never overwrite
-    stem.with_suffix(".json").write_text(json.dumps(out, indent=2))
+    write_text(stem.with_suffix(".json"), json.dumps(out, indent=2))
     write_markdown(stem.with_suffix(".md"), out)
     console.print(f"wrote {stem.with_suffix('.json')} and {stem.with_suffix('.md')}")
 

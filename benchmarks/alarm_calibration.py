@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -33,7 +32,8 @@ import bdmc
 from bdmc.models import FiniteMixture, GaussianMean, LinearRegression
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from provenance import stamp  # noqa: E402
+from harness.store import append_row, write_text  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 
 bdmc.enable_x64()
 
@@ -97,7 +97,11 @@ def main() -> None:
     parser.add_argument("--particles", type=int, default=4, help="Particles per SMC / SHME run.")
     parser.add_argument("--methods", default="ais,smc")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/alarm_calibration"))
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args()
+    if args.render:
+        write_folder("alarm_calibration")
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "rows.jsonl"
     done = set()
@@ -105,28 +109,26 @@ def main() -> None:
         lines = path.read_text().splitlines(keepends=True)
         good = [ln for ln in lines if ln.endswith("\n")]
         if len(good) != len(lines):  # a line cut by an interruption is dropped and recomputed
-            path.write_text("".join(good))
+            write_text(path, "".join(good))
         done = {(r["model"], r["method"], r["seed"]) for r in map(json.loads, good)}
-    with path.open("a") as f:
-        for method in args.methods.split(","):
-            for name, model in MODELS.items():
-                for seed in range(args.seeds):
-                    if (name, method, seed) in done:
-                        continue
-                    row = {"model": name, "method": method, "seed": seed, "chains": args.chains,
-                           "particles": args.particles if method in PARTICLE_METHODS else 1,
-                           "steps": list(METHODS[method]),
-                           **one(model, method, seed, chains=args.chains, particles=args.particles), **stamp()}
-                    f.write(json.dumps(row) + "\n")
-                    f.flush()
-                    os.fsync(f.fileno())
-                    if row["fired"]:
-                        print(f"alarm: {name} {method} seed {seed}: crossing {row['crossing']:.2f}", flush=True)
-                print(f"{method} {name}: {args.seeds} sandwiches done", flush=True)
+    for method in args.methods.split(","):
+        for name, model in MODELS.items():
+            for seed in range(args.seeds):
+                if (name, method, seed) in done:
+                    continue
+                row = {"model": name, "method": method, "seed": seed, "chains": args.chains,
+                       "particles": args.particles if method in PARTICLE_METHODS else 1,
+                       "steps": list(METHODS[method]),
+                       **one(model, method, seed, chains=args.chains, particles=args.particles)}
+                append_row(path, row)  # stamped with its provenance, one synced line
+                if row["fired"]:
+                    print(f"alarm: {name} {method} seed {seed}: crossing {row['crossing']:.2f}", flush=True)
+            print(f"{method} {name}: {args.seeds} sandwiches done", flush=True)
     rows = pd.read_json(path, lines=True)
     table = summarize(rows)
-    (args.out / "table.md").write_text(markdown(table))
+    write_text(args.out / "table.md", markdown(table))
     print(markdown(table))
+    write_folder("alarm_calibration", written_to=args.out)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import math
 import sys
 import time
@@ -30,7 +29,8 @@ import bdmc
 from bdmc.models import REGISTRY, LinearRegression
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from provenance import stamp  # noqa: E402
+from harness.store import append_row, load_rows, write_text  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
@@ -72,10 +72,14 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", default="10,100,1000")
     parser.add_argument("--chains", type=int, default=32)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/alarm_power"))
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
+    if args.render:
+        write_folder("alarm_power")
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     rows_path = args.out / "rows.jsonl"
-    rows = [json.loads(line) for line in rows_path.read_text().splitlines()] if rows_path.exists() else []
+    rows = load_rows(rows_path)
     done = {(r["model"], r["factor"], r["seed"]) for r in rows}
     steps = [int(s) for s in args.steps.split(",")]
     for name in args.models.split(","):
@@ -97,13 +101,13 @@ def main(argv=None) -> None:
                 verdict = result.verdict  # today's alarm: every lower bound against every upper, pooled, at 1%
                 row = {"model": name, "factor": factor, "seed": seed, "fired": verdict.fired,
                        "pooled_crossing": verdict.crossing, "p_bound": verdict.p_bound, "alpha": verdict.alpha,
-                       "per_T": per_t, "chains": args.chains, "seconds": time.perf_counter() - start, **stamp()}
+                       "per_T": per_t, "chains": args.chains, "seconds": time.perf_counter() - start}
                 rows.append(row)
-                with open(rows_path, "a") as f:
-                    f.write(json.dumps(row) + "\n")
+                append_row(rows_path, row)  # stamped with its provenance
                 print(f"{name:18s} factor {factor:4.1f} seed {seed}: fired={row['fired']} "
                       f"pooled crossing {verdict.crossing:+.2f} nats ({row['seconds']:.0f} s)", flush=True)
     summarize(rows, args.out / "table.md")
+    write_folder("alarm_power", written_to=args.out)
 
 
 def summarize(rows, path: Path) -> None:
@@ -122,7 +126,7 @@ def summarize(rows, path: Path) -> None:
         low, high = clopper_pearson(int(r.fired), int(r.runs))
         lines.append(f"| {r.model} | {r.factor:g} | {r.runs} | {r.fired} | {low:.2f} to {high:.2f} | "
                      f"{r.median_crossing:+.2f} | {r.largest_crossing:+.2f} |")
-    path.write_text("\n".join(lines) + "\n")
+    write_text(path, "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -26,7 +26,7 @@ the (sampler, program, seed) triples already there.
 ``--workers N`` starts N processes (fresh interpreters, never a fork after JAX has started), each taking every
 N-th audit of the plan (``--shard i/N``) and appending to the same ``rows.jsonl`` (one atomic write per row);
 ``--until S`` stops starting audits S seconds after launch, so a run on a lent machine ends inside its lease.
-A checkout without git (a copied tree) takes its commit from ``BDMC_BENCH_COMMIT`` (``provenance.tree_state``).
+A checkout without git (a copied tree) takes its commit from ``BDMC_BENCH_COMMIT`` (``harness.store.tree_state``).
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calibration_programs  # noqa: E402
 from audit_power import numbers  # noqa: E402
 from check_power import clopper_pearson  # noqa: E402
-from peers import append_row, load_rows, tree_state  # noqa: E402
+from harness.store import append_row, load_rows, tree_state, write_text  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.auditing import Budget, audit  # noqa: E402
@@ -163,7 +164,7 @@ def write_table(rows: list[dict], path: Path) -> None:
                      f"{s['rate']:.3f} | {s['lo']:.4f} to {s['hi']:.4f} | {'yes' if s['consistent'] else 'NO'} | "
                      f"{s['inconclusive']} | {by_check} | {s['median_seconds']:.1f} | "
                      f"{', '.join(s['commits'])}{'' if s['clean'] else ' (dirty tree)'} |")
-    path.write_text("\n".join(lines) + "\n")
+    write_text(path, "\n".join(lines) + "\n")
 
 
 def main(argv=None) -> None:
@@ -178,7 +179,11 @@ def main(argv=None) -> None:
     parser.add_argument("--workers", type=int, default=1, help="processes, each running every N-th audit")
     parser.add_argument("--shard", default="0/1", help="i/N: run only the audits whose plan index is i mod N")
     parser.add_argument("--until", type=float, default=None, help="start no audit after this many seconds")
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
+    if args.render:
+        write_folder("audit_calibration")
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "rows.jsonl"
     if not args.table_only and args.workers > 1:
@@ -194,6 +199,7 @@ def main(argv=None) -> None:
     if rows and args.shard == "0/1":
         write_table(rows, args.out / "table.md")
         print((args.out / "table.md").read_text())
+    write_folder("audit_calibration", written_to=args.out)
 
 
 def run_workers(args, argv: list[str]) -> None:

@@ -47,7 +47,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from check_power import MODELS, NoiseLR, OffsetLR, ScaledLR, TransposedCG, WideKernelLR, clopper_pearson  # noqa: E402
-from provenance import stamp  # noqa: E402
+from harness.store import append_row, load_rows, write_text  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.auditing import Budget, audit, resolve_sampler  # noqa: E402
@@ -204,12 +205,9 @@ def run_one(bug: str, seed: int) -> dict:
 
 
 def read_rows(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
     rows, seen = [], set()
-    for line in path.read_text().splitlines():
-        row = json.loads(line) if line.strip() else None
-        if row is not None and (row["bug"], row["seed"]) not in seen:  # the first row of a (bug, seed) counts
+    for row in load_rows(path):
+        if (row["bug"], row["seed"]) not in seen:  # the first row of a (bug, seed) counts
             seen.add((row["bug"], row["seed"]))
             rows.append(row)
     return rows
@@ -275,7 +273,7 @@ def write_table(rows: list[dict], path: Path) -> None:
         lines += ["", f"Correct models pooled (the audit's false-alarm rate at level {LEVEL:g}): "
                       f"{fails}/{len(correct)} audits fail, 95% Clopper-Pearson interval [{lo:.3f}, {hi:.3f}]; "
                       f"{unsure} inconclusive."]
-    path.write_text("\n".join(lines) + "\n")
+    write_text(path, "\n".join(lines) + "\n")
 
 
 def main(argv=None) -> None:
@@ -287,7 +285,11 @@ def main(argv=None) -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--table-only", action="store_true")
     parser.add_argument("--time-one", action="store_true", help="time one audit twice (cold, then warm) and stop")
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
+    if args.render:
+        write_folder("audit")
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     rows_path = args.out / "rows.jsonl"
     if args.time_one:
@@ -298,7 +300,7 @@ def main(argv=None) -> None:
             print({k: v["verdict"] for k, v in row["checks"].items()}, flush=True)
         return
     if not args.table_only:
-        (args.out / "settings.json").write_text(json.dumps(
+        write_text(args.out / "settings.json", json.dumps(
             {"budget": {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(BUDGET).items()},
              "level": LEVEL, "seeds": args.seeds, "correct_seeds": args.correct_seeds,
              "nuts_seeds": args.nuts_seeds,
@@ -315,12 +317,12 @@ def main(argv=None) -> None:
             except Exception as err:  # noqa: BLE001 - logged, no row written: a rerun retries it
                 print(f"{bug} seed {seed}: FAILED TO RUN: {type(err).__name__}: {err}", flush=True)
                 continue
-            with rows_path.open("a") as f:
-                f.write(json.dumps({**row, **stamp()}) + "\n")
+            append_row(rows_path, row)  # stamped with its provenance
             print(f"{bug} seed {seed}: {row['verdict']} in {row['seconds']:.0f} s  "
                   f"{ {k: v['verdict'] for k, v in row['checks'].items()} }", flush=True)
     write_table(read_rows(rows_path), args.out / "table.md")
     print((args.out / "table.md").read_text())
+    write_folder("audit", written_to=args.out)
 
 
 if __name__ == "__main__":

@@ -39,7 +39,8 @@ from pathlib import Path
 
 import numpy as np
 from calibration_programs import STAN as STAN_PROGRAMS
-from provenance import stamp
+from harness.store import append_row, load_rows, write_text
+from harness.pages import write_folder
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "results" / "audit_quick_timing"
@@ -103,11 +104,11 @@ WEBPPL = textwrap.dedent("""
 def write_programs(folder: Path) -> dict[str, list[str]]:
     """The program files, and each PPL's ``bdmc audit`` arguments naming them."""
     sigma = np.array(SIGMA)
-    (folder / "schools.py").write_text(NUMPYRO)
-    (folder / "schools_pymc.py").write_text(PYMC)
-    (folder / "schools.stan").write_text(STAN)
-    (folder / "sim.py").write_text(STAN_SIMULATOR)
-    (folder / "schools.wppl").write_text(WEBPPL)
+    write_text(folder / "schools.py", NUMPYRO)
+    write_text(folder / "schools_pymc.py", PYMC)
+    write_text(folder / "schools.stan", STAN)
+    write_text(folder / "sim.py", STAN_SIMULATOR)
+    write_text(folder / "schools.wppl", WEBPPL)
     np.savez(folder / "sigma.npz", sigma=sigma)
     np.savez(folder / "stan.npz", J=len(sigma), sigma=sigma)
     np.savez(folder / "webppl.npz", sigma=sigma, y=np.zeros(len(sigma)))  # y fixes the shape (not real data)
@@ -139,14 +140,8 @@ def run_one(ppl: str, mode: str, args: list[str], folder: Path, round_: int) -> 
         verdict = json.loads((out / "results.json").read_text()).get("verdict")
     row = {"ppl": ppl, "mode": mode, "round": round_, "seconds": seconds, "exit_code": done.returncode,
            "verdict": verdict, "load_before": load_before, "load_after": os.getloadavg()[0],
-           "error": done.stderr.strip().splitlines()[-1][:300] if done.returncode else None, **stamp()}
+           "error": done.stderr.strip().splitlines()[-1][:300] if done.returncode else None}
     return row
-
-
-def append(path: Path, row: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:  # one write per row: a kill leaves whole rows
-        f.write(json.dumps(row) + "\n")
 
 
 def table(rows: list[dict]) -> str:
@@ -170,7 +165,11 @@ def main(argv=None) -> None:
     parser.add_argument("--ppls", nargs="+", choices=PPLS, default=list(PPLS))
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--table-only", action="store_true")
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     opts = parser.parse_args(argv)
+    if opts.render:
+        write_folder("audit_quick_timing")
+        return
     rows_path = opts.out / "rows.jsonl"
     if not opts.table_only:
         with tempfile.TemporaryDirectory() as tmp:
@@ -178,7 +177,7 @@ def main(argv=None) -> None:
             programs = write_programs(folder)
             for ppl in opts.ppls:  # warm-up: builds Stan's program and fills the compilation cache
                 row = run_one(ppl, "warmup", programs[ppl], folder, 0)
-                append(rows_path, row)
+                append_row(rows_path, row)  # stamped with its provenance
                 print(f"{ppl:8} warmup   {row['seconds']:6.1f} s  {row['verdict']}  load {row['load_before']:.2f}",
                       flush=True)
             for r in range(1, opts.rounds + 1):
@@ -188,14 +187,15 @@ def main(argv=None) -> None:
                         if ppl == "webppl" and (mode == "compile" or r > 1):
                             continue  # a WebPPL audit takes many minutes (a node run per density): timed once
                         row = run_one(ppl, mode, programs[ppl], folder, r)
-                        append(rows_path, row)
+                        append_row(rows_path, row)
                         print(f"{ppl:8} {mode:8} {row['seconds']:6.1f} s  {row['verdict']}  exit {row['exit_code']}"
                               f"  load {row['load_before']:.2f}" + (f"  {row['error']}" if row["error"] else ""),
                               flush=True)
-    rows = [json.loads(line) for line in rows_path.read_text().splitlines() if line.strip()]
+    rows = load_rows(rows_path)
     text = table(rows)
-    (opts.out / "table.md").write_text(text + "\n")
+    write_text(opts.out / "table.md", text + "\n")
     print(text)
+    write_folder("audit_quick_timing", written_to=opts.out)
 
 
 if __name__ == "__main__":

@@ -35,7 +35,8 @@ from bdmc.bracketing import align_labels, bracket  # noqa: E402
 from bdmc.models.niw_mixture import NIWMixture  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from provenance import stamp  # noqa: E402
+from harness.store import stamp, write_text  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
@@ -78,7 +79,11 @@ def main():
     ap.add_argument("--min-frac", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="benchmarks/results/bracketing")
+    ap.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = ap.parse_args()
+    if args.render:
+        write_folder("bracketing")
+        return
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"mixture_bdmc_k{args.k}_n{args.n}"
@@ -131,7 +136,7 @@ def main():
     for c in brackets[0]:
         v = np.asarray([b[c] for b in brackets], dtype=float)
         summary[c + "_mean"], summary[c + "_sd"] = float(v.mean()), float(v.std(ddof=1))
-    (out / f"{stem}.json").write_text(json.dumps(summary, indent=1))
+    write_text(out / f"{stem}.json", json.dumps(summary, indent=1))
     mid = 0.5 * (lower + upper)
     lines = [f"Data: n = {args.n}, k = {args.k} simulated from the collapsed NIW mixture (seed {seed}, cluster sizes "
              f"{counts.tolist()}). Sandwich at T = {int(tab['num_steps'].max())}: [{lower:.2f}, {upper:.2f}] "
@@ -144,8 +149,9 @@ def main():
     for r in rows:
         lines.append(f"| {int(r['num_steps'])} | {r['direction']} | {r['value']:.2f} ± {r['stderr']:.2f} "
                      f"| {r['seconds']:.0f} |")
-    (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
+    write_text(out / f"{stem}.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
+    write_folder("bracketing", written_to=args.out)
 
 
 if __name__ == "__main__":

@@ -85,7 +85,7 @@ from bdmc.bracketing import (  # noqa: E402
 from bdmc.models.niw_mixture import NIWMixture  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from provenance import stamp  # noqa: E402
+from harness.store import stamp, write_text  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
@@ -338,7 +338,7 @@ NAMES = ["U3", "U2", "U1", "L1", "L2", "L3", "L4"]
 def write_outputs(out: Path, rows, settings, seconds):
     rows = sorted(rows, key=lambda r: r["k"])
     stem = output_name("mixture_table2", settings["prior"])
-    (out / f"{stem}.json").write_text(json.dumps({"settings": settings, "seconds": seconds, "rows": rows}, indent=1))
+    write_text(out / f"{stem}.json", json.dumps({"settings": settings, "seconds": seconds, "rows": rows}, indent=1))
     lines = [f"Prior {settings['prior']}: {settings['prior_values']}", ""]
     for variant, title in (("sym", "label-symmetrized q (cross-fitted U)"),
                            ("paper", "paper-style q (in-sample U, unsymmetrized)")):
@@ -354,7 +354,7 @@ def write_outputs(out: Path, rows, settings, seconds):
         lines.append(f"| {r['k']} | {r['U1_sym'] - r['L1_sym']:.2f} | {r['U1_paper'] - r['L1_paper']:.2f} | "
                      f"{r['L1_sym'] - r['L1_paper']:.2f} | {math.lgamma(r['k'] + 1):.2f} | "
                      f"{r['per_rep_U1_paper<L1_sym']}/{r['reps']} | {r['switch_fraction']:.3f} | {r['seconds']:.0f} |")
-    (out / f"{stem}.md").write_text("\n".join(lines) + f"\n\nTotal {seconds:.0f} s; settings {settings}.\n")
+    write_text(out / f"{stem}.md", "\n".join(lines) + f"\n\nTotal {seconds:.0f} s; settings {settings}.\n")
     print("\n".join(lines), flush=True)
 
     import matplotlib
@@ -453,7 +453,7 @@ def main():
         row.update(stamp())
         rows.append(row)
         print(json.dumps({c: v for c, v in row.items() if not c.endswith("_values")}), flush=True)
-        partial.write_text(json.dumps({"settings": settings, "rows": rows}, indent=1))
+        write_text(partial, json.dumps({"settings": settings, "rows": rows}, indent=1))
         write_outputs(out, rows, settings, time.perf_counter() - t0)
 
 

@@ -47,7 +47,8 @@ from bdmc.bracketing import (  # noqa: E402
 from bdmc.models import LinearRegression  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from provenance import stamp  # noqa: E402
+from harness.store import stamp, write_text  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
@@ -182,7 +183,11 @@ def main():
     ap.add_argument("--orders", default="1,2,3,4,5,6")
     ap.add_argument("--datasets-only", action="store_true", help="skip the 100-run table (resume the second pass)")
     ap.add_argument("--out", default="benchmarks/results/bracketing")
+    ap.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = ap.parse_args()
+    if args.render:
+        write_folder("bracketing")
+        return
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     mcsa_opts = {"num_iterations": args.mcsa_iterations, "num_draws": 64}
@@ -213,7 +218,7 @@ def main():
         rows.append(row)
         figdata[order] = row
         print(json.dumps(row), flush=True)
-        (out / "regression_table1.json").write_text(json.dumps({"settings": vars(args), "rows": rows}, indent=1))
+        write_text(out / "regression_table1.json", json.dumps({"settings": vars(args), "rows": rows}, indent=1))
 
     # Many data sets: one run each, per-run ordering check (U >= ML >= L) and the reduced-vs-full comparison.
     set_rows = []
@@ -241,11 +246,11 @@ def main():
             **stamp(),
         })
         print(json.dumps(set_rows[-1]), flush=True)
-        (out / "regression_table1.json").write_text(json.dumps({"settings": vars(args), "rows": rows,
+        write_text(out / "regression_table1.json", json.dumps({"settings": vars(args), "rows": rows,
                                                                 "datasets": set_rows}, indent=1))
     seconds = time.perf_counter() - t0
 
-    (out / "regression_table1.json").write_text(json.dumps({"settings": vars(args), "seconds": seconds,
+    write_text(out / "regression_table1.json", json.dumps({"settings": vars(args), "seconds": seconds,
                                                             "rows": rows, "datasets": set_rows}, indent=1))
     lines = ["| order | U2 | U1 | ML | L1 | L2 | L3 | L4 |", "|---|---|---|---|---|---|---|---|"]
     for r in rows:
@@ -260,7 +265,7 @@ def main():
                      f"{r['U1_tighter_than_U2']} | {r['L2_tighter_than_L3']} | "
                      f"{r['mean_U2_minus_ML']:.4f} | {r['mean_U1_minus_ML']:.4f} | {r['mean_ML_minus_L1']:.4f} | "
                      f"{r['mean_ML_minus_L2']:.4f} | {r['mean_ML_minus_L3']:.4f} | {r['mean_ML_minus_L4']:.4f} |")
-    (out / "regression_table1.md").write_text("\n".join(lines) + f"\n\nTotal {seconds:.0f} s.\n")
+    write_text(out / "regression_table1.md", "\n".join(lines) + f"\n\nTotal {seconds:.0f} s.\n")
     print("\n".join(lines))
 
     import matplotlib
@@ -278,6 +283,7 @@ def main():
     ax.legend()
     fig.tight_layout()
     fig.savefig(out / "regression_fig2.png", dpi=120)
+    write_folder("bracketing", written_to=args.out)
 
 
 if __name__ == "__main__":

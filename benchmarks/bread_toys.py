@@ -40,7 +40,7 @@ from bdmc.exact.jeffreys import exact_jeffreys, geometric_log_densities
 from bdmc.plotting.bread_toys import plot_bread_divergences, plot_grid_distributions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from provenance import stamp  # noqa: E402
+from harness.store import stamp, write_text  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
@@ -81,7 +81,7 @@ def main(argv=None) -> int:
         _fig4_section(toys),
         f"Total wall time: {time.perf_counter() - start:.0f} s.\n",
     ]
-    (RESULTS / "bread_toys.md").write_text("\n".join(sections))
+    write_text(RESULTS / "bread_toys.md", "\n".join(sections))
     print((RESULTS / "bread_toys.md").read_text())
     return 0
 
@@ -155,7 +155,7 @@ def _sweep_section(toys, max_t) -> str:
                      log_w_reverse=r.log_w_reverse, **stamp())
             )
     table = pd.DataFrame(rows)
-    table.to_csv(RESULTS / "bread_toys_sweep.csv", index=False)
+    write_text(RESULTS / "bread_toys_sweep.csv", table.to_csv(index=False))
     fig = plot_bread_divergences(table)
     fig.savefig(RESULTS / "bread_toys_fig3.png", dpi=130)
     ok_order = bool(np.all(table["J"] <= table["B"]))

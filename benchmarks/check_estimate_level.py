@@ -27,7 +27,8 @@ import jax
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from check_power import clopper_pearson  # noqa: E402
-from peers import append_row, load_rows, tree_state  # noqa: E402
+from harness.store import append_row, load_rows, tree_state, write_text  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.checks.sandwich import exact_log_marginal_or_none  # noqa: E402
@@ -95,15 +96,20 @@ def main(argv=None) -> None:
     parser.add_argument("--seeds", type=int, default=200)
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--table-only", action="store_true")
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
+    if args.render:
+        write_folder("check_estimate_level")
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "rows.jsonl"
     if not args.table_only:
         run(path, args.seeds)
     rows = load_rows(path)
     if rows:
-        (args.out / "table.md").write_text(table(rows))
+        write_text(args.out / "table.md", table(rows))
         print((args.out / "table.md").read_text())
+    write_folder("check_estimate_level", written_to=args.out)
 
 
 if __name__ == "__main__":

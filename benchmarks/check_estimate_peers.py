@@ -41,7 +41,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import peer_problems  # noqa: E402
 import peer_tools  # noqa: E402
-from peers import append_row, load_rows, tree_state  # noqa: E402
+from harness.store import append_row, load_rows, tree_state, write_text  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 
 import bdmc  # noqa: E402
 
@@ -110,7 +111,11 @@ def main(argv=None) -> None:
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--table-only", action="store_true")
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
+    if args.render:
+        write_folder("check_estimate")
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "rows.jsonl"
     if not args.table_only:
@@ -161,6 +166,7 @@ def main(argv=None) -> None:
     if rows:
         write_table(rows, args.out / "table.md")
         print((args.out / "table.md").read_text())
+    write_folder("check_estimate", written_to=args.out)
 
 
 def write_table(rows, path: Path) -> None:
@@ -181,7 +187,7 @@ def write_table(rows, path: Path) -> None:
                          f"{', '.join(format(r['error'], '+.2f') for r in cell)} | "
                          f"{', '.join(f'{k} {v}' for k, v in verdicts.items())} | "
                          f"{sum(r['wrong_verdict'] for r in cell)} |")
-    path.write_text("\n".join(lines) + "\n")
+    write_text(path, "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -56,7 +56,8 @@ from bdmc.kernels import RandomWalkMH
 from bdmc.models import CorrelatedGaussianMean, LinearRegression
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from provenance import stamp  # noqa: E402
+from harness.store import append_row, load_rows, write_text  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
@@ -385,7 +386,11 @@ def main(argv=None) -> None:
     parser.add_argument("--chains", type=int, default=32)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/check_power"))
     parser.add_argument("--table-only", action="store_true", help="rewrite table.md from rows.jsonl and stop")
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
+    if args.render:
+        write_folder("check_power")
+        return
     if args.table_only:
         write_table(read_rows(args.out / "rows.jsonl"), args.out / "table.md")
         return
@@ -398,7 +403,7 @@ def main(argv=None) -> None:
     if settings_path.exists() and json.loads(settings_path.read_text()) != settings:
         raise SystemExit(f"{settings_path} holds other settings ({settings_path.read_text().strip()}); use another "
                          "--out or delete rows.jsonl and settings.json")
-    settings_path.write_text(json.dumps(settings) + "\n")
+    write_text(settings_path, json.dumps(settings) + "\n")
     rows_path = args.out / "rows.jsonl"
     rows = read_rows(rows_path)
     done = {(r["bug"], r["model"], r["check"], r["seed"]) for r in rows}
@@ -412,32 +417,25 @@ def main(argv=None) -> None:
             t0 = time.time()
             results = fn(bug, name, seed, args)
             seconds = time.time() - t0
-            with open(rows_path, "a") as f:
-                for check, fired, statistic, extra in results:
-                    row = {"bug": bug, "model": name, "check": check, "seed": seed, "fired": bool(fired),
-                           "statistic": float(statistic), "seconds": round(seconds, 3), **extra, **stamp()}
-                    rows.append(row)
-                    f.write(json.dumps(row) + "\n")
-                f.flush()
+            for check, fired, statistic, extra in results:
+                row = {"bug": bug, "model": name, "check": check, "seed": seed, "fired": bool(fired),
+                       "statistic": float(statistic), "seconds": round(seconds, 3), **extra}
+                rows.append(row)
+                append_row(rows_path, row)  # stamped with its provenance
             fired = ", ".join(f"{c}={'FIRED' if x else 'ok'}" for c, x, _, _ in results)
             print(f"[{time.time() - started:6.0f}s] {bug} | {name} | seed {seed}: {fired} ({seconds:.1f}s)", flush=True)
     write_table(rows, args.out / "table.md")
+    write_folder("check_power", written_to=args.out)
 
 
 def read_rows(path: Path) -> list[dict]:
-    """Rows written so far; a last line cut short by an interrupted run is dropped (and recomputed)."""
-    if not path.exists():
-        return []
-    rows, lines = [], path.read_text().splitlines()
-    for i, line in enumerate(lines):
-        try:
-            rows.append(json.loads(line))
-        except json.JSONDecodeError:
-            if i != len(lines) - 1:
-                raise
-            print(f"dropping a damaged last row of {path}")
-            path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return rows
+    """Rows written so far; a last line cut short by an interrupted run is dropped (and recomputed): the file is
+    cut back to its whole lines, so that the next row starts a line of its own."""
+    text = path.read_text() if path.exists() else ""
+    if text and not text.endswith("\n"):
+        print(f"dropping a damaged last row of {path}")
+        write_text(path, text[:text.rfind("\n") + 1])
+    return load_rows(path)
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
@@ -469,7 +467,7 @@ def write_table(rows, path: Path) -> None:
         lo, hi = clopper_pearson(k, n)
         med = float(np.median([r["statistic"] for r in g]))
         lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {n} | {k} | {k / n:.2f} | [{lo:.2f}, {hi:.2f}] | {med:.3g} |")
-    path.write_text("\n".join(lines) + "\n")
+    write_text(path, "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -12,7 +12,6 @@ file as they finish, and a rerun skips them.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -24,7 +23,8 @@ import bdmc
 from bdmc.models import REGISTRY
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from provenance import stamp  # noqa: E402
+from harness.store import append_row, load_rows, write_text  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
@@ -48,11 +48,15 @@ def main(argv=None) -> None:
     parser.add_argument("--chains", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/cross_model"))
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
+    if args.render:
+        write_folder("cross_model")
+        return
     steps = [int(s) for s in args.steps.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
     rows_path = args.out / "rows.jsonl"
-    rows = [json.loads(line) for line in rows_path.read_text().splitlines()] if rows_path.exists() else []
+    rows = load_rows(rows_path)
     done = {(r["data"], r["fit"], r["num_steps"], r["num_chains"]) for r in rows}
     for T in steps:
         for data_name in MODELS:
@@ -67,13 +71,13 @@ def main(argv=None) -> None:
                 row = {"data": data_name, "fit": fit, "num_steps": T, "num_chains": args.chains,
                        "value": est.value, "mean_single": est.mean_single, "stderr_single": est.stderr_single,
                        "runs": [float(r) for r in np.asarray(est.runs)], "seconds": est.seconds,
-                       "wall_seconds": time.time() - t0, "seed": args.seed, **stamp()}
+                       "wall_seconds": time.time() - t0, "seed": args.seed}
                 rows.append(row)
-                with open(rows_path, "a") as f:
-                    f.write(json.dumps(row) + "\n")
+                append_row(rows_path, row)  # stamped with its provenance
                 print(f"data {data_name:10s} fit {fit:10s} T={T:6d}: {est.value:9.1f} "
                       f"(single {est.mean_single:.1f} ± {est.stderr_single:.1f}) {est.seconds:.0f}s", flush=True)
     write_table(rows, args.out / "table.md", args.chains)
+    write_folder("cross_model", written_to=args.out)
 
 
 def write_table(rows, path: Path, chains: int) -> None:
@@ -103,7 +107,7 @@ def write_table(rows, path: Path, chains: int) -> None:
             vals = {r["num_steps"]: r["value"] for r in rows if (r["data"], r["fit"]) == (d, f)}
             trend.append(f"| {d} | {f} | " + " | ".join(
                 f"{vals[t]:.1f}" if t in vals else "-" for t in sorted({r['num_steps'] for r in rows})) + " |")
-    path.write_text("\n".join(lines + trend) + "\n")
+    write_text(path, "\n".join(lines + trend) + "\n")
 
 
 if __name__ == "__main__":

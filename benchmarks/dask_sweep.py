@@ -35,7 +35,7 @@ import bdmc
 from bdmc.experiments import bench
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from provenance import stamp  # noqa: E402
+from harness.store import stamp, write_text  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
@@ -209,7 +209,7 @@ def write_markdown(path: Path, out: dict) -> None:
         f"bdmc source: commit {out['source']['commit']}, uncommitted changes under src/: "
         f"{', '.join(out['source']['modified_in_src']) or 'none'}.", "",
     ]
-    path.write_text("\n".join(lines))
+    write_text(path, "\n".join(lines))
 
 
 def parse_knobs(text: str) -> dict[str, list[int]]:
@@ -275,7 +275,7 @@ def run(args, modes: list[str]) -> None:
     for line in findings(out):
         console.print(line)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "dask.json").write_text(json.dumps(out, indent=2, default=float))
+    write_text(args.out / "dask.json", json.dumps(out, indent=2, default=float))
     write_markdown(args.out / "dask.md", out)
     console.print(f"wrote {args.out / 'dask.json'} and {args.out / 'dask.md'}")
 

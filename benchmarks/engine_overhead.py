@@ -45,7 +45,8 @@ from bdmc.kernels import HMC
 from bdmc.models import LinearRegression
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from provenance import stamp  # noqa: E402
+from harness.store import append_row, write_text  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 
 bdmc.enable_x64()
 OUT = Path(__file__).resolve().parent / "results" / "engine_overhead"
@@ -107,7 +108,7 @@ def timed(fn):
     return time.perf_counter() - began, out
 
 
-def measure(num_steps: int, chains: int, repeats: int) -> list[dict]:
+def measure(num_steps: int, chains: int, repeats: int, *, rows_path: Path | None = None) -> list[dict]:
     model = LinearRegression()
     data, _ = bdmc.simulate(jax.random.key(0), model)
     kernel = HMC(model, step_size=0.05, num_integration_steps=10)
@@ -141,8 +142,10 @@ def measure(num_steps: int, chains: int, repeats: int) -> list[dict]:
             seconds, _ = timed(fn)
             warm[name].append(seconds)
             rows.append({"num_steps": num_steps, "chains": chains, "contender": name, "repeat": r,
-                         "seconds": seconds, **stamp(), "load": os.getloadavg()[0], "commit": commit,
+                         "seconds": seconds, "load": os.getloadavg()[0], "commit": commit,
                          "time": datetime.now(UTC).isoformat(timespec="seconds")})
+            if rows_path is not None:
+                append_row(rows_path, rows[-1])  # stamped with its provenance, as it finishes
     summary = []
     base = statistics.median(warm["hand"])
     for name in contenders:
@@ -159,13 +162,20 @@ def main() -> None:
     parser.add_argument("--chains", default="16,256")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args()
+    if args.render:
+        write_folder("engine_overhead")
+        return
     if args.quick:
         args.steps, args.chains, args.repeats = 200, "16", 3
     OUT.mkdir(parents=True, exist_ok=True)
     all_rows, all_summary = [], []
+    rows_path = None if args.quick else OUT / "rows.jsonl"
+    if rows_path is not None:
+        write_text(rows_path, "")  # a full run replaces the last one's rows (nothing here resumes)
     for chains in map(int, args.chains.split(",")):
-        rows, summary = measure(args.steps, chains, args.repeats)
+        rows, summary = measure(args.steps, chains, args.repeats, rows_path=rows_path)
         all_rows += rows
         all_summary += summary
         for s in summary:
@@ -173,8 +183,8 @@ def main() -> None:
                   f"({s['warm_ratio_to_hand']:.3f}x hand, {s['us_per_chain_step']:.2f} us/chain-step), "
                   f"cold {s['cold_s']:.2f} s", flush=True)
     if not args.quick:
-        (OUT / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in all_rows))
-        (OUT / "summary.json").write_text(json.dumps(all_summary, indent=1) + "\n")
+        write_text(OUT / "summary.json", json.dumps(all_summary, indent=1) + "\n")
+    write_folder("engine_overhead")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from bdmc.kernels import HMC
 from bdmc.models import GaussianMean, LinearRegression
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from provenance import stamp  # noqa: E402
+from harness.store import stamp, write_text  # noqa: E402
 
 bdmc.enable_x64()
 
@@ -83,7 +83,7 @@ def main(argv=None) -> int:
            "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(), "jax": jax.__version__,
                        "bdmc": bdmc.version.__version__}, "provenance": stamp()}
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "fixed_cost.json").write_text(json.dumps(out, indent=2))
+    write_text(args.out / "fixed_cost.json", json.dumps(out, indent=2))
     lines = ["# Fixed cost of a warm call", "",
              f"Median over {args.calls} warm calls per case (compiled programs reused, new key each call). "
              "Fixed = wall - engine run - pilot run: host work outside compiled programs. Load average "
@@ -93,7 +93,7 @@ def main(argv=None) -> int:
              "|---|---|---|---|---|---|"]
     lines += [f"| {r['case']} | {r['wall_ms']:.2f} | {r['engine_ms']:.2f} | {r['pilot_ms']:.2f} | "
               f"{r['fixed_ms']:.2f} | {r['fixed_ms_p90']:.2f} |" for r in rows]
-    (args.out / "fixed_cost.md").write_text("\n".join(lines) + "\n")
+    write_text(args.out / "fixed_cost.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 

@@ -197,7 +197,7 @@ def ais_row(key, trained, images, *, sigma: float, steps: int, chains: int) -> d
 def run_cell(name: str, splits, out: Path, *, images: int, evals=None, log=print) -> None:
     """Compute the cell's missing units, appending each row to ``out/rows.jsonl`` as it finishes (networks
     under ``out/models``)."""
-    from peers import append_row, load_rows
+    from harness.store import append_row, load_rows
 
     from bdmc.experiments.generative import unit_key
 
@@ -281,9 +281,10 @@ def summary(rows: list[dict]) -> list[dict]:
 def write_outputs(rows: list[dict], out: Path) -> list[dict]:
     """Rebuild ``table.csv``, ``table.md`` and ``figures/ablation.png`` from the rows."""
     import pandas as pd
+    from harness.store import write_text
 
     lines = summary(rows)
-    pd.DataFrame(lines).to_csv(out / "table.csv", index=False)
+    write_text(out / "table.csv", pd.DataFrame(lines).to_csv(index=False))
     text = ["# Ablation of the Table 2 gap: AIS test log-likelihood, one factor changed at a time",
             "",
             "Written by `benchmarks/generative_ablation.py` from `rows.jsonl` (see its docstring). Nats per image, "
@@ -305,7 +306,7 @@ def write_outputs(rows: list[dict], out: Path) -> list[dict]:
                     f"| {line['mean']:.1f} +- {line['stderr']:.1f} | {diff} | {wins} | {line['paper']} "
                     f"| {line['train_seconds']:.0f} | {line['ais_seconds']:.0f} | {line['commit']} "
                     f"| {load if load is None else f'{load:.1f}'} |")
-    (out / "table.md").write_text("\n".join(text) + "\n")
+    write_text(out / "table.md", "\n".join(text) + "\n")
     plot(lines, out / "figures" / "ablation.png")
     return lines
 
@@ -378,7 +379,11 @@ def main(argv=None) -> None:
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     rows_path = out / "rows.jsonl"
-    from peers import load_rows  # enables float64, as bdmc generative does
+    from harness.store import load_rows
+
+    import bdmc
+
+    bdmc.enable_x64()  # float64, as bdmc generative
 
     if not args.table_only:
         from bdmc.generative.data import load_mnist

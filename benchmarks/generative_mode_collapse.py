@@ -259,6 +259,8 @@ def write_table(path: Path, rows: list[dict]) -> None:
     rows : list of dict
         Rows of ``rows.jsonl``.
     """
+    from harness.store import write_text
+
     latest: dict = {}
     for row in rows:
         latest[row["variant"], row["samples"], row["epochs"]] = row
@@ -290,7 +292,7 @@ def write_table(path: Path, rows: list[dict]) -> None:
                      f"| {row['classes_min_share']} | {shares} | {row['entropy_nats']:.2f} | {row['distinct_nearest']} "
                      f"| {' '.join(map(str, row['counts']))} | {d_real} | {stored_text} | {row['train_seconds']:.0f}"
                      f"{' (reloaded)' if row.get('reloaded') else ''} | {commit} |")
-    path.write_text("\n".join(lines) + "\n")
+    write_text(path, "\n".join(lines) + "\n")
 
 
 # ------------------------------------------------------------------------------------------ main
@@ -317,9 +319,7 @@ def main(argv=None) -> None:
     args = parse(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     rows_path, table_path = OUT / "rows.jsonl", OUT / "table.md"
-    # peers enables float64 when imported (as ``bdmc generative`` does by default); imported here so that tests
-    # importing this module for its pure functions leave the precision alone.
-    from peers import append_row, load_rows
+    from harness.store import append_row, load_rows
 
     if args.table_only:
         write_table(table_path, load_rows(rows_path))

@@ -24,14 +24,14 @@ checked, not only timed).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import time
 from pathlib import Path
 
 import numpy as np
-from provenance import stamp
+from harness.store import append_row, load_rows, write_text
+from harness.pages import write_folder
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "results" / "generative_torch_peer"
@@ -107,12 +107,6 @@ def bdmc_ais(params, images, num_steps, *, latent_dim, seed):
     return res.per_image, res.seconds, res.compile_seconds
 
 
-def append(path: Path, row: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
-        f.write(json.dumps(row) + "\n")
-
-
 def table(rows: list[dict]) -> str:
     lines = ["| architecture | T | images | bdmc s (median) | torch s (median) | torch / bdmc | bdmc compile s | "
              "bdmc mean | torch mean |", "|---|---|---|---|---|---|---|---|---|"]
@@ -140,7 +134,11 @@ def main(argv=None) -> None:
     parser.add_argument("--float32", action="store_true")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--table-only", action="store_true")
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     opts = parser.parse_args(argv)
+    if opts.render:
+        write_folder("generative_torch_peer")
+        return
     rows_path = opts.out / "rows.jsonl"
     if not opts.table_only:
         import jax
@@ -182,14 +180,15 @@ def main(argv=None) -> None:
                            "chain_steps_per_second": opts.images * CHAINS * (steps - 1) / secs,
                            "mean": float(per_image.mean()),
                            "stderr": float(per_image.std(ddof=1) / math.sqrt(per_image.size)),
-                           "load_before": load, **common, **stamp()}
-                    append(rows_path, row)
+                           "load_before": load, **common}
+                    append_row(rows_path, row)  # stamped with its provenance
                     print(f"{tool:6} T={steps:5}  {secs:8.2f} s  (compile {comp:5.1f} s)  mean {row['mean']:.2f} "
                           f"± {row['stderr']:.2f}  load {load:.2f}", flush=True)
-    rows = [json.loads(line) for line in rows_path.read_text().splitlines() if line.strip()]
+    rows = load_rows(rows_path)
     text = table(rows)
-    (opts.out / "table.md").write_text(text + "\n")
+    write_text(opts.out / "table.md", text + "\n")
     print(text)
+    write_folder("generative_torch_peer", written_to=opts.out)
 
 
 if __name__ == "__main__":

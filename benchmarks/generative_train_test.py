@@ -48,7 +48,7 @@ MAX_STORED_DIFF = 0.01  # largest |pixel difference| from the run's stored sampl
 
 def run_rows(run: str) -> list[dict]:
     """The rows of one generative.sh run directory."""
-    from peers import load_rows
+    from harness.store import load_rows
 
     return load_rows(RESULTS / run / "rows.jsonl")
 
@@ -70,7 +70,7 @@ def table_row(kind: str, run: str, split: str, steps: int) -> dict | None:
 
 def run_model(name: str, splits, rows_path: Path, *, images: int, steps: int, chains: int, log=print) -> None:
     """Evaluate one model on both splits, appending each row as it finishes."""
-    from peers import append_row, load_rows
+    from harness.store import append_row, load_rows
 
     from bdmc.experiments.generative import unit_key
 
@@ -144,9 +144,10 @@ def summary(rows: list[dict]) -> list[dict]:
 def write_outputs(rows: list[dict], out: Path) -> list[dict]:
     """Rebuild ``table.csv``, ``table.md`` and ``figures/train_test.png`` from the rows."""
     import pandas as pd
+    from harness.store import write_text
 
     lines = summary(rows)
-    pd.DataFrame(lines).to_csv(out / "table.csv", index=False)
+    write_text(out / "table.csv", pd.DataFrame(lines).to_csv(index=False))
     text = ["# Train against test: AIS log-likelihood of generative.sh's decoders (images per split: see the table)",
             "",
             "Written by `benchmarks/generative_train_test.py` from `rows.jsonl` (see its docstring). Nats per image, "
@@ -170,7 +171,7 @@ def write_outputs(rows: list[dict], out: Path) -> list[dict]:
                     f"| {'-' if ln['stored_diff'] is None else format(ln['stored_diff'], '.1g')} "
                     f"| {ln['seconds']:.0f} | {ln['commit']} "
                     f"| {load} |")
-    (out / "table.md").write_text("\n".join(text) + "\n")
+    write_text(out / "table.md", "\n".join(text) + "\n")
     plot(rows, out / "figures" / "train_test.png")
     return lines
 
@@ -233,7 +234,11 @@ def main(argv=None) -> None:
     args = parse(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     rows_path = args.out / "rows.jsonl"
-    from peers import load_rows  # enables float64, as bdmc generative does
+    from harness.store import load_rows
+
+    import bdmc
+
+    bdmc.enable_x64()  # float64, as bdmc generative
 
     if not args.table_only:
         from bdmc.generative.data import load_mnist

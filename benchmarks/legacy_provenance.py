@@ -17,6 +17,8 @@ import json
 import subprocess
 from pathlib import Path
 
+from harness.store import write_text
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 OUT = RESULTS / "legacy_provenance.json"
@@ -62,7 +64,7 @@ def main() -> None:
             "on the development machine or, where the results page says so, a lent one); whether the tree was "
             "clean and the machine's load were not recorded (null). A directory's provenance.jsonl, where there "
             "is one, stamps the runs made since.")
-    OUT.write_text(json.dumps({"note": note, "files": entries}, indent=1) + "\n")
+    write_text(OUT, json.dumps({"note": note, "files": entries}, indent=1) + "\n")
     print(f"{OUT.relative_to(ROOT)}: {len(entries)} files")
 
 

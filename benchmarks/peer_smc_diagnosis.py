@@ -31,9 +31,12 @@ from bdmc.core.resampling import AdaptiveResampling
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import peer_problems  # noqa: E402
-from peers import RESULTS, append_row, load_rows  # noqa: E402
+from harness.store import append_row, load_rows  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 
 bdmc.enable_x64()
+
+RESULTS = Path(__file__).resolve().parent / "results" / "peers"
 
 
 def smc_row(problem, particles, moves, runs, seed=7) -> dict:
@@ -165,10 +168,15 @@ def markdown(rows) -> str:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = ap.parse_args(argv)
+    if args.render:
+        write_folder("peers")
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     rows = run(args.out)
     print(markdown(rows))
+    write_folder("peers", written_to=args.out)
 
 
 if __name__ == "__main__":

@@ -37,15 +37,14 @@ from rich.console import Console
 from rich.table import Table
 
 import bdmc
-from bdmc.experiments.store import read_jsonl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from datetime import UTC
 
 import peer_problems  # noqa: E402
 import peer_tools  # noqa: E402
+from harness.store import append_row, jsonable, load_rows, stamp, tree_state, write_text  # noqa: E402
 from peer_tools import BUDGETS, KNOBS, TOOLS, budget_label  # noqa: E402
-from provenance import stamp, tree_state  # noqa: E402  (tree_state: other scripts import it from here)
 
 bdmc.enable_x64()  # float64, as the closed forms
 
@@ -61,33 +60,7 @@ SKIP_CELLS = {("correlated", "ultranest", "100"): "its default region sampler di
 THRESHOLDS = (1.0, 0.1)
 
 
-# ------------------------------------------------------------------------------------------- JSONL store
-def append_row(path: Path, row: dict) -> None:
-    """Append one JSON line with a single ``write`` on an O_APPEND descriptor (atomic for one row), stamped with
-    :func:`provenance.stamp`'s fields that the row does not already hold (a row's own ``commit`` etc. win)."""
-    row = {**row, **{k: v for k, v in stamp().items() if k not in row}}
-    line = (json.dumps(row, default=_jsonable) + "\n").encode()
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _jsonable(x):
-    if isinstance(x, (np.integer, np.floating)):
-        return x.item()
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    return str(x)
-
-
-def load_rows(path: Path) -> list[dict]:
-    """Rows of a JSONL file; a torn last line (interrupted write) is ignored."""
-    return read_jsonl(path)
-
-
+# ------------------------------------------------------------------------------------------- rows
 def row_key(row: dict) -> tuple:
     return row["problem"], row["tool"], row["budget"], row["seed"]
 
@@ -194,7 +167,7 @@ def truths_for(problems, out_dir, quick, console) -> dict:
         if name not in refs:
             with console.status(f"reference run for {name} ..."):
                 refs[name] = {**peer_tools.long_reference(problem, quick=quick), **stamp()}
-            path.write_text(json.dumps(refs, indent=2))
+            write_text(path, json.dumps(refs, indent=2))
         truths[name] = {"value": refs[name]["value"], "kind": "reference", **refs[name]}
     return truths
 
@@ -450,7 +423,7 @@ def write_markdown(path, summary, truths, settings, machine, diagnosis_rows, mis
 
         lines += [markdown(diagnosis_rows), ""]
     lines += ["Machine: " + ", ".join(f"{k}={v}" for k, v in machine.items()), ""]
-    path.write_text("\n".join(lines))
+    write_text(path, "\n".join(lines))
 
 
 def plot(path, summary, truths, problems) -> None:
@@ -545,10 +518,10 @@ def main(argv=None) -> None:
     print_summary(console, summary, args.problems)
     cold_path = args.out / ("cold_quick.jsonl" if args.quick else "cold.jsonl")
     cold = cold_summary(load_rows(cold_path), summary) if cold_path.exists() else []
-    (args.out / f"{stem}_summary.json").write_text(json.dumps(
+    write_text(args.out / f"{stem}_summary.json", json.dumps(
         {"settings": settings, "machine": machine, "truths": truths, "summary": summary, "cold": cold,
          "best": {f"{name} < {t:g}": best_ratio(summary, name, t) for name in args.problems for t in THRESHOLDS}},
-        indent=2, default=_jsonable))
+        indent=2, default=jsonable))
     write_markdown(args.out / f"{stem}.md", summary, truths, settings, machine,
                    load_rows(args.out / "smc_diagnosis.jsonl"), missing, cold)
     plot(args.out / ("rmse_vs_seconds_quick.png" if args.quick else "rmse_vs_seconds.png"), summary, truths,

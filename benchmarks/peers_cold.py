@@ -61,9 +61,10 @@ def child(problem: str, tool: str, budget: str, seed: int, cache: str | None) ->
 
 
 def tree_state() -> tuple[str, bool]:
-    """:func:`peers.tree_state` (imported here, not at the top: a child process must not pay for peers' imports)."""
+    """:func:`harness.store.tree_state` (imported here, not at the top: a child process must not pay for the
+    store's imports)."""
     sys.path.insert(0, str(HERE))
-    from peers import tree_state as state
+    from harness.store import tree_state as state
 
     return state()
 
@@ -94,14 +95,21 @@ def main(argv=None) -> None:
     ap.add_argument("--tools", default="bdmc-ais,bdmc-smc,bdmc-tsmc,blackjax,pymc,tfp")
     ap.add_argument("--repeats", type=int, default=2, help="cold calls per (problem, tool, kind) (default 2)")
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = ap.parse_args(argv)
+    if args.render:
+        from harness.pages import write_folder
+
+        write_folder("peers")
+        return
     if args.child:
         problem, tool, budget, seed = args.child
         child(problem, tool, budget, int(seed), args.cache)
         return
     sys.path.insert(0, str(HERE))
+    from harness.pages import write_folder
+    from harness.store import append_row
     from peer_tools import BUDGETS
-    from peers import append_row
 
     from bdmc.experiments.store import read_jsonl
 
@@ -127,6 +135,7 @@ def main(argv=None) -> None:
             finally:
                 for folder in folders.values():
                     shutil.rmtree(folder, ignore_errors=True)
+    write_folder("peers", written_to=args.out)
 
 
 if __name__ == "__main__":

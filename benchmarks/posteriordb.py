@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import math
 import os
 import subprocess
@@ -40,8 +41,9 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
+from harness.store import append_row, load_rows, stamp, write_text  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 from posteriordb_models import DATA_DIR, POSTERIORS, load  # noqa: E402
-from provenance import stamp  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.bracketing import (
@@ -50,8 +52,10 @@ from bdmc.bracketing import (
 )
 from bdmc.bracketing.families import MultivariateNormal  # noqa: E402
 from bdmc.contracts.model import log_density  # noqa: E402
+from bdmc.errors import OptionError  # noqa: E402
 from bdmc.exact import hierarchical_normal_log_marginal, regression_half_normal_scale_log_marginal  # noqa: E402
-from bdmc.experiments.store import RunStore  # noqa: E402
+from bdmc.experiments.store import settings_diff  # noqa: E402
+from bdmc.files import to_jsonable  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "posteriordb"
 # Each density evaluation of these solves an ODE and, for its gradient, the adjoint ODE: smaller budgets, no SMC.
@@ -163,16 +167,25 @@ def main():
     parser.add_argument("--smc-max-cases", type=int, default=200, help="SMC over data cases only up to this many")
     parser.add_argument("--bracket-draws", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args()
+    if args.render:
+        write_folder("posteriordb")
+        return
     names = args.names or list(POSTERIORS)
-    store = RunStore(OUT, jsonl_name="rows.jsonl", key=("posterior",),
-                     settings={"steps": args.steps, "runs": args.runs, "smc_runs": args.smc_runs, "seed": args.seed,
-                               "bracket_draws": args.bracket_draws, "smc_max_cases": args.smc_max_cases},
-                     compare=("steps", "runs", "smc_runs", "seed", "bracket_draws"))
+    settings = {"steps": args.steps, "runs": args.runs, "smc_runs": args.smc_runs, "seed": args.seed,
+                "bracket_draws": args.bracket_draws, "smc_max_cases": args.smc_max_cases}
+    rows_path, settings_path = OUT / "rows.jsonl", OUT / "settings.json"
+    saved = json.loads(settings_path.read_text())["settings"] if settings_path.exists() else settings
+    diffs = settings_diff(saved, settings, ("steps", "runs", "smc_runs", "seed", "bracket_draws"))
+    if diffs:  # the rows of another run's settings are not resumed
+        raise OptionError(f"{OUT} holds a run with other settings ({'; '.join(diffs)}); delete its rows.jsonl and "
+                          "settings.json to start again")
+    done = {r["posterior"] for r in load_rows(rows_path)}
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     began = time.perf_counter()
     for name in names:
-        if store.has((name,)):
+        if name in done:
             continue
         start = time.perf_counter()
         try:
@@ -183,12 +196,14 @@ def main():
             traceback.print_exc()
         row.update({**stamp(), "seconds": time.perf_counter() - start, "commit": commit, "load": os.getloadavg()[0],
                     "time": datetime.datetime.now().isoformat(timespec="seconds")})
-        store.append(row)
+        append_row(rows_path, to_jsonable(row))
+        write_text(settings_path, json.dumps({"settings": settings}, indent=2) + "\n")
         print(f"{name}: {row.get('error') or 'ok'} ({row['seconds']:.0f} s)", flush=True)
     print(f"total {time.perf_counter() - began:.0f} s")
-    page = summarize(store.rows, args)
-    (OUT / "README.md").write_text(page)
+    page = summarize(load_rows(rows_path), args)
+    write_text(OUT / "README.md", page)
     print(page)
+    write_folder("posteriordb")
 
 
 def summarize(rows, args) -> str:

@@ -190,6 +190,9 @@ def _unzip_json(raw):
 
 
 def export(pdb: Path):
+    sys.path.insert(0, str(HERE))
+    from harness.store import write_text
+
     commit = subprocess.run(["git", "-C", str(pdb), "rev-parse", "HEAD"], check=True, capture_output=True,
                             text=True).stdout.strip()
     OUT.mkdir(parents=True, exist_ok=True)
@@ -206,8 +209,8 @@ def export(pdb: Path):
         folder = OUT / name
         folder.mkdir(exist_ok=True)
         (folder / "model.stan").write_bytes(code)
-        (folder / "data.json").write_text(json.dumps(data, separators=(",", ":")))
-        (folder / "reference.json").write_text(json.dumps(reference, indent=1))
+        write_text(folder / "data.json", json.dumps(data, separators=(",", ":")))
+        write_text(folder / "reference.json", json.dumps(reference, indent=1))
         n_cases = _n_cases(name, data)
         info = {
             "posterior": name, "model": model_name, "data": data_name,
@@ -221,7 +224,7 @@ def export(pdb: Path):
             "reference_posterior": reference_name, "reference_source": source,
             "posteriordb_commit": commit,
         }
-        (folder / "info.json").write_text(json.dumps(info, indent=1))
+        write_text(folder / "info.json", json.dumps(info, indent=1))
         draws = reference_draws(pdb, name, DRAWS_SHIPPED)
         if draws is not None:  # for the bracketing bounds of benchmarks/posteriordb.py
             np.savez_compressed(folder / "draws.npz", **draws)
@@ -308,6 +311,7 @@ def points_phase(names, pdb, source, tmp: Path):
 
     sys.path.insert(0, str(HERE))
     import posteriordb_models as P
+    from harness.store import write_text
 
     import bdmc
 
@@ -361,7 +365,7 @@ def points_phase(names, pdb, source, tmp: Path):
                      "same_with_observed_kwargs": bool(np.allclose(log_lik, log_lik_obs, rtol=1e-10, atol=1e-10))},
         }
         print(f"points {name}: {origin}; {time.time() - t0:.1f} s; bdmc {results[name]['bdmc']}", flush=True)
-    tmp.write_text(json.dumps(results))
+    write_text(tmp, json.dumps(results))
 
 
 # ------------------------------------------------------------------------------------------------ stan phase
@@ -386,6 +390,7 @@ def stan_phase(name, infile: Path, outfile: Path, tight=False):
     for i in range(n):
         pars = {k: (v[i] if np.ndim(v[i]) else float(v[i])) for k, v in points.items()}
         values.append(float(posterior.log_prob(posterior.unconstrain_pars(pars), adjust_transform=False)))
+    # to the parent process, which reads it back: a temporary file, not a result (this child imports no bdmc)
     outfile.write_text(json.dumps({"stan": values, "build_s": built}))
 
 
@@ -394,7 +399,7 @@ def stan_phase(name, infile: Path, outfile: Path, tight=False):
 
 def check(names, pdb, source, out_path=None):
     sys.path.insert(0, str(HERE))
-    from provenance import stamp
+    from harness.store import stamp, write_text
 
     with tempfile.TemporaryDirectory() as d:
         d = Path(d)
@@ -447,7 +452,7 @@ def check(names, pdb, source, out_path=None):
             }
             print(f"stan {name}: offset {offset:.8f} (expected {expected:.8f}) spread {spread:.2e} "
                   f"(relative {spread / scale:.1e}) {'OK' if ok else 'MISMATCH'}", flush=True)
-            out_path.write_text(json.dumps(dict(sorted(results.items())), indent=1))
+            write_text(out_path, json.dumps(dict(sorted(results.items())), indent=1))
 
 
 def main(argv=None):

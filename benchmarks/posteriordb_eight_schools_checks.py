@@ -36,7 +36,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from peers import append_row, load_rows, tree_state  # noqa: E402
+from harness.store import append_row, load_rows, tree_state  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.checks.prior_normalization import prior_normalization  # noqa: E402
@@ -91,7 +92,11 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
+    if args.render:
+        write_folder("posteriordb_checks")
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "rows.jsonl"
     done = {(r["program"], r["seed"]) for r in load_rows(path)}
@@ -131,6 +136,7 @@ def main(argv=None) -> None:
                   f"[{prior.interval_low:+.3f}, {prior.interval_high:+.3f}] (predicted {PREDICTED[name]:+.3f}), "
                   f"{prior.verdict}; exact log p(y) {exact:.3f} vs lower bound {check.lower:.3f} "
                   f"(certified {check.certified_lower:.3f}): {check.verdict}", flush=True)
+    write_folder("posteriordb_checks", written_to=args.out)
 
 
 if __name__ == "__main__":

@@ -38,7 +38,8 @@ from bdmc.kernels import HMC
 from bdmc.models import LinearRegression
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from provenance import stamp  # noqa: E402
+from harness.store import stamp, write_text  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
@@ -135,7 +136,11 @@ def main(argv=None) -> None:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/ppl_adapters"))
     parser.add_argument("--nhefs", action="store_true", help="cost per chain-step on the NHEFS regression")
     parser.add_argument("--stan-threads", type=int, default=2, help="threads of the second in-process Stan row")
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
+    if args.render:
+        write_folder("ppl_adapters")
+        return
     if args.nhefs:
         return nhefs_cost(args)
     y, latent = bdmc.simulate(jax.random.key(args.seed), BUILTIN)
@@ -156,11 +161,12 @@ def main(argv=None) -> None:
         rows.append(row)
         print(json.dumps(row), flush=True)
     write(rows, args)
+    write_folder("ppl_adapters", written_to=args.out)
 
 
 def write(rows, args) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "rows.json").write_text(json.dumps(rows, indent=1) + "\n")
+    write_text(args.out / "rows.json", json.dumps(rows, indent=1) + "\n")
     base = next(r for r in rows if r["implementation"] == "built-in")
     lines = [f"T = {args.steps}, {args.chains} chains per direction, HMC (step 0.05, 10 leapfrog steps), "
              f"seed {args.seed}; closed-form log p(y) = {rows[0]['exact']:.4f}.", "",
@@ -174,7 +180,7 @@ def write(rows, args) -> None:
             f"{r['truth'] - base['truth']:+.3f} | {r['seconds_per_1000_chain_steps']:.4f} | "
             f"{r['seconds_per_1000_chain_steps'] / base['seconds_per_1000_chain_steps']:.1f}x | "
             f"{r['compile_seconds']:.1f} |")
-    (args.out / "table.md").write_text("\n".join(lines) + "\n")
+    write_text(args.out / "table.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
@@ -271,7 +277,7 @@ def nhefs_cost(args) -> None:
     first = first_build_seconds(x) if "stan" not in skip else None
     args.out.mkdir(parents=True, exist_ok=True)
     summary = {"rows": rows, "first_build_seconds": first}
-    (args.out / "nhefs_cost.json").write_text(json.dumps(summary, indent=1) + "\n")
+    write_text(args.out / "nhefs_cost.json", json.dumps(summary, indent=1) + "\n")
     base = next((r for r in rows if r["implementation"] == "NumPyro"), rows[0])
     lines = [f"NHEFS linear regression (N = {x.shape[0]}, K = {x.shape[1]}), forward AIS with HMC (step 0.01, 10 "
              f"leapfrog steps), {args.chains} chains; compilation excluded. Machine: {os.cpu_count()} CPU cores.", "",
@@ -284,7 +290,7 @@ def nhefs_cost(args) -> None:
     if first is not None:
         lines += ["", f"First build of the in-process Stan program (shim and program compiled into an empty cache, "
                       f"then loaded): {first:.1f} s."]
-    (args.out / "nhefs_cost.md").write_text("\n".join(lines) + "\n")
+    write_text(args.out / "nhefs_cost.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import math
 import os
 import sys
@@ -38,12 +39,15 @@ import numpy as np
 import pandas as pd
 
 import bdmc
+from bdmc.errors import OptionError
 from bdmc.exact import linear_regression_log_marginal
-from bdmc.experiments.store import RunStore
+from bdmc.experiments.store import settings_diff
+from bdmc.files import to_jsonable
 from bdmc.kernels import HMC, IndependentMH
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from provenance import stamp  # noqa: E402
+from harness.store import append_row, load_rows, stamp, write_text  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 OUT = Path(__file__).parent / "results" / "preconditioning"
@@ -115,9 +119,14 @@ def kernels(model):
 
 def run(args) -> pd.DataFrame:
     out = OUT / ("quick" if args.quick else "")
-    store = RunStore(out, jsonl_name="rows.jsonl", key=("kernel", "seed"),
-                     settings={"num_steps": args.steps, "num_runs": args.runs}, compare=("num_steps", "num_runs"))
-    done = {(r["kernel"], int(r["seed"])) for r in store.rows}
+    settings = {"num_steps": args.steps, "num_runs": args.runs}
+    rows_path, settings_path = out / "rows.jsonl", out / "settings.json"
+    saved = json.loads(settings_path.read_text())["settings"] if settings_path.exists() else settings
+    diffs = settings_diff(saved, settings, ("num_steps", "num_runs"))
+    if diffs:  # the rows of another run's settings are not resumed
+        raise OptionError(f"{out} holds a run with other settings ({'; '.join(diffs)}); delete its rows.jsonl and "
+                          "settings.json to start again")
+    done = {(r["kernel"], int(r["seed"])) for r in load_rows(rows_path)}
     commit = os.popen("git rev-parse --short HEAD").read().strip()
     for seed in range(args.seeds):
         model = ScaledRegression(seed=seed)
@@ -141,11 +150,12 @@ def run(args) -> pd.DataFrame:
                    "divergence_rate": lower.divergence_rate, "weight_ess": lower.weight_ess,
                    "seconds": time.perf_counter() - began, **stamp(), "commit": commit,
                    "load": os.getloadavg()[0], "time": datetime.datetime.now().isoformat(timespec="seconds")}
-            store.append(row)
+            append_row(rows_path, to_jsonable(row))
+            write_text(settings_path, json.dumps({"settings": settings}, indent=2) + "\n")
             print(f"seed {seed} {name:13s} exact {truth:9.3f} lower {lower.value:9.3f} ± {lower.stderr:.3f} "
                   f"upper {upper.value:9.3f} gap {row['gap']:7.3f} acc {row['acceptance']:.2f} "
                   f"{row['seconds']:.1f}s", flush=True)
-    return pd.DataFrame(store.rows)
+    return pd.DataFrame(load_rows(rows_path))
 
 
 def summarize(rows: pd.DataFrame, quick: bool) -> str:
@@ -183,13 +193,18 @@ def main():
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--runs", type=int, default=16)
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args()
+    if args.render:
+        write_folder("preconditioning")
+        return
     args.seeds = args.seeds or (2 if args.quick else 8)
     args.steps = args.steps or (300 if args.quick else 1000)
     rows = run(args)
     page = summarize(rows, args.quick)
-    (OUT / ("quick" if args.quick else "") / "README.md").write_text(page)
+    write_text(OUT / ("quick" if args.quick else "") / "README.md", page)
     print(page)
+    write_folder("preconditioning")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calibration_programs as cp  # noqa: E402
-from peers import append_row, load_rows, tree_state  # noqa: E402
+from harness.store import append_row, load_rows, tree_state, write_text  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.checks.prior_normalization import prior_normalization  # noqa: E402
@@ -42,7 +43,11 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--table-only", action="store_true")
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
+    if args.render:
+        write_folder("prior_normalization")
+        return
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / "rows.jsonl"
     if not args.table_only:
@@ -72,8 +77,9 @@ def main(argv=None) -> None:
         lines.append(f"| {r['program']} | {r['truth']:+.3f} | {r['seed']} | {r['estimate']:+.3f} | "
                      f"[{r['interval'][0]:+.3f}, {r['interval'][1]:+.3f}] | "
                      f"[{r['certified'][0]:+.2f}, {r['certified'][1]:+.2f}] | {r['verdict']} | {r['seconds']:.0f} |")
-    (OUT / "table.md").write_text("\n".join(lines) + "\n")
+    write_text(OUT / "table.md", "\n".join(lines) + "\n")
     print((OUT / "table.md").read_text())
+    write_folder("prior_normalization")
 
 
 if __name__ == "__main__":

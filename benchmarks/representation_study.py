@@ -55,14 +55,15 @@ from bdmc.realdata import factorization as fz  # noqa: E402
 from bdmc.realdata import webppl_models as wm  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from provenance import stamp  # noqa: E402
+from harness.store import stamp, write_text  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
 OUT = Path(__file__).resolve().parent / "results" / "representation"
 COLUMNS = ["ppl", "representation", "kernel", "num_steps", "num_chains", "b_hat", "b_hat_stderr", "seconds",
            "n_evals", "alarm", "kernel_settings"]
-PROVENANCE = ["commit", "clean_tree", "date", "load", "machine"]  # provenance.stamp()'s fields
+PROVENANCE = ["commit", "clean_tree", "date", "load", "machine"]  # harness.store.stamp()'s fields
 COLUMNS += PROVENANCE
 LEAPFROG = 10
 
@@ -146,14 +147,18 @@ def main(argv=None) -> int:
     ap.add_argument("--adapt-steps", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = ap.parse_args(argv)
+    if args.render:
+        write_folder("representation")
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     csv = args.out / "results.csv"
     done = set()
     if csv.exists():
         head, *body = csv.read_text().splitlines()
         if head.split(",") == COLUMNS[:-len(PROVENANCE)]:  # rows from before the provenance columns: left empty
-            csv.write_text("\n".join([",".join(COLUMNS)] + [line + "," * len(PROVENANCE) for line in body]) + "\n")
+            write_text(csv, "\n".join([",".join(COLUMNS)] + [line + "," * len(PROVENANCE) for line in body]) + "\n")
         old = pd.read_csv(csv)
         done = {(r.ppl, r.representation, r.kernel, int(r.num_steps), int(r.num_chains)) for r in old.itertuples()}
 
@@ -173,7 +178,7 @@ def main(argv=None) -> int:
             s = settings[rep]
             print(f"{rep}: HMC step {s['step_size']:.4g}, adaptation acceptance {s['adapt_acceptance_tail']:.2f}, "
                   f"RWM scale {s['rwm_scale']:.4g} ({time.perf_counter() - t0:.1f} s)", flush=True)
-            settings_path.write_text(json.dumps(settings, indent=1))
+            write_text(settings_path, json.dumps(settings, indent=1))
 
     for rep in parse_list(args.representations, str):
         exact = {}
@@ -213,11 +218,13 @@ def main(argv=None) -> int:
                            "b_hat_stderr": float(r["b_hat_stderr"]), "seconds": float(r["seconds"]),
                            "n_evals": int(r["n_evals"]), "alarm": bool(r["alarm"]), "kernel_settings": desc,
                            **stamp()}
-                    pd.DataFrame([row], columns=COLUMNS).to_csv(csv, mode="a", header=not csv.exists(), index=False)
+                    line = pd.DataFrame([row], columns=COLUMNS).to_csv(header=not csv.exists(), index=False)
+                    write_text(csv, (csv.read_text() if csv.exists() else "") + line)  # old rows kept byte for byte
                     print(f"{ppl:8s} {rep:12s} {kind:4s} T={T:6d}  B-hat {row['b_hat']:10.3f} ± "
                           f"{row['b_hat_stderr']:7.3f}  {row['seconds']:8.2f} s", flush=True)
     plot(pd.read_csv(csv), args.out / "representation.png")
     return 0
+    write_folder("representation", written_to=args.out)
 
 
 REP_INDEX = {"collapsed": 1, "uncollapsed": 2}

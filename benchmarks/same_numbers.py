@@ -21,6 +21,7 @@ import inspect
 import json
 import sys
 import tempfile
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -131,12 +132,13 @@ def main() -> None:
     parser.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="compare two fingerprints")
     args = parser.parse_args()
     if args.compare:
-        a, b = (json.load(open(p)) for p in args.compare)
+        a, b = (json.loads(Path(p).read_text()) for p in args.compare)
         differ = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
         print(f"{len(set(a) & set(b))} entries in both, {len(differ)} differ" + (f": {differ}" if differ else ""))
         sys.exit(1 if differ else 0)
     fp = fingerprint()
-    json.dump(fp, open(args.out, "w"), indent=1, sort_keys=True)
+    with open(args.out, "w") as f:  # not harness.store: see tests/test_benchmark_provenance.py's ALLOWED
+        json.dump(fp, f, indent=1, sort_keys=True)
     print(f"{len(fp)} entries written to {args.out}")
 
 

@@ -38,7 +38,7 @@ import numpy as np
 import bdmc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from provenance import stamp  # noqa: E402
+from harness.store import stamp, write_text  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms (also in every subprocess)
 
@@ -276,7 +276,7 @@ def write_markdown(path: Path, out: dict) -> None:
         f"bdmc source: commit {out['source']['commit']}, uncommitted changes under src/: "
         f"{', '.join(out['source']['modified_in_src']) or 'none'}.", "",
     ]
-    path.write_text("\n".join(lines))
+    write_text(path, "\n".join(lines))
 
 
 def plot(path: Path, rows: list[dict]) -> None:
@@ -351,7 +351,7 @@ def main(argv=None):
 def write_outputs(stem: Path, out: dict) -> None:
     """JSON, markdown and figure of one sweep."""
     stem.parent.mkdir(parents=True, exist_ok=True)
-    stem.with_suffix(".json").write_text(json.dumps(out, indent=2))
+    write_text(stem.with_suffix(".json"), json.dumps(out, indent=2))
     write_markdown(stem.with_suffix(".md"), out)
     plot(stem.with_suffix(".png"), out["results"])
 

@@ -94,7 +94,7 @@ def _harness():
     test suite imports this module for its model)."""
     sys.path.insert(0, str(HERE))
     from check_power import clopper_pearson
-    from peers import append_row, load_rows, tree_state
+    from harness.store import append_row, load_rows, tree_state
 
     return clopper_pearson, append_row, load_rows, tree_state
 
@@ -191,15 +191,24 @@ def main(argv=None) -> None:
     parser.add_argument("--seeds", type=int, default=200)
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--table-only", action="store_true")
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
+    from harness.pages import write_folder
+
+    if args.render:
+        write_folder("shme_one_latent")
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "rows.jsonl"
     if not args.table_only:
         run(path, args.seeds)
     rows = _harness()[2](path)
+    from harness.store import write_text
+
     if rows:
-        (args.out / "table.md").write_text(table(rows))
+        write_text(args.out / "table.md", table(rows))
         print((args.out / "table.md").read_text())
+    write_folder("shme_one_latent", written_to=args.out)
 
 
 if __name__ == "__main__":

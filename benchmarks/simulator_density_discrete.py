@@ -263,7 +263,7 @@ def summarize(result) -> dict:
 
 def run(path: Path, ppls, families, seeds: int, controls: int) -> None:
     sys.path.insert(0, str(HERE))
-    from peers import append_row, load_rows, tree_state
+    from harness.store import append_row, load_rows, tree_state
 
     commit, clean = tree_state()
     check_clean = check_files_state()
@@ -478,7 +478,13 @@ def main(argv=None) -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--families", default=",".join(FAMILIES), help=f"comma-separated, of {', '.join(FAMILIES)}")
     parser.add_argument("--ppls", default=",".join(PPLS), help="comma-separated, of numpyro, pymc, stan")
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
+    from harness.pages import write_folder
+
+    if args.render:
+        write_folder("simulator_density_discrete")
+        return
     families = [f.strip() for f in args.families.split(",") if f.strip()]
     ppls = [p.strip() for p in args.ppls.split(",") if p.strip()]
     for name, given, known in (("family", families, FAMILIES), ("PPL", ppls, PPLS)):
@@ -487,7 +493,7 @@ def main(argv=None) -> None:
             parser.error(f"unknown {name} {unknown}; choose from {', '.join(known)}")
     seeds, controls = (3, 2) if args.quick else (args.seeds, args.controls)
     sys.path.insert(0, str(HERE))
-    from peers import load_rows
+    from harness.store import load_rows, write_text
 
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "rows.jsonl"
@@ -498,9 +504,10 @@ def main(argv=None) -> None:
         run(path, ppls, families, seeds, controls)
     rows = load_rows(path)
     if rows:
-        (args.out / "table.md").write_text(table(rows))
-        (args.out / "README.md").write_text(readme(rows))
+        write_text(args.out / "table.md", table(rows))
+        write_text(args.out / "README.md", readme(rows))
         print((args.out / "table.md").read_text())
+    write_folder("simulator_density_discrete", written_to=args.out)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@ from bdmc.ppl import from_stan  # noqa: E402
 from bdmc.realdata import stan_models  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from provenance import stamp  # noqa: E402
+from harness.store import stamp, write_text  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 
 # The appendix's mixture likelihood: a normal density per case and component.
 APPENDIX_MIXTURE_MODEL = """
@@ -96,7 +97,11 @@ def main(argv=None) -> None:
     parser.add_argument("--chains", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=100)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/ppl_adapters"))
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
+    if args.render:
+        write_folder("ppl_adapters")
+        return
     rows = []
     for label, kind, program, stan_data, data in cases():
         shipped = from_stan(program, data=stan_data, observed="y")
@@ -118,9 +123,10 @@ def main(argv=None) -> None:
         lines.append(f"| {r['model']} | {r['shipped_us']:.1f} | {r['appendix_us']:.1f} | {r['speedup']:.1f}x | "
                      f"{r['max_relative_value_gap']:.1e}, {r['max_relative_gradient_gap']:.1e} |")
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "stan_program_forms.json").write_text(json.dumps(rows, indent=1) + "\n")
-    (args.out / "stan_program_forms.md").write_text("\n".join(lines) + "\n")
+    write_text(args.out / "stan_program_forms.json", json.dumps(rows, indent=1) + "\n")
+    write_text(args.out / "stan_program_forms.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
+    write_folder("ppl_adapters", written_to=args.out)
 
 
 if __name__ == "__main__":

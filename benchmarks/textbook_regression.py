@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import subprocess
 import sys
@@ -29,11 +30,14 @@ import numpy as np
 
 import bdmc
 from bdmc.datasets.loaders import load_nhefs
+from bdmc.errors import OptionError
 from bdmc.exact import regression_half_normal_scale_log_marginal
-from bdmc.experiments.store import RunStore
+from bdmc.experiments.store import settings_diff
+from bdmc.files import to_jsonable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from provenance import stamp  # noqa: E402
+from harness.store import append_row, load_rows, stamp, write_text  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 OUT = Path(__file__).parent / "results" / "textbook_regression"
@@ -64,18 +68,28 @@ def main():
     parser.add_argument("--steps", default="1000,10000")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=32)
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args()
+    if args.render:
+        write_folder("textbook_regression")
+        return
     X, y = problem()
     truth = exact_log_evidence(X, y)
     model = bdmc.ppl.from_numpyro(regression, X=jnp.asarray(X), observed="y")
     data = {"y": jnp.asarray(y)}
-    store = RunStore(OUT, jsonl_name="rows.jsonl", key=("num_steps", "seed", "direction"),
-                     settings={"num_runs": args.runs, "exact": truth}, compare=("num_runs",))
+    settings = {"num_runs": args.runs, "exact": truth}
+    rows_path, settings_path = OUT / "rows.jsonl", OUT / "settings.json"
+    saved = json.loads(settings_path.read_text())["settings"] if settings_path.exists() else settings
+    diffs = settings_diff(saved, settings, ("num_runs",))
+    if diffs:  # the rows of another run's settings are not resumed
+        raise OptionError(f"{OUT} holds a run with other settings ({'; '.join(diffs)}); delete its rows.jsonl and "
+                          "settings.json to start again")
+    done = {(r["num_steps"], r["seed"], r["direction"]) for r in load_rows(rows_path)}
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     print(f"exact log p(y) = {truth:.4f}")
     for T in (int(t) for t in args.steps.split(",")):
         for seed in range(args.seeds):
-            if store.has((T, seed, "forward")):
+            if (T, seed, "forward") in done:
                 continue
             began = time.perf_counter()
             with warnings.catch_warnings(record=True) as caught:
@@ -91,11 +105,12 @@ def main():
                    "preconditioner": est.settings.get("preconditioner"),
                    "seconds": time.perf_counter() - began, **stamp(), "commit": commit, "load": os.getloadavg()[0],
                    "time": datetime.datetime.now().isoformat(timespec="seconds")}
-            store.append(row)
+            append_row(rows_path, to_jsonable(row))
+            write_text(settings_path, json.dumps({"settings": settings}, indent=2) + "\n")
             print(f"T={T:6d} seed {seed}: {est.value:10.4f} ± {est.stderr:.4f} (exact {truth:.4f}, error "
                   f"{row['error']:+.4f}), divergences {est.divergences} ({est.divergence_rate:.2%}), ESS "
                   f"{est.weight_ess:.1f}, k-hat {est.khat:.2f}, {row['seconds']:.1f} s", flush=True)
-    rows = store.rows
+    rows = load_rows(rows_path)
     lines = [f"# The textbook regression: 5 coefficients, N(0, 10) priors, sigma ~ HalfNormal(10), NHEFS's first "
              f"100 cases in natural units ({args.runs} runs per estimate)", "",
              "Command: `python benchmarks/textbook_regression.py`. Before divergences became rejections every "
@@ -108,8 +123,9 @@ def main():
         lines.append(f"| {r['num_steps']:,} | {r['seed']} | {r['value']:.3f} ± {r['stderr']:.3f} | "
                      f"{r['error']:+.3f} | {'yes' if r['within_3se'] else 'no'} | {r['divergences']} "
                      f"({r['divergence_rate']:.2%}) | {r['weight_ess']:.1f} | {r['khat']:.2f} | {r['seconds']:.1f} |")
-    (OUT / "README.md").write_text("\n".join(lines) + "\n")
+    write_text(OUT / "README.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
+    write_folder("textbook_regression")
 
 
 if __name__ == "__main__":

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import jax
 import numpy as np
-from provenance import stamp
+from harness.store import append_row, load_rows, stamp
 from rich.console import Console
 from time_to_rmse_report import ESTIMATORS, targets, write_reports
 
@@ -64,7 +64,7 @@ def main(argv=None) -> int:
     log_path = args.out / f"time_to_rmse_{args.model}.jsonl"
     base = {"model": args.model, "options": _options(model), "seed": args.seed}
     truth_settings = {**base, "truth_steps": args.truth_steps, "truth_runs": args.truth_runs}
-    rows = _load(log_path)
+    rows = load_rows(log_path)
     truth_row = _truth(args, model, data, latent, k_truth, truth_settings, rows, log_path, console)
     if truth_row is None:
         return 1
@@ -126,12 +126,12 @@ def _truth(args, model, data, latent, key, settings, rows, log_path, console):
     if row is None and args.truth_from is not None:
         row = _import_truth(args.truth_from, settings)
         if row is not None:
-            _append(log_path, row)
+            append_row(log_path, row)
             rows.append(row)
     if row is None:
         console.print(f"ground truth: forward and reverse AIS, T = {args.truth_steps}, {args.truth_runs} chains")
         row = _compute_truth(args, model, data, latent, key, settings)
-        _append(log_path, row)
+        append_row(log_path, row)
         rows.append(row)
     console.print(f"ground truth {row['truth']:.3f} (forward {row['forward']:.3f}, reverse {row['reverse']:.3f}, "
                   f"gap {row['gap']:.3f} nats)", highlight=False)
@@ -180,7 +180,7 @@ def _sweep(args, name, model, data, k_runs, settings, truth, rows, log_path, con
                     None)
         row = done or _run_knob(name, model, data, jax.random.fold_in(key, knob), knob, settings, truth)
         if done is None:
-            _append(log_path, row)
+            append_row(log_path, row)
             rows.append(row)
         one = np.median([s["seconds"] for s in row["single"]])
         cold = np.median([s["wall_cold"] for s in row["single"]])
@@ -233,7 +233,7 @@ def _call(name, key, model, data, knob, num_runs, settings):
 
 def _provenance(load_before) -> dict:
     """Load averages before and after, time, commit and versions: what a timing depends on besides the code
-    (with :func:`provenance.stamp`'s fields; its ``commit`` is the same as this one)."""
+    (with :func:`harness.store.stamp`'s fields; its ``commit`` is the same as this one)."""
     commit = _git("rev-parse", "--short", "HEAD")
     dirty = _git("status", "--porcelain", "--untracked-files=no", "--", "src").splitlines()
     return {**stamp(), "load_before": list(load_before), "load_after": list(os.getloadavg()),
@@ -257,27 +257,6 @@ def _options(model) -> dict:
 
 def _same(a: dict, b: dict) -> bool:
     return json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)
-
-
-def _load(path: Path) -> list:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _append(path: Path, row: dict) -> None:
-    with open(path, "a") as f:
-        f.write(json.dumps(row, default=_jsonable) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _jsonable(x):
-    if isinstance(x, np.generic):
-        return x.item()
-    if isinstance(x, tuple):
-        return list(x)
-    return str(x)
 
 
 if __name__ == "__main__":

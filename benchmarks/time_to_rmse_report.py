@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+from harness.store import write_text
 
 from bdmc.experiments.store import read_jsonl
 
@@ -33,8 +34,8 @@ def targets(model: str, estimator: str) -> list[float]:
 def write_reports(out: Path, model: str) -> str:
     """Write ``time_to_rmse_<model>.md`` and the table over all models, ``time_to_rmse.md``; return the former."""
     page = model_page(model, _rows(out, model))
-    (out / f"time_to_rmse_{model}.md").write_text(page)
-    (out / "time_to_rmse.md").write_text(summary_page({m: _rows(out, m) for m in MODELS}))
+    write_text(out / f"time_to_rmse_{model}.md", page)
+    write_text(out / "time_to_rmse.md", summary_page({m: _rows(out, m) for m in MODELS}))
     return page
 
 

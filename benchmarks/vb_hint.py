@@ -48,7 +48,8 @@ from bdmc.models.clustering import vb as clustering_vb
 from bdmc.models.low_rank import vb as low_rank_vb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from provenance import stamp  # noqa: E402
+from harness.store import append_row, load_rows, stamp, write_text  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the bench's truth and VB rows
 
@@ -195,7 +196,7 @@ def write_table(rows, path: Path) -> None:
     notes = ["", "Truth: the bench's forward/reverse AIS average (`bench-<model>/bench.json`). \"Reaching hinted\": "
              "random restarts whose final bound is at least the hinted one minus the stopping tolerance. VB+sym adds "
              "the log number of label symmetries. Seconds: one compiled call, compilation in parentheses."]
-    path.write_text("\n".join(lines + notes) + "\n")
+    write_text(path, "\n".join(lines + notes) + "\n")
 
 
 def main(argv=None) -> None:
@@ -209,14 +210,17 @@ def main(argv=None) -> None:
     parser.add_argument("--bench-root", type=Path, default=ROOT / "benchmarks" / "results",
                         help="folder holding bench-<model>/bench.json and bench.csv")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "vb_hint")
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
+    if args.render:
+        write_folder("vb_hint")
+        return
     names = [n.strip() for n in args.models.split(",") if n.strip()]
     if not names or set(names) - set(MODELS) or args.restarts < 1:
         parser.error(f"--models must name some of {', '.join(MODELS)} and --restarts must be at least 1")
     args.out.mkdir(parents=True, exist_ok=True)
     rows_path = args.out / "rows.jsonl"
-    rows = [json.loads(line) for line in rows_path.read_text().splitlines() if line.strip()] \
-        if rows_path.exists() else []
+    rows = load_rows(rows_path)
     done = {(r["model"],) + tuple(r[k] for k in SETTINGS) for r in rows}
     for name in names:
         if (name,) + tuple(getattr(args, k) for k in SETTINGS) in done:
@@ -224,8 +228,7 @@ def main(argv=None) -> None:
             continue
         row = run_model(name, args)
         rows.append(row)
-        with open(rows_path, "a") as f:
-            f.write(json.dumps(row) + "\n")
+        append_row(rows_path, row)
         q, diff = row["random_quantiles"], round(row["random_minus_hinted"], 3) + 0.0
         print(f"{name}: truth {row['truth']:.3f}; best of {row['restarts']} random {row['random_best']:.3f} "
               f"(median {q['0.5']:.3f}, min {q['0']:.3f}; {row['random_reaching_hinted']} reach the hint); hinted "
@@ -236,6 +239,7 @@ def main(argv=None) -> None:
         for line in surprises(row):
             print(f"  NOTE {name}: {line}", flush=True)
     write_table(rows, args.out / "table.md")
+    write_folder("vb_hint", written_to=args.out)
 
 
 if __name__ == "__main__":

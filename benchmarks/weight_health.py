@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import subprocess
 import sys
@@ -34,13 +35,15 @@ import pandas as pd
 
 import bdmc
 from bdmc.contracts.weight_health import untrusted
-from bdmc.errors import RunHealthWarning
-from bdmc.experiments.store import RunStore
+from bdmc.errors import OptionError, RunHealthWarning
+from bdmc.experiments.store import settings_diff
+from bdmc.files import to_jsonable
 from bdmc.kernels import HMC
 from bdmc.models import GaussianMean, LinearRegression
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from provenance import stamp  # noqa: E402
+from harness.store import append_row, load_rows, stamp, write_text  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 OUT = Path(__file__).parent / "results" / "weight_health"
@@ -57,8 +60,14 @@ def problems():
 
 def run(args) -> pd.DataFrame:
     out = OUT / ("quick" if args.quick else "")
-    store = RunStore(out, jsonl_name="rows.jsonl", key=("problem", "direction", "num_steps", "num_runs", "seed"),
-                     settings={"steps": args.steps, "runs": args.runs}, compare=("steps", "runs"))
+    settings = {"steps": args.steps, "runs": args.runs}
+    rows_path, settings_path = out / "rows.jsonl", out / "settings.json"
+    saved = json.loads(settings_path.read_text())["settings"] if settings_path.exists() else settings
+    diffs = settings_diff(saved, settings, ("steps", "runs"))
+    if diffs:  # the rows of another run's settings are not resumed
+        raise OptionError(f"{out} holds a run with other settings ({'; '.join(diffs)}); delete its rows.jsonl and "
+                          "settings.json to start again")
+    done = {(r["problem"], r["direction"], r["num_steps"], r["num_runs"], r["seed"]) for r in load_rows(rows_path)}
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     for seed in range(args.seeds):
         for name, (model, kernel, exact) in problems().items():
@@ -67,7 +76,7 @@ def run(args) -> pd.DataFrame:
             for T in args.steps:
                 for runs in args.runs:
                     for direction in ("forward", "reverse"):
-                        if store.has((name, direction, T, runs, seed)):
+                        if (name, direction, T, runs, seed) in done:
                             continue
                         key = jax.random.key(seed)
                         common = dict(num_steps=T, num_runs=runs, kernel=kernel, tune="off", progress=False)
@@ -76,14 +85,16 @@ def run(args) -> pd.DataFrame:
                             est = (bdmc.forward_ais(key, model, data, **common) if direction == "forward" else
                                    bdmc.reverse_ais(key, model, data, exact_latent=latent, **common))
                         error = est.value - truth
-                        store.append({"problem": name, "direction": direction, "num_steps": T, "num_runs": runs,
-                                      "seed": seed, "exact": truth, "value": est.value, "stderr": est.stderr,
-                                      "error": error, "weight_ess": est.weight_ess, "khat": est.khat,
-                                      "warned": est.stderr_warning is not None, **stamp(), "commit": commit,
-                                      "time": datetime.datetime.now().isoformat(timespec="seconds"),
-                                      "load": os.getloadavg()[0]})
+                        row = {"problem": name, "direction": direction, "num_steps": T, "num_runs": runs,
+                               "seed": seed, "exact": truth, "value": est.value, "stderr": est.stderr,
+                               "error": error, "weight_ess": est.weight_ess, "khat": est.khat,
+                               "warned": est.stderr_warning is not None, **stamp(), "commit": commit,
+                               "time": datetime.datetime.now().isoformat(timespec="seconds"),
+                               "load": os.getloadavg()[0]}
+                        append_row(rows_path, to_jsonable(row))
+                        write_text(settings_path, json.dumps({"settings": settings}, indent=2) + "\n")
         print(f"seed {seed} done", flush=True)
-    return pd.DataFrame(store.rows)
+    return pd.DataFrame(load_rows(rows_path))
 
 
 # Short names of the second table's rules in the page's markers (results/weight_health/quotes.py uses the same).
@@ -181,13 +192,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args()
+    if args.render:
+        write_folder("weight_health")
+        return
     args.seeds = args.seeds or (8 if args.quick else 40)
     args.steps, args.runs = [10, 30, 100, 300], [16, 64]
     rows = run(args)
     page = summarize(rows, args.quick)
-    (OUT / ("quick" if args.quick else "") / "README.md").write_text(page)
+    write_text(OUT / ("quick" if args.quick else "") / "README.md", page)
     print(page)
+    write_folder("weight_health")
 
 
 if __name__ == "__main__":

@@ -69,9 +69,9 @@ def test_nothing_imports_from_a_layer_above_it():
     assert not bad, "imports from a higher layer:\n" + "\n".join(bad)
 
 
-def test_contracts_import_nothing_but_errors():
+def test_contracts_import_nothing_but_errors_and_caching():
     bad = [f"{rel}:{lineno} imports {target}" for rel, pkg in _modules() if pkg == "contracts"
-           for lineno, target, _, _ in _imports(rel) if target not in ("contracts", "errors")]
+           for lineno, target, _, _ in _imports(rel) if target not in ("contracts", "errors", "caching")]
     assert not bad, bad
 
 
@@ -109,28 +109,70 @@ def test_no_private_name_is_imported_from_another_module():
     assert not bad, "private names imported from another module:\n" + "\n".join(bad)
 
 
-def test_no_capability_is_discovered_by_hasattr_on_a_model():
-    """Consumers ask for a capability protocol (bdmc.contracts.capabilities), never ``hasattr(model, ...)``."""
-    bad = []
-    for rel, _ in _modules():
-        for node in ast.walk(ast.parse((SRC / rel).read_text())):
-            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "hasattr" and len(node.args) == 2
-                    and "model" in ast.unparse(node.args[0])
-                    and not ast.unparse(node.args[1]).strip("'\"").startswith("__")):
-                bad.append(f"{rel}:{node.lineno} {ast.unparse(node)}")
-    assert not bad, bad
+HOOK_HOLDERS = ("model", "sampler", "kernel", "rule")  # objects whose optional hooks are protocols of contracts/
 
 
-def test_no_kernel_or_step_rule_attribute_is_discovered_by_getattr_or_hasattr():
-    """What a kernel or a step rule provides is a protocol of bdmc.contracts (kernel.py, step_rule.py), found
-    with ``supports``: never ``getattr(kernel, name, default)`` or ``hasattr(rule, name)``."""
+def duck_typed_hooks(source: str, filename: str = "<source>") -> list[str]:
+    """``FILE:LINE code`` for each hook of a model, sampler, kernel or step rule found by duck typing rather than
+    by a protocol of bdmc.contracts (``supports(obj, Protocol)``): ``hasattr(x, name)``, ``getattr(x, name,
+    default)``, any ``getattr`` on a kernel or a rule, or an attribute of one read inside ``try: ... except
+    AttributeError``, where ``x``'s expression names a model, sampler, kernel or rule. Python's own dunder names
+    (``__dataclass_fields__``) are not hooks."""
     bad = []
-    for rel, _ in _modules():
-        for node in ast.walk(ast.parse((SRC / rel).read_text())):
-            if (isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr")
-                    and len(node.args) >= 2 and any(word in ast.unparse(node.args[0]) for word in ("kernel", "rule"))):
-                bad.append(f"{rel}:{node.lineno} {ast.unparse(node)}")
-    assert not bad, bad
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("hasattr", "getattr")
+                and len(node.args) >= 2):
+            holder, name = ast.unparse(node.args[0]), node.args[1]
+            dunder = isinstance(name, ast.Constant) and str(name.value).startswith("__")
+            strict = any(word in holder for word in ("kernel", "rule"))  # no getattr at all on these
+            if (any(word in holder for word in HOOK_HOLDERS) and not dunder
+                    and (node.func.id == "hasattr" or len(node.args) == 3 or strict)):
+                bad.append((node.lineno, f"{filename}:{node.lineno} {ast.unparse(node)}"))
+        elif isinstance(node, ast.Try) and any(_catches_attribute_error(h) for h in node.handlers):
+            for stmt in node.body:
+                for inner in ast.walk(stmt):
+                    if (isinstance(inner, ast.Attribute)
+                            and any(word in ast.unparse(inner.value) for word in HOOK_HOLDERS)):
+                        bad.append((inner.lineno, f"{filename}:{inner.lineno} {ast.unparse(inner)} (read under except "
+                                                  "AttributeError)"))
+    return [text for _, text in sorted(bad)]
+
+
+def _catches_attribute_error(handler: ast.ExceptHandler) -> bool:
+    caught = handler.type
+    names = caught.elts if isinstance(caught, ast.Tuple) else [caught]
+    return any(isinstance(n, ast.Name) and n.id == "AttributeError" for n in names)
+
+
+def test_no_hook_is_discovered_by_duck_typing():
+    """What a model, sampler, kernel or step rule provides beyond its contract is a protocol of bdmc.contracts
+    (capabilities.py, sampler.py, kernel.py, step_rule.py), found with ``supports``; only contracts/ itself
+    (which implements ``supports``) may look attributes up."""
+    bad = []
+    for rel, pkg in _modules():
+        if pkg != "contracts":
+            bad += duck_typed_hooks((SRC / rel).read_text(), str(rel))
+    assert not bad, "hooks found by duck typing (declare a protocol in bdmc.contracts):\n" + "\n".join(bad)
+
+
+def test_the_hook_checker_finds_duck_typing():
+    """The negative control: each form of duck typing in a small source is found, and what is not a hook is not."""
+    source = """
+def f(model, sampler, kernel, rule, p):
+    a = hasattr(model, "x")
+    b = getattr(resolved.sampler, "thin", 1)
+    c = getattr(kernel, "step_size")
+    d = hasattr(rule, "culprit")
+    try:
+        e = model.coordinate_names
+    except (KeyError, AttributeError):
+        e = None
+    fine = (hasattr(model, "__dataclass_fields__"), getattr(p, "key", None), getattr(model, "x"), hasattr(p, "x"))
+"""
+    assert duck_typed_hooks(source, "f.py") == [
+        "f.py:3 hasattr(model, 'x')", "f.py:4 getattr(resolved.sampler, 'thin', 1)",
+        "f.py:5 getattr(kernel, 'step_size')", "f.py:6 hasattr(rule, 'culprit')",
+        "f.py:8 model.coordinate_names (read under except AttributeError)"]
 
 
 def test_the_kernel_protocols_cover_what_the_engine_reads():

@@ -1,7 +1,9 @@
 """Compile caches are bounded and clearable, results say whether compilation was paid, import is inert."""
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -57,3 +59,85 @@ def test_enable_x64_switches_the_dtype_both_ways():
         assert jax.numpy.ones(()).dtype == np.float64
     finally:
         bdmc.enable_x64(was)
+
+
+# Every function cache in bdmc is made by bdmc.caching.cached, so clear_caches() reaches it: a bare
+# functools.lru_cache would keep its entries (compiled functions among them) for the life of the process.
+
+SRC = Path(bdmc.__file__).parent
+UNREGISTERED = ("lru_cache", "cache")  # functools' caches; its cached_property dies with its instance
+
+
+def cache_offenders(source: str, *, filename: str = "<source>") -> list[str]:
+    """``FILE:LINE: what`` for each use of ``functools.lru_cache`` or ``functools.cache`` in ``source``, under
+    whatever name it was imported."""
+    tree = ast.parse(source)
+    modules, names = set(), set()  # what functools and its caches are called here
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {a.asname or a.name for a in node.names if a.name == "functools"}
+        elif isinstance(node, ast.ImportFrom) and node.module == "functools" and not node.level:
+            names |= {a.asname or a.name for a in node.names if a.name in UNREGISTERED}
+    offenders = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr in UNREGISTERED and isinstance(node.value, ast.Name)
+                and node.value.id in modules) or (isinstance(node, ast.Name) and node.id in names):
+            offenders.append((node.lineno, f"{filename}:{node.lineno}: {ast.unparse(node)}"))
+    return [text for _, text in sorted(offenders)]
+
+
+def test_every_function_cache_in_bdmc_is_registered():
+    offenders = []
+    for path in sorted(SRC.rglob("*.py")):
+        if path != SRC / "caching.py":  # where the registered cache wraps functools.lru_cache
+            offenders += cache_offenders(path.read_text(), filename=str(path.relative_to(SRC.parent)))
+    assert not offenders, (f"{len(offenders)} function caches that clear_caches() does not clear (use "
+                           "bdmc.caching.cached(maxsize=...)):\n" + "\n".join(offenders))
+
+
+def test_the_cache_checker_finds_functools_caches():
+    source = '''
+import functools
+import functools as ft
+from functools import cache, lru_cache as memo, partial
+from bdmc.caching import cached
+
+@functools.lru_cache(maxsize=8)
+def a(x): return x
+
+@ft.cache
+def b(x): return x
+
+@memo
+def c(x): return x
+
+@cache
+def d(x): return x
+
+@cached(maxsize=8)
+def e(x): return partial(x)
+
+class F:
+    @functools.cached_property
+    def g(self): return 1
+
+h = functools.lru_cache(maxsize=2)(e)
+'''
+    assert cache_offenders(source, filename="f.py") == [
+        "f.py:7: functools.lru_cache", "f.py:10: ft.cache", "f.py:13: memo", "f.py:16: cache",
+        "f.py:26: functools.lru_cache",
+    ]
+
+
+def test_clear_caches_empties_every_registered_cache(key):
+    bdmc.clear_caches()
+    model = bdmc.models.CorrelatedGaussianMean(dim=3)
+    np.testing.assert_allclose(model.eigenvectors @ model.eigenvectors.T, np.eye(3), atol=1e-12)
+    bdmc.bracketing.log_permanent(np.zeros((3, 3)))
+    data, _ = bdmc.simulate(key, model)
+    bdmc.forward_ais(key, model, data, num_steps=3, num_runs=2, progress=False)
+    filled = {name for name, (entries, _) in cache_info().items() if entries}
+    assert {"engine", "bdmc.models.correlated_gaussian._rotation",
+            "bdmc.bracketing.symmetry._subset_tables"} <= filled, filled
+    bdmc.clear_caches()
+    assert {name: entries for name, (entries, _) in cache_info().items() if entries} == {}

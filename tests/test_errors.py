@@ -1,11 +1,17 @@
 """Bad input gets a clear error naming the culprit."""
 
+import ast
+import builtins
 import dataclasses
+import importlib
+import typing
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import typer
 
 import bdmc
 from bdmc import BDMCError, DataError, MissingExtraError, NonFiniteLogWeightError, ScheduleError, schedules
@@ -102,3 +108,191 @@ def test_estimate_combinations():
         est.value = 0.0
     with pytest.raises(ValueError, match="only a stochastic bound"):
         bdmc.Estimate.from_runs([1.0], bound=None, seconds=0, compile_seconds=0, n_evals=0).certified()
+
+
+# Every raise in bdmc raises a BDMCError subclass, so one `except bdmc.BDMCError` catches whatever bdmc refuses;
+# the subclasses that also subclass ValueError, TypeError, ... keep callers that catch those working.
+
+SRC = Path(bdmc.__file__).parent
+# Not errors: the ways a program stops or a generator ends (a command's exit status is typer's Exit).
+NOT_ERRORS = (SystemExit, KeyboardInterrupt, GeneratorExit, StopIteration, StopAsyncIteration, typer.Exit)
+
+
+def raise_offenders(source: str, namespace: dict | None = None, *, filename: str = "<source>",
+                    package: str | None = None) -> list[str]:
+    """``FILE:LINE: what`` for each ``raise`` in ``source`` of an exception that is not a BDMCError subclass.
+
+    A name resolves through ``namespace`` (the module's globals), the imports inside functions, the names bound in
+    the raising function (``except ... as name``, ``name = ...``) and the builtins; a call of a function raises
+    what its return annotation names. Fine: a bare ``raise``, re-raising a caught name, an AttributeError from
+    a ``__getattr__`` (Python's protocol) and ``NOT_ERRORS``; a raise whose exception cannot be resolved is an
+    offender.
+    """
+    tree = ast.parse(source)
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+
+    def enclosing_function(node):
+        while node in parents:
+            node = parents[node]
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                return node
+        return None
+
+    def imported(node):  # {name: object} of the imports in a module or a function
+        names = {}
+        for n in ast.walk(node):
+            try:
+                if isinstance(n, ast.ImportFrom):
+                    module = importlib.import_module("." * n.level + (n.module or ""), package)
+                    for alias in n.names:
+                        names[alias.asname or alias.name] = getattr(module, alias.name)
+                elif isinstance(n, ast.Import):
+                    for alias in n.names:
+                        names[alias.asname or alias.name.split(".")[0]] = importlib.import_module(
+                            alias.name if alias.asname else alias.name.split(".")[0])
+            except (ImportError, AttributeError):  # an optional dependency: its names stay unknown
+                continue
+        return names
+
+    namespace = {**vars(builtins), **imported(tree), **(namespace or {})}
+
+    def values(expr, scope):
+        """What ``expr`` may evaluate to: ``("object", x)`` or ``("instance", cls)``; None when unknown."""
+        if isinstance(expr, ast.Name):
+            caught = [h.type for h in scope["handlers"] if h.name == expr.id]
+            if caught:
+                out = []
+                for t in caught:
+                    for e in (t.elts if isinstance(t, ast.Tuple) else [t]):
+                        found = values(e, scope)
+                        if found is None:
+                            return None
+                        out += [("instance", v) for kind, v in found if kind == "object"]
+                return out
+            assigned = scope["assigned"].get(expr.id)
+            if assigned:
+                found = [values(v, scope) for v in assigned]
+                return None if None in found else [v for f in found for v in f]
+            for names in (scope["imports"], namespace):
+                if expr.id in names:
+                    return [("object", names[expr.id])]
+            return None
+        if isinstance(expr, ast.Attribute):
+            base = values(expr.value, scope)
+            if base is None or not all(hasattr(v, expr.attr) for _, v in base):
+                return None
+            return [("object", getattr(v, expr.attr)) for _, v in base]
+        if isinstance(expr, ast.IfExp):
+            body, orelse = values(expr.body, scope), values(expr.orelse, scope)
+            return None if body is None or orelse is None else body + orelse
+        if isinstance(expr, ast.Call):
+            called = values(expr.func, scope)
+            if called is None:
+                return None
+            out = []
+            for _, fn in called:
+                if isinstance(fn, type):
+                    out.append(("instance", fn))
+                    continue
+                try:
+                    returns = typing.get_type_hints(fn).get("return")
+                except Exception:  # an annotation that does not resolve: unknown
+                    returns = None
+                if not isinstance(returns, type):
+                    return None
+                out.append(("instance", returns))
+            return out
+        return None
+
+    offenders = []
+    for node in sorted((n for n in ast.walk(tree) if isinstance(n, ast.Raise)), key=lambda n: n.lineno):
+        if node.exc is None:
+            continue
+        function = enclosing_function(node)
+        body = function or tree
+        scope = {
+            "handlers": [n for n in ast.walk(body) if isinstance(n, ast.ExceptHandler)],
+            "assigned": {},
+            "imports": imported(function) if function else {},
+        }
+        for n in ast.walk(body):
+            if function and isinstance(n, ast.Assign):
+                for target in n.targets:
+                    if isinstance(target, ast.Name):
+                        scope["assigned"].setdefault(target.id, []).append(n.value)
+        where = f"{filename}:{node.lineno}: raise {ast.unparse(node.exc)}"
+        if isinstance(node.exc, ast.Name) and any(h.name == node.exc.id for h in scope["handlers"]):
+            continue  # re-raising what was caught
+        found = values(node.exc, scope)
+        if found is None:
+            offenders.append(f"{where} (cannot tell what it raises)")
+            continue
+        protocol = (AttributeError,) if function is not None and function.name == "__getattr__" else ()
+        for _, cls in found:
+            if not isinstance(cls, type) or not issubclass(cls, BaseException):
+                offenders.append(f"{where} ({cls!r} is not an exception)")
+            elif not issubclass(cls, (BDMCError, *NOT_ERRORS, *protocol)):
+                offenders.append(f"{where} ({cls.__module__}.{cls.__qualname__} is not a BDMCError)")
+    return offenders
+
+
+def source_modules():
+    """(path, module name) of every module of bdmc."""
+    for path in sorted(SRC.rglob("*.py")):
+        parts = path.relative_to(SRC.parent).with_suffix("").parts
+        yield path, ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_every_raise_in_bdmc_is_a_bdmc_error():
+    offenders = []
+    for path, name in source_modules():
+        module = importlib.import_module(name)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        offenders += raise_offenders(path.read_text(), vars(module), filename=str(path.relative_to(SRC.parent)),
+                                     package=package)
+    assert not offenders, f"{len(offenders)} raises of an exception that is not a BDMCError:\n" + "\n".join(offenders)
+
+
+def test_the_raise_checker_finds_builtin_errors():
+    source = '''
+import json
+from bdmc.errors import DataError, OptionError, UserProgramError
+
+def f(x):
+    if x:
+        raise ValueError("x")
+    try:
+        json.loads(x)
+    except (KeyError, json.JSONDecodeError) as err:
+        if x:
+            raise
+        if x:
+            raise err
+        if x:
+            raise DataError("bad") from err
+        raise RuntimeError from err
+
+def g(x):
+    error = OptionError if x else TypeError
+    raise error("y")
+
+def h(x):
+    try:
+        x()
+    except UserProgramError as err:
+        raise err.renamed("--flag") from err.error
+    raise json.JSONDecodeError("z", "", 0)
+
+def __getattr__(name):
+    raise AttributeError(name)
+
+def unknown(x):
+    raise x.error()
+'''
+    assert raise_offenders(source, filename="f.py") == [
+        "f.py:7: raise ValueError('x') (builtins.ValueError is not a BDMCError)",
+        "f.py:17: raise RuntimeError (builtins.RuntimeError is not a BDMCError)",
+        "f.py:21: raise error('y') (builtins.TypeError is not a BDMCError)",
+        "f.py:28: raise json.JSONDecodeError('z', '', 0) (json.decoder.JSONDecodeError is not a BDMCError)",
+        "f.py:34: raise x.error() (cannot tell what it raises)",
+    ]

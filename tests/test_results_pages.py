@@ -1,96 +1,110 @@
-"""Every number a results page quotes through a marker is recomputed from the rows stored beside it.
+"""Every results page is rendered from the rows stored beside it, and the stored page is that rendering.
 
-A page under ``benchmarks/results/`` marks a quoted number as ``<!--q:NAME-->TEXT<!--/q-->``; the folder's
-``quotes.py`` defines ``NAME(folder) -> float`` computing it from the stored rows. The test fails when the text
-differs from the computed value rounded to the decimals the text shows (in scientific notation, those of the
-mantissa: ``1.5e-4`` is 1.5e-4 to within 0.05e-4), when a marker names no function, or when a folder's ``quotes.py``
-defines a quote no page uses (a stale quote). Every ``benchmarks/results/*/README.md`` must carry a marker unless
-``EXEMPT`` names it with its reason, so a generator that rewrites a page without markers, or a new page, fails here
-instead of dropping out of the check. Markers are HTML comments: invisible on a rendered page.
+A results folder ``benchmarks/results/<name>/`` holds rows (JSON lines, CSV, JSON) and pages (``.md``). Each page
+has a template of the same path under ``benchmarks/pages/<name>/`` (Markdown with ``{{value:spec}}``
+placeholders), and ``benchmarks/pages/<name>/values.py`` computes the values from the stored rows
+(``benchmarks/harness/pages.py``). The test fails when a results folder has no templates, when a page has no
+template, when a file lies loose at the top of ``benchmarks/results/``, and when a stored page differs from its
+rendering byte for byte: a row changed without its page, or a page edited by hand. Rendering reads rows and
+computes; it never runs a benchmark.
 """
 
-from __future__ import annotations
-
-import importlib.util
-import math
-import re
+import json
+import shutil
 from pathlib import Path
 
 import pytest
+from helpers import import_benchmark
 
-RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
-MARKER = re.compile(r"<!--q:([A-Za-z_][A-Za-z0-9_]*)-->(.*?)<!--/q-->", re.S)
-NUMBER = re.compile(r"^[+-]?([0-9,]*\.?[0-9]+)([eE][+-]?[0-9]+)?$")
+from bdmc.errors import OptionError
 
-# Results pages that carry no marker, each with its reason. A page not named here and without a marker fails.
-EXEMPT: dict[str, str] = {}
-
-
-def pages_with_quotes():
-    return sorted(p for p in RESULTS.rglob("*.md") if MARKER.search(p.read_text()))
+pages = import_benchmark("harness.pages")
+RESULTS, PAGES = pages.RESULTS, pages.PAGES
 
 
-def load_quotes(folder: Path):
-    path = folder / "quotes.py"
-    if not path.exists():
-        return None
-    spec = importlib.util.spec_from_file_location(f"quotes_{folder.name}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def folders(results: Path = RESULTS) -> list[str]:
+    return sorted(p.name for p in results.iterdir() if p.is_dir() and not p.name.startswith((".", "__")))
 
 
-def shown_value(text: str) -> tuple[float, float]:
-    """The number a quote shows, and half a unit of its last shown digit (of the mantissa, in scientific notation)."""
-    clean = text.strip().replace(",", "").replace("\u2212", "-")
-    match = NUMBER.match(clean)
-    assert match, f"a quote must be a plain number, got {text!r}"
-    mantissa, exponent = match.group(1), match.group(2)
-    decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
-    scale = 10.0 ** int(exponent[1:]) if exponent else 1.0
-    return float(clean), 0.5 * 10.0 ** -decimals * scale
+def unrendered(results: Path = RESULTS, templates: Path = PAGES) -> list[str]:
+    """What breaks the layout: loose files, results folders without templates, pages without a template."""
+    problems = [f"loose file {p.name}" for p in results.iterdir() if p.is_file()]
+    for name in folders(results):
+        if not (templates / name).is_dir():
+            problems.append(f"{name}: no benchmarks/pages/{name}/")
+            continue
+        for page in sorted((results / name).rglob("*.md")):
+            relative = page.relative_to(results / name)
+            if not (templates / name / relative).is_file():
+                problems.append(f"{name}/{relative}: no template")
+    return problems
 
 
-@pytest.mark.parametrize("page", pages_with_quotes(), ids=lambda p: str(p.relative_to(RESULTS)))
-def test_every_quoted_number_matches_its_rows(page):
-    quotes = load_quotes(page.parent)
-    assert quotes is not None, f"{page} quotes numbers but {page.parent}/quotes.py does not exist"
-    for name, text in MARKER.findall(page.read_text()):
-        compute = getattr(quotes, name, None)
-        assert callable(compute), f"{page}: quote {name!r} is not defined in quotes.py"
-        value = float(compute(page.parent))
-        shown, half = shown_value(text)
-        assert math.isfinite(value), f"{page}: quote {name!r} computes {value}"
-        assert abs(shown - value) <= half * (1 + 1e-9), f"{page}: {name} shows {text!r}, the rows give {value!r}"
+def test_every_results_page_has_a_template():
+    problems = unrendered()
+    assert not problems, "results without a renderer:\n" + "\n".join(problems)
 
 
-def test_every_results_page_carries_a_marker_or_an_exemption():
-    """A page without markers is checked by nothing: it must be named in EXEMPT with its reason."""
-    pages = {p.parent.name: p for p in RESULTS.glob("*/README.md")}
-    unmarked = sorted(name for name, page in pages.items() if not MARKER.search(page.read_text()))
-    missing = [name for name in unmarked if name not in EXEMPT]
-    assert not missing, f"results pages with no <!--q:...--> marker and no exemption: {missing}"
-    stale = sorted(name for name in EXEMPT if name not in pages or name not in unmarked)
-    assert not stale, f"EXEMPT names pages that are gone or now carry markers: {stale}"
+def test_every_template_folder_names_a_results_folder():
+    stale = sorted(p.name for p in PAGES.iterdir() if p.is_dir() and not p.name.startswith("__")
+                   and not (RESULTS / p.name).is_dir())
+    assert not stale, f"benchmarks/pages/ folders with no results folder: {stale}"
 
 
-def test_every_quote_is_used():
-    for quotes_file in sorted(RESULTS.rglob("quotes.py")):
-        module = load_quotes(quotes_file.parent)
-        defined = {n for n in getattr(module, "QUOTES", ())}
-        used = {name for md in quotes_file.parent.glob("*.md") for name, _ in MARKER.findall(md.read_text())}
-        assert defined <= used, f"{quotes_file}: quotes no page uses: {sorted(defined - used)}"
+@pytest.mark.parametrize("name", folders())
+def test_stored_pages_are_their_rendering(name):
+    if not (PAGES / name).is_dir():
+        pytest.fail(f"benchmarks/results/{name}/ has no templates under benchmarks/pages/{name}/")
+    rendered = pages.render_folder(name)
+    for path, text in rendered.items():
+        assert path.exists(), f"{path} is not stored: python3 -m harness.render {name} (from benchmarks/)"
+        stored = path.read_text()
+        assert stored == text, (f"{path} differs from its rendering from the stored rows (rerun "
+                                f"`python3 benchmarks/harness/render.py {name}` and reread its sentences)")
 
 
-def test_the_checker_catches_a_wrong_number(tmp_path):
-    """Negative control: a page whose number disagrees with its rows fails; one that agrees passes."""
-    (tmp_path / "quotes.py").write_text("QUOTES = ('half',)\ndef half(folder):\n    return 0.5\n")
-    quotes = load_quotes(tmp_path)
-    for text, ok in (("0.5", True), ("0.50", True), ("0.6", False), ("1", True), ("0.49", False),
-                     ("5e-1", True), ("5.0E-1", True), ("50e-2", True), ("6e-1", False), ("4.9e-1", False),
-                     ("5e-2", False), ("0.5e0", True)):
-        shown, half = shown_value(text)
-        assert (abs(shown - quotes.half(tmp_path)) <= half) is ok, text
-    for text in ("about 0.5", "5e", "e-4", "1.5e-4.0", "5 e-1"):
-        with pytest.raises(AssertionError):
-            shown_value(text)
+def copy_folder(tmp_path: Path, name: str) -> Path:
+    results = tmp_path / "results"
+    shutil.copytree(RESULTS / name, results / name)
+    return results
+
+
+def test_a_changed_row_changes_the_page(tmp_path):
+    """Negative control: one stored row changed in a copy renders differently; the unchanged copy does not."""
+    name = "check_estimate"
+    results = copy_folder(tmp_path, name)
+    stored = {path.name: path.read_text() for path in (RESULTS / name).glob("*.md")}
+    assert {p.name: t for p, t in pages.render_folder(name, results=results).items()} == stored
+    rows_file = results / name / "rows.jsonl"
+    lines = rows_file.read_text().splitlines()
+    row = json.loads(lines[0])
+    assert row["wrong_verdict"] is False
+    lines[0] = json.dumps({**row, "wrong_verdict": True})
+    rows_file.write_text("\n".join(lines) + "\n")
+    changed = pages.render_folder(name, results=results)
+    assert changed[results / name / "README.md"] != stored["README.md"]
+
+
+def test_a_page_without_a_template_is_caught(tmp_path):
+    """Negative control for the layout check: a new folder, a new page and a loose file are each reported."""
+    results = copy_folder(tmp_path, "check_estimate")
+    assert unrendered(results) == []
+    (results / "new_study").mkdir()
+    (results / "new_study" / "README.md").write_text("a page\n")
+    (results / "check_estimate" / "notes.md").write_text("another page\n")
+    (results / "loose.jsonl").write_text("{}\n")
+    assert unrendered(results) == ["loose file loose.jsonl", "check_estimate/notes.md: no template",
+                                   "new_study: no benchmarks/pages/new_study/"]
+
+
+def test_render_formats_and_refuses_mismatches():
+    render = pages.render
+    values = {"p": 1.5e-4, "n": 4096, "d": -2128.9, "t": "| a |", "w": 10.0, "big": 2.5e12}
+    text = "{{p:e1}} {{n:,.0f}} {{d:.2fu}} {{t}} {{w:+.1f}} {{big:e2}} {{p:.2e}}"
+    assert render(text, values) == "1.5e-4 4,096 \u22122128.90 | a | +10.0 2.50e12 1.50e-04"
+    with pytest.raises(OptionError, match="no value"):
+        render("{{p:e1}} {{q}}", {"p": 1.0})
+    with pytest.raises(OptionError, match="no placeholder uses"):
+        render("{{p:e1}}", {"p": 1.0, "q": 2.0})
+    with pytest.raises(OptionError, match="does not apply"):
+        render("{{t:.2f}}", {"t": "text"})

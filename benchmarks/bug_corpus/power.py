@@ -34,7 +34,8 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 from check_power import clopper_pearson  # noqa: E402
 from corpus import ADAPTER, BDMC, BUGS, GEWEKE, PRIOR, SBC, SIM  # noqa: E402
-from peers import append_row, load_rows, tree_state  # noqa: E402
+from harness.store import append_row, load_rows, tree_state, write_text  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.auditing import Budget, checks_bdmc, checks_geweke, checks_prior, checks_sbc, checks_simulator  # noqa: E402
@@ -203,7 +204,11 @@ def main(argv=None) -> None:
     parser.add_argument("--shard", default="0/1", help="i/N: this process's share (set by --workers)")
     parser.add_argument("--set", dest="checks_set", default="sampler-free", choices=("sampler-free", "with-nuts"),
                         help="the sampler-free checks (default), or SBC of the PPL's own NUTS and the BDMC check")
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
+    if args.render:
+        write_folder("bug_corpus")
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "rows.jsonl"
     if not args.table_only and args.workers > 1:
@@ -220,8 +225,9 @@ def main(argv=None) -> None:
         run(path, args.seeds, args.only, args.shard, args.checks_set)
     rows = load_rows(path)
     if rows and args.shard == "0/1":
-        (args.out / "table.md").write_text(table(rows))
+        write_text(args.out / "table.md", table(rows))
         print((args.out / "table.md").read_text())
+    write_folder("bug_corpus", written_to=args.out)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from .errors import OptionError
+
 __all__ = ["append_lines", "json_default", "replacing", "to_jsonable", "write_atomic", "write_json_atomic"]
 
 
@@ -123,7 +125,7 @@ def to_jsonable(value: Any, *, nonfinite: str = "keep") -> Any:
     any
     """
     if nonfinite not in ("keep", "string"):
-        raise ValueError(f"nonfinite must be 'keep' or 'string', got {nonfinite!r}")
+        raise OptionError(f"nonfinite must be 'keep' or 'string', got {nonfinite!r}")
     return _normalize(value, nonfinite == "string")
 
 

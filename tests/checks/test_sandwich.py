@@ -10,14 +10,13 @@ import pytest
 
 import bdmc
 from bdmc.checks.sandwich import (
-    SANDWICH_METHODS,
     alarm_from_table,
     knob_values,
     pair_statistics,
     sandwich_keys,
-    sandwich_method,
     simulated_data,
 )
+from bdmc.contracts.pairs import PAIRS, estimator_pair
 from bdmc.checks.sandwich_verdict import HOLDS, NOT_HELD, VIOLATED, WITHIN_NOISE, exact_check
 from bdmc.models import GaussianMean
 
@@ -33,15 +32,29 @@ def fresh():
 
 
 def test_each_method_pairs_registered_estimators_on_one_knob():
-    for name, pair in SANDWICH_METHODS.items():
+    assert {"ais", "smc", "tempered-smc"} <= set(PAIRS)
+    for name, pair in PAIRS.items():
         lower, upper = pair.estimators
         assert (lower.bound, upper.bound) == ("lower", "upper") and upper.needs_exact and not lower.needs_exact
         assert pair.knob == lower.knob == upper.knob
-        assert sandwich_method(name) is pair
-    assert SANDWICH_METHODS["ais"].knob == "num_steps" and SANDWICH_METHODS["smc"].knob == "num_moves"
-    assert "schedule" in SANDWICH_METHODS["ais"].options and "num_particles" in SANDWICH_METHODS["smc"].options
+        assert estimator_pair(name) is pair
+    assert PAIRS["ais"].knob == "num_steps" and PAIRS["smc"].knob == "num_moves"
+    assert "schedule" in PAIRS["ais"].options and "num_particles" in PAIRS["smc"].options
     with pytest.raises(bdmc.BDMCError, match="unknown method 'nested'.*ais, smc"):
-        sandwich_method("nested")
+        estimator_pair("nested")
+
+
+def test_every_estimate_records_its_registry_name_and_the_alarm_reads_it():
+    model = MODEL
+    data, latent = bdmc.simulate(jax.random.key(1), model)
+    low = bdmc.tempered_smc(jax.random.key(2), model, data, num_steps=4, num_runs=2, num_moves=2, progress=False)
+    up = bdmc.reverse_tempered_smc(jax.random.key(3), model, data, exact_latent=latent, num_steps=4, num_runs=2,
+                                   num_moves=2, progress=False)
+    assert (low.estimator, up.estimator) == ("tempered-smc", "rev-tempered-smc")
+    assert low.to_dict()["estimator"] == "tempered-smc"
+    # Tempered SMC records both num_steps and num_moves: the alarm names its knob from the pair, not the keys.
+    alarm = bdmc.bug_alarm(low, up)
+    assert (alarm.worst.lower, alarm.worst.upper) == ("tempered SMC T=4", "reverse tempered SMC T=4")
 
 
 def test_the_data_come_from_the_one_key_split(fresh):

@@ -223,7 +223,10 @@ def test_default_kernel_changes_for_low_rank_only():
 # ------------------------------------------------------------------------------------ nested sampling runs
 
 
-def _ideal_nested_sampling_gaussian_mean(model, data, *, num_particles, num_runs, seed=0, stop_ratio=math.exp(-10)):
+STOP_RATIO = math.exp(-10)
+
+
+def _ideal_nested_sampling_gaussian_mean(model, data, *, num_particles, num_runs, seed=0, stop_ratio=STOP_RATIO):
     return _ideal_runs(model, np.asarray(data).tobytes(), num_particles, num_runs, seed, stop_ratio).copy()
 
 

@@ -22,4 +22,5 @@ def test_a_process_worker_gives_the_in_process_rows_in_the_callers_dtype(tmp_pat
         remote = bench.run_bench(jax.random.key(3), MODEL, client=client, out=tmp_path, **SETTINGS)
     pd.testing.assert_frame_equal(remote.drop(columns=TIMING), local.drop(columns=TIMING), check_exact=True)
     stored = pd.read_csv(tmp_path / bench.CSV_NAME)
-    assert sorted(zip(stored["estimator"], stored["knob"], strict=False)) == [("ais", 3), ("lw", 4)]  # each row as it finished
+    # each row as it finished
+    assert sorted(zip(stored["estimator"], stored["knob"], strict=False)) == [("ais", 3), ("lw", 4)]

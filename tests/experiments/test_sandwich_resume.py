@@ -72,7 +72,8 @@ def assert_close(got, want, where="verdict"):
 
 def assert_same_run(resumed, fresh, out, fresh_out):
     a, b = resumed.table, fresh.table
-    assert list(zip(a["num_steps"], a["direction"], strict=False)) == list(zip(b["num_steps"], b["direction"], strict=False))
+    assert list(zip(a["num_steps"], a["direction"], strict=False)) == list(
+        zip(b["num_steps"], b["direction"], strict=False))
     for column in DERIVED + STORED:
         np.testing.assert_allclose(a[column].to_numpy(float), b[column].to_numpy(float), rtol=1e-9, atol=1e-12,
                                    err_msg=column)

@@ -180,9 +180,14 @@ def test_mlp_decoder_sandwich_contains_quadrature():
     grid1 = np.linspace(-7.0, 7.0, 561)
     grid = jnp.asarray(np.stack(np.meshgrid(grid1, grid1, indexing="ij"), -1).reshape(-1, K))
     cell = (grid1[1] - grid1[0]) ** 2
-    quad = np.array([float(jax.scipy.special.logsumexp(jax.vmap(
-        lambda z: model.log_prior(z) + model.log_likelihood(z, model.case(x, params, sigma=sigma))[0])(grid)))
-        + math.log(cell) for x in images])
+
+    def on_grid(x):  # log p(x) by quadrature over the grid
+        def log_joint(z):
+            return model.log_prior(z) + model.log_likelihood(z, model.case(x, params, sigma=sigma))[0]
+
+        return float(jax.scipy.special.logsumexp(jax.vmap(log_joint)(grid))) + math.log(cell)
+
+    quad = np.array([on_grid(x) for x in images])
     opts = dict(sigma=sigma, latent_dim=K, num_runs=CHAINS, num_steps=300)
     fwd = ais_log_likelihood(jax.random.key(12), _mlp, params, images, **opts)
     rev = reverse_ais_log_likelihood(jax.random.key(13), _mlp, params, images, latents, tune=fwd.step_size, **opts)

@@ -41,11 +41,16 @@ def _sequential_sweep(model, key, latent, data, lam):
     gumbel = np.asarray(jax.random.gumbel(key, (model.n, model.k)))
     z = latent["z"]
     for i in range(model.n):
-        cond = model.site_conditional(i)
-        values = jnp.arange(model.k, dtype=jnp.int32)
-        log_probs = jax.vmap(lambda c: cond.log_prob({**latent, "z": z.at[i].set(c)}, data, lam))(values)
+        log_probs = _site_log_probs(model, latent, z, i, data, lam)
         z = z.at[i].set(int(np.argmax(np.asarray(log_probs) + gumbel[i])))
     return z
+
+
+def _site_log_probs(model, latent, z, i, data, lam):
+    """``log p(z_i = c | rest)`` for every class c, from the site conditional."""
+    cond = model.site_conditional(i)
+    values = jnp.arange(model.k, dtype=jnp.int32)
+    return jax.vmap(lambda c: cond.log_prob({**latent, "z": z.at[i].set(c)}, data, lam))(values)
 
 
 def test_the_scanned_sweep_is_the_site_conditionals_in_turn(key):

@@ -92,7 +92,7 @@ def random_data(kind, seed):
 
 
 def to_pymc(u):
-    return {("%s_log__" % n if n in ("sigma_sq", "scale_sq") else n): v for n, v in u.items()}
+    return {(f"{n}_log__" if n in ("sigma_sq", "scale_sq") else n): v for n, v in u.items()}
 
 
 def to_stan(u, kind):

@@ -10,6 +10,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ..checks.sbc import sbc
+from ..contracts.capabilities import supports
+from ..contracts.sampler import Thinned
 from ..errors import BDMCError
 from ..plotting.audit import png_bytes
 from ..plotting.sbc import plot_sbc_ecdf, plot_sbc_histograms
@@ -56,7 +58,8 @@ def pilot_thin(key, model, sampler, *, num_draws: int, cap: int = MAX_THIN) -> t
     key : PRNG key
     model : Model
     sampler : Sampler
-        A sampler with a ``thin`` field (a dataclass, as :class:`bdmc.checks.samplers.KernelSampler`).
+        A dataclass sampler with a ``thin`` field (:class:`bdmc.contracts.sampler.Thinned`, as
+        :class:`bdmc.checks.samplers.KernelSampler`).
     num_draws : int
         Draws SBC will keep per data set.
     cap : int
@@ -69,7 +72,7 @@ def pilot_thin(key, model, sampler, *, num_draws: int, cap: int = MAX_THIN) -> t
     """
     if cap < 1:
         raise BDMCError(f"pilot_thin: cap must be >= 1, got {cap}")
-    if not dataclasses.is_dataclass(sampler) or not hasattr(sampler, "thin"):
+    if not (dataclasses.is_dataclass(sampler) and supports(sampler, Thinned)):
         raise BDMCError(f"pilot_thin needs a sampler dataclass with a thin field, got {type(sampler).__name__}")
     length = max(PILOT_DRAWS, 4 * int(num_draws))
     res = sbc(key, model, dataclasses.replace(sampler, thin=1), num_replications=PILOT_REPLICATIONS,

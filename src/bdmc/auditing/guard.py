@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Callable
+from typing import Any
 
 from ..errors import BDMCError, UserProgramError
 from .result import CheckOutcome
@@ -17,6 +18,15 @@ def guarded(name: str, title: str, check: Callable[[], CheckOutcome]) -> CheckOu
         return check()
     except Exception as err:  # noqa: BLE001  every exception of a check becomes that check's verdict
         return error_outcome(name, title, err)
+
+
+def guarded_with(name: str, title: str, check: Callable[[], tuple[CheckOutcome, Any]]) -> tuple[CheckOutcome, Any]:
+    """:func:`guarded` for a check that also returns what a later check needs: ``check()``, or ``(the "error"
+    outcome, None)`` when it raises."""
+    try:
+        return check()
+    except Exception as err:  # noqa: BLE001  every exception of a check becomes that check's verdict
+        return error_outcome(name, title, err), None
 
 
 def error_outcome(name: str, title: str, err: BaseException, *, during: str = "") -> CheckOutcome:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..errors import BDMCError, OptionTypeError
 from ..files import to_jsonable, write_atomic
 from ..version import __version__
 from .report_html import render_html
@@ -45,6 +46,10 @@ def tables_frame(result: AuditResult) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=cols)
 
 
+class NotAFolderError(BDMCError, NotADirectoryError):
+    """The report's folder is a file."""
+
+
 def write_report(result: AuditResult, out_dir: str | os.PathLike, *, title: str | None = None) -> dict[str, Path]:
     """Write the audit's report files into ``out_dir`` (created if needed).
 
@@ -66,10 +71,10 @@ def write_report(result: AuditResult, out_dir: str | os.PathLike, *, title: str 
         check's table rows with a ``check`` column.
     """
     if not isinstance(result, AuditResult):
-        raise TypeError(f"write_report needs an AuditResult, got {type(result).__name__}")
+        raise OptionTypeError(f"write_report needs an AuditResult, got {type(result).__name__}")
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
-        raise NotADirectoryError(f"write_report: out_dir {str(out)!r} exists and is not a folder")
+        raise NotAFolderError(f"write_report: out_dir {str(out)!r} exists and is not a folder")
     out.mkdir(parents=True, exist_ok=True)
     paths = {k: out / name for k, name in REPORT_FILES.items()}
     # Render everything first, so that a failure leaves no new file half the set.

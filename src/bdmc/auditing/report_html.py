@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..errors import OptionTypeError
 from ..files import to_jsonable
 from ..version import __version__
 from .result import AuditResult, CheckOutcome, Figure
@@ -364,7 +365,7 @@ def render_html(result: AuditResult, *, title: str | None = None, max_rows: int 
         The page: figures as base64 PNG data URIs, CSS inline, no external reference.
     """
     if not isinstance(result, AuditResult):
-        raise TypeError(f"render_html needs an AuditResult, got {type(result).__name__}")
+        raise OptionTypeError(f"render_html needs an AuditResult, got {type(result).__name__}")
     if title is None:
         title = f"bdmc audit: {result.model}" if len(result.model) <= 48 else "bdmc audit"
     ids = section_ids(result)

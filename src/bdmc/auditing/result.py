@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from ..errors import OptionError
+
 Verdict = Literal["pass", "fail", "inconclusive", "informative", "error", "not run"]
 VERDICTS = ("pass", "fail", "inconclusive", "informative", "error", "not run")
 # The audit's overall verdict, most severe first: a fail found stands even while other checks are pending.
@@ -34,10 +36,10 @@ class Figure:
     def __post_init__(self):
         if not isinstance(self.png, (bytes, bytearray)) or self.png[:8] != PNG_SIGNATURE or self.png[12:16] != b"IHDR":
             head = bytes(self.png[:16]) if isinstance(self.png, (bytes, bytearray)) else type(self.png).__name__
-            raise ValueError(f"figure {self.caption!r}: png must be the bytes of a PNG file (signature and IHDR "
+            raise OptionError(f"figure {self.caption!r}: png must be the bytes of a PNG file (signature and IHDR "
                              f"header), got {head!r}")
         if not isinstance(self.caption, str):
-            raise ValueError(f"figure caption must be a string, got {type(self.caption).__name__}")
+            raise OptionError(f"figure caption must be a string, got {type(self.caption).__name__}")
 
     @property
     def size(self) -> tuple[int, int]:
@@ -106,17 +108,17 @@ class CheckOutcome:
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
-            raise ValueError(f"check {self.name!r}: verdict must be one of {VERDICTS}, got {self.verdict!r}")
+            raise OptionError(f"check {self.name!r}: verdict must be one of {VERDICTS}, got {self.verdict!r}")
         level = self.level
         if level is not None and (isinstance(level, bool) or not isinstance(level, numbers.Real)
                                   or not 0.0 < float(level) < 1.0):
-            raise ValueError(f"check {self.name!r}: level (the false-alarm probability) must be a number in (0, 1) "
+            raise OptionError(f"check {self.name!r}: level (the false-alarm probability) must be a number in (0, 1) "
                              f"or None, got {level!r}")
         if not isinstance(self.name, str) or not self.name.strip():
-            raise ValueError(f"a check needs a non-empty name, got {self.name!r}")
+            raise OptionError(f"a check needs a non-empty name, got {self.name!r}")
         bad = [f for f in self.figures if not isinstance(f, Figure)]
         if bad:
-            raise ValueError(f"check {self.name!r}: figures must be Figure objects, got {type(bad[0]).__name__}")
+            raise OptionError(f"check {self.name!r}: figures must be Figure objects, got {type(bad[0]).__name__}")
 
     def __repr__(self) -> str:
         return f"CheckOutcome({self.name!r}, verdict={self.verdict!r}, statistic={self.statistic!r})"
@@ -138,8 +140,9 @@ class CheckOutcome:
         """
         captions = list(d.get("figures", ()))
         if pngs is not None and len(pngs) != len(captions):
-            raise ValueError(f"check {d.get('name')!r}: {len(captions)} figure captions but {len(pngs)} PNGs")
-        figures = tuple(Figure(png=p, caption=c) for p, c in zip(pngs, captions, strict=False)) if pngs is not None else ()
+            raise OptionError(f"check {d.get('name')!r}: {len(captions)} figure captions but {len(pngs)} PNGs")
+        figures = (tuple(Figure(png=p, caption=c) for p, c in zip(pngs, captions, strict=False))
+                   if pngs is not None else ())
         return cls(name=d["name"], title=d["title"], verdict=d["verdict"], statistic=d["statistic"],
                    level=d["level"], summary=d["summary"], meaning=d.get("meaning", ""),
                    remedy=d.get("remedy", ""), figures=figures, table=tuple(dict(r) for r in d.get("table", ())),
@@ -171,7 +174,7 @@ class AuditResult:
         names = [c.name for c in self.checks]
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
-            raise ValueError(f"check names must be unique within an audit (they key the report's sections and "
+            raise OptionError(f"check names must be unique within an audit (they key the report's sections and "
                              f"CSV rows); repeated: {repeated}")
 
     @property

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import digamma, gammaln, multigammaln
 
-from ..errors import BDMCError
+from ..errors import BDMCError, MissingCapabilityError
 from .moment_fits import fit_dirichlet, fit_inverse_gamma, fit_inverse_wishart
 from .numerics import lower_inverse, pd_cholesky, pd_inverse, pd_logdet, symmetrize, vmap_n
 
@@ -417,7 +417,8 @@ class Categorical(Family):
 
     @staticmethod
     def stats(x):
-        raise NotImplementedError("Categorical statistics need the number of classes: use stats_of")
+        raise MissingCapabilityError("Categorical statistics need the number of classes: use stats_of",
+                                     missing=("stats",))
 
     @staticmethod
     def log_base(x):

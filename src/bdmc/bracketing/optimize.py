@@ -167,7 +167,8 @@ def coordinate_ascent(q0: MeanField, updates: Mapping[str, Callable[[MeanField],
         new = q
         for name, fn in updates.items():
             new = new.replace(**{name: fn(new)})
-        change = jnp.max(jnp.stack([jnp.max(jnp.abs(a - b)) for a, b in zip(jax.tree.leaves(new), jax.tree.leaves(q), strict=False)]))
+        change = jnp.max(jnp.stack([jnp.max(jnp.abs(a - b))
+                                    for a, b in zip(jax.tree.leaves(new), jax.tree.leaves(q), strict=False)]))
         return new, change
 
     return jax.lax.scan(sweep, q0, None, length=num_iterations)

@@ -35,7 +35,6 @@ programming over subsets of columns in log space (``O(2^k k)`` work per draw, ve
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from collections.abc import Mapping, Sequence
@@ -45,6 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
 
+from ..caching import cached
 from ..errors import BDMCError
 from .families import Categorical, Family
 from .mean_field import MeanField
@@ -52,7 +52,7 @@ from .mean_field import MeanField
 MAX_K = 16  # 2^16 subsets x 16 columns per draw: beyond this the exact permanent is not affordable
 
 
-@functools.cache
+@cached(maxsize=MAX_K)
 def _subset_tables(k: int):
     """Per level ``j`` (rows ``0..j`` assigned): the column subsets of size ``j + 1``, their predecessors
     (subset minus one column) and the removed columns, as static index arrays."""

@@ -41,6 +41,7 @@ import numpy as np
 from scipy import stats
 
 from ..contracts.estimate import Estimate, log_harmonic_mean, log_mean_exp
+from ..contracts.pairs import pair_of
 from ..errors import BDMCError
 
 ALPHA = 0.01  # false-alarm level of the certified alarm (Markov's inequality)
@@ -153,7 +154,7 @@ class Bound(NamedTuple):
     mean_single: float
     stderr_single: float
     method: str | None = None  # estimates of one method are compared across knob values for the warning
-    knob: int | None = None  # chain length T (AIS) or moves per case (SMC)
+    knob: int | None = None  # the pair's knob value: chain length T (AIS), moves per case (SMC), ...
     num_runs: int = 0  # independent runs behind mean_single (0: unknown, no falling test)
 
 
@@ -256,17 +257,15 @@ def crossing_p_bound(crossing) -> float:
 
 
 def _bound(est: Estimate) -> Bound:
-    """An estimate's alarm record; its knob (AIS chain length T or SMC moves per case) from its settings."""
-    s = est.settings
+    """An estimate's alarm record, named by the pair its estimator belongs to and that pair's knob value."""
+    paired = pair_of(est.estimator)
     method, knob = None, None
-    if "num_moves" in s:
-        method, knob = str(s.get("method", "smc")), int(s["num_moves"])
-        name = f"{method.upper() if est.bound == 'lower' else 'SHME'} moves={knob}"
-    elif "num_steps" in s:
-        method, knob = "ais", int(s["num_steps"])
-        name = f"{'forward' if est.bound == 'lower' else 'reverse'} AIS T={knob}"
+    if paired is None:
+        name = f"{est.estimator or est.bound} estimate"
     else:
-        name = f"{est.bound} estimate"
+        pair, direction = paired
+        method, knob = pair.name, int(est.settings[pair.knob])
+        name = pair.label(direction, knob)
     ok = est.runs.size > 1 and np.all(np.isfinite(est.runs))
     return Bound(name, est.value, est.mean_single if ok else math.nan, est.stderr_single if ok else math.nan,
                  method, knob, int(est.runs.size))

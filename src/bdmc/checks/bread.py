@@ -10,14 +10,12 @@ on ``log p(y)``, one direction alone bounds a one-sided KL divergence (end of Se
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from .alarm import ALPHA
 from .sandwich import sandwich
 
 BREAD_COLUMNS = ["num_steps", "b_hat", "b_hat_stderr", "kl_q_p_bound", "kl_p_q_bound", "alarm", "alarm_p",
@@ -43,22 +41,12 @@ class BreadResult:
         return self.sandwich.verdict
 
 
-def bread(
-    key,
-    model,
-    data=None,
-    exact_latent=None,
-    *,
-    steps: Iterable[int] = (10, 100, 1000),
-    num_runs: int = 16,
-    kernel=None,
-    schedule: str = "sigmoidal",
-    alpha: float = ALPHA,
-    lower_bound: float | None = None,
-    upper_bound: float | None = None,
-    progress="auto",
-) -> BreadResult:
+def bread(key, model, data=None, exact_latent=None, *, schedule: str = "sigmoidal", lower_bound: float | None = None,
+          upper_bound: float | None = None, **options) -> BreadResult:
     """Estimate the BREAD bound on the Jeffreys divergence of AIS samples at several chain lengths.
+
+    BREAD is the forward and reverse AIS sandwich (:func:`bdmc.sandwich` with ``method="ais"``) read as a
+    divergence: each chain length's mean single-run gap, and with an external bound, one direction alone.
 
     Parameters
     ----------
@@ -66,19 +54,19 @@ def bread(
     model : Model
     data, exact_latent : optional
         Simulated data and the latent that generated it (both simulated from ``key`` when omitted).
-    steps, num_runs, kernel, schedule, alpha
-        As for :func:`bdmc.sandwich`: paired forward and reverse AIS with ``num_runs`` runs each, and the bug
-        alarm's level.
+    schedule : str
+        The AIS schedule (sigmoidal, the paper's, unless told).
     lower_bound, upper_bound : float, optional
         An external stochastic lower / upper bound on ``log p(y)`` (e.g. from a longer run); each yields a
         one-sided KL bound from one direction alone.
+    **options
+        The options of :func:`bdmc.sandwich` (``steps``, ``num_runs``, ``kernel``, ``alpha``, ``progress``, ...).
 
     Returns
     -------
     BreadResult
     """
-    res = sandwich(key, model, data, exact_latent, steps=steps, num_runs=num_runs, kernel=kernel,
-                   schedule=schedule, alpha=alpha, progress=progress)
+    res = sandwich(key, model, data, exact_latent, schedule=schedule, method="ais", **options)
     return BreadResult(table=bread_table(res.table, lower_bound=lower_bound, upper_bound=upper_bound), sandwich=res)
 
 

@@ -29,9 +29,10 @@ import pandas as pd
 from ..contracts.capabilities import CollapsedDensity, supports
 from ..contracts.estimate import Estimate
 from ..contracts.model import log_density, validate_data
+from ..contracts.pairs import estimator_pair
 from ..errors import BDMCError
 from .alarm import ALPHA, BugAlarm, bug_alarm
-from .sandwich import checked_steps, exact_log_marginal_or_none, given_or_simulated, sandwich_method
+from .sandwich import checked_steps, exact_log_marginal_or_none, given_or_simulated
 
 
 @dataclass(frozen=True)
@@ -269,7 +270,7 @@ def compare_models(
     data_b = validate_data(model_b, data_to_b(data_a))
     latent_b = to_b(exact_latent)
 
-    pair = sandwich_method(method)
+    pair = estimator_pair(method)
     estimates: dict = {(m, side): [] for m in "AB" for side in ("lower", "upper")}
     rows = []
     for T in steps:

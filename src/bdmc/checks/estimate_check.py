@@ -31,12 +31,11 @@ import jax
 from scipy import stats
 
 from ..bracketing import bracket_model
+from ..contracts.pairs import estimator_pair
 from ..errors import BDMCError
-from .sandwich import auto_method, sandwich, sandwich_method
+from .sandwich import plan_sandwich, sandwich
 
 CONSISTENT, TOO_HIGH, TOO_LOW = "consistent", "too high", "too low"
-# The knob of each pair when not given: long enough on the peers' problems to bound within a few nats.
-DEFAULT_KNOB = {"ais": 1000, "tempered-smc": 100, "smc": 1}
 
 
 @dataclass(frozen=True)
@@ -114,7 +113,7 @@ class EstimateCheck:
         else:
             where = f"certified lower bound {self.certified_lower:.3f} (the user's data: no certified upper bound)"
         text = (f"{self.verdict}: log p(y) = {given} against bdmc's {where}, at level {self.level:g} "
-                f"({self.method}, {self.num_runs} runs at {sandwich_method(self.method).symbol} = {self.num_steps})")
+                f"({self.method}, {self.num_runs} runs at {estimator_pair(self.method).symbol} = {self.num_steps})")
         if math.isfinite(self.bracket_upper):
             text += (f"; the bracketing upper bound (uncertified) is {self.bracket_upper:.3f}"
                      + (", below the value" if self.above_bracket else ""))
@@ -172,12 +171,14 @@ def check_estimate(key, model, data, value: float, *, stderr: float | None = Non
     if data is None:
         raise BDMCError("check_estimate needs the data the value is the evidence of (simulate them with "
                         "bdmc.simulate and pass its exact latent too, for both certified bounds)")
-    method = auto_method(model) if method == "auto" else method
-    knob = DEFAULT_KNOB[sandwich_method(method).name] if num_steps is None else int(num_steps)  # checks the name
     k_runs, k_bracket = jax.random.split(key)
     two_sided = exact_latent is not None
-    result = sandwich(k_runs, model, data, exact_latent, steps=[knob], num_runs=num_runs, kernel=kernel,
-                      method=method, num_particles=num_particles, forward_only=not two_sided, progress=progress)
+    plan = plan_sandwich(k_runs, model, data, exact_latent, method=method, num_particles=num_particles,
+                         kernel=kernel, forward_only=not two_sided)
+    # The pair's own default knob: long enough on the peers' problems to bound within a few nats.
+    knob = plan.pair.default_knob if num_steps is None else int(num_steps)
+    result = sandwich(k_runs, model, steps=[knob], num_runs=num_runs, forward_only=not two_sided, progress=progress,
+                      plan=plan)
     table = result.table
     forward = table[table["direction"] == "forward"].iloc[-1]
     lower = float(forward["value"])
@@ -193,7 +194,7 @@ def check_estimate(key, model, data, value: float, *, stderr: float | None = Non
                               "lower": float(br.lower.value)}
     return EstimateCheck(verdict=verdict, value=value, stderr=stderr, level=level, lower=lower, upper=upper,
                          certified_lower=certified_lower, certified_upper=certified_upper, markov_b=markov_b, z=z,
-                         bracket_upper=bracket_upper, above_bracket=above, exact=result.exact, method=method,
+                         bracket_upper=bracket_upper, above_bracket=above, exact=result.exact, method=plan.method,
                          num_steps=knob, num_runs=int(num_runs), two_sided=two_sided, details=details)
 
 

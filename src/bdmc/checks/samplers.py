@@ -1,7 +1,9 @@
 """Posterior samplers that simulation-based calibration (:func:`bdmc.checks.sbc`) audits.
 
 A sampler draws from ``p(x | y)`` of one data set: ``sampler.draws(key, data, *, num_draws)`` returns the
-latent pytree with a leading axis of ``num_draws`` draws. Every sampler here is pure JAX, so SBC runs all
+latent pytree with a leading axis of ``num_draws`` draws (the :class:`~bdmc.contracts.sampler.Sampler` contract,
+re-exported here; its optional hooks ``batch``, ``thin`` and ``diagnosed_draws`` are protocols of
+:mod:`bdmc.contracts.sampler`). Every sampler here is pure JAX, so SBC runs all
 its replications as one compiled, ``vmap``-ped program (``traceable = True``); a sampler that leaves JAX
 (another PPL's own sampler) sets ``traceable = False`` and is called once per replication.
 
@@ -14,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -22,27 +24,16 @@ import jax.numpy as jnp
 from ..contracts.capabilities import supports
 from ..contracts.kernel import HoldsModel, join_kernel, split_kernel
 from ..contracts.model import log_density
+from ..contracts.sampler import Sampler
 from ..errors import BDMCError, require
 from ..kernels.gradient import MALA, NUTS
 from ..kernels.hmc import HMC
 from ..kernels.step_sizes import step_size_at
+from ..ppl.registry import PPLS
+
+__all__ = ["STEP_SIZE_KERNELS", "KernelSampler", "NumPyroNUTS", "Sampler"]
 
 STEP_SIZE_KERNELS = (HMC, NUTS, MALA)  # the kernels whose step KernelSampler(target_accept=...) adapts
-
-
-@runtime_checkable
-class Sampler(Protocol):
-    """``draws(key, data, *, num_draws) -> latents`` (leading axis ``num_draws``) from ``p(x | data)``.
-
-    ``traceable`` says whether ``draws`` is pure JAX (then SBC vmaps it over replications in one program).
-    ``settings()`` returns the sampler's options as a JSON-ready dict (recorded in SBC's result).
-    """
-
-    traceable: bool
-
-    def draws(self, key, data, *, num_draws: int) -> Any: ...
-
-    def settings(self) -> dict: ...
 
 
 @dataclass(frozen=True)
@@ -198,7 +189,7 @@ class NumPyroNUTS:
     batch: str = "map"
 
     def __post_init__(self):
-        require("numpyro", extra="numpyro")
+        require("numpyro", extra=PPLS["numpyro"].extra)
         if self.num_warmup < 0 or self.thin < 1:
             raise BDMCError(f"NumPyroNUTS needs num_warmup >= 0 and thin >= 1, got num_warmup={self.num_warmup}, "
                             f"thin={self.thin}")

@@ -1,17 +1,17 @@
 """The BDMC sandwich: a lower and an upper estimator of ``log p(y)`` paired at a list of knob values.
 
-This module owns everything a sandwich is: which registered estimators pair up and which knob they share
-(:data:`SANDWICH_METHODS`, looked up in :data:`bdmc.ESTIMATORS`), how the caller's key splits into the data's
-key and each pair's keys (:func:`sandwich_keys`, :func:`pair_keys`), the gap statistics of a pair
-(:func:`pair_statistics`), the doubling of ``until_gap`` (:func:`knob_values`), the run-level bug alarm over
-the table (:func:`alarm_from_table`, at the ``alpha`` of :func:`sandwich`) and the verdict against an exact
-value (:class:`ExactCheck`). The resumable runner (:mod:`bdmc.experiments.sandwich_runs`), the ``bdmc``
-commands and the audit call these; none of them computes any of it again.
+This module owns everything a sandwich is, given its pair of estimators (:data:`bdmc.contracts.pairs.PAIRS`):
+what a sandwich resolves before its runs, once (:func:`plan_sandwich`: the pair "auto" picks, its particles,
+its kernel, the data and their exact value), how the caller's key splits into the data's key and each pair's
+keys (:func:`sandwich_keys`, :func:`pair_keys`), the gap statistics of a pair (:func:`pair_statistics`), the
+doubling of ``until_gap`` (:func:`knob_values`), the run-level bug alarm over the table
+(:func:`alarm_from_table`, at the ``alpha`` of :func:`sandwich`) and the verdict against an exact value
+(:class:`ExactCheck`). The resumable runner (:mod:`bdmc.experiments.sandwich_runs`), the ``bdmc`` commands and
+the audit call these; none of them computes any of it again.
 """
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -23,11 +23,12 @@ import pandas as pd
 
 from ..contracts import weight_health
 from ..contracts.capabilities import ExactEvidence, OwnKernel, supports
-from ..contracts.estimate import ESTIMATORS, Estimate, EstimatorInfo
+from ..contracts.estimate import Estimate
 from ..contracts.model import Simulated, simulate, validate_data
-from ..core import ais, smc, tempered  # noqa: F401  importing them registers the paired estimators
-from ..core.tempered import PARTICLES as TEMPERED_PARTICLES
-from ..errors import BDMCError
+from ..contracts.pairs import DIRECTIONS, PAIRS, EstimatorPair, estimator_pair
+from ..core import ais, smc, tempered  # noqa: F401  importing them registers the built-in pairs
+from ..core.named_kernels import named_kernel
+from ..errors import BDMCError, OptionError
 from .alarm import ALPHA, FALLING_ALPHA, Bound, BugAlarm, alarm_from_bounds, crossing_p_bound
 from .sandwich_verdict import NOISE_STDERRS, ExactCheck, exact_check
 
@@ -36,111 +37,97 @@ COLUMNS = [
     "gap", "gap_single", "gap_single_stderr", "alarm", "alarm_p", "num_runs", "seconds", "compile_seconds",
     "seconds_total", "n_evals", "exact", "divergence_rate", "weight_ess", "khat", "stderr_trusted",
 ]
-DIRECTIONS = ("forward", "reverse")  # the lower bound's rows, then the upper bound's
 CERTIFY_B = 3.0  # ``certified_b3``: the lower bound minus b holds with probability >= 1 - e^-b (Markov)
-# Keywords of sandwich() handed to the pair's estimators when their signatures take them.
-PASSED_ON = ("kernel", "schedule", "num_particles", "progress")
+KERNEL_STREAM = 11  # folded into the key for a named kernel's pilot (its own keys, never the runs')
 
-__all__ = ["COLUMNS", "CERTIFY_B", "DIRECTIONS", "ExactCheck", "NOISE_STDERRS", "SANDWICH_METHODS",
-           "SandwichKeys", "SandwichMethod", "SandwichResult", "alarm_from_table", "auto_method", "exact_check",
-           "exact_log_marginal_or_none", "knob_values", "mark_alarms", "pair_keys", "pair_statistics", "sandwich",
-           "sandwich_keys", "sandwich_method", "simulated_data"]
-
-
-@dataclass(frozen=True)
-class SandwichMethod:
-    """A lower and an upper estimator of :data:`bdmc.ESTIMATORS` that sandwich ``log p(y)`` at one knob.
-
-    Attributes
-    ----------
-    name : str
-        The ``method`` of :func:`sandwich` and of the table's ``method`` column.
-    lower, upper : str
-        Registry names of the lower-bound estimator (run from the prior) and of the upper-bound one (run from
-        the exact posterior sample).
-    smallest : int
-        The smallest knob value the pair can run (AIS needs the prior and the posterior: T >= 2).
-    symbol : str
-        How tables and messages name the knob ("T", "moves").
-    axis : str
-        The knob's axis label in figures.
-    labels : (str, str)
-        How the alarm and figures name the lower and the upper estimator.
-    particles : int
-        Particles per run when :func:`sandwich` is not told (1 for the paper's SMC / SHME).
-    """
-
-    name: str
-    lower: str
-    upper: str
-    smallest: int
-    symbol: str
-    axis: str
-    labels: tuple[str, str]
-    particles: int = 1
-
-    @property
-    def estimators(self) -> tuple[EstimatorInfo, EstimatorInfo]:
-        """The registry entries of the lower and the upper estimator."""
-        return ESTIMATORS[self.lower], ESTIMATORS[self.upper]
-
-    @property
-    def knob(self) -> str:
-        """The keyword of the pair's knob, as the registry records it (``num_steps``, ``num_moves``)."""
-        lower, upper = self.estimators
-        if lower.knob != upper.knob:  # a pair varies one knob; the registry must agree
-            raise BDMCError(f"sandwich method {self.name!r} pairs estimators with different knobs")
-        return lower.knob
-
-    @property
-    def options(self) -> tuple[str, ...]:
-        """The options of :func:`sandwich` (of :data:`PASSED_ON`) that both estimators take."""
-        takes = [set(inspect.signature(info.fn).parameters) for info in self.estimators]
-        return tuple(o for o in PASSED_ON if all(o in t for t in takes))
-
-    def label(self, direction: str, knob: int) -> str:
-        """The name of one bound in alarm messages, e.g. "forward AIS T=100" or "SHME moves=3"."""
-        return f"{self.labels[DIRECTIONS.index(direction)]} {self.symbol}={int(knob)}"
-
-    def run(self, direction: str, key, model, data, *, knob: int, num_runs: int, exact_latent=None,
-            **options) -> Estimate:
-        """One estimate: the lower (``"forward"``) or upper (``"reverse"``) estimator at knob value ``knob``.
-
-        ``options`` are any of :data:`PASSED_ON`; those the pair does not take are dropped (e.g. ``schedule``
-        for SMC, which follows the data path).
-        """
-        info = self.estimators[DIRECTIONS.index(direction)]
-        kwargs = {k: v for k, v in options.items() if k in self.options}
-        if direction == "reverse":
-            kwargs["exact_latent"] = exact_latent
-        return info(key, model, data, **{info.knob: int(knob)}, num_runs=int(num_runs), **kwargs)
-
-
-SANDWICH_METHODS: Mapping[str, SandwichMethod] = {
-    "ais": SandwichMethod("ais", lower="ais", upper="rev-ais", smallest=2, symbol="T",
-                          axis="intermediate distributions T", labels=("forward AIS", "reverse AIS")),
-    "smc": SandwichMethod("smc", lower="smc", upper="shme", smallest=1, symbol="moves",
-                          axis="MCMC moves per data case", labels=("SMC", "SHME")),
-    "tempered-smc": SandwichMethod("tempered-smc", lower="tempered-smc", upper="rev-tempered-smc", smallest=2,
-                                   symbol="T", axis="temperatures T",
-                                   labels=("tempered SMC", "reverse tempered SMC"), particles=TEMPERED_PARTICLES),
-}
+__all__ = ["COLUMNS", "CERTIFY_B", "DIRECTIONS", "ExactCheck", "NOISE_STDERRS", "SandwichKeys", "SandwichPlan",
+           "SandwichResult", "alarm_from_table", "auto_method", "exact_check", "exact_log_marginal_or_none",
+           "knob_values", "mark_alarms", "pair_keys", "pair_statistics", "plan_sandwich", "resolve_pair", "sandwich",
+           "sandwich_keys", "simulated_data"]
 
 
 def auto_method(model) -> str:
-    """The pair ``method="auto"`` runs on ``model``: forward and reverse AIS for a model with a kernel of its own
-    (the paper's models, whose Gibbs and collapsed kernels each AIS chain uses well: ``benchmarks/results/
+    """The name of the pair ``method="auto"`` runs on ``model``: forward and reverse AIS for a model with a kernel
+    of its own (the paper's models, whose Gibbs and collapsed kernels each AIS chain uses well: ``benchmarks/results/
     estimators.md``), tempered SMC for any other model, whose pilot-tuned HMC gains most from a population
     (``benchmarks/results/peers/``: tempered SMC is bdmc's fastest method to RMSE < 1 nat on every peer problem
     where either reaches it)."""
     return "ais" if supports(model, OwnKernel) else "tempered-smc"
 
 
-def sandwich_method(method: str) -> SandwichMethod:
-    """The :class:`SandwichMethod` named ``method``; a BDMCError names the choices for an unknown one."""
-    if method not in SANDWICH_METHODS:
-        raise BDMCError(f"unknown method {method!r}; choose one of: {', '.join(SANDWICH_METHODS)}")
-    return SANDWICH_METHODS[method]
+@dataclass(frozen=True)
+class SandwichPlan:
+    """What a sandwich resolved before its runs (:func:`plan_sandwich`), so no caller resolves it again.
+
+    Attributes
+    ----------
+    pair : EstimatorPair
+        The pair it runs ("auto" resolved).
+    num_particles : int or None
+        Particles per run (the pair's default when not told; None for a pair of single chains).
+    kernel
+        The runs' kernel: None (each estimator's default) or a kernel, a named one tuned by its pilot.
+    data, exact_latent
+        The data (simulated from the key, given, or observed) and the latent that generated them (None on
+        observed data).
+    exact : float or None
+        The model's exact ``log p(y)`` for the data, where affordable.
+    """
+
+    pair: EstimatorPair
+    num_particles: int | None
+    kernel: Any
+    data: Any
+    exact_latent: Any
+    exact: float | None
+
+    @property
+    def method(self) -> str:
+        """The pair's name: the ``method`` column of the table."""
+        return self.pair.name
+
+
+def resolve_pair(model, method: str = "auto", num_particles: int | None = None) -> tuple[EstimatorPair, int | None]:
+    """The pair ``method`` names ("auto": :func:`auto_method`) and its particles per run (the pair's default when
+    not told); an OptionError refuses an unknown method, and particles for a pair of single chains."""
+    pair = estimator_pair(auto_method(model) if method == "auto" else method)
+    if num_particles is not None and pair.particles is None:
+        with_particles = [p.name for p in PAIRS.values() if p.particles is not None]
+        raise OptionError(f"method {pair.name} runs single chains; particles need method "
+                          f"{' or '.join(with_particles)}")
+    return pair, pair.particles if num_particles is None else num_particles
+
+
+def plan_sandwich(key, model, data=None, exact_latent=None, *, method: str = "auto", num_particles=None,
+                  kernel=None, forward_only: bool = False) -> SandwichPlan:
+    """Resolve a sandwich once: the pair ("auto": :func:`auto_method`), its particles, its kernel, the data and
+    their exact value.
+
+    Parameters
+    ----------
+    key, model, data, exact_latent, forward_only
+        As for :func:`sandwich`: data not given are simulated from ``key`` (:func:`simulated_data`); with
+        ``forward_only`` given data are observed and need no exact latent.
+    method : str
+        A key of :data:`bdmc.contracts.pairs.PAIRS` or "auto".
+    num_particles : int, optional
+        Particles per run; refused for a pair of single chains.
+    kernel : None, "auto", a kernel name or a kernel
+        "auto" and None leave the kernel to each estimator; a name of
+        :data:`bdmc.core.named_kernels.KERNELS` is tuned by its pilot (:func:`bdmc.core.named_kernels.named_kernel`).
+
+    Returns
+    -------
+    SandwichPlan
+    """
+    pair, num_particles = resolve_pair(model, method, num_particles)
+    if not (forward_only and data is not None):  # real data have no exact latent and need none
+        data, exact_latent = given_or_simulated(sandwich_keys(key).data, model, data, exact_latent)
+    data = validate_data(model, data)
+    if isinstance(kernel, str):
+        kernel = None if kernel == "auto" else named_kernel(jax.random.fold_in(key, KERNEL_STREAM), model, kernel)[0]
+    return SandwichPlan(pair=pair, num_particles=num_particles, kernel=kernel, data=data, exact_latent=exact_latent,
+                        exact=exact_log_marginal_or_none(model, data))
 
 
 # ------------------------------------------------------------------------------------------------ keys
@@ -214,7 +201,7 @@ class SandwichResult:
     @property
     def against_exact(self) -> ExactCheck | None:
         """The bounds against the exact ``log p(y)``: holds, holds within noise or VIOLATED (None without one)."""
-        return exact_check(self.table, self.exact, symbol=sandwich_method(self.method).symbol)
+        return exact_check(self.table, self.exact)
 
 
 def sandwich(
@@ -236,6 +223,7 @@ def sandwich(
     on_row: Callable[[dict], None] | None = None,
     progress="auto",
     forward_only: bool = False,
+    plan: SandwichPlan | None = None,
 ) -> SandwichResult:
     """Sandwich ``log p(y)`` between a lower and an upper estimator at several knob values.
 
@@ -255,8 +243,8 @@ def sandwich(
         As for :func:`bdmc.forward_ais` (``schedule`` only where the estimators take one). ``"auto"`` (the default)
         leaves the path to each estimator: the pilot's temperatures where a pilot runs (a model without a kernel
         of its own), else sigmoidal; a named schedule overrides the pilot's.
-    method : {"ais", "smc", "tempered-smc", "auto"}
-        The pair of :data:`SANDWICH_METHODS`: forward and reverse AIS (knob: intermediate distributions T),
+    method : {"ais", "smc", "tempered-smc", "auto"} or another name in :data:`bdmc.contracts.pairs.PAIRS`
+        The pair of estimators: forward and reverse AIS (knob: intermediate distributions T),
         SMC (lower) and SHME (upper) on the data path (knob: MCMC moves per data case), or tempered SMC from
         the prior and from the exact latent (knob: temperatures T; :mod:`bdmc.core.tempered`). "auto" picks
         by model class (:func:`auto_method`) and the result's ``method`` names the pair it ran.
@@ -277,14 +265,14 @@ def sandwich(
     forward_only : bool
         Run only the lower bound, for observed (real) data: it has no exact posterior sample, so no upper
         bound, no gap and no bug alarm; ``exact_latent`` may then be omitted and ``until_gap`` is refused.
+    plan : SandwichPlan, optional
+        What :func:`plan_sandwich` already resolved for this call (then ``data``, ``exact_latent``, ``method``,
+        ``num_particles`` and ``kernel`` are taken from it and nothing is resolved again).
 
     Returns
     -------
     SandwichResult
     """
-    if method == "auto":
-        method = auto_method(model)
-    pair = sandwich_method(method)
     keys = sandwich_keys(key)
     if forward_only and until_gap is not None:
         raise BDMCError("until_gap stops on the gap between the bounds, and forward_only runs no upper bound; "
@@ -293,14 +281,13 @@ def sandwich(
         raise BDMCError(f"alpha must lie in (0, 1), got {alpha}")
     if int(num_runs) != num_runs or num_runs < 1:
         raise BDMCError(f"num_runs must be an integer >= 1, got {num_runs}")
-    if not (forward_only and data is not None):  # real data have no exact latent and need none
-        data, exact_latent = given_or_simulated(keys.data, model, data, exact_latent)
-    data = validate_data(model, data)
-    exact = exact_log_marginal_or_none(model, data)
+    if plan is None:
+        plan = plan_sandwich(key, model, data, exact_latent, method=method, num_particles=num_particles,
+                             kernel=kernel, forward_only=forward_only)
+    pair, method, data, exact_latent, exact = plan.pair, plan.method, plan.data, plan.exact_latent, plan.exact
     steps = checked_steps(method, steps)
     rows = {_row_key(r): {c: r.get(c, np.nan) for c in COLUMNS} | {"method": r.get("method", method)} for r in done}
-    num_particles = pair.particles if num_particles is None else num_particles
-    options = {"kernel": kernel, "schedule": schedule, "num_particles": num_particles, "progress": progress}
+    options = {"kernel": plan.kernel, "schedule": schedule, "num_particles": plan.num_particles, "progress": progress}
     directions = DIRECTIONS[:1] if forward_only else DIRECTIONS
 
     for T in knob_values(steps, until_gap=until_gap, max_steps=max_steps):
@@ -361,14 +348,14 @@ def alarm_from_table(table, *, alpha: float = ALPHA, falling_alpha: float = FALL
     """The run-level alarm over the rows of a sandwich table (e.g. one resumed from its CSV).
 
     ``table`` needs the columns ``direction`` ("forward" / "reverse"), ``num_steps``, ``value``,
-    ``mean_single``, ``stderr_single`` and ``num_runs``; ``method`` (a key of :data:`SANDWICH_METHODS`) when
-    present, else "ais".
+    ``mean_single``, ``stderr_single`` and ``num_runs``; ``method`` (a key of :data:`bdmc.contracts.pairs.PAIRS`)
+    when present, else "ais".
     """
     sides: dict = {d: [] for d in DIRECTIONS}
     for row in table.to_dict("records"):
         method = str(row.get("method", "ais"))
         knob = int(row["num_steps"])
-        label = sandwich_method(method).label(row["direction"], knob)
+        label = estimator_pair(method).label(row["direction"], knob)
         sides[row["direction"]].append(Bound(label, float(row["value"]), float(row["mean_single"]),
                                              float(row["stderr_single"]), method, knob, int(row["num_runs"])))
     return alarm_from_bounds(sides["forward"], sides["reverse"], alpha=alpha, falling_alpha=falling_alpha)
@@ -396,7 +383,7 @@ def checked_steps(method: str, steps: Iterable[int]) -> list[int]:
     Parameters
     ----------
     method : str
-        A key of :data:`SANDWICH_METHODS`.
+        A key of :data:`bdmc.contracts.pairs.PAIRS`.
     steps : iterable of int
         Knob values: at least the method's ``smallest`` (2 intermediate distributions for AIS, 1 move for SMC).
 
@@ -409,7 +396,7 @@ def checked_steps(method: str, steps: Iterable[int]) -> list[int]:
     bdmc.BDMCError
         On an unknown method, no values, or a value below the method's smallest.
     """
-    smallest = sandwich_method(method).smallest
+    smallest = estimator_pair(method).smallest
     steps = [int(s) for s in steps]
     if not steps or min(steps) < smallest:
         raise BDMCError(f"steps must be a non-empty list of integers >= {smallest}, got {steps}")

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..contracts.pairs import PAIRS
 from .alarm import ALPHA
 
 HOLDS, WITHIN_NOISE, VIOLATED = "holds", "holds within noise", "VIOLATED"
@@ -35,10 +36,6 @@ NOISE_STDERRS = 2.0  # the least noise allowance, in stderr (the calibrated one 
 # How a bound beyond the noise was judged (the ``reason`` column): by a believable stderr, by Markov's inequality,
 # or not at all, its stderr flagged by the weight diagnostics or missing (one run).
 BY_STDERR, BY_MARKOV, UNRELIABLE, NO_STDERR = "stderr", "markov", "unreliable stderr", "no stderr"
-# The knob of each sandwich method (the table's ``method`` column), singular and plural, as sentences name it.
-KNOB_NAMES = {"ais": ("chain length", "chain lengths"),
-              "smc": ("number of moves per data case", "numbers of moves per data case"),
-              "tempered-smc": ("number of temperatures", "numbers of temperatures")}
 
 
 @dataclass(frozen=True)
@@ -80,7 +77,7 @@ class ExactCheck:
     two_sided: bool
     noise_stderrs: float = NOISE_STDERRS
     symbol: str = "T"
-    knob_names: tuple[str, str] = KNOB_NAMES["ais"]
+    knob_names: tuple[str, str] = ("chain length", "chain lengths")
     level: float = ALPHA
 
     @property
@@ -205,7 +202,7 @@ def _of(k: int, n: int, names: tuple[str, str] | None = None) -> str:
 
 
 def exact_check(table: pd.DataFrame, exact: float | None, *, noise_stderrs: float | None = None,
-                symbol: str = "T", level: float = ALPHA) -> ExactCheck | None:
+                symbol: str | None = None, level: float = ALPHA) -> ExactCheck | None:
     """The :class:`ExactCheck` of a sandwich table (``SandwichResult.table`` or its CSV).
 
     Parameters
@@ -213,15 +210,16 @@ def exact_check(table: pd.DataFrame, exact: float | None, *, noise_stderrs: floa
     table : pandas.DataFrame
         Columns ``num_steps``, ``direction``, ``value`` and ``stderr``; when present, ``stderr_trusted`` (the
         weight diagnostics' verdict; believed where absent), ``num_runs`` (the t quantile's degrees of freedom;
-        the normal quantile without it) and ``method`` (names the knob). With any reverse row, the knob values
+        the normal quantile without it) and ``method`` (the pair, :data:`bdmc.contracts.pairs.PAIRS`, names the
+        knob; "ais" when absent). With any reverse row, the knob values
         that have both bounds are checked; otherwise (real data) every lower bound.
     exact : float or None
         The exact ``log p(y)``; None gives None.
     noise_stderrs : float, optional
         How many standard errors beyond the exact value count as noise. By default what chance allows: the
         one-sided t quantile at ``level`` over the bounds checked, at least :data:`NOISE_STDERRS`.
-    symbol : str
-        How messages name the knob.
+    symbol : str, optional
+        How messages name the knob (default: the pair's symbol).
     level : float
         The level of "unlikely by chance" over all the bounds checked (stderr and Markov judgements alike).
 
@@ -240,7 +238,9 @@ def exact_check(table: pd.DataFrame, exact: float | None, *, noise_stderrs: floa
         noise_stderrs = max(NOISE_STDERRS, _quantile(1.0 - per_bound, table))
     rows = _judge(lower, upper, exact, noise_stderrs=noise_stderrs, per_bound=per_bound)
     method = str(table["method"].iloc[0]) if "method" in table.columns and len(table) else "ais"
-    names = KNOB_NAMES.get(method, (f"value of {symbol}", f"values of {symbol}"))
+    pair = PAIRS.get(method)
+    symbol = symbol or (pair.symbol if pair is not None else "knob")
+    names = pair.nouns if pair is not None else (f"value of {symbol}", f"values of {symbol}")
     return ExactCheck(exact=float(exact), table=rows, two_sided=two_sided, noise_stderrs=float(noise_stderrs),
                       symbol=symbol, knob_names=names, level=level)
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -27,7 +27,10 @@ import pandas as pd
 from jax.flatten_util import ravel_pytree
 from scipy import stats as st
 
+from ..caching import cached
+from ..contracts.capabilities import NamedCoordinates, supports
 from ..contracts.kernel import join_kernel, split_kernel
+from ..contracts.sampler import replication_batch
 from ..errors import BDMCError
 from .samplers import Sampler
 
@@ -252,7 +255,7 @@ def sbc(
     ranks = np.concatenate(ranks)[:num_replications]
     values = np.concatenate(values)[:num_replications]
     names = quantity_names(model.sample_prior(jax.random.key(0)))
-    own = getattr(model, "coordinate_names", None)  # a flat latent's coordinates named by its model (Stan)
+    own = model.coordinate_names if supports(model, NamedCoordinates) else None  # a flat latent's (Stan)
     if own is not None and len(own) == len(names) - 1:
         names = tuple(own) + (LOG_LIKELIHOOD,)
 
@@ -316,7 +319,7 @@ def uniformity_test(ranks: np.ndarray, num_draws: int, *, level: float) -> dict:
     return {"statistic": gamma, "p_values": p_values, "outside": outside, "band": (lower, upper)}
 
 
-@lru_cache(maxsize=32)
+@cached(maxsize=32)
 def _band(R: int, num_draws: int, prob: float):
     """ArviZ's simultaneous band at the rank points (depends only on the sizes and level, so cached)."""
     from arviz.stats.ecdf_utils import ecdf_confidence_band
@@ -327,7 +330,7 @@ def _band(R: int, num_draws: int, prob: float):
     return lower, upper
 
 
-@lru_cache(maxsize=32)
+@cached(maxsize=32)
 def _null_gamma(R: int, num_draws: int):
     """Gamma of ``NULL_SIMULATIONS`` sets of R uniform ranks (fixed seed): the null distribution of gamma."""
     z = np.arange(1, num_draws + 1) / (num_draws + 1)
@@ -427,4 +430,4 @@ def _compiled_replications(keys, params, *, model, sampler_def, num_draws):
 
     # A sampler whose cost varies by data set (NUTS's tree depth) is mapped: a vmapped batch would run every
     # replication for as long as the slowest one.
-    return jax.lax.map(one, keys) if getattr(sampler, "batch", "vmap") == "map" else jax.vmap(one)(keys)
+    return jax.lax.map(one, keys) if replication_batch(sampler) == "map" else jax.vmap(one)(keys)

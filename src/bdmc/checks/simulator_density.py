@@ -253,19 +253,20 @@ def _data_gradient_agrees(key, model, *, tries: int = 3) -> bool:
         latent = model.sample_prior(k1)
         data = model.sample_data(k2, latent)
         leaves, treedef = jax.tree.flatten(data)
-        direction = jax.tree.unflatten(treedef, [jax.random.normal(kk, x.shape, x.dtype)
-                                                  for kk, x in zip(jax.random.split(k3, len(leaves)), leaves, strict=False)])
+        noise = zip(jax.random.split(k3, len(leaves)), leaves, strict=False)
+        direction = jax.tree.unflatten(treedef, [jax.random.normal(kk, x.shape, x.dtype) for kk, x in noise])
 
         def total(d, latent=latent):
             return jnp.sum(model.log_likelihood(latent, d))
 
         scale = 1.0 + max(float(jnp.max(jnp.abs(x))) for x in leaves)
         eps = scale * float(jnp.finfo(leaves[0].dtype).eps) ** (1 / 3)
-        ends = [float(total(jax.tree.map(lambda x, v, sign=sign: x + sign * eps * v, data, direction)))
+        ends = [float(total(jax.tree.map(lambda x, v, sign=sign, eps=eps: x + sign * eps * v, data, direction)))
                 for sign in (1.0, -1.0)]
         finite = (ends[0] - ends[1]) / (2 * eps)
         grad = jax.grad(total)(data)
-        auto = float(sum(jnp.sum(g * v) for g, v in zip(jax.tree.leaves(grad), jax.tree.leaves(direction), strict=False)))
+        auto = float(sum(jnp.sum(g * v)
+                         for g, v in zip(jax.tree.leaves(grad), jax.tree.leaves(direction), strict=False)))
         if np.isfinite(finite) and np.isfinite(auto) and \
                 abs(auto - finite) <= 0.05 * max(abs(auto), abs(finite)) + 1e-6 * scale:
             return True
@@ -477,4 +478,5 @@ def _coordinate_names(model, cases: CaseLayout) -> list[str]:
 def _latent_names(latent: LatentLayout, model) -> list[str]:
     tree = jax.eval_shape(model.sample_prior, jax.random.key(0))
     paths = [jax.tree_util.keystr(p) or "x" for p, _ in jax.tree_util.tree_flatten_with_path(tree)[0]]
-    return [n for p, s, f in zip(paths, latent.shapes, latent.floating, strict=False) if f for n in _element_names(p, s)]
+    return [n for p, s, f in zip(paths, latent.shapes, latent.floating, strict=False) if f
+            for n in _element_names(p, s)]

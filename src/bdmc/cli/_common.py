@@ -21,9 +21,10 @@ from rich.markup import escape
 from ..errors import BDMCError, UserProgramError
 from ..experiments.store import DamagedRowWarning, prepare_output_dir
 from ..files import write_atomic
+from ..ppl.registry import PPLS
 
 
-class CLIError(Exception):
+class CLIError(BDMCError):
     """An expected failure: the command ends with this message as one red line and exit code 1."""
 
 
@@ -167,16 +168,10 @@ def model_option_option(help: str = "Model option KEY=VALUE (repeatable).") -> A
     return typer.Option(None, "--option", help=help, metavar="KEY=VALUE")
 
 
-# The --numpyro, --pymc, --stan, --webppl and --simulator declarations of the commands that take a program.
+# The --numpyro, --pymc, --stan, --webppl (one per language of bdmc.ppl.registry) and --simulator declarations of
+# the commands that take a program.
 PPL_OPTIONS: dict[str, Any] = {
-    "numpyro": typer.Option(None, "--numpyro", metavar="PATH.py:FN",
-        help="A NumPyro model function instead of a built-in model."),
-    "pymc": typer.Option(None, "--pymc", metavar="PATH.py:NAME",
-        help="A PyMC model, or a function of the --data arrays returning one."),
-    "stan": typer.Option(None, "--stan", metavar="PATH.stan",
-        help="A Stan program whose likelihood is multiplied by data bdmc_lambda."),
-    "webppl": typer.Option(None, "--webppl", metavar="PATH.wppl",
-        help="A WebPPL program whose value is the model function of the --data fields."),
+    **{p.flag: typer.Option(None, f"--{p.flag}", metavar=p.metavar, help=p.help) for p in PPLS.values()},
     "simulator": typer.Option(None, "--simulator", metavar="PATH.py:FN",
         help="Python simulator of a Stan program, fn(rng, params=None) -> (params, data); optional for WebPPL, "
              "fn(rng, values) -> data."),

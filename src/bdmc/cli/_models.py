@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 
 from .. import models as builtin_models
-from ..errors import UserProgramError, describe_arguments, program_line
+from ..errors import OptionError, UserProgramError, describe_arguments, program_line
 from ..files import to_jsonable
+from ..ppl.registry import PPLS, ppl
 from ._common import CLIError, register_user_file
 
-PPL_FLAGS = ("numpyro", "pymc", "stan", "webppl")
 # Integer fields that count something (data cases, dimensions, components): a model of size zero or less
 # is meaningless, and the built-in classes do not check it themselves.
 _COUNTS_FROM_ZERO = {"degree"}  # a polynomial of degree 0 is a constant
@@ -55,9 +55,9 @@ def _check_values(cls, values: dict) -> None:
             smallest = 0 if key in _COUNTS_FROM_ZERO else 1
             if value < smallest:
                 raise CLIError(f"--option {key}={value}: {cls.__name__}.{key} must be an integer >= {smallest}")
-        elif isinstance(value, float) and any(w in key for w in _SCALE_WORDS):
-            if not (value > 0 and math.isfinite(value)):
-                raise CLIError(f"--option {key}={value}: {cls.__name__}.{key} must be a positive number")
+        elif (isinstance(value, float) and any(w in key for w in _SCALE_WORDS)
+              and not (value > 0 and math.isfinite(value))):
+            raise CLIError(f"--option {key}={value}: {cls.__name__}.{key} must be a positive number")
 
 
 def model_settings(model, options: dict) -> dict:
@@ -112,24 +112,24 @@ def _convert(raw: str, annotation, default_value) -> Any:
             return True
         if low in ("0", "false", "no", "off"):
             return False
-        raise ValueError("expected true or false")
+        raise OptionError("expected true or false")
     if target is int:
         try:
             return int(raw.replace("_", ""))
         except ValueError:
-            raise ValueError("expected an integer") from None
+            raise OptionError("expected an integer") from None
     if target is float:
         try:
             return float(raw)
         except ValueError:
-            raise ValueError("expected a number") from None
+            raise OptionError("expected a number") from None
     if target in (tuple, list):
         parts = [p.strip() for p in raw.strip("()[]").split(",") if p.strip()]
         ref = list(default_value) if isinstance(default_value, (tuple, list)) else []
         values = [_convert(p, None, ref[i] if i < len(ref) else (ref[-1] if ref else 0.0)) for i, p in
                   enumerate(parts)]
         if ref and len(values) != len(ref):
-            raise ValueError(f"expected {len(ref)} comma-separated values like {','.join(map(str, ref))}")
+            raise OptionError(f"expected {len(ref)} comma-separated values like {','.join(map(str, ref))}")
         return target(values)
     if target is str:
         return raw
@@ -163,13 +163,27 @@ def _literal(raw: str) -> Any:
 # --------------------------------------------------------------------------------------------- PPL programs
 
 
-def ppl_given(*, numpyro: str | None, pymc: str | None, stan: str | None,
-              webppl: str | None = None) -> tuple[str, str] | None:
-    """``(flag, spec)`` of the one PPL flag given, None when none is; several are refused."""
-    given = {flag: spec for flag, spec in zip(PPL_FLAGS, (numpyro, pymc, stan, webppl), strict=False) if spec}
+def ppl_given(**programs: str | None) -> tuple[str, str] | None:
+    """``(flag, spec)`` of the one program given, None when none is; several are refused.
+
+    Parameters
+    ----------
+    **programs : str or None
+        The value of each language's flag (``numpyro=``, ``pymc=``, ...: the keys of
+        :data:`bdmc.ppl.registry.PPLS`).
+    """
+    for flag in programs:
+        ppl(flag)  # an unknown language is refused
+    given = {flag: programs[flag] for flag in PPLS if programs.get(flag)}
     if len(given) > 1:
-        raise CLIError(f"give one of --numpyro, --pymc, --stan, --webppl, not {' and '.join('--' + g for g in given)}")
+        raise CLIError(f"give one of {', '.join('--' + f for f in PPLS)}, not {' and '.join('--' + g for g in given)}")
     return next(iter(given.items())) if given else None
+
+
+def program_flags() -> str:
+    """The program flags as a command's message lists them: ``--numpyro PATH.py:FN, ... or --webppl PATH.wppl``."""
+    flags = [f"--{p.flag} {p.metavar}" for p in PPLS.values()]
+    return ", ".join(flags[:-1]) + " or " + flags[-1]
 
 
 def ppl_label(flag: str, spec: str) -> str:
@@ -178,19 +192,25 @@ def ppl_label(flag: str, spec: str) -> str:
 
 
 def load_ppl_model(flag: str, spec: str, *, data: Path | None, observed: str | None, simulator: str | None):
-    """``(model, settings)`` for a program in NumPyro, PyMC, Stan or WebPPL."""
+    """``(model, settings)`` for a program in one of the languages of :data:`bdmc.ppl.registry.PPLS`."""
+    language = ppl(flag)
     if not observed:
         raise CLIError("--observed: name the program's observed data variable(s), comma-separated, e.g. "
                        "--observed y")
     arrays = load_npz(data)
     names = [n.strip() for n in observed.split(",") if n.strip()]
-    from .. import ppl
-
+    if not language.names_an_object:
+        if not Path(spec).is_file():
+            raise CLIError(f"--{flag}: no {language.name} program at {spec}; give the path of a "
+                           f"{language.suffixes[0]} file")
+        if language.simulator == "required" and not simulator:
+            raise CLIError(f"--simulator: a {language.name} program needs a Python simulator, --simulator path.py:fn")
+    build = language.loader()
     if flag == "numpyro":
         fn = _load_attr(spec, "--numpyro")
         kwargs = {k: v for k, v in arrays.items() if k not in names}
         try:
-            model = ppl.from_numpyro(fn, observed=names, **kwargs)
+            model = build(fn, observed=names, **kwargs)
         except UserProgramError as err:
             hint = _call_hint(err.error, fn, flag=flag, data=data, observed=names)
             raise err.renamed(f"--numpyro {spec}", hint=hint) from err.error
@@ -198,25 +218,17 @@ def load_ppl_model(flag: str, spec: str, *, data: Path | None, observed: str | N
         obj = _load_attr(spec, "--pymc")
         kwargs = {k: v for k, v in arrays.items() if k not in names}
         pm_model = _build_pymc(obj, spec, kwargs, data=data, observed=names) if callable(obj) else obj
-        model = ppl.from_pymc(pm_model, observed=names)
+        model = build(pm_model, observed=names)
     elif flag == "webppl":
-        path = Path(spec)
-        if not path.is_file():
-            raise CLIError(f"--webppl: no WebPPL program at {spec}; give the path of a .wppl file")
         missing = [n for n in names if n not in arrays]
         if missing:
             raise CLIError(f"--data: a WebPPL program reads its observations' shapes from the data; "
                            f"{data or 'no file'} lacks {missing}")
-        model = ppl.from_webppl(path.read_text(), arrays, observed=names,
-                                simulate=_load_attr(simulator, "--simulator") if simulator else None)
+        model = build(Path(spec).read_text(), arrays, observed=names,
+                      simulate=_load_attr(simulator, "--simulator") if simulator else None)
     else:
-        path = Path(spec)
-        if not path.is_file():
-            raise CLIError(f"--stan: no Stan program at {spec}; give the path of a .stan file")
-        if not simulator:
-            raise CLIError("--simulator: a Stan program needs a Python simulator, --simulator path.py:fn")
-        model = ppl.from_stan(path.read_text(), data=arrays, observed=names,
-                              simulate=_load_attr(simulator, "--simulator"))
+        model = build(Path(spec).read_text(), data=arrays, observed=names,
+                      simulate=_load_attr(simulator, "--simulator"))
     digest = hashlib.sha256()
     for key in sorted(arrays):
         digest.update(key.encode() + np.ascontiguousarray(arrays[key]).tobytes())

@@ -12,6 +12,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from ..ppl.registry import PPLS
 from ._common import (
     PPL_OPTIONS,
     CLIError,
@@ -26,9 +27,7 @@ from ._common import (
     wrote,
 )
 from ._limits import Count, check_memory, runs_count, size_option
-from ._models import builtin_model, load_npz, load_ppl_model, ppl_given, ppl_label
-
-PPL_NAMES = {"numpyro": "NumPyro", "pymc": "PyMC", "stan": "Stan", "webppl": "WebPPL"}
+from ._models import builtin_model, load_npz, load_ppl_model, ppl_given, ppl_label, program_flags
 
 STYLE = {"pass": "green", "fail": "bold red", "error": "bold red", "incomplete": "yellow", "inconclusive": "yellow",
          "informative": "cyan", "not run": "dim"}
@@ -43,7 +42,7 @@ def audit_command(
     stan: str | None = PPL_OPTIONS["stan"],
     webppl: str | None = PPL_OPTIONS["webppl"],
     simulator: str | None = PPL_OPTIONS["simulator"],
-    data: Path | None = typer.Option(
+    data: Path | None = typer.Option(  # noqa: B008  typer reads a command's options from its defaults
         None, "--data", metavar="FILE.npz",
         help="The program's arguments (covariates, sizes); with --real-data also the observed arrays (the "
              "--observed names); for a built-in model with --real-data, one array: its observed data."),
@@ -76,8 +75,8 @@ def audit_command(
                                        help="BDMC and evidence: independent runs per direction and length."),
     evidence_steps: int | None = typer.Option(None, "--evidence-steps", help="Evidence: forward AIS length T."),
     seed: int = typer.Option(0, "--seed", help="Seed of jax.random.key; drives every check."),
-    option: list[str] | None = model_option_option(),
-    out: Path | None = out_option("out/audit-MODEL"),
+    option: list[str] | None = model_option_option(),  # noqa: B008
+    out: Path | None = out_option("out/audit-MODEL"),  # noqa: B008
 ) -> None:
     """Audit a model and its sampler: simulator vs density, SBC, Geweke, BDMC and the evidence, as a report.
 
@@ -89,15 +88,17 @@ def audit_command(
     from ..auditing.report import write_report
 
     program = ppl_given(numpyro=numpyro, pymc=pymc, stan=stan, webppl=webppl)
+    language = PPLS[program[0]] if program is not None else None
     if (program is None) == (model is None):
-        raise CLIError("give either --model NAME or one program: --numpyro PATH.py:FN, --pymc PATH.py:NAME, "
-                       "--stan PATH.stan or --webppl PATH.wppl")
+        raise CLIError(f"give either --model NAME or one program: {program_flags()}")
     if program is None and observed:
-        raise CLIError("--observed applies to a PPL program (--numpyro, --pymc, --stan, --webppl), not to --model")
+        raise CLIError(f"--observed applies to a PPL program ({', '.join('--' + f for f in PPLS)}), not to --model")
     if program is not None and option:
         raise CLIError("--option applies to built-in models; a program takes its arguments from --data")
-    if simulator and (program is None or program[0] not in ("stan", "webppl")):
-        raise CLIError("--simulator applies to a Stan or WebPPL program (--stan, --webppl) only")
+    if simulator and (language is None or language.simulator == "none"):
+        takes = [p for p in PPLS.values() if p.simulator != "none"]
+        raise CLIError(f"--simulator applies to a {' or '.join(p.name for p in takes)} program "
+                       f"({', '.join('--' + p.flag for p in takes)}) only")
     if real_data and data is None:
         raise CLIError("--real-data reads the observed data from --data FILE.npz; give the file")
     if hyperparameters and not real_data:
@@ -153,9 +154,8 @@ def audit_command(
     stdout.print(f"[bold]bdmc audit[/]  model [cyan]{escape(name)}[/] · sampler {escape(sampler)} · "
                  f"{'real data from ' + escape(str(data)) if real is not None else 'simulated data'} · "
                  f"{escape(budget_name)} budget · level {level:g} · seed {seed}", soft_wrap=True)
-    if program is not None and program[0] == "webppl" and sampler in ("auto", "nuts", "hmc", "mala", "rwm"):
-        stdout.print("[dim]a WebPPL audit runs the program in node for every density: eight schools took about 20 "
-                     "minutes at --quick on 2 cores (benchmarks/results/audit_quick_timing)[/]", soft_wrap=True)
+    if language is not None and language.audit_note:
+        stdout.print(f"[dim]{escape(language.audit_note)}[/]", soft_wrap=True)
     live = LiveStatus(stdout)
 
     def finished(outcome) -> None:
@@ -163,9 +163,8 @@ def audit_command(
 
     with live:
         result = audit(jax.random.key(seed), model_obj, sampler=sampler, data=real, budget=budget, level=level,
-                       hyperparameters=hyper, name=name, ppl=PPL_NAMES[program[0]] if program else None,
-                       on_stage=live.stage, on_progress=live.count, on_outcome=finished, report_dir=out,
-                       provenance=provenance)
+                       hyperparameters=hyper, name=name, on_stage=live.stage, on_progress=live.count,
+                       on_outcome=finished, report_dir=out, provenance=provenance)
     paths = write_report(result, out)
     print_summary(stdout, result)
     wrote(stdout, *paths.values())

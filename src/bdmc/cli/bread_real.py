@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..experiments.store import write_json_atomic
+from ..ppl.registry import PPLS
 from ._common import (
     CLIError,
     at_least,
@@ -22,7 +23,6 @@ from ._common import (
     wrote,
 )
 
-PPLS = ("numpyro", "pymc", "stan")
 KERNELS = ("nuts", "hmc")
 
 
@@ -40,7 +40,8 @@ def bread_real_command(
                                    help="matrix-factorization only: keep the raw ratings (Appendix D's misspecified "
                                         "case)."),
     seed: int = typer.Option(0, "--seed"),
-    out: Path | None = out_option("out/bread-real-MODEL-PPL", help="Output directory; an existing one is resumed."),
+    out: Path | None = out_option("out/bread-real-MODEL-PPL",  # noqa: B008  typer reads options from defaults
+                                  help="Output directory; an existing one is resumed."),
     overwrite: bool = overwrite_option(),
 ) -> None:
     """Check that BREAD's verdict on simulated data carries over to real data (BREAD paper, Secs. 3.2, 5.1).
@@ -58,7 +59,8 @@ def bread_real_command(
         raise CLIError(f"--model: unknown model {model!r}; choose one of: {', '.join(CASES)}")
     case = CASES[model]
     if ppl not in PPLS:
-        raise CLIError(f"--ppl: unknown language {ppl!r}; choose one of: {', '.join(PPLS)}")
+        written = [p for p in PPLS if any(p in c.ppls for c in CASES.values())]
+        raise CLIError(f"--ppl: unknown language {ppl!r}; choose one of: {', '.join(written)}")
     if ppl not in case.ppls:
         raise CLIError(f"--ppl: {model} is written in {', '.join(case.ppls)}, not in {ppl}; choose one of those")
     if uncentred and model != "matrix-factorization":

@@ -1,8 +1,10 @@
-"""The contracts every other part of bdmc builds on; this package imports nothing else from bdmc but errors.
+"""The contracts every other part of bdmc builds on; this package imports nothing else from bdmc but errors and
+caching (its registered function caches).
 
 - :mod:`~bdmc.contracts.model`: the Model protocol, the intermediate densities ``f(x; lam)``, simulation;
 - :mod:`~bdmc.contracts.capabilities`: what a model can do beyond the four core methods, as protocols;
 - :mod:`~bdmc.contracts.kernel`: the Kernel protocol and its per-step info;
+- :mod:`~bdmc.contracts.sampler`: the Sampler protocol (a posterior sampler SBC and the audit run) and its hooks;
 - :mod:`~bdmc.contracts.estimate`: the Estimate record, its combination rules, and the estimator protocol
   and registry;
 - :mod:`~bdmc.contracts.nonfinite`: where NaN and +inf log densities are caught and explained.
@@ -19,8 +21,11 @@ from .capabilities import (
                            ExactEvidence,
                            GaussianPriorBlocks,
                            GibbsConditionals,
+                           HostPrior,
                            IndexedConditionals,
+                           InitialPoints,
                            LabelSymmetry,
+                           NamedCoordinates,
                            NamesTerms,
                            OwnKernel,
                            TemperedSimulation,
@@ -57,12 +62,14 @@ from .model import (
                            validate_data,
                            weighted_sum,
 )
+from .sampler import BatchesReplications, DiagnosedDraws, Sampler, Thinned
 
 __all__ = [
     "BICFit", "CAPABILITIES", "CaseProposal", "ChecksData", "CollapsedDensity", "ConditionalPrior", "ConstrainedMoves",
     "COMBINE_RULES", "ESTIMATORS", "Estimate", "EstimatorInfo", "ExactEvidence", "combine_runs", "register_estimator",
     "seed_of", "GaussianPriorBlocks", "GibbsConditionals", "IndexedConditionals", "Kernel", "KernelInfo",
-    "LabelSymmetry",
+    "LabelSymmetry", "HostPrior", "InitialPoints", "NamedCoordinates", "Sampler", "BatchesReplications",
+    "DiagnosedDraws", "Thinned",
     "Model", "NamesTerms", "OwnKernel", "ReversibleTransition", "Simulated", "TemperedSimulation", "VariationalFamily",
     "capabilities", "capability_table", "check_array_shape", "gap", "log_density", "log_density_increment",
     "log_harmonic_mean", "log_mean_exp", "log_mean_exp_stderr", "log_predictive", "missing_methods", "n_cases",

@@ -142,6 +142,30 @@ class ConditionalPrior(Protocol):
     def sample_prior_given(self, key, fixed: dict) -> PyTree: ...
 
 
+@runtime_checkable
+class HostPrior(Protocol):
+    """Draws its prior outside JAX (a Stan, WebPPL or PyMC program): prior draws are not pooled in one compiled
+    program, and only the draws asked for are made. A model declares it with ``samples_on_host = True``."""
+
+    samples_on_host: bool
+
+
+@runtime_checkable
+class InitialPoints(Protocol):
+    """Draws starting points for an optimizer or a chain without a simulator (Stan's uniform on (-2, 2) in every
+    unconstrained coordinate): where the fit of a reference path starts."""
+
+    def sample_initial(self, key) -> PyTree: ...
+
+
+@runtime_checkable
+class NamedCoordinates(Protocol):
+    """Names the coordinates of its flat latent vector (``mu``, ``beta[2]``), or None where it cannot."""
+
+    @property
+    def coordinate_names(self) -> tuple | None: ...
+
+
 class Capability(NamedTuple):
     """A row of the capability table: the protocol, its short name and what it enables."""
 
@@ -166,14 +190,18 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability(ConditionalPrior, "conditional prior", "BREAD's real-data protocol"),
     Capability(ChecksData, "data check", "shape errors that name the culprit"),
     Capability(NamesTerms, "term names", "non-finite errors that name the site"),
+    Capability(HostPrior, "host prior", "prior draws outside JAX, made only as asked (not pooled)"),
+    Capability(InitialPoints, "initial points", "starts of a reference path's fit without a simulator"),
+    Capability(NamedCoordinates, "coordinate names", "SBC's names for a flat latent's coordinates"),
 )
 _BY_PROTOCOL = {c.protocol: c for c in CAPABILITIES}
 
 
 def protocol_methods(protocol: type) -> tuple[str, ...]:
-    """The method (and property) names a capability protocol asks for."""
-    return tuple(sorted(n for n, v in protocol.__dict__.items()
-                        if not n.startswith("_") and (callable(v) or isinstance(v, property))))
+    """The method, property and attribute names a protocol asks for."""
+    return tuple(sorted({n for n, v in protocol.__dict__.items()
+                         if not n.startswith("_") and (callable(v) or isinstance(v, property))}
+                        | {n for n in protocol.__dict__.get("__annotations__", {}) if not n.startswith("_")}))
 
 
 def supports(obj, protocol: type) -> bool:

@@ -2,12 +2,15 @@
 
 Every estimator is a function ``estimator(key, model, data, *, exact_latent=None, num_runs=..., <knob>=...,
 ...) -> Estimate`` that declares itself in :data:`ESTIMATORS` with :func:`register_estimator`, beside its
-definition. ``tests/contracts/test_estimator_protocol.py`` walks the registry and checks the call shape, the
-combination rule and that the recorded seed reproduces the run.
+definition. Registration wraps the function so that every :class:`Estimate` it returns records the registry
+name it came from (:attr:`Estimate.estimator`). ``tests/contracts/test_estimator_protocol.py`` walks the registry
+and checks the call shape, the combination rule and that the recorded seed reproduces the run. Estimator pairs (a
+lower and an upper estimator that sandwich ``log p(y)``) are registered in :mod:`bdmc.contracts.pairs`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import math
@@ -21,7 +24,7 @@ import jax
 import numpy as np
 from scipy.special import logsumexp
 
-from ..errors import NonFiniteLogWeightError
+from ..errors import NonFiniteLogWeightError, OptionError, OptionTypeError
 from . import weight_health
 
 Side = Literal["lower", "upper"]
@@ -36,7 +39,7 @@ def log_mean_exp(values) -> float:
     """``log(mean(exp(values)))``, computed stably; -inf entries count as zeros."""
     v = np.asarray(values, dtype=np.float64)
     if v.size == 0:
-        raise ValueError("log_mean_exp of an empty set of runs")
+        raise OptionError("log_mean_exp of an empty set of runs")
     return float(logsumexp(v) - math.log(v.size))
 
 
@@ -65,7 +68,7 @@ def combine_runs(values, rule: Combine) -> float:
         return float(np.mean(values))
     if rule == "max":
         return float(np.max(values))
-    raise ValueError(f"unknown combination rule {rule!r}; choose one of {COMBINE_RULES}")
+    raise OptionError(f"unknown combination rule {rule!r}; choose one of {COMBINE_RULES}")
 
 
 COMBINE_RULES = ("log-mean-exp", "log-harmonic-mean", "mean-log", "max")
@@ -126,6 +129,9 @@ class Estimate:
         threshold), over all chains: each was rejected. None for an estimator that runs no kernel.
     divergence_rate : float or None
         ``divergences`` as a fraction of all transitions of all chains.
+    estimator : str or None
+        The name in :data:`ESTIMATORS` of the estimator that returned it (set by the registry's wrapper; None for
+        an estimate built by hand).
 
     Weight health (computed from ``runs`` on first access): :attr:`weight_ess`, :attr:`khat` and
     :attr:`stderr_warning`, which says when ``stderr`` is not to be trusted.
@@ -145,18 +151,19 @@ class Estimate:
     compiled: bool | None = None
     divergences: int | None = None
     divergence_rate: float | None = None
+    estimator: str | None = None
 
     def __post_init__(self):
         if self.combine not in COMBINE_RULES:
-            raise ValueError(f"unknown combination rule {self.combine!r}; choose one of {COMBINE_RULES}")
-        runs = np.array(self.runs, dtype=np.float64)
-        runs.setflags(write=False)
-        object.__setattr__(self, "runs", runs)
-        object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
+            raise OptionError(f"unknown combination rule {self.combine!r}; choose one of {COMBINE_RULES}")
+        freeze(self, ("runs",))
 
     @classmethod
-    def from_runs(cls, runs, *, bound: Side | None, combine: Combine | None = None, **kwargs) -> Estimate:
+    def from_runs(cls, runs, *, bound: Side | None, combine: Combine | None = None, who: str | None = None,
+                  **kwargs) -> Estimate:
         """Combine per-run log estimates by ``combine``, by default the rule of the bound side (footnote 5).
+
+        ``who`` names the estimator in errors and warnings (default: ``estimator``, else ``settings["method"]``).
 
         Runs must be finite, with one exception: a lower-bound run may be -inf (every weight zero). If all
         are, the value is -inf: a true but useless lower bound, returned with ``stderr`` NaN and a
@@ -170,9 +177,9 @@ class Estimate:
             bound side is infinite. Each of these is a bug, never a result.
         """
         if bound not in DEFAULT_COMBINE:
-            raise ValueError(f"bound must be 'lower', 'upper' or None, got {bound!r}")
+            raise OptionError(f"bound must be 'lower', 'upper' or None, got {bound!r}")
         runs = np.asarray(runs, dtype=np.float64)
-        _check_runs(runs, bound, kwargs.get("settings"))
+        _check_runs(runs, bound, who or kwargs.get("estimator") or dict(kwargs.get("settings") or {}).get("method"))
         rule = DEFAULT_COMBINE[bound] if combine is None else combine
         return cls(value=combine_runs(runs, rule), bound=bound, runs=runs, stderr=_combined_stderr(runs, rule),
                    combine=rule, **kwargs)
@@ -231,6 +238,7 @@ class Estimate:
             "seed": list(self.seed), "divergences": self.divergences,
             "divergence_rate": None if self.divergence_rate is None else _json_float(self.divergence_rate),
             "weight_ess": _json_float(self.weight_ess), "khat": _json_float(self.khat),
+            "estimator": self.estimator,
         }
 
     @property
@@ -253,7 +261,7 @@ class Estimate:
             return self.value - b
         if self.bound == "upper":
             return self.value + b
-        raise ValueError("only a stochastic bound has a Markov tail guarantee")
+        raise OptionError("only a stochastic bound has a Markov tail guarantee")
 
     @staticmethod
     def tail_probability(b: float) -> float:
@@ -280,10 +288,18 @@ def _json_value(v):
     return repr(v)
 
 
-def _check_runs(runs, bound, settings) -> None:
+def freeze(record, arrays: tuple[str, ...]) -> None:
+    """Make a frozen record's ``arrays`` read-only float64 copies and its ``settings`` a read-only mapping."""
+    for name in arrays:
+        value = np.array(getattr(record, name), dtype=np.float64)
+        value.setflags(write=False)
+        object.__setattr__(record, name, value)
+    object.__setattr__(record, "settings", MappingProxyType(dict(record.settings)))
+
+
+def _check_runs(runs, bound, who: str | None) -> None:
     """Refuse per-run estimates that no correct run can produce (see :meth:`Estimate.from_runs`)."""
-    settings = dict(settings or {})
-    name = settings.get("method") or (f"{settings['direction']} AIS" if "direction" in settings else "the estimator")
+    name = who or "the estimator"
     illegal = np.isnan(runs) | (runs == np.inf)
     if bound != "lower":
         illegal |= runs == -np.inf
@@ -315,7 +331,7 @@ def gap(lower: Estimate, upper: Estimate) -> tuple[float, float]:
     posterior (BREAD paper, Sec. 3.1). Runs are paired by index when both have the same count.
     """
     if lower.bound != "lower" or upper.bound != "upper":
-        raise ValueError("gap needs a lower-bound estimate and an upper-bound estimate")
+        raise OptionError("gap needs a lower-bound estimate and an upper-bound estimate")
     lo, up = lower.runs, upper.runs
     if lo.size == up.size:
         d = up - lo
@@ -380,7 +396,8 @@ def register_estimator(name: str, *, label: str, knob: str, knobs: tuple, bound:
 
     The function must take ``(key, model, data)`` positionally and everything else by keyword, including
     ``exact_latent=None`` (an estimator with ``needs_exact=True`` raises a BDMCError when it is missing),
-    ``num_runs`` and ``knob``. Returns the function unchanged.
+    ``num_runs`` and ``knob``. Returns the function wrapped so that its estimates record ``name``
+    (:attr:`Estimate.estimator`); the wrapper keeps its name, signature and docstring.
     """
     def decorate(fn):
         params = inspect.signature(fn).parameters
@@ -393,14 +410,32 @@ def register_estimator(name: str, *, label: str, knob: str, knobs: tuple, bound:
         if "exact_latent" in keyword and params["exact_latent"].default is not None:
             problems.append("exact_latent must default to None")
         if problems:
-            raise TypeError(f"estimator {name!r} ({fn.__qualname__}) breaks the estimator protocol: "
-                            + "; ".join(problems))
-        if name in ESTIMATORS and ESTIMATORS[name].fn is not fn:
-            raise ValueError(f"estimator name {name!r} is already registered by {ESTIMATORS[name].fn.__qualname__}")
+            raise OptionTypeError(f"estimator {name!r} ({fn.__qualname__}) breaks the estimator protocol: "
+                                  + "; ".join(problems))
+        if name in ESTIMATORS and _origin(ESTIMATORS[name].fn) != _origin(fn):
+            raise OptionError(f"estimator name {name!r} is already registered by "
+                              f"{ESTIMATORS[name].fn.__qualname__}")
+
+        @functools.wraps(fn)
+        def estimator(key, model, data, **kwargs) -> Estimate:
+            estimate = fn(key, model, data, **kwargs)
+            return estimate if estimate.estimator == name else dataclasses.replace(estimate, estimator=name)
+
         ESTIMATORS[name] = EstimatorInfo(
-            name=name, label=label, fn=fn, knob=knob, knobs=tuple(knobs), bound=bound,
+            name=name, label=label, fn=estimator, knob=knob, knobs=tuple(knobs), bound=bound,
             combine=DEFAULT_COMBINE[bound] if combine is None else combine, needs_exact=needs_exact,
             requires=tuple(requires), kernel_requires=tuple(kernel_requires), options=dict(options or {}))
-        return fn
+        return estimator
 
     return decorate
+
+
+def unregister_estimator(name: str) -> None:
+    """Remove ``name`` from :data:`ESTIMATORS` (a test's teardown); nothing happens for an unknown name."""
+    ESTIMATORS.pop(name, None)
+
+
+def _origin(fn) -> tuple:
+    """Where a function was defined: a module reloaded registers its estimators again, anything else may not."""
+    fn = inspect.unwrap(fn)
+    return fn.__module__, fn.__qualname__

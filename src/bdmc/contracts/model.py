@@ -15,13 +15,13 @@ they must be hashable and compare by value.
 
 from __future__ import annotations
 
-import functools
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..caching import cached
 from ..errors import DataError
 from .capabilities import ChecksData, CollapsedDensity, supports
 from .nonfinite import nonfinite_check
@@ -121,7 +121,7 @@ def n_cases(model: Model, data: PyTree) -> int:
     return _n_cases(model, treedef, tuple(jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x)) for x in leaves))
 
 
-@functools.lru_cache(maxsize=256)
+@cached(maxsize=256)
 def _n_cases(model, treedef, shapes) -> int:
     # Tracing log_likelihood costs milliseconds; the answer depends only on the model and the data's shapes.
     latent = jax.eval_shape(model.sample_prior, jax.random.key(0))

@@ -1,25 +1,28 @@
-"""Forward and reverse annealed importance sampling: stochastic lower and upper bounds on log p(y)."""
+"""Annealed importance sampling, forward and reverse: the pair of stochastic lower and upper bounds on log p(y).
+
+One function, :func:`annealed_importance_sampling`, runs either direction on the bidirectional runner
+(:mod:`bdmc.core.runner`); :func:`forward_ais` and :func:`reverse_ais` are its two directions, registered as the
+estimators ``ais`` and ``rev-ais`` and as the sandwich pair ``ais`` (:data:`AIS_PAIR`).
+"""
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
-import jax
 import numpy as np
 
 from ..contracts.capabilities import OwnKernel, supports
-from ..contracts.estimate import Estimate, register_estimator, seed_of
-from ..contracts.model import log_density, n_cases, validate_data
-from ..contracts.nonfinite import describe_nonfinite
-from ..errors import BDMCError, NonFiniteLogDensityError
-from . import schedules
-from .engine import anneal
-from .health import divergence_fields, warn_if_unhealthy
+from ..contracts.estimate import Estimate
+from ..contracts.model import n_cases, validate_data
+from ..contracts.pairs import EstimatorPair, direction_of, register_pair
+from ..errors import BDMCError
+from . import runner, schedules
 from .pilot import Pilot, refuse_in_chain_adaptation
 from .pilot import tune as tune_run
-from .prior import prior_draws
-from .prior_check import PRIOR_CHECK_DRAWS
+from .runner import broadcast_latent, require_exact_latent
+
+__all__ = ["AIS_PAIR", "SCHEDULES", "annealed_importance_sampling", "broadcast_latent", "default_kernel",
+           "forward_ais", "make_path", "plan", "require_exact_latent", "reverse_ais"]
 
 SCHEDULES = {"sigmoidal": schedules.sigmoidal, "linear": schedules.linear, "geometric": schedules.geometric}
 
@@ -47,12 +50,12 @@ def default_kernel(model):
     return HMC(model)
 
 
-@register_estimator("ais", label="AIS", knob="num_steps", knobs=(10, 100, 1000), bound="lower")
-def forward_ais(
+def annealed_importance_sampling(
     key,
     model,
     data,
     *,
+    direction: str,
     exact_latent=None,
     num_steps: int | None = 1000,
     num_runs: int = 16,
@@ -62,19 +65,26 @@ def forward_ais(
     record_increments: bool = False,
     progress="auto",
 ) -> Estimate:
-    """Forward AIS from prior draws: a stochastic lower bound on ``log p(y)`` (BDMC paper, Alg. 1).
+    """AIS in either direction: forward from prior draws (a stochastic lower bound on ``log p(y)``, BDMC paper
+    Alg. 1) or in reverse from the exact posterior sample (an upper bound, Eqs. 27-29).
 
     Parameters
     ----------
     key : PRNG key
     model, data
         A Model and its observed data.
+    direction : {"forward", "reverse"}
+        Forward: every chain starts at a prior draw and its log-weight estimates ``log p(y)``; runs combine by
+        log-mean-exp. Reverse: every chain starts at ``exact_latent`` (the latent that generated the simulated
+        data) and walks the reversed path; its log-weight estimates ``log 1/p(y)``, its negation is a single-run
+        upper bound, and runs combine by log-harmonic-mean.
     exact_latent : optional
-        Not used (forward AIS starts from prior draws); accepted so every estimator has one call shape.
+        The exact posterior sample (reverse only; forward ignores it): one latent, or a batch with a leading
+        axis of length ``num_runs``.
     num_steps : int
         Number of intermediate distributions T (the knob), ignored when ``schedule`` is an array.
     num_runs : int
-        Independent chains, one estimate each, combined by log-mean-exp.
+        Independent chains, one estimate each.
     kernel : optional
         Transition operator; defaults to the model's own (or HMC).
     schedule : str or array
@@ -86,57 +96,64 @@ def forward_ais(
         bound keeps its guarantee. "auto" pilots the default gradient kernel (models without a kernel of
         their own); a :class:`Pilot` sets its size. The pilot's time and evaluations are included in the
         estimate's. "in-chain" adaptation is refused.
+    record_increments : bool
+        Also keep every chain's log-weight increment at every step (in ``details``).
+    progress : bool, "auto" or callable
+
+    Returns
+    -------
+    Estimate
+        ``bound="lower"`` forward, ``"upper"`` in reverse; ``details`` is the engine's AnnealResult (final
+        states, per-step diagnostics).
+    """
+    side = direction_of(direction)
+    name = f"{side.name} AIS"
+    data = validate_data(model, data)
+    begun = runner.start(side, key, model, data, chains=num_runs, exact_latent=exact_latent, name=name)
+    path, kernel, tuned = plan(key, model, data, kernel, schedule, num_steps, tune)
+    settings = {"direction": side.name, "num_steps": int(path.shape[0]), "num_runs": int(num_runs),
+                "per_case_path": path.ndim == 2, "kernel": type(kernel).__name__}
+    return runner.run(side, model, data, begun, runner.Route(path, kernel, tuned), name=name,
+                      detail=f"T={path.shape[0]}", settings=settings, record_increments=record_increments,
+                      progress=progress)
+
+
+FORWARD_DOC = """Forward AIS from prior draws: a stochastic lower bound on ``log p(y)`` (BDMC paper, Alg. 1).
+
+    ``forward_ais(key, model, data, *, num_steps=1000, num_runs=16, kernel=None, schedule="auto", tune="auto",
+    record_increments=False, progress="auto")``: every chain starts at a prior draw; runs combine by
+    log-mean-exp. ``exact_latent`` is accepted (so every estimator has one call shape) and not used. The
+    parameters are those of :func:`annealed_importance_sampling`.
 
     Returns
     -------
     Estimate
         ``bound="lower"``; ``details`` is the engine's AnnealResult (final states, per-step diagnostics).
     """
-    data = validate_data(model, data)
-    path, kernel, tuned = plan(key, model, data, kernel, schedule, num_steps, tune)
-    init, key_run = prior_draws(key, model, num_runs)
-    result = anneal(key_run, model, data, kernel, path, init, prior_check=PRIOR_CHECK_DRAWS,
-                    record_increments=record_increments,
-                    progress=progress, description=f"forward AIS T={path.shape[0]}")
-    return _estimate(result, result.log_weights, "lower", key, tuned,
-                     _settings("forward", path, num_runs, kernel, tuned))
 
-
-@register_estimator("rev-ais", label="rev AIS", knob="num_steps", knobs=(10, 100, 1000), bound="upper",
-                    needs_exact=True)
-def reverse_ais(
-    key,
-    model,
-    data,
-    *,
-    exact_latent=None,
-    num_steps: int | None = 1000,
-    num_runs: int = 16,
-    kernel: Any = None,
-    schedule="auto",
-    tune: str | Pilot = "auto",
-    record_increments: bool = False,
-    progress="auto",
-) -> Estimate:
-    """Reverse AIS from the exact posterior sample: a stochastic upper bound on ``log p(y)`` (Eqs. 27-29).
+REVERSE_DOC = """Reverse AIS from the exact posterior sample: a stochastic upper bound on ``log p(y)`` (Eqs. 27-29).
 
     Runs the engine along the reversed path starting every chain at ``exact_latent`` (the latent that
     generated the simulated data). Each chain's log-weight estimates ``log 1/p(y)``; its negation is a
-    single-run upper bound, and runs combine by log-harmonic-mean.
+    single-run upper bound, and runs combine by log-harmonic-mean. The parameters are those of
+    :func:`annealed_importance_sampling`; ``exact_latent`` is one exact posterior sample, or a batch with a
+    leading axis of length ``num_runs``.
 
-    Parameters are as for :func:`forward_ais`, plus ``exact_latent``: one exact posterior sample, or a batch
-    with a leading axis of length ``num_runs``.
+    Returns
+    -------
+    Estimate
+        ``bound="upper"``.
     """
-    require_exact_latent(exact_latent, "reverse AIS")
-    data = validate_data(model, data)
-    path, kernel, tuned = plan(key, model, data, kernel, schedule, num_steps, tune)
-    init = broadcast_latent(model, exact_latent, num_runs)
-    check_exact_latent(model, data, exact_latent, init, path[-1], description="reverse AIS")
-    result = anneal(key, model, data, kernel, path[::-1], init, prior_check=PRIOR_CHECK_DRAWS,
-                    record_increments=record_increments,
-                    progress=progress, description=f"reverse AIS T={path.shape[0]}")
-    return _estimate(result, -result.log_weights, "upper", key, tuned,
-                     _settings("reverse", path, num_runs, kernel, tuned))
+
+AIS_PAIR = EstimatorPair(
+    "ais", lower="ais", upper="rev-ais", knob="num_steps", symbol="T", nouns=("chain length", "chain lengths"),
+    axis="intermediate distributions T", labels=("forward AIS", "reverse AIS"),
+    remedy="Longer chains (a larger T), more runs (--runs) or --method smc",
+    summary="forward/reverse AIS, --steps = T", smallest=2, default_knob=1000,
+    styles=(("#1f77b4", "o"), ("#d62728", "s")))
+forward_ais, reverse_ais = register_pair(AIS_PAIR, annealed_importance_sampling, knobs=(10, 100, 1000),
+                                         estimator_labels=("AIS", "rev AIS"), docs=(FORWARD_DOC, REVERSE_DOC),
+                                         names=("forward_ais", "reverse_ais"))
 
 
 def plan(key, model, data, kernel, schedule, num_steps, tune):
@@ -164,84 +181,3 @@ def plan(key, model, data, kernel, schedule, num_steps, tune):
     tuned = tune_run(key, model, data, kernel, num_steps if path is None else path.shape[0],
                      pilot=tune if isinstance(tune, Pilot) else None)
     return (tuned.path if path is None else path), tuned.kernel, tuned
-
-
-def _estimate(result, runs, bound, key, tuned, settings):
-    extra = (tuned.seconds - tuned.compile_seconds, tuned.compile_seconds, tuned.n_evals) if tuned else (0, 0, 0)
-    estimate = Estimate.from_runs(
-        runs, bound=bound, seconds=result.seconds + extra[0], compile_seconds=result.compile_seconds + extra[1],
-        n_evals=result.n_evals + extra[2], settings=settings, seed=seed_of(key), details=result,
-        compiled=result.compiled, **divergence_fields(result))
-    return warn_if_unhealthy(estimate, f"{settings['direction']} AIS T={settings['num_steps']}", stacklevel=4)
-
-
-def require_exact_latent(exact_latent, who: str) -> None:
-    """Refuse a missing exact posterior sample, naming the estimator that needs it."""
-    if exact_latent is None:
-        raise BDMCError(f"{who} starts from the exact posterior sample: pass exact_latent=... (the latent that "
-                        "generated the simulated data, as bdmc.simulate returns it)")
-
-
-def broadcast_latent(model, latent, num_chains):
-    """Give one latent a leading chain axis, or check an already batched one."""
-    single = latent_shape(model)
-    leaves, ref = jax.tree.leaves(latent), jax.tree.leaves(single)
-    if jax.tree.structure(latent) != jax.tree.structure(single):
-        raise BDMCError(f"exact latent has structure {jax.tree.structure(latent)}, "
-                        f"the model's latents have {jax.tree.structure(single)}")
-    batched = all(np.ndim(x) == len(r.shape) + 1 for x, r in zip(leaves, ref, strict=False))
-    if batched:
-        if any(np.shape(x)[0] != num_chains for x in leaves):
-            raise BDMCError(f"a batched exact latent needs leading axis num_chains={num_chains}")
-        return latent
-    for x, r in zip(leaves, ref, strict=False):
-        if tuple(np.shape(x)) != tuple(r.shape):
-            raise BDMCError(f"exact latent leaf has shape {np.shape(x)}, the model's has {r.shape}")
-    return jax.tree.map(lambda x: jax.numpy.broadcast_to(x, (num_chains,) + np.shape(x)), latent)
-
-
-def check_exact_latent(model, data, exact_latent, init, lam, *, description: str) -> None:
-    """Refuse an exact sample whose log density at the path's start is NaN, +inf or -inf, naming the term.
-
-    A reverse run's weights start from this density: NaN or +inf is a bug in the model, and -inf (zero
-    density) means the sample could not have generated the data, which would make the upper bound +inf.
-    """
-    batched = init is exact_latent
-    density = _densities(model, batched)
-    values = np.atleast_1d(np.asarray(density(init if batched else exact_latent, data, lam)))
-    if np.all(np.isfinite(values)):
-        return
-    chain = int(np.argmax(~np.isfinite(values)))
-    latent = jax.tree.map(lambda a: a[chain], init) if batched else exact_latent
-    term, case, value = describe_nonfinite(model, latent, data, lam, zero=True) or ("log density", None,
-                                                                                   float(values[chain]))
-    if value == -np.inf:
-        what = f"{term} case {case}" if case is not None else term
-        where = f" (chain {chain})" if batched else ""
-        raise BDMCError(
-            f"{description}: the exact latent{where} has zero density under the posterior ({what} is -inf): it "
-            "cannot have generated the data, and every reverse weight would be zero (an upper bound of +inf). "
-            "Check that the model's sample_prior and sample_data agree with its log_prior and log_likelihood."
-        )
-    raise NonFiniteLogDensityError(term=term, value=value, case=case, step=None,
-                                   lam=float(lam) if np.ndim(lam) == 0 else np.asarray(lam).tolist(),
-                                   chain=chain if batched else None, evaluated_by="exact latent",
-                                   direction=description)
-
-
-@functools.lru_cache(maxsize=256)
-def latent_shape(model):
-    """Shapes and dtypes of one latent of ``model`` (a prior draw), computed once per model."""
-    return jax.eval_shape(model.sample_prior, jax.random.key(0))
-
-
-@functools.lru_cache(maxsize=256)
-def _densities(model, batched: bool):
-    fn = lambda x, data, lam: log_density(model, x, data, lam)  # noqa: E731
-    return jax.jit(jax.vmap(fn, (0, None, None)) if batched else fn)
-
-
-def _settings(direction, path, num_runs, kernel, tuned=None):
-    settings = {"direction": direction, "num_steps": int(path.shape[0]), "num_runs": int(num_runs),
-                "per_case_path": path.ndim == 2, "kernel": type(kernel).__name__}
-    return settings | (tuned.settings() if tuned is not None else {"tuned": "off"})

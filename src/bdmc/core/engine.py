@@ -16,6 +16,10 @@ come from ``split(key_init, chains)`` and the run from ``key_run``. Reverse esti
 latents and run on the caller's key as is. Pilots fold ``PILOT_STREAM`` into the caller's key, never touching
 the run's. The chunk size never changes the numbers.
 
+A step policy (:class:`bdmc.contracts.step_policy.StepPolicy`: a pilot's adaptive lambdas and step sizes) runs
+in the same scan; its transition ``t`` takes ``k_t = fold_in(key, t)`` too, moves ``policy.moves`` times, move
+``j`` on ``split(fold_in(k_t, j), chains)``, and resamples run ``r`` on ``fold_in(k_t, RESAMPLE_STREAM + r)``.
+
 A batch of independent data sets (the images of a generative model, the simulated data sets of a calibration
 study) is one call: ``keys`` has one key per data set, ``batch_axes`` marks which leaves of ``data`` hold one
 entry per data set, and data set ``b`` gets exactly the numbers a run of it alone on ``keys[b]`` gives (up to
@@ -49,21 +53,34 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.flatten_util import ravel_pytree
 
 from ..caching import CompiledCache
 from ..contracts.capabilities import supports
 from ..contracts.kernel import CachedTransition, evals_per_step, join_kernel, split_kernel
 from ..contracts.model import increment_from_terms, log_density, log_density_increment, weighted_sum
 from ..contracts.nonfinite import describe_nonfinite
+from ..contracts.step_policy import StepPolicy
 from ..contracts.step_rule import StepRule
 from ..errors import ScheduleError
-from .failures import ACCEPTED, checked, expand, flagged, raise_if_failed
+from .failures import ACCEPTED, checked, expand, flagged, raise_batch_failure
 from .prior_check import check_prior
 from .progress import compiling, progress_report
-from .records import AnnealResult, AnnealState, Failures, StepInfo, StepOutput
-from .resampling import AdaptiveResampling, final_log_evidence, group_ess
+from .records import (
+    AnnealResult,
+    AnnealState,
+    Failures,
+    StepInfo,
+    StepOutput,
+    axes_signature,
+    batch_and_chains,
+    num_chains,
+    pad_path,
+)
+from .resampling import AdaptiveResampling, final_log_evidence, group_ess, weights_ess
 
 DEFAULT_CHUNK = 64
+RESAMPLE_STREAM = 0x2545F491  # a policy step's resampling keys, folded into the step's key
 
 
 def anneal(
@@ -84,6 +101,8 @@ def anneal(
     record_increments: bool = False,
     progress: bool | str | Callable[[int, int], None] = "auto",
     description: str = "annealing",
+    policy: StepPolicy | None = None,
+    policy_args: Any = (),
 ) -> AnnealResult:
     """Run every chain of ``init_latents`` along ``path`` and return log-weights, states and diagnostics.
 
@@ -126,6 +145,11 @@ def anneal(
         A rich progress bar (``"auto"``: only on a terminal for long runs), or ``callback(done, total)``.
     description : str
         Label used in progress output and errors.
+    policy : StepPolicy, optional
+        What each step does beyond weighting, resampling and moving (:mod:`bdmc.contracts.step_policy`: a
+        pilot's lambdas and step sizes); its records are returned in ``AnnealResult.records``. Not with a batch.
+    policy_args : pytree
+        Arrays the policy's first carry is made from (arguments of the compiled run).
 
     Raises
     ------
@@ -144,7 +168,7 @@ def anneal(
         raise ScheduleError("path contains NaN or inf")
     num_transitions = lams.shape[0] - 1
     batched = batch_axes is not None
-    members, chains = _batch_and_chains(init_latents, batched)
+    members, chains = batch_and_chains(init_latents, batched)
     if batched and tuple(np.shape(jax.random.key_data(key)))[:1] != (members,):
         raise ValueError(f"a batch of {members} data sets needs one key each (a key array of shape ({members},))")
     num_particles = int(num_particles)
@@ -157,24 +181,26 @@ def anneal(
     num_chunks = math.ceil(num_transitions / chunk_size)
     padded = num_chunks * chunk_size
 
-    lam_from = _pad(lams[:-1], padded)
-    lam_to = _pad(lams[1:], padded)
+    lam_from = pad_path(lams[:-1], padded)
+    lam_to = pad_path(lams[1:], padded)
     active = np.arange(padded) < num_transitions
     index = np.arange(padded, dtype=np.int32)
 
     cached = caches_terms(model, kernel, rule, lams)
     kernel_def, params = split_kernel(kernel)
+    if policy is not None and batched:
+        raise ValueError("a step policy runs one data set at a time")
     statics = (model, kernel_def, rule, resampler, num_particles, bool(record_increments), cached,
-               _axes_signature(batch_axes))
+               axes_signature(batch_axes), policy)
     first = (lam_from[:chunk_size], lam_to[:chunk_size], active[:chunk_size], index[:chunk_size])
     with compiling(progress, description):
         (start, finish, compiled), compile_seconds, built = _compile(
-            statics, batch_axes, (key, data, init_latents, runs, first, params, lams[-1]))
+            statics, batch_axes, (key, data, init_latents, runs, first, params, lams[-1], policy_args))
     # Its own compiled program, cached per model and data shapes whatever the kernel, path or chains.
     compile_seconds += check_prior(key, model, data, lams, num_draws=int(prior_check), batch_axes=batch_axes,
-                                   axes_signature=_axes_signature(batch_axes), batch_label=batch_label,
+                                   axes_signature=axes_signature(batch_axes), batch_label=batch_label,
                                    description=description)
-    state = start(params, data, init_latents)
+    state = start(params, data, init_latents, policy_args)
 
     report = progress_report(progress, num_transitions * chains * members, description, num_transitions)
     outs = []
@@ -182,7 +208,7 @@ def anneal(
     began = time.perf_counter()
 
     def check(failures):
-        _raise_if_failed(failures, batch_axes, batch_label, lams=lams, model=model, data=data, rule=rule,
+        raise_batch_failure(failures, batch_axes, batch_label, lams=lams, model=model, data=data, rule=rule,
                          description=description)
 
     try:
@@ -207,7 +233,9 @@ def anneal(
     seconds = time.perf_counter() - began
 
     steps = StepOutput(*(np.concatenate([np.asarray(field) for field in fields], axis=-1 if i < 5 else -2)
-                         for i, fields in enumerate(zip(*outs, strict=False))))
+                         for i, fields in enumerate(zip(*(out[:6] for out in outs), strict=False))))
+    records = None if policy is None else jax.tree.map(lambda *r: np.concatenate(r)[:num_transitions],
+                                                       *(out.record for out in outs))
     info = StepInfo(mean_increment=steps.mean_increment[..., :num_transitions],
                     acceptance=steps.acceptance[..., :num_transitions], ess=steps.ess[..., :num_transitions],
                     resampled=steps.resampled[..., :num_transitions],
@@ -227,6 +255,7 @@ def anneal(
         compiled=built,
         n_evals=evals * members,
         divergences=np.asarray(state.divergences),
+        records=records,
     )
 
 
@@ -240,19 +269,28 @@ def caches_terms(model, kernel, rule, lams) -> bool:
             and bool(kernel.caches_terms))
 
 
-def _start(params, data, init_latents, *, model, kernel_def, cached, runs):
+def _start(params, data, init_latents, policy_args, *, model, kernel_def, cached, runs, policy):
     """The run's initial state. On the lean path a chain's state is the kernel's cached state, whose densities
-    are checked here (a failure is reported as the first step's weight)."""
+    are checked here (a failure is reported as the first step's weight). A policy's first carry is made here."""
     kernel = join_kernel(kernel_def, params)
-    chains = _num_chains(init_latents)
+    chains = num_chains(init_latents)
     dtype = jnp.result_type(float)
     never = jnp.full(chains, -1, jnp.int32)
     states, failures = init_latents, Failures(never, never, jnp.zeros(chains, jnp.int32), init_latents)
     if cached:
         bad, at, states = jax.vmap(checked(lambda x: kernel.init_state(x, data)))(init_latents)
         failures = failures._replace(density_step=jnp.where(bad, 0, never), density_at=at)
+    carry = () if policy is None else policy.init(
+        policy_args, _positions(kernel, states, jax.tree.map(lambda a: a[0], init_latents), cached))
     return AnnealState(states, jnp.zeros(chains, dtype), jnp.zeros(runs, dtype), failures,
-                       jnp.zeros(chains, jnp.int32))
+                       jnp.zeros(chains, jnp.int32), carry)
+
+
+def _positions(kernel, states, like, cached):
+    """Every chain's latent as one flat vector (chains, d): what a step policy reads of the chains."""
+    if cached:
+        return jax.vmap(lambda s: ravel_pytree(kernel.state_latent(s, like))[0])(states)
+    return jax.vmap(lambda x: ravel_pytree(x)[0])(states)
 
 
 def _finish(params, data, state: AnnealState, lam_end, last_step, *, model, kernel_def, cached, num_particles):
@@ -273,7 +311,7 @@ def _finish(params, data, state: AnnealState, lam_end, last_step, *, model, kern
 
 
 def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, kernel_def, rule, resampler,
-           num_particles, record, cached):
+           num_particles, record, cached, policy):
     """Advance all chains of one run through one chunk of steps (the compiled unit)."""
     kernel = join_kernel(kernel_def, params)
 
@@ -284,7 +322,12 @@ def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, 
             return jax.vmap(checked(inc, like))(states)
         return jax.vmap(checked(lambda x: rule.increment(model, x, data, lf, lt)))(states)
 
-    def move(keys, states, like, lt):
+    def loglik(states):
+        if cached:
+            return jax.vmap(lambda s: jnp.sum(kernel.state_terms(s)))(states)
+        return jax.vmap(lambda x: jnp.sum(model.log_likelihood(x, data)))(states)
+
+    def move(kernel, keys, states, like, lt):
         """The kernel's move: ``(diverged, accepted_bad, accepted_at, (states, info))`` per chain. A NaN or +inf
         density the kernel evaluated (at a proposal it rejected) is a divergence; at the state it moved to (on
         the lean path, whose cached terms give that density free) a failure. Off the lean path the next
@@ -303,12 +346,31 @@ def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, 
             diverged = diverged | info.divergent
         return diverged, bad, at, (new, info)
 
+    def policy_moves(k_t, states, carry, like, lt, at, chains):
+        """A policy's moves: each with the kernel the policy gives, adapting its carry after each."""
+        def one(c, j):
+            states, carry, bad, at, count = c
+            d, b, a, (states, info) = move(policy.kernel(carry, kernel, lt),
+                                           jax.random.split(jax.random.fold_in(k_t, j), chains), states, like, lt)
+            first = b & ~bad
+            at = jax.tree.map(lambda x, y: jnp.where(expand(first, x), y, x), at, a)
+            return ((states, policy.adapt(carry, info.acceptance), bad | b, at, count + d.astype(jnp.int32)),
+                    (_positions(kernel, states, like, cached), info.acceptance))
+
+        start = (states, carry, jnp.zeros(chains, bool), at, jnp.zeros(chains, jnp.int32))
+        return jax.lax.scan(one, start, jnp.arange(int(policy.moves)))
+
     def transition(state: AnnealState, t, lf, lt):
-        states, logw, log_z, failures, _ = state
+        states, logw, log_z, failures, carry = (state.states, state.log_weights, state.log_evidence,
+                                                state.failures, state.policy)
         like = jax.tree.map(lambda a: a[0], failures.density_at)  # one chain's latent: every latent's structure
         # Keys derive from the global step index, so chunking never changes the numbers.
-        k_resample, k_refresh, k_move = jax.random.split(jax.random.fold_in(key, t), 3)
+        k_t = jax.random.fold_in(key, t)
+        k_resample, k_refresh, k_move = jax.random.split(k_t, 3)
         chains = logw.shape[0]
+        if policy is not None:
+            ll = loglik(states)
+            lf, lt = policy.lambdas(carry, ll, lf, lt, t)
 
         bad_w, at_w, inc = weigh(states, like, lf, lt)
         inc = inc.astype(logw.dtype)
@@ -319,16 +381,27 @@ def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, 
         logw = jnp.where(dead, logw, logw + inc)
         if num_particles > 1:
             ess = jnp.mean(group_ess(logw.reshape(-1, num_particles)))
-            states, logw, log_z, resampled = resampler(k_resample, states, logw, log_z, num_particles)
+            group_keys = None if policy is None else jax.vmap(lambda r: jax.random.fold_in(k_t, r))(
+                RESAMPLE_STREAM + np.arange(log_z.shape[0], dtype=np.uint32))
+            states, logw, log_z, resampled = resampler(k_resample, states, logw, log_z, num_particles,
+                                                       group_keys=group_keys)
             resampled = jnp.mean(resampled.astype(logw.dtype))
         else:
-            ess, resampled = _ess(logw), jnp.zeros((), logw.dtype)
+            ess, resampled = weights_ess(logw), jnp.zeros((), logw.dtype)
         if cached:  # the plain AIS step: no refresh
             bad_r, at_r = jnp.zeros(chains, bool), failures.density_at
         else:
             bad_r, at_r, states = jax.vmap(checked(lambda k, x: rule.refresh(k, model, x, data, lf, lt)))(
                 jax.random.split(k_refresh, chains), states)
-        diverged, bad_k, at_k, (states, info) = move(jax.random.split(k_move, chains), states, like, lt)
+        if policy is None:
+            diverged, bad_k, at_k, (states, info) = move(kernel, jax.random.split(k_move, chains), states, like, lt)
+            count, acceptance, step_record = diverged.astype(jnp.int32), info.acceptance, ()
+        else:
+            before = _positions(kernel, states, like, cached)
+            (states, carry, bad_k, at_k, count), (flats, acceptance) = policy_moves(
+                k_t, states, carry, like, lt, failures.density_at, chains)
+            carry, step_record = policy.record(carry, ll, lf, lt, before, flats, acceptance)
+            diverged = count > 0
         # Each chain keeps its first failure, in the order evaluated within a step: weight, refresh, accepted.
         step, phase_of, at_of = failures.density_step, failures.density_phase, failures.density_at
         new = step < 0
@@ -336,20 +409,28 @@ def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, 
             hit = new & bad
             step = jnp.where(hit, t, step)
             phase_of = jnp.where(hit, phase, phase_of)
-            at_of = jax.tree.map(lambda a, b: jnp.where(expand(hit, a), b, a), at_of, at)
+            at_of = jax.tree.map(lambda a, b, hit=hit: jnp.where(expand(hit, a), b, a), at_of, at)
             new = new & ~bad
-        acc = jnp.mean(info.acceptance).astype(logw.dtype)
+        acc = jnp.mean(acceptance).astype(logw.dtype)
         out = StepOutput(jnp.mean(inc), acc, ess, resampled, jnp.mean(diverged.astype(logw.dtype)),
-                         inc if record else inc[:0])
+                         inc if record else inc[:0], step_record)
         return AnnealState(states, logw, log_z, Failures(weight_step, step, phase_of, at_of),
-                           state.divergences + diverged.astype(jnp.int32)), out
+                           state.divergences + count, carry), out
+
+    # What a skipped step reports of a policy: zeros shaped as its record.
+    shaped = jax.eval_shape(lambda st, t, a, b: transition(st, t, a, b)[1].record, state, index[0], lam_from[0],
+                            lam_to[0])
+    idle = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shaped)
 
     def body(state, xs):
         lf, lt, on, t = xs
+        if policy is not None:  # an adaptive path that reached its end skips its remaining steps
+            on = on & ~policy.finished(state.policy, t)
 
         def skip(st):
             z = jnp.zeros((), st.log_weights.dtype)
-            return st, StepOutput(z, z, z, z, z, jnp.zeros_like(st.log_weights) if record else st.log_weights[:0])
+            return st, StepOutput(z, z, z, z, z, jnp.zeros_like(st.log_weights) if record else st.log_weights[:0],
+                                  idle)
 
         return jax.lax.cond(on, lambda st: transition(st, t, lf, lt), skip, state)
 
@@ -380,13 +461,6 @@ class AISRule:
         return found if found is not None else describe_nonfinite(model, latent, data, lam_from)
 
 
-def _ess(logw):
-    """Effective sample size of the normalized weights, exp(2 lse(w) - lse(2w)); 0 if all weights vanish."""
-    lse = jax.scipy.special.logsumexp
-    ess = jnp.exp(2 * lse(logw) - lse(2 * logw))
-    return jnp.where(jnp.isfinite(ess), ess, 0.0)
-
-
 _COMPILED = CompiledCache("engine")
 
 
@@ -398,80 +472,29 @@ def _compile(statics, batch_axes, shapes):
     Returns ``((start, finish, chunk), seconds, built)``; ``seconds`` is 0.0 and ``built`` False when the
     programs came from the cache.
     """
-    key, data, init_latents, runs, first, params, lam_end = shapes
-    leaves, treedef = jax.tree.flatten((key, data, init_latents, first, params, lam_end))
+    key, data, init_latents, runs, first, params, lam_end, policy_args = shapes
+    leaves, treedef = jax.tree.flatten((key, data, init_latents, first, params, lam_end, policy_args))
     signature = (treedef, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves), runs, jnp.result_type(float))
-    model, kernel_def, rule, resampler, num_particles, record, cached, _ = statics
+    model, kernel_def, rule, resampler, num_particles, record, cached, _, policy = statics
 
     def build():
         began = time.perf_counter()
-        start = functools.partial(_start, model=model, kernel_def=kernel_def, cached=cached, runs=runs)
+        start = functools.partial(_start, model=model, kernel_def=kernel_def, cached=cached, runs=runs,
+                                  policy=policy)
         finish = functools.partial(_finish, model=model, kernel_def=kernel_def, cached=cached,
                                    num_particles=num_particles)
         chunk = functools.partial(_chunk, model=model, kernel_def=kernel_def, rule=rule, resampler=resampler,
-                                  num_particles=num_particles, record=record, cached=cached)
+                                  num_particles=num_particles, record=record, cached=cached, policy=policy)
         if batch_axes is not None:
-            start = jax.vmap(start, in_axes=(None, batch_axes, 0))
+            start = jax.vmap(start, in_axes=(None, batch_axes, 0, None))
             finish = jax.vmap(finish, in_axes=(None, batch_axes, 0, None, None))
             chunk = jax.vmap(chunk, in_axes=(None, 0, batch_axes, 0, None, None, None, None))
         start, finish, chunk = jax.jit(start), jax.jit(finish), jax.jit(chunk)
-        state = jax.eval_shape(start, params, data, init_latents)
-        programs = (start.lower(params, data, init_latents).compile(),
+        state = jax.eval_shape(start, params, data, init_latents, policy_args)
+        programs = (start.lower(params, data, init_latents, policy_args).compile(),
                     finish.lower(params, data, state, lam_end, np.int32(0)).compile(),
                     chunk.lower(params, key, data, state, *first).compile())
         return programs, time.perf_counter() - began
 
     (programs, seconds), built = _COMPILED.get_or_build((statics, signature), build)
     return programs, (seconds if built else 0.0), built
-
-
-def _raise_if_failed(failures: Failures, batch_axes, batch_label, *, lams, model, data, rule, description):
-    """Raise the run's first failure; in a batch, that of the first data set that failed, named."""
-    if batch_axes is None:
-        raise_if_failed(failures, lams=lams, model=model, data=data, rule=rule, description=description)
-        return
-    failed = np.asarray((failures.weight_step >= 0).any(axis=1) | (failures.density_step >= 0).any(axis=1))
-    if not failed.any():
-        return
-    b = int(np.argmax(failed))
-    member = jax.tree.map(lambda ax, x: x if ax is None else jnp.take(x, b, axis=ax), batch_axes, data,
-                          is_leaf=lambda x: x is None)
-    others = f"; {int(failed.sum()) - 1} other {batch_label}(s) failed too" if failed.sum() > 1 else ""
-    raise_if_failed(jax.tree.map(lambda a: a[b], failures), lams=lams, model=model, data=member, rule=rule,
-                    description=f"{description}, {batch_label} {b}{others}")
-
-
-def _axes_signature(batch_axes):
-    """A hashable form of a ``vmap`` in_axes prefix (None leaves kept), for the compile cache."""
-    if batch_axes is None:
-        return None
-    leaves, treedef = jax.tree.flatten(batch_axes, is_leaf=lambda x: x is None)
-    return str(treedef), tuple(leaves)
-
-
-def _pad(a, length):
-    out = np.empty((length,) + a.shape[1:], dtype=np.float64)
-    out[: a.shape[0]] = a
-    out[a.shape[0] :] = a[-1]
-    return out
-
-
-def _batch_and_chains(latents, batched: bool) -> tuple[int, int]:
-    """``(data sets, chains)`` of a run's starting latents (1 data set when not batched)."""
-    if not batched:
-        return 1, _num_chains(latents)
-    sizes = {tuple(np.shape(x)[:2]) for x in jax.tree.leaves(latents)}
-    if len(sizes) != 1 or len(next(iter(sizes))) != 2:
-        raise ValueError(f"a batch's init_latents need leading axes (data sets, chains) on every leaf, got {sizes}")
-    members, chains = sizes.pop()
-    return int(members), int(chains)
-
-
-def _num_chains(latents) -> int:
-    leaves = jax.tree.leaves(latents)
-    if not leaves:
-        raise ValueError("init_latents is empty")
-    sizes = {int(np.shape(x)[0]) if np.ndim(x) else -1 for x in leaves}
-    if len(sizes) != 1 or -1 in sizes:
-        raise ValueError(f"every leaf of init_latents needs the same leading chain axis, got sizes {sizes}")
-    return sizes.pop()

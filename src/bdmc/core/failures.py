@@ -101,6 +101,23 @@ def raise_if_failed(failures, *, lams, model, data, rule, description):
                                       n_bad=int(np.sum(first_bad >= 0)), direction=description)
 
 
+def raise_batch_failure(failures, batch_axes, batch_label, *, lams, model, data, rule, description):
+    """Raise the run's first failure (:func:`raise_if_failed`); in a batch (``batch_axes``: the ``vmap`` axes of
+    ``data``), that of the first data set that failed, named."""
+    if batch_axes is None:
+        raise_if_failed(failures, lams=lams, model=model, data=data, rule=rule, description=description)
+        return
+    failed = np.asarray((failures.weight_step >= 0).any(axis=1) | (failures.density_step >= 0).any(axis=1))
+    if not failed.any():
+        return
+    b = int(np.argmax(failed))
+    member = jax.tree.map(lambda ax, x: x if ax is None else jnp.take(x, b, axis=ax), batch_axes, data,
+                          is_leaf=lambda x: x is None)
+    others = f"; {int(failed.sum()) - 1} other {batch_label}(s) failed too" if failed.sum() > 1 else ""
+    raise_if_failed(jax.tree.map(lambda a: a[b], failures), lams=lams, model=model, data=member, rule=rule,
+                    description=f"{description}, {batch_label} {b}{others}")
+
+
 def raise_prior_failure(model, latent, data, lams, *, draw: int, n_bad: int, n_draws: int, description: str):
     """Raise the prior check's failure at ``latent`` (exact prior draw ``draw`` of ``n_draws``), naming the term."""
     lam_end = lams[-1] if np.ndim(lams) == 1 else lams[np.argmax(np.mean(lams, axis=-1))]

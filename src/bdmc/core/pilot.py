@@ -43,19 +43,18 @@ from ..contracts.kernel import (
     TunableStepSize,
     evals_per_step,
 )
-from ..contracts.model import log_density, weighted_sum
-from ..errors import BDMCError
+from ..errors import BDMCError, NonFiniteLogDensityError, NonFiniteLogWeightError
 from ..kernels.mass import GaussianTable, table_from_moments
 from ..kernels.step_sizes import StepSizeTable
 from . import schedules
 from .chain_stats import chain_moments, move_correlation
+from .engine import anneal
 from .prior import timed_prior_draws
 from .prior_check import PRIOR_CHECK_DRAWS, check_prior
-from .resampling import SCHEMES
+from .resampling import AdaptiveResampling
 
 PILOT_STREAM = 0x9E3779B9  # folded into the caller's key: the pilot's randomness is not the run's
 MASS_KINDS = ("auto", "diagonal", "dense", "identity")
-RESAMPLE_STREAM = 0x2545F491  # the pilot's resampling keys, folded into each level's
 PRECONDITIONED_JITTER = 0.5  # the step-size jitter of a preconditioned HMC (kernels.HMC's jitter)
 DENSE_MAX_DIM = 16  # mass="auto": a dense fit up to this many coordinates (benchmarks/preconditioning.py)
 MOVES_TARGET_CORRELATION = 0.2  # num_moves="auto": moves until a particle keeps at most this of where it began
@@ -219,47 +218,71 @@ def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None
     checked = check_prior(key, model, data, np.array([0.0, 1.0]), num_draws=int(prior_check), batch_axes=None,
                           axes_signature=None, batch_label="", description="the check before the pilot")
     steer = tunes_step_size(kernel)
-    grid = pilot.grid()
     step0 = float(np.mean(kernel.step_size.sizes)) if steer and isinstance(kernel.step_size, StepSizeTable) \
         else (float(kernel.step_size) if steer else 0.0)
     kind, field = mass_kind(pilot, kernel, _dimension(model))
     latents, key_pilot, drawn = timed_prior_draws(jax.random.fold_in(key, PILOT_STREAM), model,
                                                   int(pilot.num_chains))
-    run, compile_seconds = _compiled_pilot(model, kernel, pilot, steer, (kind, field), latents, data)
-    compile_seconds += drawn + checked
     began = time.perf_counter()
-    outputs = run(key_pilot, latents, data, grid, np.float64(step0))
-    lams, active, variances, sizes, acceptance, sick, means, covariances, rhos = (np.asarray(x) for x in outputs)
-    seconds = time.perf_counter() - began
+    result = _run_pilot(key_pilot, latents, model, data, kernel, pilot, steer, (kind, field), step0)
+    # A NaN or +inf density in the pilot is a bug the run must report, not one a tuned run may steer around
+    # (step sizes shrunk to nothing would keep the chains away from it): the run goes untuned.
+    if result is None or np.any(result.records[5]):
+        return _untuned(pilot, kernel, int(num_steps), time.perf_counter() - began, drawn + checked)
+    compile_seconds = result.compile_seconds + drawn + checked
+    seconds = result.seconds
+    warm = int(pilot.warmup)
+    lams, active, variances, sizes, acceptance, _, means, covariances, rhos = (
+        np.asarray(x)[warm:] for x in result.records)
+    # The first level's variance pools the warm-up's draws at lam = 0, where the path's first steps are decided.
+    variances = variances.copy()
+    variances[0] = float(jnp.mean(jnp.asarray(result.records[2][: warm + 1])))
+    # The table's lam = 0 entry is the last warm-up level's fit (the prior draws' when there is no warm-up).
+    if warm:
+        means = np.concatenate([np.asarray(result.records[6][warm - 1 : warm]), means])
+        covariances = np.concatenate([np.asarray(result.records[7][warm - 1 : warm]), covariances])
+    else:
+        flats = jax.vmap(lambda x: ravel_pytree(x)[0])(latents)
+        mean0, cov0 = chain_moments(flats, kind == "dense", int(pilot.num_chains))
+        means = np.concatenate([np.asarray(mean0)[None], means])
+        covariances = np.concatenate([np.asarray(cov0)[None], covariances])
     # The levels the pilot visited: its fixed grid, or the lambdas an adaptive pilot chose until it reached 1.
     m = int(active.sum())
     grid = np.concatenate([[0.0], lams[:m]])
     variances, sizes, acceptance, rhos = variances[:m], sizes[:m], acceptance[:m], rhos[:m]
     means, covariances = means[: m + 1], covariances[: m + 1]
-    # A NaN or +inf density in the pilot is a bug the run must report, not one a tuned run may steer around
-    # (step sizes shrunk to nothing would keep the chains away from it): the run goes untuned.
-    healthy = not bool(sick)
-    path = thermodynamic_path(grid, variances, int(num_steps)) if healthy else schedules.sigmoidal(int(num_steps))
+    path = thermodynamic_path(grid, variances, int(num_steps))
     # The tables are data of the compiled run; padded to the pilot's most levels, every call's tables have one
     # shape whatever levels its pilot visited, so a new seed never compiles the run again.
     most = len(lams)
-    if steer and healthy:
+    if steer:
         table = smoothed_table(grid[1:], sizes)
         lams_, sizes_ = padded(table.lams, table.sizes, length=most)
         kernel = dataclasses.replace(kernel, step_size=StepSizeTable(tuple(map(float, lams_)),
                                                                      tuple(map(float, sizes_))))
-    if field is not None and kind != "identity" and healthy:
+    if field is not None and kind != "identity":
         fitted = table_from_moments(*padded(grid, means, covariances, length=most + 1))
         kernel = dataclasses.replace(kernel, **{field: fitted},
                                      **(jitter_of(kernel) if field == "inverse_mass" else {}))
-    levels = m + pilot.warmup
-    if supports(kernel, CachedTransition) and bool(kernel.caches_terms):
-        evals = pilot.num_chains * (1 + levels * pilot.moves_per_level * int(kernel.evals_per_cached_step))
-    else:  # each level also evaluates the likelihood for its variance
-        evals = pilot.num_chains * levels * (1 + pilot.moves_per_level * evals_per_step(kernel))
     return Tuned(path=path, kernel=kernel, seconds=seconds + compile_seconds, compile_seconds=compile_seconds,
-                 n_evals=evals, variances=variances, healthy=healthy,
-                 acceptance=acceptance, pilot=pilot, grid=grid, correlations=rhos)
+                 n_evals=_pilot_evals(pilot, kernel, m), variances=variances, acceptance=acceptance, pilot=pilot,
+                 grid=grid, correlations=rhos)
+
+
+def _pilot_evals(pilot: Pilot, kernel, visited: int) -> int:
+    """Density evaluations of a pilot that visited ``visited`` levels past its warm-up."""
+    levels = visited + pilot.warmup
+    if supports(kernel, CachedTransition) and bool(kernel.caches_terms):
+        return pilot.num_chains * (1 + levels * pilot.moves_per_level * int(kernel.evals_per_cached_step))
+    # each level also evaluates the likelihood for its variance
+    return pilot.num_chains * levels * (1 + pilot.moves_per_level * evals_per_step(kernel))
+
+
+def _untuned(pilot: Pilot, kernel, num_steps: int, seconds: float, compile_seconds: float) -> Tuned:
+    """The choice of a pilot that met a NaN or +inf density: the sigmoidal path and the kernel as given."""
+    return Tuned(path=schedules.sigmoidal(num_steps), kernel=kernel, seconds=seconds + compile_seconds,
+                 compile_seconds=compile_seconds, n_evals=0, variances=np.zeros(0), acceptance=np.zeros(0),
+                 pilot=pilot, healthy=False, grid=np.zeros(1), correlations=None)
 
 
 def thermodynamic_path(grid, variances, num_steps: int, *, weight: float = 0.5) -> np.ndarray:
@@ -321,9 +344,6 @@ def refuse_in_chain_adaptation(what: str) -> None:
     )
 
 
-_PILOTS = CompiledCache("pilot", maxsize=32)
-
-
 def _dimension(model) -> int:
     """Coordinates of the model's flattened latent (traced once per model: a trace costs milliseconds a call)."""
     def count():
@@ -335,131 +355,109 @@ def _dimension(model) -> int:
 _DIMENSIONS = CompiledCache("latent dimensions", maxsize=64)
 
 
-def _compiled_pilot(model, kernel, pilot: Pilot, steer: bool, mass: tuple, latents, data):
-    leaves, treedef = jax.tree.flatten((latents, data))
-    signature = (treedef, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves), jnp.result_type(float))
+@dataclass(frozen=True)
+class PilotPolicy:
+    """The pilot as a step policy of the engine (:class:`bdmc.contracts.step_policy.StepPolicy`).
 
-    def build():
-        began = time.perf_counter()
-        fn = jax.jit(lambda k, x, d, g, s0: _pilot(k, x, model, d, kernel, g, s0, pilot=pilot, steer=steer,
-                                                   mass=mass))
-        example = (jax.random.key(0), latents, data, pilot.grid(), np.float64(1.0))
-        return fn.lower(*example).compile(), time.perf_counter() - began
+    Each step is a level: the engine weights, resamples and moves the chains with its own keys and failure
+    record; the policy chooses the level's lambda (an adaptive one, below), gives each move the step size and
+    preconditioner it has so far, nudges the step size after each move toward ``target_acceptance`` (a
+    Robbins-Monro step on log step size) and records the level: its lambda, the variance across chains of the
+    summed log-likelihood before the moves, the step size and acceptance, the chains' mean and covariance over
+    the moves (the next level's preconditioner) and the moves' lag-one correlation.
 
-    (compiled, seconds), built = _PILOTS.get_or_build((model, kernel, pilot, steer, mass, signature), build)
-    return compiled, (seconds if built else 0.0)
+    With a preconditioner to fit (``adaptive``), chains that lag behind a sharpening target would give a fit to
+    where they were, not to f(.; lam): the pilot is an SMC sampler with adaptive tempering (as PyMC's and
+    BlackJAX's), placing the next lam where the weight increments keep half the chains' ESS (never a longer step
+    than the fixed grid's, which resolves the small lambdas a schedule needs), resampled at every level; it stops
+    at lam = 1. Otherwise it walks the fixed grid and never resamples. The first ``pilot.warmup`` levels stay at
+    lam = 0 (the prior), steering the first step size. Its choices are frozen before the run, so this costs the
+    run no guarantee.
+    """
 
+    pilot: Pilot
+    steer: bool
+    kind: str
+    field: str | None
+    levels: int
 
-def _pilot(key, latents, model, data, kernel, grid, step0, *, pilot: Pilot, steer: bool, mass: tuple):
-    """The pilot scan from its chains' prior draws ``latents`` (drawn by the shared prior program,
-    :func:`bdmc.core.prior.prior_draws`): per level, the variance of the summed log-likelihood, moves with the
-    previous level's preconditioner, a step-size update per move, and the chains' mean and covariance after the
-    moves."""
-    chains = int(pilot.num_chains)
-    like = jax.tree.map(lambda a: a[0], latents)
-    cached = supports(kernel, CachedTransition) and bool(kernel.caches_terms)
-    states = jax.vmap(lambda x: kernel.init_state(x, data))(latents) if cached else latents
-    target = jnp.asarray(pilot.target_acceptance, grid.dtype)
-    kind, field = mass
-    dense = kind == "dense"
+    @property
+    def moves(self) -> int:
+        return int(self.pilot.moves_per_level)
 
-    def flat(states):
-        return states.position if cached else jax.vmap(lambda x: ravel_pytree(x)[0])(states)
+    @property
+    def adaptive(self) -> bool:
+        return self.field is not None and self.kind != "identity"
 
-    def preconditioned(k, mean, cov, lam):
-        if field == "inverse_mass" and kind != "identity":
+    def init(self, args, positions):
+        (step0,) = args
+        mean, cov = chain_moments(positions, self.kind == "dense", int(self.pilot.num_chains))
+        return jnp.log(jnp.where(step0 > 0, step0, 1.0)), mean, cov, jnp.zeros((), jnp.result_type(float))
+
+    def finished(self, carry, t):
+        return (carry[3] >= 1.0) & (t >= int(self.pilot.warmup)) if self.adaptive else jnp.zeros((), bool)
+
+    def lambdas(self, carry, loglik, lam_from, lam_to, t):
+        if not self.adaptive:
+            return lam_from, lam_to
+        lam_prev = carry[3]
+        grid = jnp.asarray(self.pilot.grid(), jnp.result_type(float))
+        cap = grid[jnp.minimum(jnp.searchsorted(grid, lam_prev, side="right"), grid.shape[0] - 1)]
+        last = t == self.levels - 1
+        lam = jnp.minimum(_next_lambda(loglik, jnp.isfinite(loglik), lam_prev, last, int(self.pilot.num_chains)),
+                          jnp.where(last, 1.0, cap))
+        return lam_prev, jnp.where(t < int(self.pilot.warmup), 0.0, lam)
+
+    def kernel(self, carry, kernel, lam):
+        log_step, mean, cov, _ = carry
+        k = dataclasses.replace(kernel, step_size=jnp.exp(log_step)) if self.steer else kernel
+        if self.field == "inverse_mass" and self.kind != "identity":
             return dataclasses.replace(k, inverse_mass=cov, **jitter_of(k))
-        if field == "proposal":
+        if self.field == "proposal":
             return dataclasses.replace(k, proposal=_one_point_table(lam, mean, cov))
         return k
 
-    def densities(states, lam):
-        if cached:
-            return jax.vmap(lambda s: s.log_prior + weighted_sum(lam, kernel.state_terms(s)))(states)
-        return jax.vmap(lambda x: log_density(model, x, data, lam))(states)
+    def adapt(self, carry, acceptance):
+        log_step, mean, cov, lam_prev = carry
+        acc = jnp.mean(jnp.where(jnp.isfinite(acceptance), acceptance, 0.0))
+        # Larger when accepting more than the target, smaller when less.
+        target = jnp.asarray(self.pilot.target_acceptance, jnp.result_type(float))
+        return (log_step + (acc - target) if self.steer else log_step), mean, cov, lam_prev
 
-    def summed(states):
-        if cached:
-            return jax.vmap(lambda s: jnp.sum(kernel.state_terms(s)))(states)
-        return jax.vmap(lambda x: jnp.sum(model.log_likelihood(x, data)))(states)
+    def record(self, carry, loglik, lam_from, lam_to, before, positions, acceptance):
+        ok = jnp.isfinite(loglik)
+        ll_mean = jnp.sum(jnp.where(ok, loglik, 0.0)) / jnp.maximum(jnp.sum(ok), 1)
+        var = jnp.sum(jnp.where(ok, (loglik - ll_mean) ** 2, 0.0)) / jnp.maximum(jnp.sum(ok) - 1, 1)
+        # The table keeps the step size the level ended with, and the moments of every move's chains pooled.
+        mean, cov = chain_moments(positions.reshape(-1, positions.shape[-1]), self.kind == "dense",
+                                  int(self.pilot.num_chains))
+        acc = jnp.mean(jnp.mean(jnp.where(jnp.isfinite(acceptance), acceptance, 0.0), axis=1))
+        log_step = carry[0]
+        return (log_step, mean, cov, lam_to), (lam_to, jnp.ones((), bool), var, jnp.exp(log_step), acc,
+                                               jnp.any(jnp.isnan(acceptance)), mean, cov,
+                                               move_correlation(before, positions))
 
-    adaptive = field is not None and kind != "identity"
+
+def _run_pilot(key, latents, model, data, kernel, pilot: Pilot, steer: bool, mass: tuple, step0: float):
+    """The pilot's levels through the engine, from its chains' prior draws ``latents``: ``(records, initial
+    moments, engine result)``, or None when the engine stopped at a NaN or +inf density or weight."""
+    kind, field = mass
     warm = int(pilot.warmup)
-    levels = warm + (max_levels(pilot) if adaptive else int(pilot.num_steps) - 1)
-
-    def level(carry, xs):
-        states, log_step, mean, cov, lam_prev = carry
-        t, grid_lam = xs
-        ll = summed(states)
-        ok = jnp.isfinite(ll)
-        ll_mean = jnp.sum(jnp.where(ok, ll, 0.0)) / jnp.maximum(jnp.sum(ok), 1)
-        var = jnp.sum(jnp.where(ok, (ll - ll_mean) ** 2, 0.0)) / jnp.maximum(jnp.sum(ok) - 1, 1)
-        warming = t < warm
-        if adaptive:
-            # Chains that lag behind a sharpening target would give a preconditioner fitted to where they were,
-            # not to f(.; lam): the pilot is an SMC sampler with adaptive tempering (as PyMC's and BlackJAX's),
-            # placing the next lam where the weight increments keep half the chains' ESS (or at the fixed grid's
-            # next point, if sooner), and resampling. Its choices are frozen before the run, so this costs the
-            # run no guarantee.
-            # Never a longer step than the fixed grid's, which resolves the small lambdas a schedule needs.
-            cap = grid[jnp.minimum(jnp.searchsorted(grid, lam_prev, side="right"), grid.shape[0] - 1)]
-            lam = jnp.where(warming, 0.0, jnp.minimum(_next_lambda(ll, ok, lam_prev, t == levels - 1, chains),
-                                                      jnp.where(t == levels - 1, 1.0, cap)))
-            logw = jnp.where(ok, (lam - lam_prev) * ll, -jnp.inf)
-            total = jax.scipy.special.logsumexp(logw)
-            probs = jnp.where(jnp.isfinite(total), jnp.exp(logw - total), 1.0 / chains)
-            idx = SCHEMES["systematic"](jax.random.fold_in(jax.random.fold_in(key, t), RESAMPLE_STREAM), probs,
-                                        chains)
-            states = jax.tree.map(lambda a: a[idx], states)
-        else:
-            lam = grid_lam
-
-        def move(c, j):
-            states, log_step = c
-            k = dataclasses.replace(kernel, step_size=jnp.exp(log_step)) if steer else kernel
-            k = preconditioned(k, mean, cov, lam)
-            keys = jax.random.split(jax.random.fold_in(jax.random.fold_in(key, t), j), chains)
-            if cached:
-                states, info = jax.vmap(lambda kk, s: k.step(kk, s, data, lam, like=like))(keys, states)
-            else:
-                states, info = jax.vmap(lambda kk, x: k(kk, x, data, lam))(keys, states)
-            acc = jnp.mean(jnp.where(jnp.isfinite(info.acceptance), info.acceptance, 0.0))
-            sick = jnp.any(~(densities(states, lam) < jnp.inf)) | jnp.any(jnp.isnan(info.acceptance))
-            # Robbins-Monro on log step size: larger when accepting more than the target, smaller when less.
-            return (states, log_step + (acc - target) if steer else log_step), (acc, sick, flat(states))
-
-        def run_level(states, log_step):
-            # Several moves per level let the chains keep up with a sharpening target; the table keeps the step
-            # size the level ended with, and the moments of every move's chains pooled.
-            before = flat(states)
-            (states, log_step), (accs, sick, flats) = jax.lax.scan(move, (states, log_step),
-                                                                   jnp.arange(int(pilot.moves_per_level)))
-            m, c = chain_moments(flats.reshape(-1, flats.shape[-1]), dense, chains)
-            return states, log_step, m, c, jnp.mean(accs), jnp.any(sick), move_correlation(before, flats)
-
-        def finished(states, log_step):  # an adaptive pilot that reached lam = 1 skips its remaining levels
-            return states, log_step, mean, cov, jnp.zeros_like(var), jnp.zeros((), bool), jnp.zeros_like(var)
-
-        done = (lam_prev >= 1.0) & ~warming if adaptive else jnp.zeros((), bool)
-        states, log_step, mean, cov, acc, sick, rho = jax.lax.cond(done, finished, run_level, states, log_step)
-        return (states, log_step, mean, cov, lam), (lam, ~done, var, jnp.exp(log_step), acc, sick, mean, cov, rho)
-
-    # Warm-up at lam = 0: the chains are exact prior draws, so these levels steer the first step size and
-    # pool more draws into the variance at the start, where the path's first steps are decided.
-    grid_lams = jnp.zeros(levels, grid.dtype)
-    if not adaptive:
-        grid_lams = jnp.concatenate([jnp.zeros(warm, grid.dtype), grid[1:]])
-    log_step0 = jnp.log(jnp.where(step0 > 0, step0, 1.0))
-    mean0, cov0 = chain_moments(flat(states), dense, chains)
-    start = (states, log_step0, mean0, cov0, jnp.zeros((), grid.dtype))
-    _, (lams, active, variances, sizes, acceptance, sick, means, covs, rhos) = jax.lax.scan(
-        level, start, (jnp.arange(levels), grid_lams))
-    first = jnp.mean(variances[: warm + 1])
-    # The table's lam = 0 entry is the last warm-up level's fit (the prior draws' when there is no warm-up).
-    means = jnp.concatenate([mean0[None], means])[warm:]
-    covs = jnp.concatenate([cov0[None], covs])[warm:]
-    return (lams[warm:], active[warm:], variances[warm:].at[0].set(first), sizes[warm:], acceptance[warm:],
-            jnp.any(sick), means, covs, rhos[warm:])
+    policy = PilotPolicy(pilot, steer, kind, field, 0)
+    levels = warm + (max_levels(pilot) if policy.adaptive else int(pilot.num_steps) - 1)
+    policy = dataclasses.replace(policy, levels=levels)
+    # The fixed grid after the warm-up at lam = 0; an adaptive pilot chooses its own lambdas (the path's ones
+    # only give the final check its lam).
+    after = np.ones(levels - warm) if policy.adaptive else pilot.grid()[1:]
+    path = np.concatenate([np.zeros(warm + 1), after])
+    chains = int(pilot.num_chains)
+    try:
+        result = anneal(key, model, data, kernel, path, latents, num_particles=chains if policy.adaptive else 1,
+                        resampler=AdaptiveResampling("systematic", 1.0), chunk_size=levels, progress=False,
+                        description="the pilot", policy=policy, policy_args=(np.float64(step0),))
+    except (NonFiniteLogDensityError, NonFiniteLogWeightError):
+        return None
+    return result
 
 
 def max_levels(pilot: Pilot) -> int:

@@ -6,7 +6,7 @@ chains, the run's chains. So every count up to :data:`POOL` is served by one com
 draws :data:`POOL` of them: ``jax.random.split(key, POOL)[:num]`` equals ``jax.random.split(key, num)`` (JAX's
 partitionable threefry), so the first ``num`` of the pool are exactly the draws of ``num`` keys and every
 caller's numbers are those of a program of its own size. A model whose sampler runs outside JAX (Stan,
-WebPPL, PyMC: ``samples_on_host``) has nothing to compile and draws only what is asked.
+WebPPL, PyMC: the ``HostPrior`` capability) has nothing to compile and draws only what is asked.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import time
 import jax
 
 from ..caching import CompiledCache
+from ..contracts.capabilities import HostPrior, supports
 
 POOL = 1024  # draws of the shared program (the prior check's count)
 
@@ -48,7 +49,7 @@ def timed_prior_pool(key, model, num: int = POOL):
     program, 0 when cached: for a model sampled in JAX, the first ``num`` of the one compiled program of
     :data:`POOL` draws (``num <= POOL``); otherwise a program of ``num`` draws."""
     num = int(num)
-    pooled = num <= POOL and not getattr(model, "samples_on_host", False)
+    pooled = num <= POOL and not supports(model, HostPrior)
     size = POOL if pooled else num
     fn, built = _DRAWS.get_or_build((model, size, "keys"), lambda: jax.jit(
         lambda k: jax.vmap(model.sample_prior)(jax.random.split(k, size))))

@@ -25,7 +25,7 @@ from jax.flatten_util import ravel_pytree
 from jax.scipy.special import gammaln
 from scipy import optimize
 
-from ..contracts.capabilities import ChecksData, CollapsedDensity, supports
+from ..contracts.capabilities import ChecksData, CollapsedDensity, InitialPoints, supports
 from ..errors import BDMCError
 
 REFERENCE_STREAM = 0x7EF3A1C5  # folded into the caller's key for the fit's starting points
@@ -102,7 +102,7 @@ def log_joint(model, latent, data):
 def _start_sampler(model):
     """Where the fit starts: a model's own initializer if it has one (a Stan program: uniform on (-2, 2) in
     every unconstrained coordinate, as Stan starts its samplers; it needs no simulator), else its prior."""
-    return getattr(model, "sample_initial", None) or model.sample_prior
+    return model.sample_initial if supports(model, InitialPoints) else model.sample_prior
 
 
 def _unraveler(model):

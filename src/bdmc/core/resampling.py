@@ -32,6 +32,12 @@ def group_ess(logw):
     return jnp.exp(2 * logsumexp(logw, axis=1) - logsumexp(2 * logw, axis=1))
 
 
+def weights_ess(logw):
+    """Effective sample size of the normalized weights, exp(2 lse(w) - lse(2w)); 0 if all weights vanish."""
+    ess = jnp.exp(2 * logsumexp(logw) - logsumexp(2 * logw))
+    return jnp.where(jnp.isfinite(ess), ess, 0.0)
+
+
 @dataclass(frozen=True)
 class AdaptiveResampling:
     """Resample a group when its ESS drops below ``ess_threshold * num_particles`` (1.0: every step).
@@ -53,8 +59,11 @@ class AdaptiveResampling:
         if not 0.0 <= self.ess_threshold <= 1.0:
             raise ValueError(f"ess_threshold must lie in [0, 1], got {self.ess_threshold}")
 
-    def __call__(self, key, latents, logw, log_z, num_particles: int):
-        """Return ``(latents, logw, log_z, resampled)``; ``resampled`` flags each group that was resampled."""
+    def __call__(self, key, latents, logw, log_z, num_particles: int, *, group_keys=None):
+        """Return ``(latents, logw, log_z, resampled)``; ``resampled`` flags each group that was resampled.
+
+        Group ``r`` resamples on ``split(key, runs)[r]``, or on ``group_keys[r]`` when given (a step policy's
+        convention, :mod:`bdmc.core.engine`)."""
         runs = log_z.shape[0]
         lw = logw.reshape(runs, num_particles)
         ess = group_ess(lw)
@@ -69,7 +78,8 @@ class AdaptiveResampling:
             probs = jnp.where(jnp.isfinite(total), jnp.exp(w - total), 1.0 / num_particles)
             return resample(k, probs, num_particles)
 
-        idx = jax.vmap(pick)(jax.random.split(key, runs), self.selection_log_weights(lw))  # (runs, K)
+        keys = jax.random.split(key, runs) if group_keys is None else group_keys
+        idx = jax.vmap(pick)(keys, self.selection_log_weights(lw))  # (runs, K)
         idx = jnp.where(do[:, None], idx, jnp.arange(num_particles)[None, :])
         flat = (idx + num_particles * jnp.arange(runs)[:, None]).reshape(-1)
         latents = jax.tree.map(lambda x: x[flat], latents)

@@ -30,19 +30,16 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from ..contracts.capabilities import CaseProposal, OwnKernel, require, supports
-from ..contracts.estimate import Estimate, register_estimator, seed_of
+from ..contracts.estimate import Estimate
 from ..contracts.model import log_predictive, n_cases, validate_data
+from ..contracts.pairs import EstimatorPair, direction_of, register_pair
 from ..errors import BDMCError
 from ..kernels import repeat
-from . import schedules
-from .ais import broadcast_latent, check_exact_latent, default_kernel, require_exact_latent
-from .engine import AISRule, anneal
-from .health import divergence_fields, warn_if_unhealthy
-from .prior import prior_draws
-from .prior_check import PRIOR_CHECK_DRAWS
+from . import runner, schedules
+from .ais import default_kernel
+from .engine import AISRule
 from .resampling import AdaptiveResampling
 from .smc_pilot import DataPathPilot, refine_data_path
 
@@ -88,83 +85,12 @@ class PosteriorProposal:
         return None if value < float("inf") else ("log_predictive", int(i), value)
 
 
-@register_estimator("smc", label="SMC", knob="num_moves", knobs=(1, 3, 10), bound="lower")
-def smc(
+def sequential_monte_carlo(
     key,
     model,
     data,
     *,
-    exact_latent=None,
-    num_moves: int = 1,
-    num_particles: int | str = "auto",
-    num_runs: int = 16,
-    kernel: Any = None,
-    proposal: str = "auto",
-    resampling: str = "systematic",
-    ess_threshold: float = 0.5,
-    order=None,
-    tune: str | DataPathPilot = "auto",
-    progress="auto",
-) -> Estimate:
-    """SMC over data cases from prior draws: a stochastic lower bound on ``log p(y)`` (BDMC paper, Alg. 2).
-
-    Parameters
-    ----------
-    key : PRNG key
-    model, data
-        A Model and its observed data; ``model.log_likelihood`` has one term per data case.
-    exact_latent : optional
-        Not used (SMC starts from prior draws); accepted so every estimator has one call shape.
-    num_moves : int
-        MCMC transitions (applications of ``kernel``) after each data case is added: the knob.
-    num_particles : int or "auto"
-        Particles per run, resampled when their ESS falls below ``ess_threshold * num_particles``. "auto" is
-        1 (the paper's SMC) for a model with its own kernel or with a predictive proposal, else
-        :data:`GENERIC_PARTICLES`: with the prior proposal a single particle cannot recover from the first
-        cases' spread of likelihoods, whatever the moves (``bdmc.core.smc_pilot``); the choice is recorded in
-        ``settings["num_particles"]``.
-    num_runs : int
-        Independent runs, each giving one estimate of ``log p(y)``; combined by log-mean-exp.
-    kernel : optional
-        Transition operator leaving every intermediate distribution invariant; the model's by default.
-    proposal : {"auto", "prior", "posterior"}
-        How a new case's local latents are proposed (module docstring); "auto" is "posterior" when the model
-        supports :class:`~bdmc.contracts.CaseProposal` (as the paper's models do), else "prior"; the choice
-        is recorded in ``settings["proposal"]``.
-    resampling : {"systematic", "stratified", "multinomial"}
-    ess_threshold : float
-        In [0, 1]; 1 resamples after every case, 0 never.
-    order : sequence of int, optional
-        The order in which cases are added (default 0..N-1).
-    tune : "auto", "pilot", "off" or DataPathPilot
-        Pilot-chosen, then frozen (:mod:`bdmc.core.smc_pilot`): a pilot with its own keys chooses each step of
-        the data path, switching on as many cases at once as keep the step's increment variance near the
-        target and splitting a case the particles disagree about into partial steps; the run follows that
-        path frozen, so the bound keeps its guarantee, and costs O(N) likelihood terms per step over as many
-        steps as the posterior's concentration needs, not N (the step size stays the kernel's: the AIS
-        pilot's table, read at the share of data switched on, made the peer benchmark's regression and
-        correlated Gaussian less accurate, RMSE 0.79 and 0.94 against 0.58 and 0.50 at 64 particles). "auto"
-        pilots models without a kernel of their own under the "prior" proposal (the paper's models, with their
-        own kernels and predictive proposals, run the plain data path); the pilot's time and evaluations are
-        included in the
-        estimate's, and ``settings`` records its choice.
-
-    Returns
-    -------
-    Estimate
-        ``bound="lower"``; one run per entry of ``runs``.
-    """
-    return _run(key, model, data, None, direction="forward", num_moves=num_moves, num_particles=num_particles,
-                num_runs=num_runs, kernel=kernel, proposal=proposal, resampling=resampling,
-                ess_threshold=ess_threshold, order=order, tune=tune, progress=progress)
-
-
-@register_estimator("shme", label="SHME", knob="num_moves", knobs=(1, 3, 10), bound="upper", needs_exact=True)
-def shme(
-    key,
-    model,
-    data,
-    *,
+    direction: str,
     exact_latent=None,
     num_moves: int = 1,
     num_particles: int | str = "auto",
@@ -178,48 +104,64 @@ def shme(
     disperse_steps: int | str = "auto",
     progress="auto",
 ) -> Estimate:
-    """Sequential harmonic mean estimator: a stochastic upper bound on ``log p(y)`` (BDMC paper, Alg. 3).
-
-    Every particle starts at ``exact_latent`` (the latent that generated the simulated data), takes
-    ``disperse_steps`` rounds of ``num_moves`` kernel moves at the full posterior, and then deletes the data
-    cases in the reverse of ``order`` (or of the pilot's path, ``tune``), resampled in proportion to 1/w; runs
-    combine by log-harmonic-mean. Other options are as for :func:`smc`.
-
-    The upper-bound guarantee, ``E[1/Z_hat] = 1/p(y)``, averages over the exact sample as well as the runs, and
-    every run starts from the one exact sample: what a run remembers of it does not average out across runs,
-    and ``stderr`` (taken across runs) does not see it. Without dispersal the combined estimate of a
-    Gamma-Poisson model (30 counts, a pilot-chosen path, 32 runs of 32 particles) spread by 0.21 nats from data
-    set to data set, and sat below ``log p(y)`` by more than three of its standard errors on 17 of 200 data sets
-    (down to 1.41 nats below), though ``E[p(y)/Z_hat]`` was 1 within its error (the path is not at fault: one
-    case at a time spread by 0.25 nats). Moves at the full posterior leave the exact sample's distribution
-    unchanged, so the guarantee stands, and they spread the particles over the posterior before the first
-    deletion: the default brought the spread to 0.07 nats and 2 of 200 data sets below by three standard errors
-    (``benchmarks/results/shme_one_latent/``).
+    """SMC over data cases in either direction: forward from prior draws, switching cases on (SMC, a stochastic
+    lower bound on ``log p(y)``, BDMC paper Alg. 2), or in reverse from the exact posterior sample, deleting them
+    (SHME, an upper bound, Alg. 3).
 
     Parameters
     ----------
+    key : PRNG key
+    model, data
+        A Model and its observed data; ``model.log_likelihood`` has one term per data case.
+    direction : {"forward", "reverse"}
+        Forward runs combine by log-mean-exp; reverse ones (every particle starting at ``exact_latent``,
+        resampled in proportion to 1/w) by log-harmonic-mean.
+    exact_latent : optional
+        The exact posterior sample (reverse only; forward ignores it).
+    num_moves : int
+        MCMC transitions (applications of ``kernel``) after each data case is added or deleted: the knob.
+    num_particles : int or "auto"
+        Particles per run, resampled when their ESS falls below ``ess_threshold * num_particles``. "auto" is
+        1 (the paper's SMC) for a model with its own kernel or with a predictive proposal, else
+        :data:`GENERIC_PARTICLES`: with the prior proposal a single particle cannot recover from the first
+        cases' spread of likelihoods, whatever the moves (``bdmc.core.smc_pilot``); the choice is recorded in
+        ``settings["num_particles"]``.
+    num_runs : int
+        Independent runs, each giving one estimate of ``log p(y)``.
+    kernel : optional
+        Transition operator leaving every intermediate distribution invariant; the model's by default.
+    proposal : {"auto", "prior", "posterior"}
+        How a new case's local latents are proposed (module docstring); "auto" is "posterior" when the model
+        supports :class:`~bdmc.contracts.CaseProposal` (as the paper's models do), else "prior"; the choice
+        is recorded in ``settings["proposal"]``.
+    resampling : {"systematic", "stratified", "multinomial"}
+    ess_threshold : float
+        In [0, 1]; 1 resamples after every case, 0 never.
+    order : sequence of int, optional
+        The order in which cases are added (default 0..N-1); SHME deletes them in the reverse order.
+    tune : "auto", "pilot", "off" or DataPathPilot
+        Pilot-chosen, then frozen (:mod:`bdmc.core.smc_pilot`): a pilot with its own keys chooses each step of
+        the data path, switching on as many cases at once as keep the step's increment variance near the
+        target and splitting a case the particles disagree about into partial steps; the run follows that
+        path frozen, so the bound keeps its guarantee, and costs O(N) likelihood terms per step over as many
+        steps as the posterior's concentration needs, not N (the step size stays the kernel's: the AIS
+        pilot's table, read at the share of data switched on, made the peer benchmark's regression and
+        correlated Gaussian less accurate, RMSE 0.79 and 0.94 against 0.58 and 0.50 at 64 particles). "auto"
+        pilots models without a kernel of their own under the "prior" proposal (the paper's models, with their
+        own kernels and predictive proposals, run the plain data path); the pilot's time and evaluations are
+        included in the estimate's, and ``settings`` records its choice.
     disperse_steps : int or "auto"
-        Rounds of ``num_moves`` moves at the full posterior before the first deletion (0: the paper's
-        Alg. 3). "auto" is :data:`DISPERSE_FRACTION` of the deletion path's steps, at least
-        :data:`DISPERSE_MIN`; recorded in ``settings["disperse_steps"]``.
+        Reverse only: rounds of ``num_moves`` moves at the full posterior before the first deletion (0: the
+        paper's Alg. 3). "auto" is :data:`DISPERSE_FRACTION` of the deletion path's steps, at least
+        :data:`DISPERSE_MIN`; recorded in ``settings["disperse_steps"]`` (:func:`shme` says why).
+    progress : bool, "auto" or callable
+
+    Returns
+    -------
+    Estimate
+        ``bound="lower"`` forward, ``"upper"`` in reverse; one run per entry of ``runs``.
     """
-    require_exact_latent(exact_latent, "SHME")
-    return _run(key, model, data, exact_latent, direction="reverse", num_moves=num_moves,
-                num_particles=num_particles, num_runs=num_runs, kernel=kernel, proposal=proposal,
-                resampling=resampling, ess_threshold=ess_threshold, order=order, tune=tune,
-                disperse_steps=disperse_steps, progress=progress)
-
-
-def disperse_steps_for(disperse_steps, path) -> int:
-    """SHME's rounds of moves at the full posterior: ``disperse_steps``, or for "auto" the share
-    :data:`DISPERSE_FRACTION` of the deletion path's steps, at least :data:`DISPERSE_MIN`."""
-    if isinstance(disperse_steps, str):
-        return max(DISPERSE_MIN, math.ceil(DISPERSE_FRACTION * (len(path) - 1)))
-    return int(disperse_steps)
-
-
-def _run(key, model, data, exact_latent, *, direction, num_moves, num_particles, num_runs, kernel, proposal,
-         resampling, ess_threshold, order, tune, progress, disperse_steps=0) -> Estimate:
+    side = direction_of(direction)
     if proposal not in PROPOSALS:
         raise BDMCError(f"unknown proposal {proposal!r}; choose one of {PROPOSALS}")
     if proposal == "auto":
@@ -240,52 +182,85 @@ def _run(key, model, data, exact_latent, *, direction, num_moves, num_particles,
     if tune != "off" and proposal == "posterior" and tune != "auto":
         raise BDMCError("tune refines the data path of the 'prior' proposal; the 'posterior' proposal switches a "
                         "case on in one step by its predictive density: pass tune='off' or proposal='prior'")
+    name = "SMC" if side.forward else "SHME"
     data = validate_data(model, data)
     num_cases = n_cases(model, data)
     path = schedules.data_path(num_cases, order=order)
     piloted = isinstance(tune, DataPathPilot) or tune == "pilot" or (
         tune == "auto" and kernel is None and not supports(model, OwnKernel) and proposal == "prior")
     kernel = default_kernel(model) if kernel is None else kernel
-    chains = num_runs * num_particles
-    if direction == "reverse":  # before any pilot: a bad exact latent is the caller's error, found at once
-        init = broadcast_latent(model, exact_latent, chains)
-        check_exact_latent(model, data, exact_latent, init, path[-1], description="SHME")
-    refined = None
+    begun = runner.start(side, key, model, data, chains=num_runs * num_particles, exact_latent=exact_latent,
+                         name=name)
     kernel = kernel if num_moves == 1 else repeat(kernel, int(num_moves))
+    refined = None
     if piloted:
         refined = refine_data_path(key, model, data, kernel, num_cases=num_cases, order=order,
                                    pilot=tune if isinstance(tune, DataPathPilot) else None)
         path = refined.path
-    rule = PosteriorProposal() if proposal == "posterior" else AISRule()
-    resampler = AdaptiveResampling(scheme=resampling, ess_threshold=ess_threshold)
-    key_run = key
-    if direction == "forward":
-        init, key_run = prior_draws(key, model, chains)
-    else:
-        path = path[::-1]
-        disperse_steps = disperse_steps_for(disperse_steps, path)
-        # Rows at the full posterior: zero increments, the kernel's moves at lambda = 1 (module docstring).
-        path = np.concatenate([np.repeat(path[:1], disperse_steps, axis=0), path])
-    name = "SMC" if direction == "forward" else "SHME"
-    result = anneal(key_run, model, data, kernel, path, init, num_particles=num_particles, resampler=resampler,
-                    rule=rule, prior_check=PRIOR_CHECK_DRAWS, progress=progress,
-                    description=f"{name} ({num_moves} moves/case)")
-    runs = result.log_evidence if direction == "forward" else -result.log_evidence
-    settings = {"method": name.lower(), "direction": direction, "num_moves": int(num_moves),
+    settings = {"method": name.lower(), "direction": side.name, "num_moves": int(num_moves),
                 "num_particles": int(num_particles), "num_runs": int(num_runs), "proposal": proposal,
                 "resampling": resampling, "ess_threshold": float(ess_threshold), "kernel": type(kernel).__name__,
                 "tuned": "pilot" if piloted else "off"}
-    if direction == "reverse":
-        settings["disperse_steps"] = int(disperse_steps)
-    seconds, compile_seconds, n_evals = result.seconds, result.compile_seconds, result.n_evals
-    if refined is not None:  # the pilot's cost is part of the estimate's
-        seconds += refined.seconds - refined.compile_seconds
-        compile_seconds += refined.compile_seconds
-        n_evals += refined.n_evals
-        settings |= refined.settings()
-    estimate = Estimate.from_runs(
-        runs, bound="lower" if direction == "forward" else "upper", seconds=seconds,
-        compile_seconds=compile_seconds, n_evals=n_evals, settings=settings, seed=seed_of(key),
-        details=result, compiled=result.compiled, **divergence_fields(result),
-    )
-    return warn_if_unhealthy(estimate, name, stacklevel=4)
+    head = 0
+    if not side.forward:
+        # Rows at the full posterior: zero increments, the kernel's moves at lambda = 1 (module docstring).
+        head = settings["disperse_steps"] = disperse_steps_for(disperse_steps, path)
+    return runner.run(side, model, data, begun, runner.Route(path, kernel, refined, head), name=name,
+                      detail=f"({num_moves} moves/case)", settings=settings, num_particles=num_particles,
+                      resampler=AdaptiveResampling(scheme=resampling, ess_threshold=ess_threshold),
+                      rule=PosteriorProposal() if proposal == "posterior" else AISRule(), progress=progress)
+
+
+SMC_DOC = """SMC over data cases from prior draws: a stochastic lower bound on ``log p(y)`` (BDMC paper, Alg. 2).
+
+    ``smc(key, model, data, *, num_moves=1, num_particles="auto", num_runs=16, kernel=None, proposal="auto",
+    resampling="systematic", ess_threshold=0.5, order=None, tune="auto", progress="auto")``: the parameters are
+    those of :func:`sequential_monte_carlo` (``exact_latent`` and ``disperse_steps`` are accepted and not used).
+
+    Returns
+    -------
+    Estimate
+        ``bound="lower"``; one run per entry of ``runs``.
+    """
+
+SHME_DOC = """Sequential harmonic mean estimator: a stochastic upper bound on ``log p(y)`` (BDMC paper, Alg. 3).
+
+    Every particle starts at ``exact_latent`` (the latent that generated the simulated data), takes
+    ``disperse_steps`` rounds of ``num_moves`` kernel moves at the full posterior, and then deletes the data
+    cases in the reverse of ``order`` (or of the pilot's path, ``tune``), resampled in proportion to 1/w; runs
+    combine by log-harmonic-mean. The parameters are those of :func:`sequential_monte_carlo`.
+
+    The upper-bound guarantee, ``E[1/Z_hat] = 1/p(y)``, averages over the exact sample as well as the runs, and
+    every run starts from the one exact sample: what a run remembers of it does not average out across runs,
+    and ``stderr`` (taken across runs) does not see it. Without dispersal the combined estimate of a
+    Gamma-Poisson model (30 counts, a pilot-chosen path, 32 runs of 32 particles) spread by 0.21 nats from data
+    set to data set, and sat below ``log p(y)`` by more than three of its standard errors on 17 of 200 data sets
+    (down to 1.41 nats below), though ``E[p(y)/Z_hat]`` was 1 within its error (the path is not at fault: one
+    case at a time spread by 0.25 nats). Moves at the full posterior leave the exact sample's distribution
+    unchanged, so the guarantee stands, and they spread the particles over the posterior before the first
+    deletion: the default brought the spread to 0.07 nats and 2 of 200 data sets below by three standard errors
+    (``benchmarks/results/shme_one_latent/``).
+
+    Returns
+    -------
+    Estimate
+        ``bound="upper"``; ``settings["disperse_steps"]`` records the rounds of moves.
+    """
+
+SMC_PAIR = EstimatorPair(
+    "smc", lower="smc", upper="shme", knob="num_moves", symbol="moves",
+    nouns=("number of moves per data case", "numbers of moves per data case"), axis="MCMC moves per data case",
+    labels=("SMC", "SHME"),
+    remedy="More moves per data case (larger --steps values), more particles (--particles) or more runs (--runs)",
+    summary="SMC/SHME, --steps = moves per case", smallest=1, default_knob=1, particles=1,
+    styles=(("#2ca02c", "D"), ("#ff7f0e", "P")))
+smc, shme = register_pair(SMC_PAIR, sequential_monte_carlo, knobs=(1, 3, 10), estimator_labels=("SMC", "SHME"),
+                          docs=(SMC_DOC, SHME_DOC), names=("smc", "shme"))
+
+
+def disperse_steps_for(disperse_steps, path) -> int:
+    """SHME's rounds of moves at the full posterior: ``disperse_steps``, or for "auto" the share
+    :data:`DISPERSE_FRACTION` of the deletion path's steps, at least :data:`DISPERSE_MIN`."""
+    if isinstance(disperse_steps, str):
+        return max(DISPERSE_MIN, math.ceil(DISPERSE_FRACTION * (len(path) - 1)))
+    return int(disperse_steps)

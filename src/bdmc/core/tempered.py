@@ -31,30 +31,25 @@ from __future__ import annotations
 
 from typing import Any
 
-import jax
-import jax.numpy as jnp
-
-from ..contracts.estimate import Estimate, register_estimator, seed_of
+from ..contracts.estimate import Estimate
 from ..contracts.model import validate_data
+from ..contracts.pairs import EstimatorPair, direction_of, register_pair
 from ..errors import BDMCError
 from ..kernels import RepeatUpTo, repeat
-from .ais import broadcast_latent, check_exact_latent, plan, require_exact_latent
-from .engine import anneal
-from .health import divergence_fields, warn_if_unhealthy
+from . import runner
+from .ais import plan
 from .pilot import MAX_MOVES, Pilot
-from .prior import prior_draws
-from .prior_check import PRIOR_CHECK_DRAWS
 from .resampling import AdaptiveResampling
 
 PARTICLES = 32  # particles per run of num_particles="auto"
 
 
-@register_estimator("tempered-smc", label="tempered SMC", knob="num_steps", knobs=(10, 30, 100), bound="lower")
-def tempered_smc(
+def tempered_sequential_monte_carlo(
     key,
     model,
     data,
     *,
+    direction: str,
     exact_latent=None,
     num_steps: int = 100,
     num_particles: int | str = "auto",
@@ -67,7 +62,9 @@ def tempered_smc(
     ess_threshold: float = 0.5,
     progress="auto",
 ) -> Estimate:
-    """Tempered SMC from prior draws: an unbiased estimate of ``p(y)``, a stochastic lower bound on its log.
+    """Tempered SMC in either direction (module docstring): forward from prior draws, an unbiased estimate of
+    ``p(y)`` and so a stochastic lower bound on its log; in reverse from the exact posterior sample to the prior,
+    unbiased for ``1 / p(y)``, so the negated log is a stochastic upper bound.
 
     Parameters
     ----------
@@ -75,14 +72,19 @@ def tempered_smc(
         Drives the run; the pilot folds in its own stream (:mod:`bdmc.core.pilot`).
     model, data
         A Model and its observed data.
+    direction : {"forward", "reverse"}
+        Forward runs combine by log-mean-exp; in reverse every particle of a run starts at its run's exact
+        latent, the pilot still runs forward from prior draws on its own keys and the run follows the reverse
+        of the temperatures it chose; runs combine by log-harmonic-mean.
     exact_latent : optional
-        Not used (the run starts from prior draws); accepted so every estimator has one call shape.
+        Reverse only (forward ignores it): one exact sample, or a batch with a leading axis of ``num_runs``
+        (one per run).
     num_steps : int
         Temperatures T on the path, 0 and 1 included (T - 1 weightings): the knob.
     num_particles : int or "auto"
         Particles per run ("auto": :data:`PARTICLES`).
     num_runs : int
-        Independent runs, each one estimate of ``log p(y)``, combined by log-mean-exp.
+        Independent runs, each one estimate of ``log p(y)``.
     num_moves : int or "auto"
         Kernel transitions per particle at each temperature. "auto": the pilot's choice
         (:meth:`bdmc.core.pilot.Tuned.moves_for`: enough moves that a particle keeps at most 0.2 of its
@@ -102,58 +104,17 @@ def tempered_smc(
     Returns
     -------
     Estimate
-        ``bound="lower"``; one entry of ``runs`` per run; ``settings`` records the particles, moves and the
-        pilot's choices.
+        One entry of ``runs`` per run; ``settings`` records the particles, moves and the pilot's choices.
     """
-    return _run(key, model, data, None, direction="forward", num_steps=num_steps, num_particles=num_particles,
-                num_runs=num_runs, num_moves=num_moves, kernel=kernel, schedule=schedule, tune=tune,
-                resampling=resampling, ess_threshold=ess_threshold, progress=progress)
-
-
-@register_estimator("rev-tempered-smc", label="rev tempered SMC", knob="num_steps", knobs=(10, 30, 100),
-                    bound="upper", needs_exact=True)
-def reverse_tempered_smc(
-    key,
-    model,
-    data,
-    *,
-    exact_latent=None,
-    num_steps: int = 100,
-    num_particles: int | str = "auto",
-    num_runs: int = 4,
-    num_moves: int | str = "auto",
-    kernel: Any = None,
-    schedule="auto",
-    tune: str | Pilot = "auto",
-    resampling: str = "systematic",
-    ess_threshold: float = 0.5,
-    progress="auto",
-) -> Estimate:
-    """Tempered SMC from the exact posterior sample to the prior: unbiased for ``1 / p(y)``, so the negated log
-    is a stochastic upper bound on ``log p(y)`` (module docstring).
-
-    Every particle of a run starts at ``exact_latent`` (one exact sample, or a batch with a leading axis of
-    ``num_runs``: one per run); runs combine by log-harmonic-mean. Other parameters as for
-    :func:`tempered_smc`; the pilot runs forward from prior draws on its own keys and the run follows the
-    reverse of the temperatures it chose.
-    """
-    require_exact_latent(exact_latent, "reverse tempered SMC")
-    return _run(key, model, data, exact_latent, direction="reverse", num_steps=num_steps,
-                num_particles=num_particles, num_runs=num_runs, num_moves=num_moves, kernel=kernel,
-                schedule=schedule, tune=tune, resampling=resampling, ess_threshold=ess_threshold,
-                progress=progress)
-
-
-def _run(key, model, data, exact_latent, *, direction, num_steps, num_particles, num_runs, num_moves, kernel,
-         schedule, tune, resampling, ess_threshold, progress) -> Estimate:
+    side = direction_of(direction)
     if isinstance(num_particles, str) and num_particles == "auto":
         num_particles = PARTICLES
     auto_moves = isinstance(num_moves, str) and num_moves == "auto"
-    for name, value in (("num_moves", 1 if auto_moves else num_moves), ("num_particles", num_particles),
-                        ("num_runs", num_runs)):
+    for option, value in (("num_moves", 1 if auto_moves else num_moves), ("num_particles", num_particles),
+                          ("num_runs", num_runs)):
         if isinstance(value, (bool, str)) or int(value) != value or value < 1:
-            extra = ' or "auto"' if name in ("num_particles", "num_moves") else ""
-            raise BDMCError(f"{name} must be a positive integer{extra}, got {value!r}")
+            extra = ' or "auto"' if option in ("num_particles", "num_moves") else ""
+            raise BDMCError(f"{option} must be a positive integer{extra}, got {value!r}")
     num_particles, num_runs = int(num_particles), int(num_runs)
     if not 0.0 <= float(ess_threshold) <= 1.0:
         raise BDMCError(f"ess_threshold must lie in [0, 1], got {ess_threshold!r}")
@@ -161,12 +122,11 @@ def _run(key, model, data, exact_latent, *, direction, num_steps, num_particles,
         resampler = AdaptiveResampling(scheme=resampling, ess_threshold=float(ess_threshold))
     except ValueError as err:  # an unknown scheme, named by the resampler
         raise BDMCError(str(err)) from err
+    name = "tempered SMC" if side.forward else "reverse tempered SMC"
     data = validate_data(model, data)
-    chains = num_runs * num_particles
-    name = "tempered SMC" if direction == "forward" else "reverse tempered SMC"
-    if direction == "reverse":  # before the pilot: a malformed exact latent is the caller's error, found at once
-        per_run = broadcast_latent(model, exact_latent, num_runs)  # one exact latent per run
-        init = jax.tree.map(lambda a: jnp.repeat(a, num_particles, axis=0), per_run)  # copied to its particles
+    # One exact latent per run, copied to its particles.
+    begun = runner.start(side, key, model, data, chains=num_runs * num_particles, exact_latent=exact_latent,
+                         copies=num_particles, name=name)
     path, kernel, tuned = plan(key, model, data, kernel, schedule, num_steps, tune)
     if auto_moves and tuned is not None:
         # The count is data of the compiled run: calls whose pilots chose different counts share one program.
@@ -175,31 +135,51 @@ def _run(key, model, data, exact_latent, *, direction, num_steps, num_particles,
     else:
         num_moves = 1 if auto_moves else int(num_moves)
         kernel = kernel if num_moves == 1 else repeat(kernel, num_moves)
-    key_run = key
-    if direction == "forward":
-        init, key_run = prior_draws(key, model, chains)
-    else:
-        check_exact_latent(model, data, exact_latent, per_run, path[-1], description=name)
-        path = path[::-1]
-    result = anneal(key_run, model, data, kernel, path, init, num_particles=num_particles, resampler=resampler,
-                    prior_check=PRIOR_CHECK_DRAWS, progress=progress,
-                    description=f"{name} T={path.shape[0]} K={num_particles}")
-    runs = result.log_evidence if direction == "forward" else -result.log_evidence
-    settings = {"method": "tempered-smc", "direction": direction, "num_steps": int(path.shape[0]),
+    settings = {"method": "tempered-smc", "direction": side.name, "num_steps": int(path.shape[0]),
                 "num_particles": num_particles, "num_runs": num_runs, "num_moves": num_moves,
                 "moves_chosen": ("pilot" if tuned is not None else "default") if auto_moves else "given",
                 "resampling": resampling, "ess_threshold": float(ess_threshold), "kernel": type(kernel).__name__}
-    seconds, compile_seconds, n_evals = result.seconds, result.compile_seconds, result.n_evals
-    if tuned is not None:  # the pilot's cost is part of the estimate's
-        seconds += tuned.seconds - tuned.compile_seconds
-        compile_seconds += tuned.compile_seconds
-        n_evals += tuned.n_evals
-        settings |= tuned.settings()
-    else:
-        settings["tuned"] = "off"
-    estimate = Estimate.from_runs(
-        runs, bound="lower" if direction == "forward" else "upper", seconds=seconds,
-        compile_seconds=compile_seconds, n_evals=n_evals, settings=settings, seed=seed_of(key), details=result,
-        compiled=result.compiled, **divergence_fields(result))
-    return warn_if_unhealthy(estimate, f"{name} T={settings['num_steps']}", stacklevel=4)
+    return runner.run(side, model, data, begun, runner.Route(path, kernel, tuned), name=name,
+                      detail=f"T={path.shape[0]} K={num_particles}", settings=settings, num_particles=num_particles,
+                      resampler=resampler, progress=progress)
 
+
+FORWARD_DOC = """Tempered SMC from prior draws: an unbiased estimate of ``p(y)``, a stochastic lower bound on its log.
+
+    ``tempered_smc(key, model, data, *, num_steps=100, num_particles="auto", num_runs=4, num_moves="auto",
+    kernel=None, schedule="auto", tune="auto", resampling="systematic", ess_threshold=0.5, progress="auto")``:
+    the parameters are those of :func:`tempered_sequential_monte_carlo` (``exact_latent`` is accepted and not
+    used); runs combine by log-mean-exp.
+
+    Returns
+    -------
+    Estimate
+        ``bound="lower"``; one entry of ``runs`` per run; ``settings`` records the particles, moves and the
+        pilot's choices.
+    """
+
+REVERSE_DOC = """Tempered SMC from the exact posterior sample to the prior: unbiased for ``1 / p(y)``, so the negated
+    log is a stochastic upper bound on ``log p(y)`` (module docstring).
+
+    Every particle of a run starts at ``exact_latent`` (one exact sample, or a batch with a leading axis of
+    ``num_runs``: one per run); runs combine by log-harmonic-mean. The parameters are those of
+    :func:`tempered_sequential_monte_carlo`; the pilot runs forward from prior draws on its own keys and the run
+    follows the reverse of the temperatures it chose.
+
+    Returns
+    -------
+    Estimate
+        ``bound="upper"``.
+    """
+
+TEMPERED_PAIR = EstimatorPair(
+    "tempered-smc", lower="tempered-smc", upper="rev-tempered-smc", knob="num_steps", symbol="T",
+    nouns=("number of temperatures", "numbers of temperatures"), axis="temperatures T",
+    labels=("tempered SMC", "reverse tempered SMC"),
+    remedy="More temperatures (a larger T), more particles (--particles) or more runs (--runs)",
+    summary="tempered SMC from prior and exact latent, --steps = T", smallest=2, default_knob=100,
+    particles=PARTICLES, styles=(("#9edae5", "o"), ("#ff9896", "s")))
+tempered_smc, reverse_tempered_smc = register_pair(
+    TEMPERED_PAIR, tempered_sequential_monte_carlo, knobs=(10, 30, 100),
+    estimator_labels=("tempered SMC", "rev tempered SMC"), docs=(FORWARD_DOC, REVERSE_DOC),
+    names=("tempered_smc", "reverse_tempered_smc"))

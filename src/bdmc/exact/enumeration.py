@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
 
+from ..errors import OptionError
 from .conjugate import gaussian_mean_log_marginal
 
 MAX_ASSIGNMENTS = 2_000_000
@@ -17,7 +18,7 @@ MAX_ASSIGNMENTS = 2_000_000
 def all_assignments(n: int, k: int) -> np.ndarray:
     """Every assignment of ``n`` items to ``k`` classes, shape (k**n, n)."""
     if k**n > MAX_ASSIGNMENTS:
-        raise ValueError(f"{k}**{n} = {k**n} assignments is too many to enumerate (limit {MAX_ASSIGNMENTS})")
+        raise OptionError(f"{k}**{n} = {k**n} assignments is too many to enumerate (limit {MAX_ASSIGNMENTS})")
     return np.array(list(itertools.product(range(k), repeat=n)), dtype=np.int32)
 
 

@@ -16,6 +16,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import logsumexp
 
+from ..errors import OptionError
 from .jeffreys import JeffreysResult, exact_jeffreys
 
 GRID_SIZE = 7
@@ -49,7 +50,7 @@ def barrier(*, size: int = GRID_SIZE) -> np.ndarray:
     dominant mode holds ``9 e^3 / (9 e^3 + 27 + 13 e^-10) = 0.870`` of the mass.
     """
     if size % 2 != 1:
-        raise ValueError(f"BARRIER needs an odd grid size (a middle row and column), got {size}")
+        raise OptionError(f"BARRIER needs an odd grid size (a middle row and column), got {size}")
     mid = size // 2
     row, col = np.divmod(np.arange(size * size), size)
     logf = np.full(size * size, BARRIER_FLAT)
@@ -72,7 +73,7 @@ def grid_neighbors(size: int = GRID_SIZE) -> np.ndarray:
 def linear_betas(num_distributions: int) -> np.ndarray:
     """Linear schedule over ``num_distributions`` distributions, prior (0) and target (1) included."""
     if num_distributions < 2:
-        raise ValueError(f"need at least 2 distributions (prior and target), got {num_distributions}")
+        raise OptionError(f"need at least 2 distributions (prior and target), got {num_distributions}")
     return np.linspace(0.0, 1.0, num_distributions)
 
 
@@ -94,7 +95,7 @@ def mh_transition_matrices(log_target, betas, *, size: int = GRID_SIZE) -> np.nd
     n, s = logf.shape
     nb = grid_neighbors(size)
     if nb.shape[0] != s:
-        raise ValueError(f"log_target has {s} states; a {size} x {size} grid has {nb.shape[0]}")
+        raise OptionError(f"log_target has {s} states; a {size} x {size} grid has {nb.shape[0]}")
     kernels = np.zeros((n, s, s))
     for d in range(4):
         src = np.flatnonzero(nb[:, d] >= 0)

@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import logsumexp
 
-from ..errors import ScheduleError
+from ..errors import OptionError, ScheduleError
 
 CHUNK = 512  # kernels materialized at once: bounds memory to CHUNK * S * S floats for long schedules
 ROW_SUM_TOL = 1e-10
@@ -114,7 +114,7 @@ def exact_jeffreys(
 
     Raises
     ------
-    ValueError
+    bdmc.errors.OptionError
         If shapes disagree, the prior is not a positive probability vector, a matrix is not stochastic or
         (with ``check_invariance``) does not leave its distribution invariant.
     bdmc.ScheduleError
@@ -259,7 +259,7 @@ def _invariance_checker(log_prior, loglik, betas):
         bad = np.flatnonzero(err > INVARIANCE_TOL)
         if bad.size:
             k = lo + 1 + int(bad[0])
-            raise ValueError(
+            raise OptionError(
                 f"transitions[{k - 1}] does not leave f at beta = {betas[k]} invariant "
                 f"(L1 error {err[bad[0]]:.3g}); {bad.size} kernel(s) in this chunk fail"
             )
@@ -273,7 +273,7 @@ def _kernel_source(transitions, betas, s):
         return lambda lo, hi: _checked_kernels(transitions(betas[lo + 1 : hi + 1]), hi - lo, s, offset=lo)
     stack = np.asarray(transitions, dtype=float)
     if stack.shape != (betas.size - 1, s, s):
-        raise ValueError(
+        raise OptionError(
             f"transitions must have shape (len(betas) - 1, S, S) = {(betas.size - 1, s, s)}, got {stack.shape}"
         )
     _checked_kernels(stack, betas.size - 1, s, offset=0)
@@ -283,14 +283,14 @@ def _kernel_source(transitions, betas, s):
 def _checked_kernels(kernels, n, s, *, offset) -> np.ndarray:
     kernels = np.asarray(kernels, dtype=float)
     if kernels.shape != (n, s, s):
-        raise ValueError(f"the transition callable returned shape {kernels.shape}, expected {(n, s, s)}")
+        raise OptionError(f"the transition callable returned shape {kernels.shape}, expected {(n, s, s)}")
     if not np.all(np.isfinite(kernels)) or np.any(kernels < 0):
         k = offset + int(np.flatnonzero(~(np.isfinite(kernels) & (kernels >= 0)).any(axis=(1, 2)))[0])
-        raise ValueError(f"transitions[{k}] has a negative or non-finite entry")
+        raise OptionError(f"transitions[{k}] has a negative or non-finite entry")
     err = np.abs(kernels.sum(axis=2) - 1.0).max(axis=1)
     if np.any(err > ROW_SUM_TOL):
         k = offset + int(np.argmax(err > ROW_SUM_TOL))
-        raise ValueError(f"transitions[{k}] is not row-stochastic (a row sums to 1 {err[k - offset]:+.3g})")
+        raise OptionError(f"transitions[{k}] is not row-stochastic (a row sums to 1 {err[k - offset]:+.3g})")
     return kernels
 
 
@@ -299,13 +299,13 @@ def _validate(log_target, prior, betas):
     prior = np.asarray(prior, dtype=float)
     betas = np.asarray(betas, dtype=float)
     if log_target.ndim != 1 or log_target.size < 1:
-        raise ValueError(f"log_target must be a non-empty vector, got shape {log_target.shape}")
+        raise OptionError(f"log_target must be a non-empty vector, got shape {log_target.shape}")
     if np.any(np.isnan(log_target) | (log_target == np.inf)) or not np.any(np.isfinite(log_target)):
-        raise ValueError("log_target must be finite or -inf, with at least one finite entry")
+        raise OptionError("log_target must be finite or -inf, with at least one finite entry")
     if prior.shape != log_target.shape:
-        raise ValueError(f"prior has shape {prior.shape}, log_target has {log_target.shape}")
+        raise OptionError(f"prior has shape {prior.shape}, log_target has {log_target.shape}")
     if not np.all(np.isfinite(prior)) or np.any(prior <= 0) or abs(prior.sum() - 1.0) > ROW_SUM_TOL:
-        raise ValueError("prior must be a strictly positive probability vector summing to 1")
+        raise OptionError("prior must be a strictly positive probability vector summing to 1")
     if betas.ndim != 1 or betas.size < 2:
         raise ScheduleError(f"betas must be a vector of at least 2 inverse temperatures, got shape {betas.shape}")
     if betas[0] != 0.0 or betas[-1] != 1.0:

@@ -219,23 +219,7 @@ def run_generative(config: GenerativeConfig, *, out, overwrite: bool = False,
     store = RowStore(out, settings=config.settings() | {"image_shape": list(splits.info["shape"])},
                      compare=ROW_DETERMINING, overwrite=overwrite)
     say = on_stage or (lambda message: None)
-    computed = 0
-
-    def unit(model, split, estimator, budget, compute) -> dict:
-        nonlocal computed
-        found = store.get(model, split, estimator, budget)
-        if found is not None:
-            return found
-        say(f"{model}: {estimator} on {split} ({budget})")
-        start = time.perf_counter()
-        body = compute()
-        row = store.append({"model": model, "split": split, "estimator": estimator, "budget": int(budget), **body,
-                            "seconds": body.get("seconds", time.perf_counter() - start)})
-        computed += 1
-        if on_row is not None:
-            on_row(row)
-        return row
-
+    units = _Units(store, say=say, on_row=on_row)
     train_images = splits.train if config.num_train is None else splits.train[: config.num_train]
     chosen = {"train": train_images[: config.images], "test": splits.test[: config.images]}
     valid = splits.valid[: config.valid_images]
@@ -244,47 +228,53 @@ def run_generative(config: GenerativeConfig, *, out, overwrite: bool = False,
                                 train_images, log=say, architecture=config.architecture, epochs=config.epochs,
                                 batch_size=config.batch_size, data=splits.describe())
         params, k = trained.decoder_params, sizes[0]
-        unit(kind, "train", "train", config.epochs, lambda: _training_row(trained))
+        if units.todo(kind, "train", "train", config.epochs):
+            units.save(_training_row(trained))
         save_arrays(store.dir / "arrays" / f"samples_{kind}.npz",
                     samples=trained.sample(unit_key(config.seed, "samples", kind), 16))
         common = dict(latent_dim=k, num_runs=config.chains, progress=progress)
-        sweep = unit(kind, "valid", "sigma", config.sigma_steps, lambda: _sigma_row(
-            tune_sigma(unit_key(config.seed, kind, "sigma"), decode, params, valid, sigmas=config.sigmas,
-                       num_steps=config.sigma_steps, **common)))
-        sigma = float(sweep["best"])
+        if units.todo(kind, "valid", "sigma", config.sigma_steps):
+            units.save(_sigma_row(
+                tune_sigma(unit_key(config.seed, kind, "sigma"), decode, params, valid, sigmas=config.sigmas,
+                           num_steps=config.sigma_steps, **common)))
+        sigma = float(units.row(kind, "valid", "sigma", config.sigma_steps)["best"])
         for split in ("train", "test"):
             for steps in sorted(config.steps):
-                unit(kind, split, "ais", steps, lambda: _ais_row(
-                    ais_log_likelihood(unit_key(config.seed, kind, split, "ais", steps), decode, params,
-                                       chosen[split], sigma=sigma, num_steps=steps, **common),
-                    store.dir / "arrays" / f"posterior_{kind}_{split}_{steps}.npz", params, chosen[split]))
-        if config.rate_distortion:
-            top = max(config.steps)
-            unit(kind, "test", "rate-distortion", top, lambda: _rate_distortion_row(
+                if units.todo(kind, split, "ais", steps):
+                    units.save(_ais_row(
+                        ais_log_likelihood(unit_key(config.seed, kind, split, "ais", steps), decode, params,
+                                           chosen[split], sigma=sigma, num_steps=steps, **common),
+                        store.dir / "arrays" / f"posterior_{kind}_{split}_{steps}.npz", params, chosen[split]))
+        top = max(config.steps)
+        if config.rate_distortion and units.todo(kind, "test", "rate-distortion", top):
+            units.save(_rate_distortion_row(
                 ais_log_likelihood(unit_key(config.seed, kind, "test", "ais", top), decode, params, chosen["test"],
                                    sigma=sigma, num_steps=top, rate_distortion=True, **common)))
         samples = trained.sample(unit_key(config.seed, kind, "kde-samples"), config.kde_samples)
-        bw = unit(kind, "valid", "kde-bandwidth", config.kde_samples, lambda: _bandwidth_row(
-            tune_bandwidth(samples, valid, bandwidths=config.bandwidths), sigma))
+        if units.todo(kind, "valid", "kde-bandwidth", config.kde_samples):
+            units.save(_bandwidth_row(tune_bandwidth(samples, valid, bandwidths=config.bandwidths), sigma))
+        bandwidth = float(units.row(kind, "valid", "kde-bandwidth", config.kde_samples)["best"])
         for split in ("train", "test"):
-            unit(kind, split, "kde", config.kde_samples, lambda: _values_row(
-                kde_log_likelihood(samples, chosen[split], bandwidth=float(bw["best"])), sigma,
-                bandwidth=float(bw["best"])))
+            if units.todo(kind, split, "kde", config.kde_samples):
+                units.save(_values_row(kde_log_likelihood(samples, chosen[split], bandwidth=bandwidth), sigma,
+                                       bandwidth=bandwidth))
         if trained.encoder_params is not None:
             for split in ("train", "test"):
-                unit(kind, split, "iwae", config.iwae_k, lambda: _values_row(
-                    iwae_bound(unit_key(config.seed, kind, split, "iwae"), decode, params, encode,
-                               trained.encoder_params, chosen[split], sigma=sigma, num_samples=config.iwae_k), sigma))
-            if config.encoder_ais:
-                top = max(config.steps)
-                unit(kind, "test", "ais-encoder", top, lambda: _ais_row(
+                if units.todo(kind, split, "iwae", config.iwae_k):
+                    units.save(_values_row(
+                        iwae_bound(unit_key(config.seed, kind, split, "iwae"), decode, params, encode,
+                                   trained.encoder_params, chosen[split], sigma=sigma, num_samples=config.iwae_k),
+                        sigma))
+            if config.encoder_ais and units.todo(kind, "test", "ais-encoder", top):
+                units.save(_ais_row(
                     ais_log_likelihood(unit_key(config.seed, kind, "test", "ais-encoder", top), decode, params,
                                        chosen["test"], sigma=sigma, num_steps=top,
                                        init=(encode, trained.encoder_params), **common), None, params, None))
-        unit(kind, "simulated", "bdmc", config.bdmc_steps, lambda: _gap_row(
-            bdmc_gap(unit_key(config.seed, kind, "bdmc"), decode, params, sigma=sigma, latent_dim=k,
-                     num_images=config.sim_images, num_steps=config.bdmc_steps, num_runs=config.chains,
-                     progress=progress)))
+        if units.todo(kind, "simulated", "bdmc", config.bdmc_steps):
+            units.save(_gap_row(
+                bdmc_gap(unit_key(config.seed, kind, "bdmc"), decode, params, sigma=sigma, latent_dim=k,
+                         num_images=config.sim_images, num_steps=config.bdmc_steps, num_runs=config.chains,
+                         progress=progress)))
         curve_runs = config.chains if config.curve_runs is None else int(config.curve_runs)
         for steps in sorted(config.bdmc_curve):
             found = store.get(kind, "simulated", "bdmc-curve", steps)
@@ -293,10 +283,48 @@ def run_generative(config: GenerativeConfig, *, out, overwrite: bool = False,
                                 f"chains per image, not {curve_runs}: pass --curve-runs {found['chains']} or "
                                 "another --out")
             # The key of the table's BDMC row: the same simulated images (and z) at every T.
-            unit(kind, "simulated", "bdmc-curve", steps, lambda: _gap_row(
-                bdmc_gap(unit_key(config.seed, kind, "bdmc"), decode, params, sigma=sigma, latent_dim=k,
-                         num_images=config.sim_images, num_steps=steps, num_runs=curve_runs, progress=progress)))
-    return _finish(store, config, computed)
+            if units.todo(kind, "simulated", "bdmc-curve", steps):
+                units.save(_gap_row(
+                    bdmc_gap(unit_key(config.seed, kind, "bdmc"), decode, params, sigma=sigma, latent_dim=k,
+                             num_images=config.sim_images, num_steps=steps, num_runs=curve_runs,
+                             progress=progress)))
+    return _finish(store, config, units.computed)
+
+
+class _Units:
+    """The units of one evaluation, each computed at most once: :meth:`todo` says whether a unit still has to be
+    computed (announcing it and starting its clock), :meth:`save` stores the row it computed and :meth:`row`
+    reads a unit's row back. Computing a unit's row inline after ``todo`` (rather than handing over a callable)
+    keeps every value the row depends on explicit in the loop that computes it."""
+
+    def __init__(self, store: RowStore, *, say: Callable[[str], None], on_row: Callable[[dict], None] | None):
+        self.store, self.say, self.on_row = store, say, on_row
+        self.computed = 0
+        self._pending: tuple | None = None  # (key, start) of the unit todo announced
+
+    def todo(self, model: str, split: str, estimator: str, budget) -> bool:
+        """True when the unit has no row yet: it is announced and its clock starts; :meth:`save` must follow."""
+        if self.store.get(model, split, estimator, budget) is not None:
+            return False
+        self.say(f"{model}: {estimator} on {split} ({budget})")
+        self._pending = ((model, split, estimator, budget), time.perf_counter())
+        return True
+
+    def save(self, body: dict) -> dict:
+        """Store the row of the unit :meth:`todo` announced (its ``seconds`` the time since, unless ``body`` has
+        them)."""
+        (model, split, estimator, budget), start = self._pending
+        self._pending = None
+        row = self.store.append({"model": model, "split": split, "estimator": estimator, "budget": int(budget),
+                                 **body, "seconds": body.get("seconds", time.perf_counter() - start)})
+        self.computed += 1
+        if self.on_row is not None:
+            self.on_row(row)
+        return row
+
+    def row(self, model: str, split: str, estimator: str, budget) -> dict:
+        """The stored row of a unit."""
+        return self.store.get(model, split, estimator, budget)
 
 
 def _finish(store: RowStore, config: GenerativeConfig, computed: int) -> GenerativeResult:

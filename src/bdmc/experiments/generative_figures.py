@@ -22,7 +22,8 @@ from .generative_store import curve_table, load_rows
 def sigma_table(rows) -> pd.DataFrame:
     """The sigma sweeps of the rows: one line per model and sigma."""
     lines = [{"model": r["model"], "sigma": s, "mean": m, "stderr": e}
-             for r in rows if r["estimator"] == "sigma" for s, m, e in zip(r["sigmas"], r["means"], r["stderrs"], strict=False)]
+             for r in rows if r["estimator"] == "sigma"
+             for s, m, e in zip(r["sigmas"], r["means"], r["stderrs"], strict=False)]
     return pd.DataFrame(lines, columns=["model", "sigma", "mean", "stderr"])
 
 

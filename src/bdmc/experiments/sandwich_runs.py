@@ -12,15 +12,17 @@ sample to start a reverse chain from, so there is no upper bound, no gap and no 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import jax
 import numpy as np
 import pandas as pd
 
 from ..checks.alarm import ALPHA, BugAlarm
-from ..checks.sandwich import COLUMNS, SandwichResult, sandwich
+from ..checks.sandwich import COLUMNS, SandwichPlan, SandwichResult, plan_sandwich, sandwich, simulated_data
 from ..errors import BDMCError, DataError
 from .store import RunStore
 
@@ -65,6 +67,74 @@ class SandwichRun:
         return self.result.verdict
 
 
+@dataclass(frozen=True)
+class PreparedSandwich:
+    """A sandwich run resolved once and its store opened: what a command prints before the first row.
+
+    Attributes
+    ----------
+    plan : SandwichPlan
+        The pair, particles, kernel, data and exact value (:func:`bdmc.checks.sandwich.plan_sandwich`).
+    store : RunStore
+        The output store, its rows those already done.
+    data_record : str or dict
+        ``settings["data"]``: "simulated", or the observed arrays read (names, shapes) and their digest.
+    """
+
+    plan: SandwichPlan
+    store: RunStore
+    data_record: Any
+
+
+def prepare_sandwich(key, model, *, out, settings: dict, method: str = "auto", num_particles=None, kernel=None,
+                     observed: Mapping[str, np.ndarray] | None = None, source: str = "--data", hint: str = "",
+                     overwrite: bool = False, discard=()) -> PreparedSandwich:
+    """Resolve a sandwich run once (:func:`bdmc.checks.sandwich.plan_sandwich`) and open its store.
+
+    Parameters
+    ----------
+    key, model
+        As for :func:`bdmc.sandwich`: the key simulates the data (and drives the runs).
+    out : path
+        The output directory (:func:`open_sandwich_store`).
+    settings : dict
+        The store's settings less what this resolves: ``method``, ``particles`` and ``data`` are added.
+    method, num_particles, kernel
+        As for :func:`bdmc.checks.sandwich.plan_sandwich`.
+    observed : mapping of str to array, optional
+        The user's observed arrays (real data): read into the structure of the data ``key`` simulates
+        (:func:`real_data_like`, ``source`` and ``hint`` as there), forward bounds only. None: simulated data.
+    overwrite, discard
+        As for :func:`open_sandwich_store`.
+
+    Returns
+    -------
+    PreparedSandwich
+    """
+    data, exact_latent = simulated_data(key, model)
+    record = "simulated"
+    if observed is not None:
+        names = data_array_names(data) or list(observed)
+        data, exact_latent = real_data_like(data, observed, source=source, hint=hint), None
+        record = real_data_record(names, data)
+    plan = plan_sandwich(key, model, data, exact_latent, method=method, num_particles=num_particles, kernel=kernel,
+                         forward_only=observed is not None)
+    store = open_sandwich_store(out, {**settings, "method": plan.method, "particles": plan.num_particles,
+                                      "data": record}, overwrite=overwrite, discard=discard,
+                                real_data=observed is not None)
+    return PreparedSandwich(plan=plan, store=store, data_record=record)
+
+
+def real_data_record(names: list[str], data) -> dict:
+    """What settings.json records of real data: the arrays read (name: shape) and a digest of their values."""
+    digest = hashlib.sha256()
+    arrays = {}
+    for name, leaf in zip(names, jax.tree.leaves(data), strict=False):
+        arrays[name] = list(np.shape(leaf))
+        digest.update(name.encode() + np.ascontiguousarray(leaf).tobytes())
+    return {"source": "real", "arrays": arrays, "sha256": digest.hexdigest()[:16]}
+
+
 def open_sandwich_store(out, settings: dict, *, overwrite: bool, discard=(), real_data: bool = False) -> RunStore:
     """The store of a sandwich run in ``out``: ``sandwich.csv`` and ``settings.json``.
 
@@ -85,11 +155,11 @@ def open_sandwich_store(out, settings: dict, *, overwrite: bool, discard=(), rea
     return store
 
 
-def run_sandwich(key, model, data, exact_latent, *, store: RunStore, steps: list[int], num_runs: int,
-                 schedule: str = "auto", method: str = "ais", num_particles: int = 1,
+def run_sandwich(key, model, data=None, exact_latent=None, *, store: RunStore, steps: list[int], num_runs: int,
+                 schedule: str = "auto", method: str = "ais", num_particles: int | None = None,
                  until_gap: float | None = None, max_steps: int = 100_000, alpha: float = ALPHA,
                  on_row: Callable[[dict], None] | None = None, progress="auto", real_data: bool = False,
-                 kernel=None) -> SandwichRun:
+                 kernel=None, plan: SandwichPlan | None = None) -> SandwichRun:
     """Run :func:`bdmc.sandwich` on the rows ``store`` lacks, appending each as it finishes.
 
     Parameters
@@ -99,8 +169,8 @@ def run_sandwich(key, model, data, exact_latent, *, store: RunStore, steps: list
         (:func:`bdmc.checks.sandwich.simulated_data`), or, with ``real_data``, the user's observed data and None.
     store : RunStore
         From :func:`open_sandwich_store`.
-    steps, num_runs, schedule, method, num_particles, until_gap, max_steps, alpha, progress, kernel
-        As for :func:`bdmc.sandwich`.
+    steps, num_runs, schedule, method, num_particles, until_gap, max_steps, alpha, progress, kernel, plan
+        As for :func:`bdmc.sandwich` (with ``plan``, from :func:`prepare_sandwich`, nothing is resolved again).
     on_row : callable, optional
         Called with each new row after it is saved.
     real_data : bool
@@ -129,7 +199,7 @@ def run_sandwich(key, model, data, exact_latent, *, store: RunStore, steps: list
     result = sandwich(key, model, data, exact_latent, steps=steps, num_runs=num_runs, schedule=schedule,
                       method=method, num_particles=num_particles, until_gap=until_gap, max_steps=max_steps,
                       alpha=alpha, done=old, on_row=finished, progress=progress, forward_only=real_data,
-                      kernel=kernel)
+                      kernel=kernel, plan=plan)
     table = result.table.copy()
     if real_data:
         table[CSV_COLUMN] = REAL

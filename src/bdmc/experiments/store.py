@@ -33,7 +33,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import BDMCError
+from ..errors import BDMCError, OptionError
 from ..files import append_lines, to_jsonable, write_atomic, write_json_atomic
 
 __all__ = ["CsvRows", "DamagedRowWarning", "JsonLines", "RunStore", "StoreError", "prepare_output_dir",
@@ -108,10 +108,10 @@ class CsvRows:
             raise StoreError(f"{path} has columns {header}, expected {self.columns}; {DISCARD_HINT}")
 
     def parse(self, line: str) -> dict:
-        """One row from its line; ``ValueError`` says what is damaged."""
+        """One row from its line; :class:`StoreError` says what is damaged."""
         fields = next(csv.reader([line]), [])
         if len(fields) != len(self.columns):
-            raise ValueError(f"{len(fields)} fields, expected {len(self.columns)}")
+            raise StoreError(f"{len(fields)} fields, expected {len(self.columns)}")
         return {c: _PARSE[self.dtypes[c]](v) for c, v in zip(self.columns, fields, strict=False)}
 
     def coerce(self, row: Mapping, path: Path) -> dict:
@@ -148,13 +148,13 @@ class JsonLines:
         self.key = tuple(key)
 
     def parse(self, line: str) -> dict:
-        """One row from its line; ``ValueError`` says what is damaged."""
+        """One row from its line; a ``ValueError`` (:class:`StoreError`, or JSON's) says what is damaged."""
         row = json.loads(line)  # json.JSONDecodeError is a ValueError
         if not isinstance(row, dict):
-            raise ValueError(f"a JSON {type(row).__name__}, not an object")
+            raise StoreError(f"a JSON {type(row).__name__}, not an object")
         missing = [k for k in self.key if k not in row]
         if missing:
-            raise ValueError(f"no key field(s) {missing}")
+            raise StoreError(f"no key field(s) {missing}")
         return row
 
     def coerce(self, row: Mapping, path: Path) -> dict:
@@ -305,7 +305,7 @@ class RunStore:
                  discard: Sequence[str] = (), legacy: Callable[[dict | None], dict | None] | None = None,
                  contents_key: Sequence[str] | None = None, jsonl_name: str | None = None):
         if (jsonl_name is None) == (csv_name is None) or (csv_name is None) != (dtypes is None):
-            raise ValueError("give csv_name and dtypes (rows as CSV) or jsonl_name (rows as JSON lines)")
+            raise OptionError("give csv_name and dtypes (rows as CSV) or jsonl_name (rows as JSON lines)")
         self.dir = prepare_output_dir(out)
         self.row_format = CsvRows(dtypes) if csv_name is not None else JsonLines(key)
         self.rows_file, self.json = self.dir / (csv_name or jsonl_name), self.dir / json_name
@@ -430,7 +430,7 @@ def _parse_float(v: str) -> float:
 
 def _parse_bool(v: str) -> bool:
     if v not in ("True", "False"):
-        raise ValueError(f"{v!r} is not True or False")
+        raise StoreError(f"{v!r} is not True or False")
     return v == "True"
 
 

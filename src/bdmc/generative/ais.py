@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import jax
@@ -25,10 +24,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..caching import CompiledCache
-from ..contracts.estimate import Estimate, seed_of
-from ..core.ais import make_path
+from ..contracts.estimate import Estimate, freeze, seed_of
+from ..contracts.pairs import direction_of
+from ..core import runner
+from ..core.ais import AIS_PAIR, make_path
 from ..core.engine import DEFAULT_CHUNK, anneal
-from ..core.prior import prior_draws_batch
 from ..core.prior_check import PRIOR_CHECK_DRAWS
 from ..errors import BDMCError, DataError
 from ..kernels.hmc import HMC
@@ -95,11 +95,7 @@ class ImageEstimates:
     rate_distortion: RateDistortion | None = field(default=None, repr=False)
 
     def __post_init__(self):
-        for name in ("log_weights", "per_image", "per_image_stderr", "latents", "acceptance"):
-            arr = np.array(getattr(self, name), dtype=np.float64)
-            arr.setflags(write=False)
-            object.__setattr__(self, name, arr)
-        object.__setattr__(self, "settings", MappingProxyType(dict(self.settings)))
+        freeze(self, ("log_weights", "per_image", "per_image_stderr", "latents", "acceptance"))
 
     @property
     def num_images(self) -> int:
@@ -110,7 +106,7 @@ class ImageEstimates:
         return Estimate.from_runs(self.log_weights[i], bound=self.bound, seconds=self.seconds / self.num_images,
                                   compile_seconds=0.0, n_evals=self.n_evals // self.num_images,
                                   settings=dict(self.settings) | {"image": int(i)}, seed=self.seed,
-                                  compiled=self.compiled)
+                                  compiled=self.compiled, estimator=AIS_PAIR.estimator(self.settings["direction"]))
 
     def to_dict(self) -> dict:
         """JSON-ready summary (per-image values, not the latents)."""
@@ -242,34 +238,30 @@ def _evaluate(key, decoder, params, images, exact, *, direction, sigma, latent_d
         data, axes = EncoderData(case, mean, log_std), EncoderData(case_axes, 0, 0)
 
     kernel = HMC(model, step_size=float(step_size), num_integration_steps=int(leapfrog_steps))
-    pilot_cost = (0.0, 0.0, 0)
+    pilot = None
     if kind == "pilot":
-        cases = [jax.tree.map(lambda ax, a: a if ax is None else a[i], axes, data, is_leaf=lambda x: x is None)
+        cases = [jax.tree.map(lambda ax, a, i=i: a if ax is None else a[i], axes, data, is_leaf=lambda x: x is None)
                  for i in range(min(n, max(1, int(pilot_images))))]
-        table, secs, comp, evals = pilot_table(key, model, cases, kernel, tuning)
+        table, *cost = pilot_table(key, model, cases, kernel, tuning)
         kernel = HMC(model, step_size=table, num_integration_steps=int(leapfrog_steps))
-        pilot_cost = (secs - comp, comp, evals)
+        pilot = runner.PilotCost(*cost)
     elif kind == "table":
         kernel = HMC(model, step_size=tuning, num_integration_steps=int(leapfrog_steps))
 
-    keys = image_keys(key, n)
-    if direction == "forward":
-        start, keys = prior_draws_batch(keys, model, int(num_runs))
-        visited = path
-    else:
+    side = direction_of(direction)
+    exact_start = None
+    if not side.forward:
         z = _check_latents(exact, n, int(latent_dim), images.dtype)
         start_u = z if init is None else jax.vmap(model.to_u, (0, axes))(z, data)
-        start = jnp.broadcast_to(start_u[:, None, :], (n, int(num_runs), int(latent_dim)))
-        visited = path[::-1]
+        exact_start = jnp.broadcast_to(start_u[:, None, :], (n, int(num_runs), int(latent_dim)))
+    start, keys = runner.start_batch(side, image_keys(key, n), model, chains=int(num_runs), exact_start=exact_start)
     # The decoder is shared by every image, so a NaN region of it shows in any image: fewer draws per image.
-    run = anneal(keys, model, data, kernel, visited, start, batch_axes=axes, batch_label="image",
+    run = anneal(keys, model, data, kernel, side.visit(path), start, batch_axes=axes, batch_label="image",
                  chunk_size=chunk_size, prior_check=PRIOR_CHECK_DRAWS // 8, progress=progress,
                  record_increments=rate_distortion,
                  description=f"{direction} AIS T={path.shape[0]} ({n} images x {num_runs} runs)")
     latents = run.latents if init is None else jax.vmap(jax.vmap(model.to_z, (0, None)), (0, axes))(run.latents,
                                                                                                       data)
-    runs = run.log_weights if direction == "forward" else -run.log_weights
-    bound = "lower" if direction == "forward" else "upper"
     settings = {"direction": direction, "num_steps": int(path.shape[0]), "num_runs": int(num_runs),
                 "num_images": int(n), "sigma": float(sigma), "latent_dim": int(latent_dim),
                 "leapfrog_steps": int(leapfrog_steps), "schedule": schedule if isinstance(schedule, str) else "array",
@@ -278,12 +270,13 @@ def _evaluate(key, decoder, params, images, exact, *, direction, sigma, latent_d
                 "init": "prior" if init is None else "encoder", "kernel": "HMC"}
     curve = (curve_from_increments(np.asarray(path), run.increments, sigma=float(sigma), num_pixels=dim)
              if rate_distortion else None)
-    return _combine(runs, bound, run, np.asarray(latents), kernel.step_size, pilot_cost, settings, key, curve)
+    return _combine(side, run, np.asarray(latents), kernel.step_size, pilot, settings, key, curve)
 
 
-def _combine(runs, bound, run, latents, step_size, pilot_cost, settings, key, curve=None) -> ImageEstimates:
-    per_image = [Estimate.from_runs(r, bound=bound, seconds=0.0, compile_seconds=0.0, n_evals=0,
-                                    settings=dict(settings) | {"method": f"{settings['direction']} AIS, image {i}"})
+def _combine(side, run, latents, step_size, pilot, settings, key, curve=None) -> ImageEstimates:
+    runs = side.sign * run.log_weights
+    per_image = [Estimate.from_runs(r, bound=side.bound, seconds=0.0, compile_seconds=0.0, n_evals=0,
+                                    who=f"{side.name} AIS, image {i}", settings=settings)
                  for i, r in enumerate(runs)]
     values = np.array([e.value for e in per_image])
     n = values.size
@@ -291,11 +284,9 @@ def _combine(runs, bound, run, latents, step_size, pilot_cost, settings, key, cu
     stderr = float(np.std(values, ddof=1) / math.sqrt(n)) if n > 1 and finite else float("nan")
     return ImageEstimates(
         log_weights=runs, per_image=values, per_image_stderr=np.array([e.stderr for e in per_image]),
-        mean=float(np.mean(values)), stderr=stderr, bound=bound, combine=per_image[0].combine,
-        latents=latents, acceptance=np.mean(run.info.acceptance, axis=0),
-        step_size=step_size, seconds=run.seconds + pilot_cost[0], compile_seconds=run.compile_seconds + pilot_cost[1],
-        n_evals=run.n_evals + pilot_cost[2], compiled=run.compiled, settings=settings, seed=seed_of(key),
-        rate_distortion=curve)
+        mean=float(np.mean(values)), stderr=stderr, bound=side.bound, combine=per_image[0].combine,
+        latents=latents, acceptance=np.mean(run.info.acceptance, axis=0), step_size=step_size,
+        **runner.costs(run, pilot), compiled=run.compiled, settings=settings, seed=seed_of(key), rate_distortion=curve)
 
 
 _ENCODE = CompiledCache("generative encoder", maxsize=16)

@@ -103,11 +103,9 @@ def split_images(name: str, pixels: np.ndarray, labels: np.ndarray, *, levels: i
                         f"{name} images")
     rng = np.random.default_rng(seed)
     order = rng.permutation(n)
-    if dequantize:
-        # Noise for every source row (not every split row), so an image's noise does not depend on the split.
-        images = (pixels + rng.uniform(size=pixels.shape)) / levels
-    else:
-        images = pixels / (levels - 1.0)
+    # Dequantizing draws noise for every source row (not every split row): an image's noise does not depend on the
+    # split.
+    images = (pixels + rng.uniform(size=pixels.shape)) / levels if dequantize else pixels / (levels - 1.0)
     cut = {"test": order[:num_test], "valid": order[num_test:num_test + num_valid],
            "train": order[num_test + num_valid:]}
     info = {"seed": int(seed), "dequantize": bool(dequantize), "levels": int(levels), "shape": list(shape),

@@ -9,6 +9,7 @@ The decoders are Wu et al.'s (2017): tanh hidden layers and a sigmoid output, la
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import jax
@@ -74,7 +75,7 @@ def init_mlp(key, sizes: Sequence[int], *, dtype=None) -> list[dict]:
     """
     dtype = jnp.zeros(()).dtype if dtype is None else jnp.dtype(dtype)
     layers = []
-    for k, (n_in, n_out) in zip(jax.random.split(key, len(sizes) - 1), zip(sizes[:-1], sizes[1:], strict=False), strict=False):
+    for k, (n_in, n_out) in zip(jax.random.split(key, len(sizes) - 1), itertools.pairwise(sizes), strict=True):
         limit = np.sqrt(6.0 / (n_in + n_out))
         layers.append({"w": jax.random.uniform(k, (n_in, n_out), dtype, -limit, limit),
                        "b": jnp.zeros((n_out,), dtype)})

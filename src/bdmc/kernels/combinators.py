@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..contracts.kernel import KernelInfo
+from ..errors import OptionError
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class Cycle:
 
     def __post_init__(self):
         if not self.kernels:
-            raise ValueError("Cycle needs at least one kernel")
+            raise OptionError("Cycle needs at least one kernel")
         object.__setattr__(self, "kernels", tuple(self.kernels))
 
     @property
@@ -62,7 +63,7 @@ class Repeat:
 
     def __post_init__(self):
         if int(self.n) < 1:
-            raise ValueError(f"Repeat needs n >= 1, got {self.n}")
+            raise OptionError(f"Repeat needs n >= 1, got {self.n}")
 
     @property
     def evals_per_step(self) -> int:
@@ -95,7 +96,7 @@ class RepeatUpTo:
 
     def __post_init__(self):
         if isinstance(self.n, (int, np.integer)) and not 1 <= int(self.n) <= int(self.most):  # not when traced
-            raise ValueError(f"RepeatUpTo needs 1 <= n <= most, got n={self.n}, most={self.most}")
+            raise OptionError(f"RepeatUpTo needs 1 <= n <= most, got n={self.n}, most={self.most}")
 
     @property
     def evals_per_step(self) -> int:

@@ -16,17 +16,18 @@ same key. Models with their own collapsed ``log_density`` (not linear in lam) us
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import blackjax
 import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from ..contracts.capabilities import CollapsedDensity, supports
 from ..contracts.kernel import KernelInfo
 from ..contracts.model import legal_for_acceptance, proposal_log_density, weighted_sum
 from ..contracts.nonfinite import nonfinite_check
+from ..errors import OptionError
+from .cached import CachedTermsKernel
 from .mass import GaussianTable, inverse_mass_at
 from .step_sizes import StepSizeTable, step_size_at
 
@@ -43,13 +44,14 @@ class TermsState(NamedTuple):
 
 
 @dataclass(frozen=True)
-class HMC:
+class HMC(CachedTermsKernel):
     """Hamiltonian Monte Carlo: ``num_integration_steps`` leapfrog steps of ``step_size``.
+
+    Its first field, ``model`` (:class:`~bdmc.kernels.cached.CachedTermsKernel`'s), is the model whose
+    intermediate densities ``f(.; lam)`` the kernel leaves invariant.
 
     Parameters
     ----------
-    model
-        The model whose intermediate densities ``f(.; lam)`` the kernel leaves invariant.
     step_size : float or StepSizeTable
         One step size, or a table of step sizes by lam (a pilot run's frozen choice, see
         :func:`bdmc.core.pilot.tune`); a table is read at the lam of each transition, never at a chain's
@@ -67,7 +69,6 @@ class HMC:
         sets 0.5. Still a fixed kernel (a mixture over step sizes, each leaving ``f(.; lam)`` invariant).
     """
 
-    model: Any
     step_size: float | StepSizeTable = 0.05
     num_integration_steps: int = 10
     inverse_mass: tuple | GaussianTable | None = None
@@ -83,11 +84,6 @@ class HMC:
         """Gradient evaluations of one :meth:`step` from a cached state."""
         return self.num_integration_steps
 
-    @property
-    def caches_terms(self) -> bool:
-        """Whether :meth:`init_state` / :meth:`step` apply: the density is linear in lam."""
-        return not supports(self.model, CollapsedDensity)
-
     def __call__(self, key, latent, data, lam):
         # The cached gradient is that of the summed terms: it serves a scalar lam only.
         if not self.caches_terms or jnp.ndim(lam) != 0:
@@ -95,19 +91,10 @@ class HMC:
         state, info = self.step(key, self.init_state(latent, data), data, lam)
         return self.state_latent(state, latent), info
 
-    # -- cached-state interface (the engine's lean path) ----------------------------------------------------
-    def init_state(self, latent, data) -> TermsState:
-        """Evaluate the lambda-free parts of the density at ``latent`` (one gradient evaluation)."""
-        flat, unravel = ravel_pytree(latent)
+    # -- cached-state interface (the engine's lean path; the bookkeeping is CachedTermsKernel's) -------------
+    def evaluate_state(self, flat, unravel, data) -> TermsState:
+        """The lambda-free parts of the density at the flat position ``flat`` (one gradient evaluation)."""
         return _evaluate(self.model, flat, unravel, data)
-
-    def state_latent(self, state: TermsState, like):
-        """The latent of ``state``, in the structure of ``like`` (any latent of the model)."""
-        return ravel_pytree(like)[1](state.position)
-
-    def state_terms(self, state: TermsState):
-        """The likelihood terms (one per data case) cached in ``state``."""
-        return state.log_likelihood
 
     def step(self, key, state: TermsState, data, lam, *, like=None) -> tuple[TermsState, KernelInfo]:
         """One HMC transition leaving ``f(.; lam)`` invariant, from and to a cached state.
@@ -116,9 +103,8 @@ class HMC:
         structure (defaults to the shape of a prior draw).
         """
         if jnp.ndim(lam) != 0:
-            raise ValueError("HMC.step needs a scalar lam; a per-case lam goes through __call__")
-        like = jax.eval_shape(self.model.sample_prior, jax.random.key(0)) if like is None else like
-        unravel = ravel_pytree(_zeros_like(like))[1]
+            raise OptionError("HMC.step needs a scalar lam; a per-case lam goes through __call__")
+        unravel = self.unravel_for(like)
         flat = state.position
         metric = blackjax.mcmc.metrics.default_metric(inverse_mass_at(self.inverse_mass, lam, flat))
         velocity = jax.grad(metric.kinetic_energy)
@@ -196,10 +182,6 @@ def _grad(state: TermsState, lam) -> jax.Array:
 
 def _check(state: TermsState, lam, unravel) -> None:
     nonfinite_check(_value(state, lam) < jnp.inf, unravel(state.position))
-
-
-def _zeros_like(shape_tree):
-    return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shape_tree)
 
 
 # The step size and inverse mass (numbers or tables) are data, the rest static: a compiled run takes a pilot's

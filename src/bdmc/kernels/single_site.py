@@ -22,39 +22,32 @@ is read from the cached terms and the current density is never recomputed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
-from ..contracts.capabilities import CollapsedDensity, supports
 from ..contracts.kernel import KernelInfo
 from ..contracts.model import legal_for_acceptance, log_density, weighted_sum
 from ..contracts.nonfinite import nonfinite_check
 from ..errors import BDMCError
+from .cached import CachedTerms, CachedTermsKernel
 
 ORDERS = ("random", "sweep")
 PROPOSALS = ("random-walk", "independent")
 
 
-class SiteState(NamedTuple):
-    """A chain's flat position with its log prior and likelihood terms (one per data case)."""
-
-    position: jax.Array
-    log_prior: jax.Array
-    log_likelihood: jax.Array
-
-
 @dataclass(frozen=True)
-class SingleSiteMH:
+class SingleSiteMH(CachedTermsKernel):
     """Metropolis-Hastings that changes one latent coordinate per update (WebPPL's MH).
+
+    Its first field, ``model`` (:class:`~bdmc.kernels.cached.CachedTermsKernel`'s), is the model whose
+    intermediate densities ``f(.; lam)`` the kernel leaves invariant; its latents must be continuous and
+    unconstrained (the PPL adapters' are).
 
     Parameters
     ----------
-    model
-        The model whose intermediate densities ``f(.; lam)`` the kernel leaves invariant; its latents must be
-        continuous and unconstrained (the PPL adapters' are).
     scale : float or tuple of float
         The proposal's standard deviation, one for every coordinate or one per coordinate of the flattened
         latent (a tuple, so the kernel stays hashable).
@@ -77,7 +70,6 @@ class SingleSiteMH:
     cached state, on the engine's lean path, ``num_updates`` (``evals_per_cached_step``).
     """
 
-    model: Any
     scale: float | tuple = 0.1
     proposal: str = "random-walk"
     loc: float | tuple = 0.0
@@ -115,11 +107,6 @@ class SingleSiteMH:
         like = jax.eval_shape(self.model.sample_prior, jax.random.key(0))
         return int(sum(x.size for x in jax.tree.leaves(like)))
 
-    @property
-    def caches_terms(self) -> bool:
-        """Whether :meth:`init_state` / :meth:`step` apply: the density is ``log_prior + lam * terms``."""
-        return not supports(self.model, CollapsedDensity)
-
     # -- the kernel contract ---------------------------------------------------------------------------------
     def __call__(self, key, latent, data, lam):
         if not self.caches_terms:
@@ -127,27 +114,17 @@ class SingleSiteMH:
         state, info = self.step(key, self.init_state(latent, data), data, lam, like=latent)
         return self.state_latent(state, latent), info
 
-    # -- cached-state interface (the engine's lean path) -----------------------------------------------------
-    def init_state(self, latent, data) -> SiteState:
-        """Evaluate the log prior and the likelihood terms at ``latent`` (one evaluation)."""
-        flat, unravel = ravel_pytree(latent)
+    # -- cached-state interface (the engine's lean path; the bookkeeping is CachedTermsKernel's) --------------
+    def evaluate_state(self, flat, unravel, data) -> CachedTerms:
+        """The log prior and the likelihood terms at the flat position ``flat`` (one evaluation)."""
         return _evaluate(self.model, flat, unravel, data)
 
-    def state_latent(self, state: SiteState, like):
-        """The latent of ``state``, in the structure of ``like`` (any latent of the model)."""
-        return ravel_pytree(like)[1](state.position)
-
-    def state_terms(self, state: SiteState):
-        """The likelihood terms (one per data case) cached in ``state``."""
-        return state.log_likelihood
-
-    def step(self, key, state: SiteState, data, lam, *, like=None) -> tuple[SiteState, KernelInfo]:
+    def step(self, key, state: CachedTerms, data, lam, *, like=None) -> tuple[CachedTerms, KernelInfo]:
         """``num_updates`` single-site updates leaving ``f(.; lam)`` invariant, from and to a cached state.
 
         ``lam`` may be a scalar or one weight per data case (the terms are cached one per case).
         """
-        like = jax.eval_shape(self.model.sample_prior, jax.random.key(0)) if like is None else like
-        unravel = ravel_pytree(jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), like))[1]
+        unravel = self.unravel_for(like)
 
         def value(s):
             return s.log_prior + weighted_sum(lam, s.log_likelihood)
@@ -226,6 +203,6 @@ class _Valued(NamedTuple):
     value: jax.Array
 
 
-def _evaluate(model, flat, unravel, data) -> SiteState:
+def _evaluate(model, flat, unravel, data) -> CachedTerms:
     latent = unravel(flat)
-    return SiteState(flat, model.log_prior(latent), model.log_likelihood(latent, data))
+    return CachedTerms(flat, model.log_prior(latent), model.log_likelihood(latent, data))

@@ -1,5 +1,6 @@
 """The Model contract and built-in models."""
 
+from ..errors import OptionError
 from .binary_attributes import BinaryAttributes, BinaryAttributesHyper
 from .clustering import Clustering, ClusteringHyper
 from .correlated_gaussian import CorrelatedGaussianMean
@@ -28,7 +29,7 @@ def get_model(name: str, **options):
     try:
         cls = REGISTRY[name]
     except KeyError:
-        raise ValueError(f"unknown model {name!r}; choose one of {sorted(REGISTRY)}") from None
+        raise OptionError(f"unknown model {name!r}; choose one of {sorted(REGISTRY)}") from None
     return cls(**options)
 
 

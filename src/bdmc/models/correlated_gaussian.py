@@ -11,21 +11,20 @@ model is where ``benchmarks/check_power.py`` reproduces it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..caching import cached
 from ..contracts.model import check_array_shape
 from ..errors import BDMCError
-from ..kernels import Conditional, GibbsSweep
+from ..kernels import Conditional
 from ..kernels.conditional import CopyBlock
+from .gaussian_cases import LOG_2PI, GaussianCases
 
-LOG_2PI = float(np.log(2 * np.pi))
 
-
-@lru_cache(maxsize=64)
+@cached(maxsize=64)
 def _rotation(dim: int, seed: int, angle: float | None) -> np.ndarray:
     """The eigenvector matrix V.
 
@@ -48,7 +47,7 @@ def _rotation(dim: int, seed: int, angle: float | None) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class CorrelatedGaussianMean:
+class CorrelatedGaussianMean(GaussianCases):
     """``x ~ N(prior_mean 1, S)`` with ``S = V diag(e) V^T``; ``y_i ~ N(x, noise_std^2 I_dim)`` for i = 1..n.
 
     Latent ``{"x": (dim,)}``; data ``(n, dim)``.
@@ -81,6 +80,8 @@ class CorrelatedGaussianMean:
     noise_std: float = 1.0
     rotation_seed: int = 0
     rotation_angle: float | None = None
+
+    mean_site = "x"  # a class attribute, not a field: the latent site GaussianCases draws the data about
 
     def __post_init__(self):
         if self.n < 1 or self.dim < 1:
@@ -116,17 +117,10 @@ class CorrelatedGaussianMean:
         eps = jax.random.normal(key, (self.dim,))
         return {"x": self.prior_mean + jnp.asarray(self.eigenvectors) @ (jnp.sqrt(jnp.asarray(self.eigenvalues)) * eps)}
 
-    def sample_data(self, key, latent):
-        return latent["x"] + self.noise_std * jax.random.normal(key, (self.n, self.dim))
-
     def log_prior(self, latent):
         z = jnp.asarray(self.eigenvectors).T @ (latent["x"] - self.prior_mean)  # coordinates in the eigenbasis
         e = jnp.asarray(self.eigenvalues)
         return jnp.sum(-0.5 * z**2 / e - 0.5 * jnp.log(e) - 0.5 * LOG_2PI)
-
-    def log_likelihood(self, latent, data):
-        z = (data - latent["x"]) / self.noise_std
-        return jnp.sum(-0.5 * z**2 - jnp.log(self.noise_std) - 0.5 * LOG_2PI, axis=-1)
 
     def check_data(self, data):
         check_array_shape("CorrelatedGaussianMean data", data, (self.n, self.dim))
@@ -181,14 +175,3 @@ class CorrelatedGaussianMean:
     def conditionals(self):
         """The single Gibbs block: x given the data, under f(.; lam)."""
         return (Conditional("x", self.gibbs_update, self._log_prob_x, CopyBlock(("x",))),)
-
-    def sample_data_tempered(self, key, latent, lam):
-        """Data from the tempered likelihood normalized in y: noise variance noise_std^2 / lam per case."""
-        lam = jnp.broadcast_to(jnp.asarray(lam, jnp.result_type(float)), (self.n,))
-        sd = self.noise_std / jnp.sqrt(jnp.where(lam > 0, lam, 1.0))
-        y = latent["x"] + sd[:, None] * jax.random.normal(key, (self.n, self.dim))
-        return jnp.where(lam[:, None] > 0, y, 0.0)  # switched-off cases carry no information
-
-    def default_kernel(self):
-        """The exact Gibbs update."""
-        return GibbsSweep(self.conditionals())

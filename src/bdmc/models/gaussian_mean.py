@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import jax
@@ -10,14 +9,13 @@ import jax.numpy as jnp
 
 from ..contracts.model import check_array_shape
 from ..exact import gaussian_mean_log_marginal
-from ..kernels import Conditional, GibbsSweep
+from ..kernels import Conditional
 from ..kernels.conditional import CopyBlock
-
-LOG_2PI = math.log(2 * math.pi)  # a Python float: it takes the dtype of the arrays it meets
+from .gaussian_cases import LOG_2PI, GaussianCases
 
 
 @dataclass(frozen=True)
-class GaussianMean:
+class GaussianMean(GaussianCases):
     """``mu ~ N(prior_mean, prior_std^2 I_dim)``, ``y_i ~ N(mu, noise_std^2 I_dim)`` for i = 1..n.
 
     Latent ``{"mu": (dim,)}``; data ``(n, dim)``. The tempered conditional of ``mu`` is Gaussian for any
@@ -33,16 +31,9 @@ class GaussianMean:
     def sample_prior(self, key):
         return {"mu": self.prior_mean + self.prior_std * jax.random.normal(key, (self.dim,))}
 
-    def sample_data(self, key, latent):
-        return latent["mu"] + self.noise_std * jax.random.normal(key, (self.n, self.dim))
-
     def log_prior(self, latent):
         z = (latent["mu"] - self.prior_mean) / self.prior_std
         return jnp.sum(-0.5 * z**2 - jnp.log(self.prior_std) - 0.5 * LOG_2PI)
-
-    def log_likelihood(self, latent, data):
-        z = (data - latent["mu"]) / self.noise_std
-        return jnp.sum(-0.5 * z**2 - jnp.log(self.noise_std) - 0.5 * LOG_2PI, axis=-1)
 
     def check_data(self, data):
         check_array_shape("GaussianMean data", data, (self.n, self.dim))
@@ -79,14 +70,3 @@ class GaussianMean:
     def conditionals(self):
         """The single Gibbs block: mu given the data, under f(.; lam)."""
         return (Conditional("mu", self.gibbs_update, self._log_prob_mu, CopyBlock(("mu",))),)
-
-    def sample_data_tempered(self, key, latent, lam):
-        """Data from the tempered likelihood normalized in y: noise variance noise_std^2 / lam per case."""
-        lam = jnp.broadcast_to(jnp.asarray(lam, jnp.result_type(float)), (self.n,))
-        sd = self.noise_std / jnp.sqrt(jnp.where(lam > 0, lam, 1.0))
-        y = latent["mu"] + sd[:, None] * jax.random.normal(key, (self.n, self.dim))
-        return jnp.where(lam[:, None] > 0, y, 0.0)  # switched-off cases carry no information
-
-    def default_kernel(self):
-        """The exact Gibbs update."""
-        return GibbsSweep(self.conditionals())

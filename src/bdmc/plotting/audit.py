@@ -60,7 +60,7 @@ def plot_consistency(table: pd.DataFrame, *, tol: float, ax=None, title: str | N
     v = table["violation"].to_numpy(dtype=float)
     positive = v[(v > 0) & np.isfinite(v)]
     floor = 0.1 * min(positive.min() if positive.size else tol, tol)
-    for i, ((name, lam), rows) in enumerate(groups):
+    for i, (_, rows) in enumerate(groups):
         x = np.clip(rows["violation"].to_numpy(dtype=float), floor, None)
         x = np.where(np.isfinite(x), x, 1e6)
         bad = x > tol

@@ -8,15 +8,15 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ..contracts.pairs import FALLBACK_STYLE, pair_of
 from .figures import require_columns
 
-# One colour and marker per estimator, so every panel of a figure (and every figure) reads alike.
-STYLES = {
-    "lw": ("#8c564b", "v"), "hme": ("#e377c2", "^"), "ais": ("#1f77b4", "o"), "rev-ais": ("#d62728", "s"),
-    "smc": ("#2ca02c", "D"), "shme": ("#ff7f0e", "P"), "ns": ("#9467bd", "X"), "bic": ("#7f7f7f", "h"),
+# One colour and marker per estimator, so every panel of a figure (and every figure) reads alike: a paired
+# estimator's from its pair (:class:`bdmc.contracts.pairs.EstimatorPair`), these for the estimators of no pair.
+SINGLE_STYLES = {
+    "lw": ("#8c564b", "v"), "hme": ("#e377c2", "^"), "ns": ("#9467bd", "X"), "bic": ("#7f7f7f", "h"),
     "vb": ("#bcbd22", "<"), "vb+sym": ("#17becf", ">"), "cms": ("#000000", "d"),
 }
-FALLBACK = ("#7f7f7f", "*")
 NEEDED = {"estimator", "label", "knob", "mean", "ci_low", "ci_high", "rmse", "combined_error", "seconds", "truth"}
 
 
@@ -46,7 +46,7 @@ def plot_bench(table: pd.DataFrame, *, zoom: float = 10.0, title: str | None = N
     truth = float(table["truth"].iloc[0]) if len(table) else math.nan
     for name, rows in table.groupby("estimator", sort=False):
         rows = rows.sort_values("seconds")
-        color, marker = STYLES.get(name, FALLBACK)
+        color, marker = style(name)
         label = str(rows["label"].iloc[0])
         for ax in (full, zoomed):
             _estimates(ax, rows, color=color, marker=marker, label=label)
@@ -84,3 +84,12 @@ def _estimates(ax, rows: pd.DataFrame, *, color, marker, label) -> None:
     high = np.nan_to_num(rows["ci_high"].to_numpy(dtype=float) - mean)
     ax.errorbar(rows["seconds"], mean, yerr=np.vstack([low, high]), color=color, marker=marker, capsize=3,
                 label=label)
+
+
+def style(estimator: str) -> tuple[str, str]:
+    """The colour and marker of ``estimator`` (a registry name) in benchmark figures."""
+    paired = pair_of(estimator)
+    if paired is not None:
+        pair, direction = paired
+        return pair.styles[0 if direction == "forward" else 1]
+    return SINGLE_STYLES.get(estimator, FALLBACK_STYLE)

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ..errors import DataError
+
 
 def require_columns(table: pd.DataFrame, columns: Iterable[str], plot: str) -> None:
     """Refuse a table that lacks any of ``columns``.
@@ -21,12 +23,12 @@ def require_columns(table: pd.DataFrame, columns: Iterable[str], plot: str) -> N
 
     Raises
     ------
-    ValueError
+    bdmc.DataError
         Naming the missing columns.
     """
     missing = set(columns) - set(table.columns)
     if missing:
-        raise ValueError(f"{plot} needs columns {sorted(missing)} in the table")
+        raise DataError(f"{plot} needs columns {sorted(missing)} in the table")
 
 
 def figure_and_axes(ax, figsize: tuple[float, float]):

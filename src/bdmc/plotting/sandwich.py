@@ -10,7 +10,7 @@ from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator
 
-from ..checks.sandwich import sandwich_method
+from ..contracts.pairs import estimator_pair
 from .figures import figure_and_axes, require_columns
 
 LOWER_COLOR = "#1f77b4"
@@ -53,7 +53,7 @@ def plot_sandwich(table: pd.DataFrame, *, exact: float | None = None, ax=None, t
         finite = finite[np.isfinite(finite)]
         exact = float(finite.iloc[0]) if len(finite) else None
 
-    pair = sandwich_method(str(table["method"].iloc[0]) if "method" in table.columns and len(table) else "ais")
+    pair = estimator_pair(str(table["method"].iloc[0]) if "method" in table.columns and len(table) else "ais")
     names = pair.labels
     sides = {}
     # Open squares for the upper bound, drawn under the filled lower-bound circles, so both stay visible

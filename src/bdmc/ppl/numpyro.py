@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import BDMCError, DataError, UserProgramError, describe_arguments, program_line, require
+from .registry import PPLS
 
 
 class NumPyroModel:
@@ -34,7 +35,7 @@ class NumPyroModel:
 
     def __init__(self, model_fn: Callable, *, observed: Sequence[str], args: tuple = (),
                  kwargs: Mapping[str, Any] | None = None):
-        self._numpyro = require("numpyro", extra="numpyro")
+        self._numpyro = require("numpyro", extra=PPLS["numpyro"].extra)
         self.model_fn, self.observed = model_fn, tuple(observed)
         self.args, self.kwargs = tuple(args), dict(kwargs or {})
         trace = self._first_trace()

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import BDMCError, DataError, UserProgramError, require
+from .registry import PPLS
 
 
 class PyMCModel:
@@ -54,7 +55,7 @@ class PyMCModel:
     samples_on_host = True
 
     def __init__(self, model, *, observed: Sequence[Any] | None = None):
-        pm = require("pymc", extra="pymc")
+        pm = require("pymc", extra=PPLS["pymc"].extra)
         from pymc.logprob.basic import transformed_conditional_logp
         from pymc.logprob.utils import replace_rvs_by_values
 

@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..errors import BDMCError
+from ..errors import BDMCError, RunError
 
 # A new interpreter runs one pickled call and writes (ok, result or exception) to the file named by argv[1].
 _CHILD = """
@@ -68,7 +68,7 @@ class FreshInterpreter(concurrent.futures.Executor):
                     path = os.path.join(tmp, "result.pickle")
                     done = subprocess.run([sys.executable, "-c", _CHILD, path], input=call)
                     if not os.path.exists(path):
-                        raise RuntimeError(f"Stan's worker process exited with status {done.returncode}")
+                        raise RunError(f"Stan's worker process exited with status {done.returncode}")
                     with open(path, "rb") as f:
                         ok, value = pickle.load(f)
             except Exception as err:  # noqa: BLE001 - the caller waits on the future: it must hear of any failure

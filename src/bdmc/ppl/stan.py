@@ -56,6 +56,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import BDMCError, DataError, UserProgramError, require
+from .registry import PPLS
 from .stan_host import LAMBDA, BuiltProgram, build_program, host_rng, key_words, make_log_density, stanc_info
 
 BACKENDS = ("native", "httpstan")
@@ -77,8 +78,7 @@ class StanModel:
         leave ``log_prior`` normalized only up to a constant.
     """
 
-    # Prior draws come from the user's Python simulator: nothing to compile, so draw only what is asked.
-    samples_on_host = True
+    samples_on_host = True  # HostPrior: its draws come from the user's simulator; nothing to compile
 
     def _drawn_observations(self, data: Mapping[str, Any], simulate: Callable | None) -> dict:
         """The observed variables ``data`` lacks, drawn once by the simulator: they only fix the shapes (bdmc
@@ -90,17 +90,16 @@ class StanModel:
             raise BDMCError(f"data lacks the observed variable(s) {lacking}: give them in data (their values fix "
                             "the shapes) or pass simulate=... so that bdmc draws them")
         try:
-            out = simulate(np.random.default_rng(0))
-            drawn = {n: np.asarray(out[1][n]) for n in lacking}
+            observations = simulate(np.random.default_rng(0))[1]
+            return {n: np.asarray(observations[n]) for n in lacking}
         except Exception as err:
             raise UserProgramError(f"the simulator failed to draw the observed variable(s) {lacking} (called as "
                                    f"simulate(rng)): {type(err).__name__}: {err}") from err
-        return drawn
 
     def __init__(self, program_code: str, *, data: Mapping[str, Any], observed: Sequence[str],
                  simulate: Callable | None = None, backend: str = "native", num_threads: int = 1,
                  name: str | None = None):
-        require("stan", extra="stan")
+        require("stan", extra=PPLS["stan"].extra)
         if backend not in BACKENDS:
             raise BDMCError(f"backend must be one of {BACKENDS}, got {backend!r}")
         if not isinstance(num_threads, int) or num_threads < 1:

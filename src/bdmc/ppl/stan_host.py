@@ -35,7 +35,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.custom_derivatives import SymbolicZero
 
-from ..errors import BDMCError, require
+from ..errors import BDMCError, RunError, require
+from .registry import PPLS
 from .stan_native import NativeProgram
 from .stan_native_build import StanBuildError, build_library
 
@@ -64,7 +65,7 @@ class BuiltProgram:
         self.stan, self.shapes, self.dim = stan, shapes, dim
 
 
-class _StanError(RuntimeError):
+class _StanError(RunError):
     """Stan refused a call (its message is kept)."""
 
 
@@ -155,7 +156,7 @@ def count_unconstrained(data, upper):
                 return dim
         except ValueError:
             return dim
-    raise RuntimeError("could not determine the number of unconstrained parameters")
+    raise RunError("could not determine the number of unconstrained parameters")
 
 
 FUNCTIONS = {
@@ -206,7 +207,7 @@ def make_log_density(model: StanModel):
         out = jax.ShapeDtypeStruct(x.shape[:-1], x.dtype)  # the host computes in float64 and casts to x's dtype
         out = (out, jax.ShapeDtypeStruct(x.shape, x.dtype)) if with_grad else out
         program = model._built.stan if model._built is not None else None  # None: abstract evaluation only
-        if hasattr(program, "ffi_targets"):  # in-process: XLA calls the C++ handler itself
+        if isinstance(program, NativeProgram):  # in-process: XLA calls the C++ handler itself
             return jax.ffi.ffi_call(program.ffi_targets[with_grad], out, vmap_method="expand_dims")(
                 x, lam, *obs, program=np.int64(program.ffi_program))
         return jax.pure_callback(lambda *a: _host_log_density(model, *a, with_grad=with_grad), out, x, lam, *obs,
@@ -265,7 +266,8 @@ def _host_log_density(model: StanModel, x, lam, *obs, with_grad: bool):
         groups, inverse = np.unique(np.column_stack([which, lams]), axis=0, return_inverse=True)
     for g, (w, lam_g) in enumerate(groups):
         members = np.flatnonzero(inverse.reshape(-1) == g) if len(groups) > 1 else slice(None)
-        changes = {n: np.asarray(v, model._obs_dtype[n]) for n, v in zip(model.observed, data_sets[int(w)], strict=False)}
+        changes = {n: np.asarray(v, model._obs_dtype[n])
+                   for n, v in zip(model.observed, data_sets[int(w)], strict=False)}
         if model.marks_likelihood:
             changes[LAMBDA] = float(lam_g)
         v, gr = model._built.stan("log_prob_group", changes, xs[members], with_grad)
@@ -310,7 +312,7 @@ def build_program(model: StanModel) -> BuiltProgram:
     if program is not None:
         shapes = {n: s for n, s in program.param_shapes(data).items()}
     else:
-        stan = require("stan", extra="stan")
+        stan = require("stan", extra=PPLS["stan"].extra)
         posterior = outside_event_loop(stan.build, model.program_code, data=data)
         try:
             program = _StanProcess(posterior.model_name, fixed_data=model._fixed)
@@ -421,7 +423,7 @@ def stanc_info(program_code: str) -> dict:
     bdmc.BDMCError
         When the program does not compile.
     """
-    require("httpstan", extra="stan")
+    require("httpstan", extra=PPLS["stan"].extra)
     stanc = importlib.resources.files("httpstan") / "stanc"
     with tempfile.TemporaryDirectory(prefix="bdmc_stan_") as tmp:
         path = Path(tmp) / "program.stan"

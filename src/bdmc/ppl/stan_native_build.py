@@ -18,7 +18,6 @@ a temporary name first, renamed into place when complete, so a reader never sees
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import importlib.metadata
 import importlib.resources
@@ -29,6 +28,7 @@ import sys
 import time
 from pathlib import Path
 
+from ..caching import cached
 from ..config import cache_dir
 from ..errors import BDMCError
 from ..files import replacing
@@ -58,7 +58,7 @@ def compiler() -> str:
     return cxx
 
 
-@functools.cache
+@cached(maxsize=8)
 def _compiler_version(cxx: str) -> str:
     return subprocess.run([cxx, "--version"], capture_output=True, text=True).stdout.splitlines()[0]
 

@@ -196,13 +196,15 @@ class WebPPLModel:
         obs = [np.asarray(o) for o in obs]
         obs_batch = [o.shape[:o.ndim - len(s)] for o, s in zip(obs, shapes, strict=False)]
         extra = [] if cot is None else [np.asarray(c, np.float64) for c in cot]
-        batch = np.broadcast_shapes(u.shape[:-1], *obs_batch, *(c.shape[:c.ndim - k] for c, k in zip(extra, (0, 1), strict=False)))
+        batch = np.broadcast_shapes(u.shape[:-1], *obs_batch,
+                                    *(c.shape[:c.ndim - k] for c, k in zip(extra, (0, 1), strict=False)))
         size = int(np.prod(batch))
         us = np.broadcast_to(u, batch + (self.dim,)).reshape(size, self.dim)
         # Chains grouped by the data they score (usually one group: every chain scores the same data); each group
         # is one request, its data sent with it, so more data sets than the driver keeps never evict each other.
         if all(int(np.prod(b)) == 1 for b in obs_batch):
-            groups = [(dict(zip(self.observed, (o.reshape(s) for o, s in zip(obs, shapes, strict=False)), strict=False)), np.arange(size))]
+            one = (o.reshape(s) for o, s in zip(obs, shapes, strict=False))
+            groups = [(dict(zip(self.observed, one, strict=False)), np.arange(size))]
         else:
             flat = [np.broadcast_to(o, batch + s).reshape((size,) + s) for o, s in zip(obs, shapes, strict=False)]
             members: dict = {}

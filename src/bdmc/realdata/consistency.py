@@ -24,6 +24,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ..errors import OptionError
+
 FORWARD_TOLERANCE = 0.5
 REVERSE_TOLERANCE = 0.25
 
@@ -126,7 +128,7 @@ def forward_consistency(runs: pd.DataFrame, *, tolerance: float = FORWARD_TOLERA
         curves[name] = by_T
     Ts = sorted(set(curves["real"]) & set(curves["simulated"]))
     if len(Ts) < 2:
-        raise ValueError("forward consistency needs both forward conditions at two or more chain lengths")
+        raise OptionError("forward consistency needs both forward conditions at two or more chain lengths")
     T_max = Ts[-1]
     rows, boot = [], {}
     for name, by_T in curves.items():

@@ -34,8 +34,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import BDMCError, DataError, require
+from ..ppl.registry import PPLS
 
-PPLS = ("numpyro", "pymc", "stan")
+WRITTEN_IN = ("numpyro", "pymc", "stan")  # the languages of the study's programs (keys of PPLS)
 REPRESENTATIONS = ("collapsed", "uncollapsed")
 OBSERVED = "Y"
 
@@ -106,7 +107,7 @@ class SharedSample(NamedTuple):
 # ------------------------------------------------------------------------------------------------ programs
 
 def _numpyro():
-    numpyro = require("numpyro", extra="numpyro")
+    numpyro = require("numpyro", extra=PPLS["numpyro"].extra)
     return numpyro, numpyro.distributions
 
 
@@ -129,8 +130,8 @@ def collapsed_program(num_rows, num_cols, latent_dim, Y=None):
 
 
 def _pymc_model(representation, num_rows, num_cols, latent_dim):
-    pm = require("pymc", extra="pymc")
-    pt = require("pytensor.tensor", extra="pymc")
+    pm = require("pymc", extra=PPLS["pymc"].extra)
+    pt = require("pytensor.tensor", extra=PPLS["pymc"].extra)
     placeholder = np.zeros((num_rows, num_cols))
     with pm.Model(name="") as model:
         if representation == "uncollapsed":
@@ -163,8 +164,8 @@ def _stan_simulator(representation, num_rows, num_cols, latent_dim):
 # ------------------------------------------------------------------------------------------------ builders
 
 def _check_sizes(ppl, num_rows, num_cols, latent_dim):
-    if ppl not in PPLS:
-        raise BDMCError(f"unknown ppl {ppl!r}; choose one of {list(PPLS)}")
+    if ppl not in WRITTEN_IN:
+        raise BDMCError(f"unknown ppl {ppl!r}; choose one of {list(WRITTEN_IN)}")
     for name, value in (("num_rows", num_rows), ("num_cols", num_cols), ("latent_dim", latent_dim)):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
             raise DataError(f"{name} must be a positive integer, got {value!r}")
@@ -290,8 +291,8 @@ def latent_from_factors(ppl: str, representation: str, U, V):
         (column-major ``U`` then ``V``) for Stan.
     """
     _check_representation(representation)
-    if ppl not in PPLS:
-        raise BDMCError(f"unknown ppl {ppl!r}; choose one of {list(PPLS)}")
+    if ppl not in WRITTEN_IN:
+        raise BDMCError(f"unknown ppl {ppl!r}; choose one of {list(WRITTEN_IN)}")
     V = jnp.asarray(V, jnp.float64)
     if representation == "uncollapsed":
         if U is None:

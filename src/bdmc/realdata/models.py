@@ -11,10 +11,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import DataError, require
+from ..ppl.registry import PPLS
 
 
 def _numpyro():
-    numpyro = require("numpyro", extra="numpyro")
+    numpyro = require("numpyro", extra=PPLS["numpyro"].extra)
     return numpyro, numpyro.distributions
 
 

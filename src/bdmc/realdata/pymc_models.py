@@ -13,11 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import require
+from ..ppl.registry import PPLS
 from .models import checked_array
 
 
 def _regression(x, *, logistic: bool):
-    pm = require("pymc", extra="pymc")
+    pm = require("pymc", extra=PPLS["pymc"].extra)
     from ..ppl.pymc import from_pymc
 
     x = checked_array(x, "x", ndim=2)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -16,7 +17,7 @@ from jax.scipy.special import betaln, gammaln, logsumexp
 
 from ...contracts.model import check_array_shape
 from ...kernels import Conditional, KernelInfo
-from .model import MAX_ENUMERATED_BITS, BinaryAttributes, all_binary_rows
+from .model import BinaryAttributes, all_binary_matrices
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,7 @@ class BinaryAttributesHyper:
             proposed = self.log_density(prop, data, lam)
             log_ratio = proposed - current
             accept = jnp.log(jax.random.uniform(k_acc, dtype=current.dtype)) < log_ratio
-            latent = jax.tree.map(lambda p, c: jnp.where(accept, p, c), prop, latent)
+            latent = jax.tree.map(partial(jnp.where, accept), prop, latent)
             current = jnp.where(accept, proposed, current)
             accepts.append(jnp.exp(jnp.minimum(log_ratio, 0.0)))  # acceptance probability, a diagnostic only
         return latent, jnp.mean(jnp.stack(accepts))
@@ -171,21 +172,15 @@ class BinaryAttributesHyper:
 
         Raises
         ------
-        ValueError
+        OptionError
             When n * k exceeds ``MAX_ENUMERATED_BITS``.
         """
-        bits = self.n * self.k
-        if bits > MAX_ENUMERATED_BITS:
-            raise ValueError(
-                f"exact_log_marginal enumerates 2**(n*k) = 2**{bits} matrices; the limit is n*k <= "
-                f"{MAX_ENUMERATED_BITS}"
-            )
+        all_z = all_binary_matrices(self.n, self.k)
         y = jnp.asarray(data)
         x, w = np.polynomial.legendre.leggauss(num_nodes)
         lo, hi = log_range
         u = jnp.asarray(0.5 * (hi - lo) * x + 0.5 * (hi + lo))
         log_w = jnp.asarray(np.log(0.5 * (hi - lo) * w))
-        all_z = jnp.asarray(all_binary_rows(bits).reshape(-1, self.n, self.k))
         ua, un = jnp.meshgrid(u, u, indexing="ij")
         lwa, lwn = jnp.meshgrid(log_w, log_w, indexing="ij")
 

@@ -15,6 +15,7 @@ import numpy as np
 from jax.scipy.special import logsumexp
 
 from ...contracts.model import check_array_shape
+from ...errors import OptionError
 from ...kernels import Conditional
 from . import gibbs, vb
 from .gibbs import CollapsedBitSweep, SufficientStats, row_score, row_weights
@@ -26,6 +27,21 @@ MAX_ENUMERATED_BITS = 20  # exact_log_marginal sums over 2**(N K) matrices
 def all_binary_rows(k: int) -> np.ndarray:
     """Every binary vector of length ``k``, shape (2**k, k)."""
     return np.array(list(itertools.product((0, 1), repeat=k)), dtype=np.int32)
+
+
+def all_binary_matrices(n: int, k: int) -> jax.Array:
+    """Every ``n x k`` binary matrix, shape (2**(n k), n, k): the Z that ``exact_log_marginal`` sums over.
+
+    Raises
+    ------
+    OptionError
+        When ``n * k`` exceeds ``MAX_ENUMERATED_BITS`` (2**20 matrices).
+    """
+    bits = n * k
+    if bits > MAX_ENUMERATED_BITS:
+        raise OptionError(f"exact_log_marginal enumerates 2**(n*k) = 2**{bits} matrices; the limit is n*k <= "
+                          f"{MAX_ENUMERATED_BITS}")
+    return jnp.asarray(all_binary_rows(bits).reshape(-1, n, k))
 
 
 @dataclass(frozen=True)
@@ -284,17 +300,11 @@ class BinaryAttributes:
 
         Raises
         ------
-        ValueError
+        OptionError
             When n * k exceeds ``MAX_ENUMERATED_BITS`` (2**20 matrices).
         """
-        bits = self.n * self.k
-        if bits > MAX_ENUMERATED_BITS:
-            raise ValueError(
-                f"exact_log_marginal enumerates 2**(n*k) = 2**{bits} matrices; the limit is n*k <= "
-                f"{MAX_ENUMERATED_BITS}"
-            )
+        all_z = all_binary_matrices(self.n, self.k)
         y = jnp.asarray(data)
-        all_z = jnp.asarray(all_binary_rows(bits).reshape(-1, self.n, self.k))
 
         def one(z):
             return self.log_density({"Z": z}, y, 1.0)
@@ -302,25 +312,9 @@ class BinaryAttributes:
         return logsumexp(jax.lax.map(one, all_z, batch_size=batch_size))
 
     # ----------------------------------------------------------------------------------------------------
-    # variational Bayes: q(Z) Bernoulli, q(A) Gaussian (algebra in ``vb``)
-    @property
-    def vb_num_labels(self) -> int:
-        """Attributes whose relabelings leave the model unchanged when pi is one value."""
-        return self.k
-
-    @property
-    def vb_log_symmetries(self) -> float:
-        """log of the number of attribute permutations preserving the prior (``log k!`` for a scalar pi)."""
-        return vb.log_symmetries(self)
-
-    def vb_init(self, key, data):
-        """Random q(Z) (uniform nu), then the matching q(A) (see ``binary_attributes.vb.init``)."""
-        return vb.init(self, key, data)
-
-    def vb_update(self, params, data):
-        """One coordinate-ascent sweep: each column of q(Z) in turn, then q(A) (Eqs. 39-40)."""
-        return vb.update(self, params, data)
-
-    def vb_bound(self, params, data):
-        """The exact bound E_q[log p(Y | Z, A) + log p(A) + log p(Z)] + H[q] on log p(Y)."""
-        return vb.bound(self, params, data)
+    # variational Bayes: q(Z) Bernoulli, q(A) Gaussian. The functions of ``vb`` take the model first, so
+    # they are its methods as they stand (docstrings included).
+    vb_log_symmetries = property(vb.log_symmetries)
+    vb_init = vb.init
+    vb_update = vb.update
+    vb_bound = vb.bound

@@ -136,24 +136,13 @@ class Clustering:
         comp = jnp.sum(-0.5 * r**2 - jnp.log(self.sigma_noise) - 0.5 * LOG_2PI, axis=-1)
         return jnp.sum(logsumexp(self.log_weights[None, :] + comp, axis=1))
 
-    # ----- variational Bayes: q(z_i) categorical, q(theta_k) = N(m_k, v_k I) (algebra in ``vb``) -------------
+    # ----- variational Bayes: q(z_i) categorical, q(theta_k) = N(m_k, v_k I) -------------------------------
+    # The functions of ``vb`` take the model first, so they are its methods as they stand (docstrings included).
 
-    @property
-    def vb_log_symmetries(self) -> float:
-        """``log k!``: the k components' relabelings leave the model unchanged (the VB+sym correction)."""
-        return vb.log_symmetries(self)
-
-    def vb_init(self, key, data):
-        """Random responsibilities (a Dirichlet(1) draw per row), then the matching q(theta)."""
-        return vb.init(self, key, data)
-
-    def vb_update(self, params, data):
-        """One coordinate-ascent sweep: q(z) given q(theta) (Eq. 39), then q(theta) given q(z) (Eq. 40)."""
-        return vb.update(self, params, data)
-
-    def vb_bound(self, params, data):
-        """The variational lower bound F(q) = E_q[log p(theta, z, y)] + H[q] (Eq. 38)."""
-        return vb.bound(self, params, data)
+    vb_log_symmetries = property(vb.log_symmetries)
+    vb_init = vb.init
+    vb_update = vb.update
+    vb_bound = vb.bound
 
     # ----- Gibbs conditionals and the collapsed sweep (the scan itself is in ``gibbs``) ------------------
 

@@ -83,7 +83,8 @@ class LowRankHyper(FactorModel):
     def log_prior(self, latent):
         """Normalized log prior of (U, V, log variances), including the Jacobians of the log transforms."""
         su2, sv2, _ = self._vars(latent)
-        log_var = sum(_log_inv_gamma_of_log(latent[name], a, b) for name, (a, b) in zip(VARIANCE_NAMES, self._priors, strict=False))
+        log_var = sum(_log_inv_gamma_of_log(latent[name], a, b)
+                      for name, (a, b) in zip(VARIANCE_NAMES, self._priors, strict=False))
         return log_var + gaussian_log_prior(latent["U"], su2) + gaussian_log_prior(latent["V"], sv2)
 
     def sample_data_tempered(self, key, latent, lam):

@@ -235,26 +235,10 @@ class LowRank(FactorModel):
 
         return grid_log_marginal(log_integrand, [axis] * (self.k * self.d))
 
-    # --- variational Bayes (algebra in ``vb``) -----------------------------------------------------------
+    # --- variational Bayes: mean-field Gaussian q(U) q(V) ------------------------------------------------
+    # The functions of ``vb`` take the model first, so they are its methods as they stand (docstrings included).
 
-    @property
-    def vb_num_labels(self) -> int:
-        """Latent dimensions whose relabelings leave the model unchanged."""
-        return self.k
-
-    @property
-    def vb_log_symmetries(self) -> float:
-        """``log(2^k k!)``: signed permutations of the latent dimensions (the VB symmetry correction)."""
-        return vb.log_symmetries(self.k)
-
-    def vb_init(self, key, data):
-        """Random mean-field q(U) q(V) with means on the prior's scale (see ``low_rank.vb.init``)."""
-        return vb.init(self, key, data)
-
-    def vb_update(self, params, data):
-        """One coordinate-ascent sweep: q(U) given q(V), then q(V) given q(U) (Eqs. 39-40)."""
-        return vb.update(self, params, data)
-
-    def vb_bound(self, params, data):
-        """The exact variational lower bound F(q) = E_q[log p(U, V, Y)] + H[q] (Eq. 38)."""
-        return vb.bound(self, params, data)
+    vb_log_symmetries = property(vb.log_symmetries)
+    vb_init = vb.init
+    vb_update = vb.update
+    vb_bound = vb.bound

@@ -186,7 +186,7 @@ def init_from_latent(model, latent, data) -> LowRankVBParams:
     return _with_scaled_covariances(model, u_mean, v_mean)
 
 
-def log_symmetries(k: int) -> float:
+def log_symmetries(model) -> float:
     """``log(2^k k!)``: the signed permutations of the k latent dimensions leave the posterior unchanged.
 
     A unimodal q sits in one of these equivalent modes; the symmetry correction adds this constant.
@@ -194,4 +194,4 @@ def log_symmetries(k: int) -> float:
     continuous symmetry the correction does not count, so the corrected value is a heuristic, as in the
     paper, and not a guaranteed bound.)
     """
-    return k * math.log(2.0) + math.lgamma(k + 1)
+    return model.k * math.log(2.0) + math.lgamma(model.k + 1)

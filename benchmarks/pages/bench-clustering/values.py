@@ -1,0 +1,12 @@
+"""The values of ``bench-clustering``'s page, from ``bdmc bench --model clustering``'s rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pages.tables import bench_values
+
+
+def values(folder: Path) -> dict:
+    """The settings, the ground truth and both tables of ``README.md``, from the folder's rows."""
+    return bench_values(folder)

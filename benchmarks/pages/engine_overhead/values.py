@@ -1,0 +1,107 @@
+"""Numbers quoted by README.md (../peers/quotes.py reuses them), recomputed from rows.jsonl; the cold seconds, which the
+rows do not hold, from summary.json (tests/test_results_pages.py checks them)."""
+
+import json
+import statistics
+from pathlib import Path
+
+CONTENDERS = {"hand": "hand", "anneal": "anneal", "chunk": "anneal-1chunk", "unrec": "anneal-unrecorded",
+              "est": "estimator"}
+
+
+def _rows(folder: Path):
+    return [json.loads(line) for line in (folder / "rows.jsonl").read_text().splitlines() if line.strip()]
+
+
+def warm(folder: Path, chains: int, contender: str) -> float:
+    """Median warm seconds of one contender's calls."""
+    return statistics.median(r["seconds"] for r in _rows(folder)
+                             if r["chains"] == chains and r["contender"] == contender)
+
+
+def ratio(folder: Path, chains: int, contender: str) -> float:
+    """A contender's warm median over the hand scan's."""
+    return warm(folder, chains, contender) / warm(folder, chains, "hand")
+
+
+def _num_steps(folder: Path) -> int:
+    (steps,) = {r["num_steps"] for r in _rows(folder)}
+    return steps
+
+
+def _make(chains, short, contender):
+    def warm_s(folder):
+        """Median warm seconds."""
+        return warm(folder, chains, contender)
+
+    def x_hand(folder):
+        """Warm median over the hand scan's."""
+        return ratio(folder, chains, contender)
+
+    def us(folder):
+        """Microseconds per chain and step (T - 1 transitions) of the warm median."""
+        return 1e6 * warm(folder, chains, contender) / (chains * (_num_steps(folder) - 1))
+
+    def cold(folder):
+        """The first call's seconds (summary.json: the rows keep warm calls only)."""
+        summary = json.loads((folder / "summary.json").read_text())
+        return next(s["cold_s"] for s in summary if s["chains"] == chains and s["contender"] == contender)
+
+    return {f"c{chains}_{short}_{k}": f for k, f in dict(warm=warm_s, x=x_hand, us=us, cold=cold).items()}
+
+
+_made = {}
+for _chains in (16, 256):
+    for _short, _contender in CONTENDERS.items():
+        _made.update(_make(_chains, _short, _contender))
+globals().update(_made)
+
+
+def repeats(folder):
+    """Warm repeats per contender (the most of any cell)."""
+    return max(r["repeat"] for r in _rows(folder)) + 1
+
+
+def over_256(folder):
+    """Percent by which `anneal` is slower than the hand scan at 256 chains."""
+    return 100 * (ratio(folder, 256, "anneal") - 1)
+
+
+def over_16(folder):
+    """Percent by which `anneal` is slower than the hand scan at 16 chains."""
+    return 100 * (ratio(folder, 16, "anneal") - 1)
+
+
+def recording_points(folder):
+    """At 256 chains: points of the ratio that failure recording costs (anneal less its unrecorded ablation)."""
+    return 100 * (ratio(folder, 256, "anneal") - ratio(folder, 256, "anneal-unrecorded"))
+
+
+def chunking_points(folder):
+    """At 256 chains: points of the ratio that chunking costs (anneal less its one-chunk ablation)."""
+    return 100 * (ratio(folder, 256, "anneal") - ratio(folder, 256, "anneal-1chunk"))
+
+
+def us_per_step_16(folder):
+    """At 16 chains: microseconds per step that `anneal` spends over the hand scan."""
+    return 1e6 * (warm(folder, 16, "anneal") - warm(folder, 16, "hand")) / (_num_steps(folder) - 1)
+
+
+QUOTES = tuple(_made) + ("repeats", "over_256", "over_16", "recording_points", "chunking_points",
+                         "us_per_step_16")
+
+
+def values(folder: Path) -> dict:
+    """Every number the pages of this folder quote (``QUOTES``), computed from the rows stored in ``folder``.
+
+    Parameters
+    ----------
+    folder : Path
+        The results folder (``benchmarks/results/engine_overhead`` or a copy of it).
+
+    Returns
+    -------
+    dict
+        Each quote's name and value.
+    """
+    return {name: globals()[name](folder) for name in QUOTES}

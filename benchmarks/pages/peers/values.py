@@ -1,0 +1,469 @@
+"""Numbers quoted by README.md, recomputed from the stored rows (tests/test_results_pages.py checks them).
+
+Warm rows: ``peers.jsonl``; cold rows: ``cold.jsonl`` and its twin. The reductions are those of
+``benchmarks/peers.py``: per (problem, tool, budget) the RMSE of the errors and the median warm seconds (compiling
+calls left out); a tool *reaches* a threshold at its smallest budget whose RMSE is below it; the cold time to a
+threshold is the fresh process's first call plus the warm time of the budget that reaches it less the smallest
+budget's. The earlier runs' numbers the page quotes are text: their rows are in git history
+(``benchmarks/results/peers/superseded/`` at commit 37cc42f).
+"""
+
+import json
+import math
+import statistics
+from pathlib import Path
+
+from bdmc.caching import cached
+
+BDMC = ("bdmc-ais", "bdmc-smc", "bdmc-tsmc")
+PROBLEMS = ("regression", "schools", "correlated", "pima", "narrow")
+
+
+@cached(maxsize=16)
+def _jsonl(path: Path):
+    return tuple(json.loads(line) for line in path.read_text().splitlines() if line.strip())
+
+
+def _label(budget):
+    return "x".join(map(str, budget)) if isinstance(budget, (list, tuple)) else str(budget)
+
+
+@cached(maxsize=16)
+def _summary(path: Path):
+    """{(problem, tool, budget): {rmse, warm, pilot}} of a warm-rows file."""
+    cells = {}
+    for r in _jsonl(path):
+        cells.setdefault((r["problem"], r["tool"], r["budget"]), []).append(r)
+    out = {}
+    for key, rs in cells.items():
+        warm = [r for r in rs if r["kind"] == "warm" and not r.get("compiled")]
+        pilots = [r["settings"].get("pilot_seconds", r["settings"].get("data_pilot_seconds")) for r in warm
+                  if isinstance(r.get("settings"), dict)]
+        pilots = [p for p in pilots if p is not None]
+        out[key] = {"tool": key[1], "budget": key[2],
+                    "rmse": math.sqrt(sum(r["error"] ** 2 for r in rs) / len(rs)),
+                    "warm": statistics.median(r["seconds"] for r in warm) if warm else math.nan,
+                    "pilot": statistics.median(pilots) if pilots else math.nan}
+    return out
+
+
+def _reach(path, problem, tool, threshold):
+    """The tool's smallest budget (in budget order) whose RMSE is below the threshold, or None."""
+    cells = sorted((s for (p, t, _), s in _summary(path).items() if p == problem and t == tool),
+                   key=lambda s: tuple(int(x) for x in s["budget"].split("x")))
+    return next((s for s in cells if s["rmse"] < threshold), None)
+
+
+def _tools(path, problem, bdmc):
+    return sorted({t for (p, t, _) in _summary(path) if p == problem and (t in BDMC) == bdmc})
+
+
+def _best(path, problem, threshold, bdmc):
+    """The fastest (warm) cell of bdmc's tools, or of the peers, that reaches the threshold."""
+    hits = [h for h in (_reach(path, problem, t, threshold) for t in _tools(path, problem, bdmc)) if h]
+    return min(hits, key=lambda h: h["warm"], default=None)
+
+
+def _warm_ratio(path, problem, threshold):
+    mine, peer = _best(path, problem, threshold, True), _best(path, problem, threshold, False)
+    return mine["warm"] / peer["warm"] if mine and peer else None
+
+
+def _cold_to(folder, problem, kind, threshold, bdmc):
+    """{tool: cold seconds to the threshold} of bdmc's tools or the peers, for one kind of cold call."""
+    warm_path = folder / "peers.jsonl"
+    cells = {}
+    for r in _jsonl(folder / "cold.jsonl"):
+        if r["problem"] == problem and r["kind"] == kind and (r["tool"] in BDMC) == bdmc:
+            cells.setdefault(r["tool"], []).append(r)
+    out = {}
+    for tool, rs in cells.items():
+        hit = _reach(warm_path, problem, tool, threshold)
+        if hit:
+            smallest = _summary(warm_path)[(problem, tool, _label(rs[0]["budget"]))]["warm"]
+            out[tool] = statistics.median(r["seconds"] for r in rs) + hit["warm"] - smallest
+    return out
+
+
+def _cold_ratio(folder, problem, kind, threshold):
+    mine, peers = (_cold_to(folder, problem, kind, threshold, b) for b in (True, False))
+    return min(mine.values()) / min(peers.values()) if mine and peers else None
+
+
+def _cold_first(folder, kind, tools):
+    return [r["seconds"] for r in _jsonl(folder / "cold.jsonl") if r["kind"] == kind and r["tool"] in tools]
+
+
+# --------------------------------------------------------------------------------------- the targets table
+TARGETS = {"w1": (1.0, None), "w01": (0.1, None), "nc1": (1.0, "cold-nocache"), "nc01": (0.1, "cold-nocache"),
+           "cc1": (1.0, "cold-cache"), "cc01": (0.1, "cold-cache")}
+
+
+def _ratio(folder, target, problem):
+    threshold, kind = TARGETS[target]
+    if kind is None:
+        return _warm_ratio(folder / "peers.jsonl", problem, threshold)
+    return _cold_ratio(folder, problem, kind, threshold)
+
+
+def _make_ratio(target, problem):
+    def quote(folder):
+        """bdmc's best time to the target's threshold over the best peer's."""
+        return _ratio(folder, target, problem)
+    return quote
+
+
+def _make_met(target, limit, count_cells):
+    def quote(folder):
+        """Of the problems where a peer reached the threshold: how many (or, for *_cells, all of them) where
+        bdmc's best is within the limit (a bdmc that did not reach it misses)."""
+        threshold, kind = TARGETS[target]
+        n = met = 0
+        for problem in PROBLEMS:
+            if kind is None:
+                peer = _best(folder / "peers.jsonl", problem, threshold, False)
+            else:
+                peer = _cold_to(folder, problem, kind, threshold, False)
+            if peer:
+                n += 1
+                r = _ratio(folder, target, problem)
+                met += r is not None and r <= limit
+        return n if count_cells else met
+    return quote
+
+
+_made = {}
+for _t in TARGETS:
+    for _p in PROBLEMS:
+        if not (_t.endswith("01") and _p in ("pima", "narrow")):  # no tool reached 0.1 nat there, or no bdmc
+            _made[f"{_t}_{_p}"] = _make_ratio(_t, _p)
+_made["met_w1"] = _make_met("w1", 1.0, False)
+_made["cells_w1"] = _make_met("w1", 1.0, True)
+_made["met_w01"] = _make_met("w01", 1.0, False)
+_made["cells_w01"] = _make_met("w01", 1.0, True)
+for _k, _limit in (("nc", 1.5), ("cc", 1.0)):
+    _made[f"met_{_k}"] = (lambda a, b: lambda folder: a(folder) + b(folder))(
+        _make_met(f"{_k}1", _limit, False), _make_met(f"{_k}01", _limit, False))
+    _made[f"cells_{_k}"] = (lambda a, b: lambda folder: a(folder) + b(folder))(
+        _make_met(f"{_k}1", _limit, True), _make_met(f"{_k}01", _limit, True))
+globals().update(_made)
+
+
+def narrow_peer_01_s(folder):
+    """Warm seconds a run of the best peer that reached 0.1 nat on the narrow problem."""
+    return _best(folder / "peers.jsonl", "narrow", 0.1, False)["warm"]
+
+
+def narrow_peer_01_budget(folder):
+    """That peer's budget (particles)."""
+    return float(_best(folder / "peers.jsonl", "narrow", 0.1, False)["budget"])
+
+
+# ------------------------------------------------------------------------------------------ cells named
+def _cell(folder, problem, tool, budget):
+    return _summary(folder / "peers.jsonl")[(problem, tool, budget)]
+
+
+def narrow_ais_T(folder):
+    """T of the AIS budget that is bdmc's best to 1 nat on the narrow problem."""
+    best = _best(folder / "peers.jsonl", "narrow", 1.0, True)
+    assert best["tool"] == "bdmc-ais"
+    return float(best["budget"])
+
+
+def narrow_ais_s(folder):
+    """Its warm seconds a run."""
+    return _best(folder / "peers.jsonl", "narrow", 1.0, True)["warm"]
+
+
+def narrow_ais_ms(folder):
+    """The same in ms."""
+    return 1000 * narrow_ais_s(folder)
+
+
+def narrow_ais_pilot_ms(folder):
+    """Of it, bdmc's pilot (ms)."""
+    return 1000 * _best(folder / "peers.jsonl", "narrow", 1.0, True)["pilot"]
+
+
+def narrow_tsmc_s(folder):
+    """Warm seconds of tempered SMC's first budget under 1 nat on the narrow problem."""
+    return _reach(folder / "peers.jsonl", "narrow", "bdmc-tsmc", 1.0)["warm"]
+
+
+def schools_peer_ms(folder):
+    """Eight schools: the best peer's warm ms to 1 nat."""
+    return 1000 * _best(folder / "peers.jsonl", "schools", 1.0, False)["warm"]
+
+
+def schools_bdmc_ms(folder):
+    """Eight schools: bdmc's best warm ms to 1 nat."""
+    return 1000 * _best(folder / "peers.jsonl", "schools", 1.0, True)["warm"]
+
+
+def schools_pilot_ms(folder):
+    """Of it, the pilot (ms)."""
+    return 1000 * _best(folder / "peers.jsonl", "schools", 1.0, True)["pilot"]
+
+
+def schools_pilot_pct(folder):
+    """The pilot's share of that call, percent."""
+    return 100 * schools_pilot_ms(folder) / schools_bdmc_ms(folder)
+
+
+def correlated_bdmc_ms(folder):
+    """Correlated Gaussian: bdmc's best warm ms to 1 nat."""
+    return 1000 * _best(folder / "peers.jsonl", "correlated", 1.0, True)["warm"]
+
+
+def correlated_pilot_ms(folder):
+    """Of it, the pilot (ms)."""
+    return 1000 * _best(folder / "peers.jsonl", "correlated", 1.0, True)["pilot"]
+
+
+def narrow_big_rmse(folder):
+    """RMSE of tempered SMC's largest budget (1024 x 300) on the narrow problem."""
+    return _cell(folder, "narrow", "bdmc-tsmc", "1024x300")["rmse"]
+
+
+def narrow_big_s(folder):
+    """Its warm seconds a run."""
+    return _cell(folder, "narrow", "bdmc-tsmc", "1024x300")["warm"]
+
+
+def pima_smc_s(folder):
+    """Data-path SMC on Pima, 64 particles: warm seconds a run."""
+    return _cell(folder, "pima", "bdmc-smc", "64x1")["warm"]
+
+
+def pima_smc_pilot_s(folder):
+    """Of it, the data pilot's seconds."""
+    return _cell(folder, "pima", "bdmc-smc", "64x1")["pilot"]
+
+
+def _narrow_smc_errors(folder):
+    return [r["error"] for r in _jsonl(folder / "peers.jsonl") if r["problem"] == "narrow" and r["tool"] == "bdmc-smc"]
+
+
+def narrow_smc_err_small(folder):
+    """Data-path SMC on the narrow problem: its error closest to zero, in millions of nats."""
+    return max(_narrow_smc_errors(folder)) / 1e6
+
+
+def narrow_smc_err_large(folder):
+    """Its error furthest from zero, in millions of nats."""
+    return min(_narrow_smc_errors(folder)) / 1e6
+
+
+def _pymc_01(problem):
+    def quote(folder):
+        """PyMC's warm seconds a run at its first budget under 0.1 nat."""
+        return _reach(folder / "peers.jsonl", problem, "pymc", 0.1)["warm"]
+    return quote
+
+
+pymc01_regression, pymc01_schools, pymc01_correlated = (_pymc_01(p) for p in ("regression", "schools", "correlated"))
+
+
+# ---------------------------------------------------------------------------------------------- cold calls
+def nc_bdmc_lo(folder):
+    """Fresh process, no disk caches: the least first-call seconds of bdmc's methods (import excluded)."""
+    return min(_cold_first(folder, "cold-nocache", BDMC))
+
+
+def nc_bdmc_hi(folder):
+    """... and the most."""
+    return max(_cold_first(folder, "cold-nocache", BDMC))
+
+
+def nc_tsmc_lo(folder):
+    """The same for tempered SMC alone: least."""
+    return min(_cold_first(folder, "cold-nocache", ("bdmc-tsmc",)))
+
+
+def nc_tsmc_hi(folder):
+    """... most."""
+    return max(_cold_first(folder, "cold-nocache", ("bdmc-tsmc",)))
+
+
+def nc_blackjax_lo(folder):
+    """BlackJAX's least first-call seconds, no disk caches."""
+    return min(_cold_first(folder, "cold-nocache", ("blackjax",)))
+
+
+def nc_blackjax_hi(folder):
+    """... most."""
+    return max(_cold_first(folder, "cold-nocache", ("blackjax",)))
+
+
+def nc_pymc_lo(folder):
+    """PyMC's least first-call seconds, no disk caches."""
+    return min(_cold_first(folder, "cold-nocache", ("pymc",)))
+
+
+def nc_pymc_hi(folder):
+    """... most."""
+    return max(_cold_first(folder, "cold-nocache", ("pymc",)))
+
+
+def import_s(folder):
+    """Median seconds of the fresh processes' imports."""
+    return statistics.median(r["import_seconds"] for r in _jsonl(folder / "cold.jsonl"))
+
+
+def cc_blackjax_lo(folder):
+    """BlackJAX's least first-call seconds, caches warm."""
+    return min(_cold_first(folder, "cold-cache", ("blackjax",)))
+
+
+def cc_blackjax_hi(folder):
+    """... most."""
+    return max(_cold_first(folder, "cold-cache", ("blackjax",)))
+
+
+def _cc_best_first(folder):
+    """Caches warm: per problem and threshold, the first-call seconds of the bdmc method fastest to it."""
+    out = []
+    for problem in PROBLEMS:
+        for threshold in (1.0, 0.1):
+            mine = _cold_to(folder, problem, "cold-cache", threshold, True)
+            if mine:
+                tool = min(mine, key=mine.get)
+                out.append(statistics.median(r["seconds"] for r in _jsonl(folder / "cold.jsonl")
+                                             if r["kind"] == "cold-cache" and r["problem"] == problem
+                                             and r["tool"] == tool))
+    return out
+
+
+def cc_best_lo(folder):
+    """Least of those first calls."""
+    return min(_cc_best_first(folder))
+
+
+def cc_best_hi(folder):
+    """Most of those first calls."""
+    return max(_cc_best_first(folder))
+
+
+def load_cold_lo(folder):
+    """Least 1-minute load before a cold call."""
+    return min(r["load_before"] for r in _jsonl(folder / "cold.jsonl"))
+
+
+def load_cold_hi(folder):
+    """Most 1-minute load before or after a cold call."""
+    return max(max(r["load_before"], r["load_after"]) for r in _jsonl(folder / "cold.jsonl"))
+
+
+def load_warm_lo(folder):
+    """Least 1-minute load before a warm-run call."""
+    return min(r["load_before"] for r in _jsonl(folder / "peers.jsonl"))
+
+
+def load_warm_hi(folder):
+    """Most 1-minute load before or after a warm-run call."""
+    return max(max(r["load_before"], r["load_after"]) for r in _jsonl(folder / "peers.jsonl"))
+
+
+# ------------------------------------------------------------------------------------------ other folders
+def fixed_hmc_miss_lo(folder):
+    """BlackJAX with a fixed identity-mass HMC on the narrow problem (../check_estimate): least |error|, nats."""
+    rows = _jsonl(folder.parent / "check_estimate" / "rows.jsonl")
+    return min(abs(r["error"]) for r in rows if r["problem"] == "narrow" and r["config"] == "blackjax-fixed-256")
+
+
+def fixed_hmc_miss_hi(folder):
+    """... most |error|, nats."""
+    rows = _jsonl(folder.parent / "check_estimate" / "rows.jsonl")
+    return max(abs(r["error"]) for r in rows if r["problem"] == "narrow" and r["config"] == "blackjax-fixed-256")
+
+
+def pima_reference_gap(folder):
+    """references.json: how far apart the long bdmc run and the long peer run behind Pima's reference are."""
+    ref = json.loads((folder / "references.json").read_text())["pima"]
+    return abs(ref["bdmc"] - ref["peer"])
+
+
+def _eo_ratio(folder, chains, contender):
+    """../engine_overhead: a contender's median warm seconds over the hand scan's."""
+    rows = _jsonl(folder.parent / "engine_overhead" / "rows.jsonl")
+
+    def med(c):
+        return statistics.median(r["seconds"] for r in rows if r["chains"] == chains and r["contender"] == c)
+    return med(contender) / med("hand")
+
+
+def eo_256_pct(folder):
+    """Engine overhead: percent `anneal` is over the hand scan at 256 chains."""
+    return 100 * (_eo_ratio(folder, 256, "anneal") - 1)
+
+
+def eo_256_estimator_pct(folder):
+    """The same for `forward_ais` (prior draws and checks included), 256 chains."""
+    return 100 * (_eo_ratio(folder, 256, "estimator") - 1)
+
+
+def eo_16_pct(folder):
+    """Percent `anneal` is over the hand scan at 16 chains."""
+    return 100 * (_eo_ratio(folder, 16, "anneal") - 1)
+
+
+def eo_256_x(folder):
+    """`anneal` over the hand scan, 256 chains."""
+    return _eo_ratio(folder, 256, "anneal")
+
+
+def eo_256_unrecorded_x(folder):
+    """`anneal` without failure recording over the hand scan, 256 chains."""
+    return _eo_ratio(folder, 256, "anneal-unrecorded")
+
+
+def eo_recording_pct(folder):
+    """Points of the 256-chain ratio that failure recording costs."""
+    return 100 * (eo_256_x(folder) - eo_256_unrecorded_x(folder))
+
+
+def eo_chunking_pct(folder):
+    """Points of the 256-chain ratio that chunking costs."""
+    return 100 * (eo_256_x(folder) - _eo_ratio(folder, 256, "anneal-1chunk"))
+
+
+def eo_16_chunk_x(folder):
+    """`anneal` in one chunk over the hand scan, 16 chains."""
+    return _eo_ratio(folder, 16, "anneal-1chunk")
+
+
+def eo_16_unrecorded_x(folder):
+    """`anneal` without failure recording over the hand scan, 16 chains."""
+    return _eo_ratio(folder, 16, "anneal-unrecorded")
+
+
+def eo_16_us_per_step(folder):
+    """16 chains: microseconds a step `anneal` spends over the hand scan (T - 1 transitions)."""
+    rows = _jsonl(folder.parent / "engine_overhead" / "rows.jsonl")
+    (steps,) = {r["num_steps"] for r in rows}
+
+    def med(c):
+        return statistics.median(r["seconds"] for r in rows if r["chains"] == 16 and r["contender"] == c)
+    return 1e6 * (med("anneal") - med("hand")) / (steps - 1)
+
+
+# Every public function of this file is a quote.
+QUOTES = tuple(k for k, v in list(globals().items()) if callable(v) and not k.startswith("_")
+               and getattr(v, "__module__", None) == __name__)
+
+
+def values(folder: Path) -> dict:
+    """Every number the pages of this folder quote (``QUOTES``), computed from the rows stored in ``folder``.
+
+    Parameters
+    ----------
+    folder : Path
+        The results folder (``benchmarks/results/peers`` or a copy of it).
+
+    Returns
+    -------
+    dict
+        Each quote's name and value.
+    """
+    return {name: globals()[name](folder) for name in QUOTES}

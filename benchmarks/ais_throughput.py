@@ -31,19 +31,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from rich.console import Console
-from rich.table import Table
 from scipy.special import gammaln
 
 import bdmc
 from bdmc.contracts.estimate import log_mean_exp, log_mean_exp_stderr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness.pages import write_folder  # noqa: E402
 from harness.store import stamp, write_text  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
 STEP_SIZE, LEAPFROG = 0.05, 10
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parent / "results" / "ais_throughput"
 
 
 # ----------------------------------------------------------------------------------------------- NumPy
@@ -223,35 +223,6 @@ def ratios(rows):
             for name, (a, b) in pairs.items()}
 
 
-HEAD = ["implementation", "schedule", "log Z ± stderr", "z vs exact", "accept mean/last", "run s", "cold s",
-        "compile s", "chain-steps/s", "chain-steps/s (cold)"]
-
-
-def cells(r, exact):
-    mean = "-" if r["acceptance_mean"] is None else f"{r['acceptance_mean']:.3f}"
-    return [r["implementation"], r["schedule"], f"{r['log_z']:.4f} ± {r['stderr']:.4f}",
-            f"{(r['log_z'] - exact) / r['stderr']:+.2f}", f"{mean} / {r['acceptance_last']:.3f}",
-            f"{r['run_seconds']:.3f}", f"{r['cold_seconds']:.3f}", f"{r['compile_seconds']:.3f}",
-            f"{r['chain_steps_per_sec']:,.0f}", f"{r['chain_steps_per_sec_cold']:,.0f}"]
-
-
-def write_markdown(path, out):
-    s, exact = out["settings"], out["exact_log_z"]
-    lines = [
-        "# Forward-AIS throughput: bdmc vs TFP vs NumPy", "",
-        f"LinearRegression (paper defaults), {s['chains']} chains x {s['steps'] + 1} distributions "
-        f"({s['steps']} transitions), HMC step size {s['step_size']}, {s['leapfrog_steps']} leapfrog steps, "
-        f"identity mass. Run seconds: {s['statistic']} of {s['repeats']} warm calls (round-robin). "
-        f"Exact log Z = {exact:.4f}.", "",
-        "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD),
-        *["| " + " | ".join(cells(r, exact)) + " |" for r in out["results"]], "",
-        "| ratio | run (compile excluded) | cold (compile included) |", "|---|---|---|",
-        *[f"| {k} | {v['run']:.2f} | {v['cold']:.2f} |" for k, v in out["ratios"].items()], "",
-        "Machine: " + ", ".join(f"{k}={v}" for k, v in out["machine"].items()), "",
-    ]
-    write_text(path, "\n".join(lines))
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--chains", type=int, default=1000, help="number of AIS chains (default 1000)")
@@ -260,8 +231,13 @@ def main(argv=None):
     ap.add_argument("--stat", choices=("median", "best"), default="median",
                     help="how to summarize the warm repeats (default median)")
     ap.add_argument("--quick", action="store_true", help="smoke run: 100 chains x 100 steps, 1 repeat (*_quick.*)")
-    ap.add_argument("--out", type=Path, default=RESULTS, help="directory for the JSON and markdown results")
+    ap.add_argument("--out", type=Path, default=RESULTS, help="directory for the JSON results (and, in "
+                    "benchmarks/results/ais_throughput, the rendered pages)")
+    ap.add_argument("--render", action="store_true", help="only re-render the pages from the stored JSON")
     args = ap.parse_args(argv)
+    if args.render:
+        write_folder("ais_throughput")
+        return
     if args.quick:
         args.chains, args.steps, args.repeats = 100, 100, 1
     console, chains = Console(width=None if sys.stdout.isatty() else 200), args.chains
@@ -304,20 +280,15 @@ def main(argv=None):
         "machine": machine_info(), "exact_log_z": exact, "results": rows, "ratios": ratios(rows),
         "provenance": stamp(),
     }
-    table = Table(title=f"Forward AIS, {chains} chains x {args.steps} distributions; exact log Z = {exact:.4f}")
-    for h in HEAD:
-        table.add_column(h, justify="left" if h in ("implementation", "schedule") else "right")
-    for r in rows:
-        table.add_row(*cells(r, exact))
-    console.print(table)
     for name, v in out["ratios"].items():
         console.print(f"{name}: {v['run']:.2f}x (compile excluded), {v['cold']:.2f}x (compile included)")
 
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / ("ais_throughput_quick" if args.quick else "ais_throughput")  # smoke runs never overwrite
     write_text(stem.with_suffix(".json"), json.dumps(out, indent=2))
-    write_markdown(stem.with_suffix(".md"), out)
-    console.print(f"wrote {stem.with_suffix('.json')} and {stem.with_suffix('.md')}")
+    console.print(f"wrote {stem.with_suffix('.json')}")
+    for page in write_folder("ais_throughput", written_to=args.out):  # a trial run into another --out has none
+        console.print(f"rendered {page}")
 
 
 if __name__ == "__main__":

@@ -32,8 +32,8 @@ import bdmc
 from bdmc.models import FiniteMixture, GaussianMean, LinearRegression
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness.store import append_row, write_text  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
+from harness.store import append_row, write_text  # noqa: E402
 
 bdmc.enable_x64()
 

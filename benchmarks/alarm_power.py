@@ -29,8 +29,8 @@ import bdmc
 from bdmc.models import REGISTRY, LinearRegression
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness.store import append_row, load_rows, write_text  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
+from harness.store import append_row, load_rows, write_text  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 

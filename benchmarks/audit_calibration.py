@@ -47,8 +47,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calibration_programs  # noqa: E402
 from audit_power import numbers  # noqa: E402
 from check_power import clopper_pearson  # noqa: E402
-from harness.store import append_row, load_rows, tree_state, write_text  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
+from harness.store import append_row, load_rows, tree_state, write_text  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.auditing import Budget, audit  # noqa: E402

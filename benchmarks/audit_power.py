@@ -47,8 +47,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from check_power import MODELS, NoiseLR, OffsetLR, ScaledLR, TransposedCG, WideKernelLR, clopper_pearson  # noqa: E402
-from harness.store import append_row, load_rows, write_text  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
+from harness.store import append_row, load_rows, write_text  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.auditing import Budget, audit, resolve_sampler  # noqa: E402

@@ -39,8 +39,8 @@ from pathlib import Path
 
 import numpy as np
 from calibration_programs import STAN as STAN_PROGRAMS
-from harness.store import append_row, load_rows, write_text
 from harness.pages import write_folder
+from harness.store import append_row, load_rows, write_text
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "results" / "audit_quick_timing"

@@ -85,6 +85,7 @@ from bdmc.bracketing import (  # noqa: E402
 from bdmc.models.niw_mixture import NIWMixture  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness.pages import write_folder  # noqa: E402
 from harness.store import stamp, write_text  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
@@ -391,6 +392,7 @@ def parse_args(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="benchmarks/results/bracketing")
     ap.add_argument("--fresh", action="store_true", help="ignore per-k results already written")
+    ap.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     return ap.parse_args(argv)
 
 
@@ -402,6 +404,9 @@ def run_settings(args):
 
 def main():
     args = parse_args()
+    if args.render:
+        write_folder("bracketing")
+        return
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     settings = run_settings(args)
@@ -455,6 +460,7 @@ def main():
         print(json.dumps({c: v for c, v in row.items() if not c.endswith("_values")}), flush=True)
         write_text(partial, json.dumps({"settings": settings, "rows": rows}, indent=1))
         write_outputs(out, rows, settings, time.perf_counter() - t0)
+    write_folder("bracketing", written_to=out)
 
 
 if __name__ == "__main__":

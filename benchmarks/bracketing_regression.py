@@ -47,8 +47,8 @@ from bdmc.bracketing import (  # noqa: E402
 from bdmc.models import LinearRegression  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness.store import stamp, write_text  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
+from harness.store import stamp, write_text  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 

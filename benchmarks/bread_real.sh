@@ -30,3 +30,4 @@ run matrix-factorization-stan --model matrix-factorization --ppl stan --kernel h
 run matrix-factorization-numpyro --model matrix-factorization --kernel hmc
 run mixture-stan --model mixture --ppl stan
 run mixture-numpyro --model mixture
+python3 "$HERE/harness/render.py" bread_real  # its pages, re-rendered from the rows now stored

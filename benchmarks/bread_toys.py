@@ -1,7 +1,8 @@
 """Reproduce the BREAD paper's toy experiments (Appendix B.1.1, Figs. 3 and 4): exact J and B on a 7 x 7 grid.
 
-Writes ``benchmarks/results/bread_toys.md`` (tables), ``bread_toys_sweep.csv`` (J and B against T),
-``bread_toys_fig3.png`` and ``bread_toys_fig4.png``:
+Writes to ``benchmarks/results/bread_toys/``: ``bread_toys_sweep.csv`` (J and B against T), ``bread_toys.json``
+(the other sections' rows), ``bread_toys_fig3.png`` and ``bread_toys_fig4.png``, and renders ``bread_toys.md``
+(the tables) from them:
 
 1. BARRIER against the paper's numbers under several readings of "T intermediate distributions".
 2. J and B for T = 10 ... 100,000 (Fig. 3), EASY / HARD RANDOM drawn with ``--seed``.
@@ -11,11 +12,13 @@ Writes ``benchmarks/results/bread_toys.md`` (tables), ``bread_toys_sweep.csv`` (
 
     python benchmarks/bread_toys.py            # about 1 minute on 2 CPUs
     python benchmarks/bread_toys.py --quick    # T up to 10,000, fewer pairs and draws
+    python benchmarks/bread_toys.py --render   # only re-render the page from the stored rows
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import sys
 import time
@@ -40,11 +43,12 @@ from bdmc.exact.jeffreys import exact_jeffreys, geometric_log_densities
 from bdmc.plotting.bread_toys import plot_bread_divergences, plot_grid_distributions
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness.pages import write_folder  # noqa: E402
 from harness.store import stamp, write_text  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parent / "results" / "bread_toys"
 S = GRID_SIZE * GRID_SIZE
 # The paper's values (Appendix B.1.1) for its own random draws of EASY and HARD RANDOM.
 PAPER = {
@@ -62,43 +66,38 @@ def main(argv=None) -> int:
     ap.add_argument("--pairs", type=int, default=20_000, help="forward/reverse chain pairs per Monte Carlo check")
     ap.add_argument("--max-t", type=int, default=100_000)
     ap.add_argument("--quick", action="store_true", help="--max-t 10000 --pairs 4000 --draws 5")
+    ap.add_argument("--render", action="store_true", help="only re-render the page from the stored rows")
     args = ap.parse_args(argv)
+    if args.render:
+        write_folder("bread_toys")
+        return 0
     if args.quick:
         args.max_t, args.pairs, args.draws = 10_000, 4_000, 5
-    RESULTS.mkdir(exist_ok=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     toys = {
         "EASY RANDOM": random_toy(np.random.default_rng([args.seed, 0, 2]), sigma=EASY_SIGMA),
         "HARD RANDOM": random_toy(np.random.default_rng([args.seed, 0, 10]), sigma=HARD_SIGMA),
         "BARRIER": barrier(),
     }
-    sections = [
-        _header(args),
-        _barrier_conventions(),
-        _sweep_section(toys, args.max_t),
-        _monte_carlo_section(toys, args.pairs, args.seed),
-        _spread_section(args.draws, args.seed),
-        _fig4_section(toys),
-        f"Total wall time: {time.perf_counter() - start:.0f} s.\n",
-    ]
-    write_text(RESULTS / "bread_toys.md", "\n".join(sections))
+    rows = {
+        "settings": {"seed": args.seed, "draws": args.draws, "pairs": args.pairs, "max_t": args.max_t,
+                     "quick": args.quick, "python": platform.python_version(), "numpy": np.__version__},
+        "barrier": _barrier_conventions(),
+    }
+    _sweep_section(toys, args.max_t)  # its rows: bread_toys_sweep.csv
+    rows["monte_carlo"] = _monte_carlo_section(toys, args.pairs, args.seed)
+    rows["spread"] = _spread_section(args.draws, args.seed)
+    rows["fig4"] = _fig4_section(toys)
+    rows["seconds"] = time.perf_counter() - start
+    rows["provenance"] = stamp()
+    write_text(RESULTS / "bread_toys.json", json.dumps(rows, indent=1) + "\n")
+    write_folder("bread_toys")
     print((RESULTS / "bread_toys.md").read_text())
     return 0
 
 
-def _header(args) -> str:
-    return (
-        "# BREAD toys: exact Jeffreys divergence J and bound B (BREAD paper, Appendix B)\n\n"
-        f"Command: `python benchmarks/bread_toys.py{' --quick' if args.quick else ''} --seed {args.seed}` "
-        f"(draws {args.draws}, pairs {args.pairs}, max T {args.max_t}); Python {platform.python_version()}, "
-        f"NumPy {np.__version__}.\n\n"
-        "Convention (paper Eq. 1, this project's AIS): T distributions, prior (beta = 0) and target (beta = 1) "
-        "included, linear betas = linspace(0, 1, T), uniform initial distribution, one grid MH move after each "
-        "weight update, the last one at beta = 1; the AIS output is the state after that move.\n"
-    )
-
-
-def _barrier_conventions() -> str:
+def _barrier_conventions() -> dict:
     log_target = barrier()
     p = np.exp(log_target - log_target.max())
     p /= p.sum()
@@ -110,21 +109,11 @@ def _barrier_conventions() -> str:
         "T + 2 distributions (T excludes prior and target)": lambda t: _variant(t + 2, final_move=True),
         "T - 1 distributions": lambda t: _variant(t - 1, final_move=True),
     }
-    lines = [
-        "## BARRIER against the paper\n",
-        f"Dominant (upper-right) mode mass: {mode:.4f} (paper: about 87%).\n",
-        "| reading of T | J @ T=100 (paper 1.65) | J @ T=1000 (paper 1.085) | B @ T=1000 (paper 1.184) |",
-        "|---|---|---|---|",
-    ]
+    readings = []
     for name, run in variants.items():
         r100, r1000 = run(100), run(1000)
-        lines.append(f"| {name} | {r100.J:.5f} | {r1000.J:.5f} | {r1000.B:.5f} |")
-    lines.append(
-        "\nOnly the first two rows give all three quoted digits; they differ only in J, beyond the quoted "
-        "digits. B does not depend on the move at beta = 1 (it leaves the target invariant and no weight "
-        "reads its result).\n"
-    )
-    return "\n".join(lines)
+        readings.append({"reading": name, "J@100": r100.J, "J@1000": r1000.J, "B@1000": r1000.B})
+    return {"mode_mass": float(mode), "readings": readings}
 
 
 def _variant(num_distributions, *, final_move):
@@ -145,7 +134,7 @@ def _sweep_ts(max_t):
     return [t for t in ts if t <= max_t]
 
 
-def _sweep_section(toys, max_t) -> str:
+def _sweep_section(toys, max_t) -> None:
     rows = []
     for name, log_target in toys.items():
         for t in _sweep_ts(max_t):
@@ -158,52 +147,23 @@ def _sweep_section(toys, max_t) -> str:
     write_text(RESULTS / "bread_toys_sweep.csv", table.to_csv(index=False))
     fig = plot_bread_divergences(table)
     fig.savefig(RESULTS / "bread_toys_fig3.png", dpi=130)
-    ok_order = bool(np.all(table["J"] <= table["B"]))
-    ok_sandwich = bool(np.all((table["log_w_forward"] <= table["log_z"]) & (table["log_z"] <= table["log_w_reverse"])))
-    lines = [
-        "## J and B against T (Fig. 3: `bread_toys_fig3.png`, data `bread_toys_sweep.csv`)\n",
-        f"J <= B at every T and toy: {ok_order}. E_fwd[log w] <= log Z <= E_rev[log w] everywhere: {ok_sandwich}.\n",
-        "| toy | T | J | B | B / J | E_fwd[log w] | log Z | E_rev[log w] |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for row in table.itertuples():
-        lines.append(
-            f"| {row.toy} | {row.num_distributions} | {row.J:.4g} | {row.B:.4g} | {row.B / row.J:.3g} | "
-            f"{row.log_w_forward:.4f} | {row.log_z:.4f} | {row.log_w_reverse:.4f} |"
-        )
-    return "\n".join(lines) + "\n"
 
 
-def _monte_carlo_section(toys, pairs, seed) -> str:
-    lines = [
-        "## Exact B against simulated chains\n",
-        f"{pairs} forward and {pairs} reverse AIS chains per row, simulated by proposing and accepting grid "
-        "moves (not from the transition matrices). z = (mean B-hat - B) / stderr.\n",
-        "| toy | T | exact B | mean B-hat | stderr | z "
-        "| exact E_fwd[log w] | simulated | exact E_rev[log w] | simulated |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
+def _monte_carlo_section(toys, pairs, seed) -> list[dict]:
+    rows = []
     for i, (name, log_target) in enumerate(toys.items()):
         for t in (100, 1000):
             r = toy_jeffreys(log_target, t)
             sim = simulate_bread(np.random.default_rng([seed, 1, i, t]), log_target, t, num_pairs=pairs)
             mean, se = sim.b_hat.mean(), sim.b_hat.std(ddof=1) / np.sqrt(pairs)
-            lines.append(
-                f"| {name} | {t} | {r.B:.4f} | {mean:.4f} | {se:.4f} | {(mean - r.B) / se:+.2f} | "
-                f"{r.log_w_forward:.4f} | {sim.log_w_forward.mean():.4f} | {r.log_w_reverse:.4f} | "
-                f"{sim.log_w_reverse.mean():.4f} |"
-            )
-    return "\n".join(lines) + "\n"
+            rows.append({"toy": name, "T": t, "B": r.B, "b_hat_mean": float(mean), "b_hat_stderr": float(se),
+                         "log_w_forward": r.log_w_forward, "simulated_forward": float(sim.log_w_forward.mean()),
+                         "log_w_reverse": r.log_w_reverse, "simulated_reverse": float(sim.log_w_reverse.mean())})
+    return rows
 
 
-def _spread_section(draws, seed) -> str:
-    lines = [
-        f"## EASY and HARD RANDOM: spread over {draws} random targets\n",
-        "The paper reports one draw of each; here each statistic over draws `default_rng([seed, 2, sigma, i])`. "
-        "'rank' is how many draws fall below the paper's value.\n",
-        "| toy | statistic | mean | min | max | paper | rank |",
-        "|---|---|---|---|---|---|---|",
-    ]
+def _spread_section(draws, seed) -> list[dict]:
+    rows = []
     for name, sigma in (("EASY RANDOM", EASY_SIGMA), ("HARD RANDOM", HARD_SIGMA)):
         stats = {"J@100": [], "J@1000": [], "B@1000": []}
         for i in range(draws):
@@ -214,25 +174,22 @@ def _spread_section(draws, seed) -> str:
             stats["B@1000"].append(r1000.B)
         for stat, values in stats.items():
             v, paper = np.array(values), PAPER[name][stat]
-            lines.append(
-                f"| {name} | {stat} | {v.mean():.4g} | {v.min():.4g} | {v.max():.4g} | {paper} | "
-                f"{int(np.sum(v < paper))}/{draws} |"
-            )
-    return "\n".join(lines) + "\n"
+            rows.append({"toy": name, "statistic": stat, "mean": float(v.mean()), "min": float(v.min()),
+                         "max": float(v.max()), "paper": paper, "below": int(np.sum(v < paper)), "draws": draws})
+    return rows
 
 
-def _fig4_section(toys) -> str:
-    rows = {}
-    lines = ["## Distributions (Fig. 4: `bread_toys_fig4.png`)\n", "| toy | J @ T=100 | B @ T=100 |", "|---|---|---|"]
+def _fig4_section(toys) -> list[dict]:
+    rows, found = {}, []
     for name, log_target in toys.items():
         r = toy_jeffreys(log_target, 100)
         path = np.exp(geometric_log_densities(log_target, np.full(S, 1.0 / S), np.array([0.0, *FIG4_BETAS, 1.0])))
         panels = [(f"beta = {b}", path[i + 1]) for i, b in enumerate(FIG4_BETAS)]
         panels += [("target", r.p), (f"AIS output, T = 100\nJ = {r.J:.3g}", r.q)]
         rows[name] = panels
-        lines.append(f"| {name} | {r.J:.4f} | {r.B:.4f} |")
+        found.append({"toy": name, "J": r.J, "B": r.B})
     plot_grid_distributions(rows).savefig(RESULTS / "bread_toys_fig4.png", dpi=130)
-    return "\n".join(lines) + "\n"
+    return found
 
 
 if __name__ == "__main__":

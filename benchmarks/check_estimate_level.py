@@ -27,8 +27,8 @@ import jax
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from check_power import clopper_pearson  # noqa: E402
-from harness.store import append_row, load_rows, tree_state, write_text  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
+from harness.store import append_row, load_rows, tree_state, write_text  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.checks.sandwich import exact_log_marginal_or_none  # noqa: E402

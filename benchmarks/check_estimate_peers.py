@@ -41,8 +41,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import peer_problems  # noqa: E402
 import peer_tools  # noqa: E402
-from harness.store import append_row, load_rows, tree_state, write_text  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
+from harness.store import append_row, load_rows, tree_state, write_text  # noqa: E402
 
 import bdmc  # noqa: E402
 

@@ -12,7 +12,7 @@ estimators and knobs each time; only ``client`` changes:
 bdmc's compile caches are emptied before each mode, so every mode compiles its programs (the worker
 processes compile their own). Each mode writes its rows to its own store under ``--store`` as they finish.
 The rows are then compared with the in-process ones column by column, timing columns aside. Results:
-``results/scale/dask.{json,md}``. See benchmarks/README.md.
+``results/scale/dask.json``, and the page ``results/scale/dask.md`` rendered from it. See benchmarks/README.md.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import bdmc
 from bdmc.experiments import bench
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness.pages import write_folder  # noqa: E402
 from harness.store import stamp, write_text  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
@@ -144,74 +145,6 @@ def machine_info() -> dict:
             "distributed": distributed.__version__, "bdmc": bdmc.__version__, "x64": bool(jax.config.jax_enable_x64)}
 
 
-HEAD = ["mode", "workers", "start s", "sweep s", "first row s", "compile s (sum)", "compile + run s (sum)",
-        "same rows as in-process", "max |diff| of trials", "load (1 min) before"]
-
-
-def cells(t: dict) -> list[str]:
-    same = t.get("same", {})
-    return [t["mode"], str(t["workers"]), f"{t['start_seconds']:.1f}", f"{t['sweep_seconds']:.1f}",
-            f"{t['first_row_seconds']:.1f}", f"{t['compile_seconds']:.1f}", f"{t['compute_seconds']:.1f}",
-            "-" if not same else ("identical" if same["identical"] else "differ"),
-            "-" if not same else f"{same['max_abs_diff_trials']:.3g}", f"{t['load_before'][0]:.2f}"]
-
-
-def stored_as_finished(t: dict) -> bool:
-    """Whether the store's rows are in the order the cells finished (each appended as it came)."""
-    return t["store_order"] == [[e, k] for e, k, _ in t["finish_order"]]
-
-
-def finish_order_is_plan(t: dict, ref: dict) -> bool:
-    """Whether the cells finished in the order the in-process sweep ran them (the order requested)."""
-    return [[e, k] for e, k, _ in t["finish_order"]] == [[e, k] for e, k, _ in ref["finish_order"]]
-
-
-def findings(out: dict) -> list[str]:
-    """Sentences computed from the results."""
-    by = {t["mode"]: t for t in out["timings"]}
-    ref = by.get("in-process")
-    lines = []
-    for mode in MODES[1:]:
-        if mode not in by or ref is None:
-            continue
-        t = by[mode]
-        lines.append(f"- **{mode}** ({t['workers']} worker(s)): the sweep took {t['sweep_seconds']:.1f} s against "
-                     f"{ref['sweep_seconds']:.1f} s in-process ({ref['sweep_seconds'] / t['sweep_seconds']:.2f}x "
-                     f"speed-up), plus {t['start_seconds']:.1f} s to start the cluster; its rows are "
-                     f"{'identical to' if t['same']['identical'] else 'not identical to'} the in-process ones "
-                     f"(largest difference of a trial estimate {t['same']['max_abs_diff_trials']:.3g} nats). "
-                     f"The store holds {t['rows_in_store']} rows, "
-                     f"{'in the order the cells finished' if stored_as_finished(t) else 'not in finishing order'}"
-                     f"{'' if finish_order_is_plan(t, ref) else ', which is not the order requested'}.")
-    return lines
-
-
-def write_markdown(path: Path, out: dict) -> None:
-    s = out["settings"]
-    knobs = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in s["knobs"].items())
-    lines = [
-        "# One bench sweep in-process and on Dask", "",
-        f"`python benchmarks/dask_sweep.py` -- `bdmc.experiments.bench.run_bench` on "
-        f"`LinearRegression(n={s['n']})`, seed {s['seed']}, {s['trials']} trials per cell, knobs {knobs}; ground "
-        f"truth: the closed form, with AIS at T = {s['truth_steps']} ({s['truth_runs']} chains) beside it, "
-        f"computed by the caller in every mode ({len(out['rows'])} cells). bdmc's compile caches are emptied "
-        "before each mode. *sweep s*: wall time of `run_bench` (truth included), cluster start-up apart; "
-        "*compile s* and *compile + run s*: sums over the cells of the estimators' own compile seconds and "
-        "compile plus run seconds (work, not wall: cells on two workers overlap). *first row s*: from the start of "
-        "`run_bench` to the first finished cell (the ground truth comes first). Process workers run with "
-        f"XLA/OpenMP at {s['worker_threads']} thread(s) each.", "",
-        "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD),
-        *["| " + " | ".join(cells(t)) + " |" for t in out["timings"]], "",
-        "## Findings", "", *findings(out), "",
-        f"Load average (1, 5, 15 min) at the start: {', '.join(f'{x:.2f}' for x in out['load_start'])}; at the "
-        f"end: {', '.join(f'{x:.2f}' for x in out['load_end'])} (a shared machine: other work ran alongside).", "",
-        "Machine: " + ", ".join(f"{k}={v}" for k, v in out["machine"].items()), "",
-        f"bdmc source: commit {out['source']['commit']}, uncommitted changes under src/: "
-        f"{', '.join(out['source']['modified_in_src']) or 'none'}.", "",
-    ]
-    write_text(path, "\n".join(lines))
-
-
 def parse_knobs(text: str) -> dict[str, list[int]]:
     """``"ais=10,100;smc=1"`` -> ``{"ais": [10, 100], "smc": [1]}``."""
     out = {}
@@ -234,11 +167,13 @@ def main(argv=None):
     ap.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of " + ", ".join(MODES))
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--store", type=Path, default=None, help="where the modes' bench stores go (default: a temp dir)")
-    ap.add_argument("--out", type=Path, default=RESULTS, help="directory for dask.{json,md}")
-    ap.add_argument("--report", action="store_true", help="rewrite dask.md from the dask.json in --out")
+    ap.add_argument("--out", type=Path, default=RESULTS, help="directory for dask.json (the page, dask.md, is "
+                    "rendered in benchmarks/results/scale only)")
+    ap.add_argument("--render", "--report", dest="report", action="store_true",
+                    help="only re-render the pages of benchmarks/results/scale from their JSON")
     args = ap.parse_args(argv)
     if args.report:
-        write_markdown(args.out / "dask.md", json.loads((args.out / "dask.json").read_text()))
+        write_folder("scale")
         return
     modes = [m.strip() for m in args.modes.split(",")]
     if "in-process" not in modes or set(modes) - set(MODES):
@@ -248,7 +183,6 @@ def main(argv=None):
 
 def run(args, modes: list[str]) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     console, load_start = Console(width=None if sys.stdout.isatty() else 200), os.getloadavg()
     root = args.store or Path(tempfile.mkdtemp(prefix="bdmc-dask-sweep-"))
@@ -259,25 +193,19 @@ def run(args, modes: list[str]) -> None:
         if mode != "in-process":
             timing["same"] = compare(tables["in-process"], tables[mode])
         timings.append(timing)
-        console.print(" | ".join(cells(timing)))
-    table = Table(title="one bench sweep: in-process and on Dask")
-    for h in HEAD:
-        table.add_column(h, justify="left" if h == "mode" else "right")
-    for t in timings:
-        table.add_row(*cells(t))
-    console.print(table)
+        console.print(f"{mode}: sweep {timing['sweep_seconds']:.1f} s, first row {timing['first_row_seconds']:.1f} s"
+                      + (f", rows identical: {timing['same']['identical']}" if "same" in timing else ""))
     out = {"settings": {"n": args.n, "trials": args.trials, "knobs": args.knobs, "truth_steps": args.truth_steps,
                         "truth_runs": args.truth_runs, "workers": args.workers,
                         "worker_threads": args.worker_threads, "seed": args.seed, "modes": modes},
            "timings": timings, "rows": tables["in-process"].drop(columns=["trial_estimates"]).to_dict("records"),
            "load_start": list(load_start), "load_end": list(os.getloadavg()), "machine": machine_info(),
            "source": source_info(), "provenance": stamp()}
-    for line in findings(out):
-        console.print(line)
     args.out.mkdir(parents=True, exist_ok=True)
     write_text(args.out / "dask.json", json.dumps(out, indent=2, default=float))
-    write_markdown(args.out / "dask.md", out)
-    console.print(f"wrote {args.out / 'dask.json'} and {args.out / 'dask.md'}")
+    console.print(f"wrote {args.out / 'dask.json'}")
+    for page in write_folder("scale", written_to=args.out):
+        console.print(f"rendered {page}")
 
 
 if __name__ == "__main__":

@@ -45,8 +45,8 @@ from bdmc.kernels import HMC
 from bdmc.models import LinearRegression
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness.store import append_row, write_text  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
+from harness.store import append_row, write_text  # noqa: E402
 
 bdmc.enable_x64()
 OUT = Path(__file__).resolve().parent / "results" / "engine_overhead"

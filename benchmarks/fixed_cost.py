@@ -6,7 +6,8 @@ with different keys and records the wall time of the whole Python call and the e
 the compiled run (``Estimate.details.seconds``). Fixed cost = wall - engine, median over calls. A pilot-tuned
 call's pilot is compiled work too; it is reported in its own column, not counted as fixed cost.
 
-    python benchmarks/fixed_cost.py            # writes benchmarks/results/fixed_cost.{json,md}
+    python benchmarks/fixed_cost.py            # writes benchmarks/results/fixed_cost/fixed_cost.{json,md}
+    python benchmarks/fixed_cost.py --render   # only re-renders the page from the stored rows
 """
 
 from __future__ import annotations
@@ -27,11 +28,12 @@ from bdmc.kernels import HMC
 from bdmc.models import GaussianMean, LinearRegression
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness.pages import write_folder  # noqa: E402
 from harness.store import stamp, write_text  # noqa: E402
 
 bdmc.enable_x64()
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parent / "results" / "fixed_cost"
 
 
 def cases():
@@ -76,7 +78,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=200, help="warm calls per case (default 200)")
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--render", action="store_true", help="only re-render the page from the stored rows")
     args = ap.parse_args(argv)
+    if args.render:
+        write_folder("fixed_cost")
+        return 0
     load_before = os.getloadavg()
     rows = [{"case": label, **measure(fn, args.calls)} for label, fn in cases()]
     out = {"rows": rows, "load_before": load_before, "load_after": os.getloadavg(),
@@ -84,17 +90,8 @@ def main(argv=None) -> int:
                        "bdmc": bdmc.version.__version__}, "provenance": stamp()}
     args.out.mkdir(parents=True, exist_ok=True)
     write_text(args.out / "fixed_cost.json", json.dumps(out, indent=2))
-    lines = ["# Fixed cost of a warm call", "",
-             f"Median over {args.calls} warm calls per case (compiled programs reused, new key each call). "
-             "Fixed = wall - engine run - pilot run: host work outside compiled programs. Load average "
-             f"(1, 5, 15 min) {tuple(round(x, 2) for x in load_before)} before, "
-             f"{tuple(round(x, 2) for x in out['load_after'])} after.", "",
-             "| call | wall ms | engine run ms | pilot run ms | fixed ms (median) | fixed ms (90th pct) |",
-             "|---|---|---|---|---|---|"]
-    lines += [f"| {r['case']} | {r['wall_ms']:.2f} | {r['engine_ms']:.2f} | {r['pilot_ms']:.2f} | "
-              f"{r['fixed_ms']:.2f} | {r['fixed_ms_p90']:.2f} |" for r in rows]
-    write_text(args.out / "fixed_cost.md", "\n".join(lines) + "\n")
-    print("\n".join(lines))
+    for page in write_folder("fixed_cost", written_to=args.out):  # a trial run into another --out has no page
+        print(page.read_text())
     return 0
 
 

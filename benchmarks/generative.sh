@@ -27,3 +27,4 @@ python3 "$HERE/provenance.py" "$OUT/run-vae50/provenance.jsonl" run=run-vae50  #
 bdmc generative --data mnist --architecture small50 --models gan,gmmn "${BUDGET[@]}" \
   --out "$OUT/run-50" "$@" 2>&1 | tee -a "$OUT/run-50.log"
 python3 "$HERE/provenance.py" "$OUT/run-50/provenance.jsonl" run=run-50  # commit, load, date
+python3 "$HERE/harness/render.py" generative  # its pages, re-rendered from the rows now stored

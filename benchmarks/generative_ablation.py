@@ -359,6 +359,7 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=OUT,
                         help=f"results directory ({OUT.relative_to(RESULTS.parents[2])})")
     parser.add_argument("--table-only", action="store_true", help="rebuild the table and figure and stop")
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
     args.cells = [c.strip() for c in args.cells.split(",") if c.strip()]
     unknown = [c for c in args.cells if c not in CELLS]
@@ -376,6 +377,11 @@ def parse(argv=None) -> argparse.Namespace:
 def main(argv=None) -> None:
     """Run (or resume) the chosen cells, rebuilding the table after each."""
     args = parse(argv)
+    from harness.pages import write_folder
+
+    if args.render:
+        write_folder("generative")
+        return
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
     rows_path = out / "rows.jsonl"
@@ -395,6 +401,7 @@ def main(argv=None) -> None:
             write_outputs(load_rows(rows_path), out)
     write_outputs(load_rows(rows_path), out)
     print(f"wrote {out / 'table.md'}")
+    write_folder("generative", written_to=out)
 
 
 if __name__ == "__main__":

@@ -17,3 +17,4 @@ python3 "$HERE/provenance.py" "$OUT/gap-curve/provenance.jsonl" run=gap-curve  #
 bdmc generative --data mnist --architecture small50 --models vae "${BUDGET[@]}" \
   --out "$OUT/gap-curve-vae50" "$@" 2>&1 | tee -a "$OUT/gap-curve-vae50.log"
 python3 "$HERE/provenance.py" "$OUT/gap-curve-vae50/provenance.jsonl" run=gap-curve-vae50  # commit, load, date
+python3 "$HERE/harness/render.py" generative  # its pages, re-rendered from the rows now stored

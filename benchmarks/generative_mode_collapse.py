@@ -304,6 +304,7 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--samples", type=int, default=1000, help="decoder means drawn per variant (1000)")
     parser.add_argument("--epochs", type=int, default=100, help="training epochs (100, as generative.sh)")
     parser.add_argument("--table-only", action="store_true", help="rebuild table.md from rows.jsonl and stop")
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
     args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = [v for v in args.variants if v not in VARIANTS]
@@ -317,6 +318,11 @@ def parse(argv=None) -> argparse.Namespace:
 def main(argv=None) -> None:
     """Train or reload each variant, append its row, rebuild ``table.md``."""
     args = parse(argv)
+    from harness.pages import write_folder
+
+    if args.render:
+        write_folder("generative")
+        return
     OUT.mkdir(parents=True, exist_ok=True)
     rows_path, table_path = OUT / "rows.jsonl", OUT / "table.md"
     from harness.store import append_row, load_rows
@@ -348,6 +354,7 @@ def main(argv=None) -> None:
               f"stored samples diff {stored['max_abs_diff'] if stored else '-'}, {row['seconds']:.0f} s", flush=True)
     write_table(table_path, load_rows(rows_path))
     print(f"wrote {table_path}")
+    write_folder("generative")
 
 
 if __name__ == "__main__":

@@ -17,3 +17,4 @@ python3 "$HERE/provenance.py" "$OUT/rate-distortion/provenance.jsonl" run=rate-d
 bdmc generative --data mnist --architecture small50 --models vae "${BUDGET[@]}" \
   --out "$OUT/rate-distortion-vae50" "$@" 2>&1 | tee -a "$OUT/rate-distortion-vae50.log"
 python3 "$HERE/provenance.py" "$OUT/rate-distortion-vae50/provenance.jsonl" run=rate-distortion-vae50
+python3 "$HERE/harness/render.py" generative  # its pages, re-rendered from the rows now stored

@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from harness.store import append_row, load_rows, write_text
 from harness.pages import write_folder
+from harness.store import append_row, load_rows, write_text
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "results" / "generative_torch_peer"

@@ -219,6 +219,7 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=OUT, help="results directory (benchmarks/results/generative/"
                         "train_test)")
     parser.add_argument("--table-only", action="store_true", help="rebuild the table and figure and stop")
+    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [m for m in args.models if m not in MODELS]
@@ -232,6 +233,11 @@ def parse(argv=None) -> argparse.Namespace:
 def main(argv=None) -> None:
     """Evaluate (or resume) the chosen models, rebuilding the table after each."""
     args = parse(argv)
+    from harness.pages import write_folder
+
+    if args.render:
+        write_folder("generative")
+        return
     args.out.mkdir(parents=True, exist_ok=True)
     rows_path = args.out / "rows.jsonl"
     from harness.store import load_rows
@@ -250,6 +256,7 @@ def main(argv=None) -> None:
             write_outputs(load_rows(rows_path), args.out)
     write_outputs(load_rows(rows_path), args.out)
     print(f"wrote {args.out / 'table.md'}")
+    write_folder("generative", written_to=args.out)
 
 
 if __name__ == "__main__":

@@ -3,10 +3,11 @@
 Rows written since ``provenance.stamp()`` existed carry their commit, whether the tree was clean, the date and
 the machine's load. Older results files do not; for each of those (a tracked ``.csv``, ``.json`` or ``.jsonl``
 under ``benchmarks/results/`` with no ``commit`` field or column) this writes, to
-``benchmarks/results/legacy_provenance.json``, the commit that added the file and the last commit that changed
-it, with their dates. What git cannot say is written as unknown (null): whether the tree was clean when the rows
-were computed, and the machine's load. ``tests/test_benchmark_provenance.py`` requires every results file to
-carry its own commit or an entry here, so a new unstamped file fails the default suite.
+``benchmarks/results/legacy_provenance/legacy_provenance.json``, the commit that added the file and the last commit
+that changed it (following renames), with their dates, and renders the folder's page. What git cannot say is written
+as unknown (null): whether the tree was clean when the rows were computed, and the machine's load.
+``tests/test_benchmark_provenance.py`` requires every results file to carry its own commit or an entry here, so a
+new unstamped file fails the default suite.
 
     python benchmarks/legacy_provenance.py          # rewrite the file from git history (needs a git checkout)
 """
@@ -17,11 +18,12 @@ import json
 import subprocess
 from pathlib import Path
 
+from harness.pages import write_folder
 from harness.store import write_text
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-OUT = RESULTS / "legacy_provenance.json"
+OUT = RESULTS / "legacy_provenance" / "legacy_provenance.json"
 SUFFIXES = (".csv", ".json", ".jsonl")
 
 
@@ -42,7 +44,8 @@ def results_files() -> list[Path]:
 
 
 def _git_log(path: Path, *extra: str) -> list[tuple[str, str]]:
-    out = subprocess.run(["git", "-C", str(ROOT), "log", "--format=%h %cI", *extra, "--", str(path)],
+    out = subprocess.run(["git", "-C", str(ROOT), "log", "--follow", "--format=%h %cI", *extra, "--",
+                          str(path)],
                          capture_output=True, text=True).stdout.split("\n")
     return [tuple(line.split(" ", 1)) for line in out if line.strip()]
 
@@ -65,6 +68,7 @@ def main() -> None:
             "clean and the machine's load were not recorded (null). A directory's provenance.jsonl, where there "
             "is one, stamps the runs made since.")
     write_text(OUT, json.dumps({"note": note, "files": entries}, indent=1) + "\n")
+    write_folder("legacy_provenance")
     print(f"{OUT.relative_to(ROOT)}: {len(entries)} files")
 
 

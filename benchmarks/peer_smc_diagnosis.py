@@ -31,8 +31,8 @@ from bdmc.core.resampling import AdaptiveResampling
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import peer_problems  # noqa: E402
-from harness.store import append_row, load_rows  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
+from harness.store import append_row, load_rows  # noqa: E402
 
 bdmc.enable_x64()
 

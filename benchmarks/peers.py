@@ -41,8 +41,9 @@ import bdmc
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from datetime import UTC
 
-import peer_problems  # noqa: E402
 import peer_tools  # noqa: E402
+from harness import problems as peer_problems  # noqa: E402
+from harness.pages import write_folder  # noqa: E402
 from harness.store import append_row, jsonable, load_rows, stamp, tree_state, write_text  # noqa: E402
 from peer_tools import BUDGETS, KNOBS, TOOLS, budget_label  # noqa: E402
 
@@ -377,7 +378,32 @@ def ratio_lines(summary, problem) -> list[str]:
     return lines
 
 
-def write_markdown(path, summary, truths, settings, machine, diagnosis_rows, missing, cold=()) -> None:
+def missing_cells(cells, rows) -> list[str]:
+    """The planned cells with fewer rows than seeds, as ``problem tool budget (rows/seeds)``."""
+    counts = {}
+    for r in rows:
+        counts[(r["problem"], r["tool"], r["budget"])] = counts.get((r["problem"], r["tool"], r["budget"]), 0) + 1
+    return [f"{name} {tool} {budget_label(b)} ({counts.get((name, tool, budget_label(b)), 0)}/{len(seeds)})"
+            for name, tool, b, seeds in cells if counts.get((name, tool, budget_label(b)), 0) < len(seeds)]
+
+
+def page(folder: Path, stem: str = "peers") -> str:
+    """``<stem>.md`` from what a run stored in ``folder``: its rows, ``<stem>_summary.json`` (settings, machine and
+    exact or reference answers), the cold rows and the SMC diagnosis rows (``benchmarks/pages/peers/``)."""
+    stored = json.loads((folder / f"{stem}_summary.json").read_text())
+    settings = stored["settings"]
+    rows = [r for r in load_rows(folder / f"{stem}.jsonl")
+            if r["problem"] in settings["problems"] and r["tool"] in settings["tools"]]
+    cells = plan(settings["problems"], settings["tools"], settings["repeats"], settings["quick"])
+    summary = summarize(rows)
+    cold_path = folder / ("cold_quick.jsonl" if settings["quick"] else "cold.jsonl")
+    cold = cold_summary(load_rows(cold_path), summary) if cold_path.exists() else []
+    return markdown_page(summary, stored["truths"], settings, stored["machine"],
+                         load_rows(folder / "smc_diagnosis.jsonl"), missing_cells(cells, rows), cold)
+
+
+def markdown_page(summary, truths, settings, machine, diagnosis_rows, missing, cold=()) -> str:
+    """The report of one run (``peers.md``)."""
     loads = [s["load"] for s in summary]
     lines = ["# log p(y) at equal accuracy: bdmc against its peers", "",
              headline(settings, missing), "",
@@ -423,7 +449,7 @@ def write_markdown(path, summary, truths, settings, machine, diagnosis_rows, mis
 
         lines += [markdown(diagnosis_rows), ""]
     lines += ["Machine: " + ", ".join(f"{k}={v}" for k, v in machine.items()), ""]
-    write_text(path, "\n".join(lines))
+    return "\n".join(lines)
 
 
 def plot(path, summary, truths, problems) -> None:
@@ -477,6 +503,7 @@ def parse(argv):
     ap.add_argument("--out", type=Path, default=RESULTS, help="results folder")
     ap.add_argument("--report-only", action="store_true",
                     help="run nothing: rebuild the summary, markdown and figure from the JSONL")
+    ap.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = ap.parse_args(argv)
     args.problems, args.tools = args.problems.split(","), args.tools.split(",")
     if args.quick:
@@ -492,6 +519,9 @@ def parse(argv):
 
 def main(argv=None) -> None:
     args = parse(argv)
+    if args.render:
+        write_folder("peers")
+        return
     console = Console(width=None if sys.stdout.isatty() else 160)
     args.out.mkdir(parents=True, exist_ok=True)
     stem = "peers_quick" if args.quick else "peers"
@@ -508,11 +538,6 @@ def main(argv=None) -> None:
         run_all(cells, runner)
 
     rows = [r for r in load_rows(runner.path) if r["problem"] in args.problems and r["tool"] in args.tools]
-    counts = {}
-    for r in rows:
-        counts[(r["problem"], r["tool"], r["budget"])] = counts.get((r["problem"], r["tool"], r["budget"]), 0) + 1
-    missing = [f"{name} {tool} {budget_label(b)} ({counts.get((name, tool, budget_label(b)), 0)}/{len(seeds)})"
-               for name, tool, b, seeds in cells if counts.get((name, tool, budget_label(b)), 0) < len(seeds)]
     summary = summarize(rows)
     machine = machine_info()
     print_summary(console, summary, args.problems)
@@ -522,10 +547,11 @@ def main(argv=None) -> None:
         {"settings": settings, "machine": machine, "truths": truths, "summary": summary, "cold": cold,
          "best": {f"{name} < {t:g}": best_ratio(summary, name, t) for name in args.problems for t in THRESHOLDS}},
         indent=2, default=jsonable))
-    write_markdown(args.out / f"{stem}.md", summary, truths, settings, machine,
-                   load_rows(args.out / "smc_diagnosis.jsonl"), missing, cold)
+    if args.quick:  # the full run's page is rendered from its template (write_folder below)
+        write_text(args.out / f"{stem}.md", page(args.out, stem))
     plot(args.out / ("rmse_vs_seconds_quick.png" if args.quick else "rmse_vs_seconds.png"), summary, truths,
          args.problems)
+    write_folder("peers", written_to=args.out)
     console.print(f"wrote {args.out / stem}.{{jsonl,md}}, {stem}_summary.json and the figure")
 
 

@@ -41,8 +41,8 @@ import jax.numpy as jnp
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from harness.store import append_row, load_rows, stamp, write_text  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
+from harness.store import append_row, load_rows, stamp, write_text  # noqa: E402
 from posteriordb_models import DATA_DIR, POSTERIORS, load  # noqa: E402
 
 import bdmc  # noqa: E402
@@ -200,9 +200,7 @@ def main():
         write_text(settings_path, json.dumps({"settings": settings}, indent=2) + "\n")
         print(f"{name}: {row.get('error') or 'ok'} ({row['seconds']:.0f} s)", flush=True)
     print(f"total {time.perf_counter() - began:.0f} s")
-    page = summarize(load_rows(rows_path), args)
-    write_text(OUT / "README.md", page)
-    print(page)
+    print(summarize(load_rows(rows_path), args))  # a summary on the console; the page is rendered from its template
     write_folder("posteriordb")
 
 

@@ -36,8 +36,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from harness.store import append_row, load_rows, tree_state  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
+from harness.store import append_row, load_rows, tree_state  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.checks.prior_normalization import prior_normalization  # noqa: E402

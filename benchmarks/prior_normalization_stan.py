@@ -18,8 +18,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calibration_programs as cp  # noqa: E402
-from harness.store import append_row, load_rows, tree_state, write_text  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
+from harness.store import append_row, load_rows, tree_state, write_text  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.checks.prior_normalization import prior_normalization  # noqa: E402

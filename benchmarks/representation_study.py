@@ -55,8 +55,8 @@ from bdmc.realdata import factorization as fz  # noqa: E402
 from bdmc.realdata import webppl_models as wm  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness.store import stamp, write_text  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
+from harness.store import stamp, write_text  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 

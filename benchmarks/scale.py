@@ -38,6 +38,7 @@ import numpy as np
 import bdmc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from harness.pages import write_folder  # noqa: E402
 from harness.store import stamp, write_text  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms (also in every subprocess)
@@ -193,92 +194,6 @@ def machine_info() -> dict:
             "numpy": np.__version__, "bdmc": bdmc.__version__, "devices": str(jax.devices())}
 
 
-HEAD = ["sweep", "model", "kernel", "N", "D", "s / chain-step", "evals / chain-step", "compile s", "warm s",
-        "memory MiB", "AIS MiB", "data MiB", "accept", "load (1 min)"]
-
-
-def cells(r: dict) -> list[str]:
-    return [r["sweep"], r["model"], r["kernel"], f"{r['n']:,}", str(r["latent_dim"]),
-            f"{r['seconds_per_chain_step']:.3g}", f"{r['evals_per_chain_step']:.3g}", f"{r['compile_seconds']:.2f}",
-            f"{r['warm_seconds']:.3f}", f"{r['memory_mib']:.1f}", f"{r['memory_ais_mib']:.1f}",
-            f"{r['data_mib']:.2f}",
-            f"{r['acceptance_mean']:.2f}", f"{r['load_before'][0]:.2f}"]
-
-
-def fmt(x) -> str:
-    return "-" if x is None else f"{x:.2f}"
-
-
-def findings(out: dict) -> list[str]:
-    """Sentences computed from the results (nothing here is typed in by hand)."""
-    rows, s = out["results"], out["slopes"]
-    lines = []
-    for model in MODELS:
-        sweep = sorted((r for r in rows if r["sweep"] == "N" and r["model"] == model), key=lambda r: r["n"])
-        if len(sweep) < 2:
-            continue
-        lo, hi, sl = sweep[0], sweep[-1], s[f"{model} vs N"]
-        lines.append(
-            f"- **{model}** ({lo['kernel']}): from N = {lo['n']:,} to {hi['n']:,} the seconds per chain-step go "
-            f"from {lo['seconds_per_chain_step']:.3g} to {hi['seconds_per_chain_step']:.3g} "
-            f"({hi['seconds_per_chain_step'] / lo['seconds_per_chain_step']:.3g}x for "
-            f"{hi['n'] / lo['n']:.0f}x the data). Slope of log seconds on log N: {fmt(sl['all'])} over all N, "
-            f"{fmt(sl['largest 3'])} over the largest three, {fmt(sl['largest 2'])} over the largest two "
-            f"(1 = linear). Memory above baseline: {lo['memory_mib']:.1f} MiB at N = {lo['n']:,}, "
-            f"{hi['memory_mib']:.1f} MiB at N = {hi['n']:,} (the data themselves: {hi['data_mib']:.2f} MiB).")
-    dims = sorted((r for r in rows if r["sweep"] == "D"), key=lambda r: r["dim"])
-    if len(dims) >= 2:
-        lo, hi = dims[0], dims[-1]
-        lines.append(
-            f"- **logistic, latent dimension** (N = {lo['n']:,}): from D = {lo['dim']} to {hi['dim']} the seconds "
-            f"per chain-step go from {lo['seconds_per_chain_step']:.3g} to {hi['seconds_per_chain_step']:.3g} "
-            f"(slope {fmt(s['logistic vs D']['all'])} over all D, {fmt(s['logistic vs D']['largest 2'])} over "
-            f"the largest two); memory above baseline {lo['memory_mib']:.1f} to {hi['memory_mib']:.1f} MiB.")
-    wide, tall = max(dims, key=lambda r: r["dim"], default=None), max(
-        (r for r in rows if r["model"] == "logistic" and r["sweep"] == "N"), key=lambda r: r["n"], default=None)
-    if wide is not None and tall is not None:
-        lines.append(
-            f"- **Same model, data or dimension**: logistic at N = {tall['n']:,}, D = {tall['dim']} (N x D = "
-            f"{tall['n'] * tall['dim']:,}) costs {tall['seconds_per_chain_step']:.3g} s per chain-step; at N = "
-            f"{wide['n']:,}, D = {wide['dim']} (N x D = {wide['n'] * wide['dim']:,}) it costs "
-            f"{wide['seconds_per_chain_step']:.3g} s: "
-            f"{tall['seconds_per_chain_step'] / wide['seconds_per_chain_step']:.3g}x the time for "
-            f"{tall['n'] * tall['dim'] / (wide['n'] * wide['dim']):.3g}x the multiply-adds of the design product.")
-    compile_s = [r["compile_seconds"] for r in rows]
-    lines.append(f"- Compilation took {min(compile_s):.2f} to {max(compile_s):.2f} s per configuration, "
-                 "excluded from the warm times; every warm call reused the compiled program: "
-                 f"{all(not c for r in rows for c in r['warm_compiled'])}.")
-    return lines
-
-
-def write_markdown(path: Path, out: dict) -> None:
-    s = out["settings"]
-    lines = [
-        "# Forward AIS: cost as the data and the latent dimension grow", "",
-        f"`python benchmarks/scale.py` -- `bdmc.forward_ais` with each model's default kernel, {s['chains']} "
-        f"chains, T = {s['steps']} (sigmoidal), {s['repeats']} warm calls per configuration (median), each "
-        "configuration in a fresh process. *s / chain-step* = warm engine seconds / (chains x transitions), "
-        "compilation excluded; *compile s* from the cold call. *memory MiB* = the process's peak resident "
-        f"memory minus that of a baseline process ({out['baseline_mib']:.1f} MiB: jax and bdmc imported, "
-        "float64 on, one array operation); it includes XLA compilation. *AIS MiB* = how much the peak grew "
-        "during the AIS calls (compilation and runs) over the peak after the model, the data and the simulation. "
-        "*evals* are the engine's likelihood "
-        "evaluations (one per data set evaluation, gradients included). *accept* is the mean acceptance; HMC "
-        "at its default step size rejects more as N grows, which does not change the cost per step.", "",
-        "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD),
-        *["| " + " | ".join(cells(r)) + " |" for r in out["results"]], "",
-        "## Findings", "", *findings(out), "",
-        f"Load average (1, 5, 15 min) at the start: {', '.join(f'{x:.2f}' for x in out['load_start'])}; at the "
-        f"end: {', '.join(f'{x:.2f}' for x in out['load_end'])} (a shared machine: other work ran alongside). "
-        f"Total wall time {out['wall_seconds']:.0f} s.", "",
-        "Figure: `scale.png`.", "",
-        "Machine: " + ", ".join(f"{k}={v}" for k, v in out["machine"].items()), "",
-        f"bdmc source: commit {out['source']['commit']}, uncommitted changes under src/: "
-        f"{', '.join(out['source']['modified_in_src']) or 'none'}.", "",
-    ]
-    write_text(path, "\n".join(lines))
-
-
 def plot(path: Path, rows: list[dict]) -> None:
     """Seconds per chain-step against N and against D (log-log), and memory against both."""
     import matplotlib
@@ -331,8 +246,10 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=50, help="distributions T on the path (default 50)")
     ap.add_argument("--repeats", type=int, default=2, help="warm calls per configuration (default 2)")
     ap.add_argument("--quick", action="store_true", help="smoke run: N up to 10^3, D up to 100, T = 20")
-    ap.add_argument("--out", type=Path, default=RESULTS, help="directory for scale.{json,md,png}")
-    ap.add_argument("--report", action="store_true", help="rewrite the markdown and figure from the JSON in --out")
+    ap.add_argument("--out", type=Path, default=RESULTS,
+                    help="directory for scale.{json,png} (scale.md is rendered in benchmarks/results/scale only)")
+    ap.add_argument("--render", "--report", dest="report", action="store_true",
+                    help="only re-render the page (benchmarks/results/scale) and the figure from the JSON in --out")
     ap.add_argument("--one", help=argparse.SUPPRESS)  # a configuration as JSON: run it here, print JSON
     ap.add_argument("--baseline", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -349,25 +266,22 @@ def main(argv=None):
 
 
 def write_outputs(stem: Path, out: dict) -> None:
-    """JSON, markdown and figure of one sweep."""
+    """JSON and figure of one sweep, and the folder's pages rendered from the JSON."""
     stem.parent.mkdir(parents=True, exist_ok=True)
     write_text(stem.with_suffix(".json"), json.dumps(out, indent=2))
-    write_markdown(stem.with_suffix(".md"), out)
     plot(stem.with_suffix(".png"), out["results"])
+    if stem.name == "scale":  # a smoke run's scale_quick.json has no page
+        write_folder("scale", written_to=stem.parent)
 
 
 def run_sweep(args, stem: Path) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     console, start = Console(width=None if sys.stdout.isatty() else 200), time.perf_counter()
     load_start = os.getloadavg()
     base = [in_subprocess("baseline")["peak_rss_mib"] for _ in range(2)]
     base_mib = min(base)
     console.print(f"baseline process peak: {base_mib:.1f} MiB (of {', '.join(f'{b:.1f}' for b in base)})")
-    table = Table(title=f"forward AIS, default kernels, {args.chains} chains, T = {args.steps}")
-    for h in HEAD:
-        table.add_column(h, justify="left" if h in ("sweep", "model", "kernel") else "right")
     rows = []
     for cfg in configurations(args):
         load = os.getloadavg()
@@ -377,18 +291,15 @@ def run_sweep(args, stem: Path) -> None:
                    memory_mib=row["peak_rss_mib"] - base_mib, memory_ais_mib=row["peak_rss_mib"] - row[
                        "peak_rss_before_ais_mib"])
         rows.append(row)
-        console.print(" | ".join(cells(row)))
-        table.add_row(*cells(row))
-    console.print(table)
+        console.print(f"{cfg['model']} N={cfg['n']:,} D={cfg['dim']}: {row['seconds_per_chain_step']:.3g} s per "
+                      f"chain-step, {row['compile_seconds']:.2f} s compile, {row['memory_mib']:.1f} MiB")
     out = {"settings": {k: v for k, v in vars(args).items() if k not in ("out", "one", "baseline", "report")},
            "baseline_mib": base_mib, "baseline_all_mib": base, "results": rows, "slopes": slopes(rows),
            "load_start": list(load_start), "load_end": list(os.getloadavg()),
            "wall_seconds": time.perf_counter() - start, "machine": machine_info(), "source": source_info(),
            "provenance": stamp()}
-    for line in findings(out):
-        console.print(line)
     write_outputs(stem, out)
-    console.print(f"wrote {stem.with_suffix('.json')}, {stem.with_suffix('.md')} and {stem.with_suffix('.png')}")
+    console.print(f"wrote {stem.with_suffix('.json')} and {stem.with_suffix('.png')} (page: scale.md)")
 
 
 if __name__ == "__main__":

@@ -388,87 +388,6 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def readme(rows: list[dict]) -> str:
-    ok = [r for r in rows if r["verdict"] in ("consistent", "inconsistent")]
-    by = {v: [r for r in ok if r["variant"] == v] for v in VARIANTS}
-    flagged = {v: sum(r["verdict"] == "inconsistent" for r in by[v]) for v in VARIANTS}
-    cells = _cells(rows)
-    counts = {v: sorted({len([r for r in by[v] if (r["ppl"], r["family"]) == c]) for c in cells}) for v in VARIANTS}
-    worst = max(cells, key=lambda c: sum(r["verdict"] == "inconsistent" for r in by["correct"]
-                                         if (r["ppl"], r["family"]) == c))
-    worst_alarms = sum(r["verdict"] == "inconsistent" for r in by["correct"] if (r["ppl"], r["family"]) == worst)
-    worst_n = len([r for r in by["correct"] if (r["ppl"], r["family"]) == worst])
-    stamps = [r["time"] for r in rows]
-    loads = [r["load"][0] if isinstance(r["load"], list) else r["load"] for r in rows]
-    refused = sorted({f"{r['ppl']} {r['family']}" for r in rows if r["verdict"] == "refused"})
-    errors = sorted({f"{r['ppl']} {r['family']} ({r['variant']})" for r in rows if r["verdict"] == "error"})
-    seconds = sorted(r["seconds"] for r in ok) or [0.0]
-    warm = sorted(r["seconds"] for r in ok if r["seed"] > 0) or [0.0]
-    warm_median = f"{warm[len(warm) // 2]:.2f}"
-    wrong = "; ".join(f"{f}: {wrong_text(f, 'wrong rate')}" for f in WRONG)
-
-    ppl_names = {"numpyro": "NumPyro (`bdmc.ppl.from_numpyro`)", "pymc": "PyMC (`bdmc.ppl.from_pymc`)",
-                 "stan": "Stan (`bdmc.ppl.from_stan`, the programs and their NumPy simulators in "
-                         "`benchmarks/discrete_families_stan.py`; Stan reports one likelihood term, which the check "
-                         "tests by substituting each seen value of a case into a simulated data set)"}
-    present = [ppl_names[p] for p in PPLS if any(r["ppl"] == p for r in rows)]
-    ppl_text = ", ".join(present[:-1]) + (" and " if len(present) > 1 else "") + present[-1]
-
-    def when(t):
-        return time.strftime("%Y-%m-%d %H:%M", time.gmtime(t))
-
-    def nums(v):
-        return ", ".join(map(str, counts[v])) or "0"
-
-    def q(name, value):  # a quoted number, recomputed from the rows by quotes.py (tests/test_results_pages.py)
-        return f"<!--q:{name}-->{value}<!--/q-->"
-
-    return f"""# `simulator_density` on discrete data: {q('false_alarms', flagged['correct'])} false alarms in \
-{q('checks_correct', len(by['correct']))} checks of correct programs (level {LEVEL}); wrong simulators caught \
-{q('caught_wrong', flagged['wrong rate'])} of {q('checks_wrong', len(by['wrong rate']))} times, with a tenth of the \
-error {q('caught_tenth', flagged[TENTH])} of {q('checks_tenth', len(by[TENTH]))}
-
-Rows in `rows.jsonl`, the table in [`table.md`](table.md); this page and the table are rendered from the rows by
-`python benchmarks/simulator_density_discrete.py --table-only`. Produced by
-
-    python benchmarks/simulator_density_discrete.py --seeds {max(counts['correct'] or [0])} \
---controls {max(counts['wrong rate'] or [0])}
-
-**What.** `bdmc.checks.simulator_density` tests a model's simulator (`sample_prior`, `sample_data`) against its
-density (`log_prior`, `log_likelihood`); on discrete data it sums the pmf over the values seen in simulation
-(normalization) and compares the moments of the fresh draws inside that support with the pmf's. Five discrete
-families, each written once in {ppl_text}: a
-Poisson regression in the coal-mining disasters' form (log rate `a + b * year`, the {YEARS.size} years
-{YEARS[0]:.0f}-{YEARS[-1]:.0f} standardized, `a ~ N(0, 2)`, `b ~ N(0, 1)`), a binomial logit regression ({TRIALS}
-trials, {N_CASES} cases, `a ~ N(0, 1.5)`, `b ~ N(0, 1)`), an NB2 negative binomial (mean `exp(a)`, `a ~ N(1, 1)`,
-concentration `~ Gamma(2, rate 0.5)`, {N_CASES} cases), a categorical with {K} categories (probabilities
-`~ Dirichlet(1, ..., 1)`, {N_CASES} cases) and a zero-inflated Poisson (zero-inflation `~ Beta(1, 1)`, rate
-`~ Gamma(2, rate 0.5)`, {N_CASES} cases). The models' code is in `benchmarks/simulator_density_discrete.py`.
-
-**How.** Per seed, one call `simulator_density(jax.random.key(seed), model, level={LEVEL})` at
-{_sizes_text(rows)} (the check's other sizes at their defaults), in float64. On the program as written every
-"inconsistent" verdict is a false alarm, whose probability the level bounds (Holm's procedure over every test of
-the call); the table gives the rate with its Clopper-Pearson 95% interval. The negative controls keep the
-program's density and simulate from the same program with one parameter off ({wrong}; and a tenth of each
-error; Stan's in its NumPy simulator); an "inconsistent" verdict there is a catch. Seeds per cell:
-{nums('correct')} correct, {nums('wrong rate')}
-with the error, {nums(TENTH)} with a tenth of it.
-
-**Result.** Most false alarms in one cell: {q('worst_alarms', worst_alarms)} of {worst_n} ({worst[0]}, {worst[1]}).
-Calls took a median of {q('median_warm_seconds', warm_median)} s leaving out each variant's first call, which
-compiles ({seconds[len(seconds) // 2]:.2f} s with them; the slowest {seconds[-1]:.1f} s), between
-{when(min(stamps))} and {when(max(stamps))} UTC at a one-minute load of {min(loads):.1f} to {max(loads):.1f}
-on {rows[0].get('machine', 'this machine')}, at commit(s)
-{', '.join(sorted({r['commit'] for r in rows}))} (clean trees: {all(r['clean_tree'] for r in rows)}; the check's,
-adapters' and contracts' sources unchanged from the commit: {all(r.get('check_files_clean') for r in rows)}).
-{'Refused by an adapter: ' + ', '.join(refused) + '.' if refused else 'No adapter refused a family.'}
-{'Calls that raised: ' + ', '.join(errors) + '.' if errors else 'No call raised.'}
-
-What this does not show: the level at other data sizes or in float32, and the power against errors smaller than a
-tenth of these.
-"""
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=200, help="seeds of each correct program")
@@ -505,7 +424,6 @@ def main(argv=None) -> None:
     rows = load_rows(path)
     if rows:
         write_text(args.out / "table.md", table(rows))
-        write_text(args.out / "README.md", readme(rows))
         print((args.out / "table.md").read_text())
     write_folder("simulator_density_discrete", written_to=args.out)
 

@@ -27,8 +27,8 @@ from bdmc.ppl import from_stan  # noqa: E402
 from bdmc.realdata import stan_models  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness.store import stamp, write_text  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
+from harness.store import stamp, write_text  # noqa: E402
 
 # The appendix's mixture likelihood: a normal density per case and component.
 APPENDIX_MIXTURE_MODEL = """
@@ -124,7 +124,6 @@ def main(argv=None) -> None:
                      f"{r['max_relative_value_gap']:.1e}, {r['max_relative_gradient_gap']:.1e} |")
     args.out.mkdir(parents=True, exist_ok=True)
     write_text(args.out / "stan_program_forms.json", json.dumps(rows, indent=1) + "\n")
-    write_text(args.out / "stan_program_forms.md", "\n".join(lines) + "\n")
     print("\n".join(lines))
     write_folder("ppl_adapters", written_to=args.out)
 

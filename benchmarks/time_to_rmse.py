@@ -15,13 +15,14 @@ For one simulated data set per model (paper sizes: N = 50, D = 25; K = 10, 5, 10
    estimator, and 10 nats), or once one run takes longer than ``--budget`` seconds (compilation excluded).
 
 Every row records ``os.getloadavg()`` before and after it. Rows are appended to
-``benchmarks/results/time_to_rmse_<model>.jsonl`` as they finish; rerunning with the same settings resumes. The
-summary goes to ``time_to_rmse_<model>.md``, and the table over every model run so far to ``time_to_rmse.md``.
+``benchmarks/results/time_to_rmse/time_to_rmse_<model>.jsonl`` as they finish; rerunning with the same settings
+resumes. The folder's pages (``benchmarks/pages/time_to_rmse/``) are rendered from its rows: the summary of each
+model, ``time_to_rmse_<model>.md``, and the table over every model run so far, ``time_to_rmse.md``.
 
     python benchmarks/time_to_rmse.py --model clustering
     python benchmarks/time_to_rmse.py --model binary --estimators ns --knobs ns=1,5 --trials ns=0 --repeats 6
     python benchmarks/time_to_rmse.py --model binary --estimators ns --knobs ns=5 --trials ns=0 --repeats 25 \
-        --ns-particles 4 --truth-from benchmarks/results/time_to_rmse_binary.jsonl \
+        --ns-particles 4 --truth-from benchmarks/results/time_to_rmse/time_to_rmse_binary.jsonl \
         --out benchmarks/results/time_to_rmse_ns_particles     # more live particles: a series of its own
 """
 
@@ -47,7 +48,7 @@ from bdmc.models import REGISTRY
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parent / "results" / "time_to_rmse"
 LADDERS = {"ais": (10, 30, 100, 300, 1000, 3000, 10000), "smc": (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000),
            "ns": (1, 2, 5, 10, 20, 50, 100)}
 TRUTH_STEPS = {"low-rank": 16000}  # else 10,000 (the paper's largest T on clustering and binary)

@@ -1,4 +1,7 @@
-"""Pages of ``time_to_rmse.py``: per model, and one table over the models, written from the JSONL rows only.
+"""Pages of ``time_to_rmse.py``: per model, and one table over the models, computed from the JSONL rows only.
+
+The templates are ``benchmarks/pages/time_to_rmse/`` (and ``time_to_rmse_ns_particles/``); their values modules
+call :func:`folder_values`.
 
 The paper's numbers (BDMC paper, Sec. 6.4) are the one thing here not read from the rows: for each model and
 estimator, the single-run RMSEs it reports and the time one run took to reach them.
@@ -10,9 +13,8 @@ import json
 from pathlib import Path
 
 import numpy as np
-from harness.store import write_text
-
-from bdmc.experiments.store import read_jsonl
+from harness.pages import write_folder
+from harness.store import load_rows
 
 ESTIMATORS = {"ais": ("AIS", "T"), "smc": ("SMC", "moves/case"), "ns": ("NS", "moves/step")}
 MODELS = ("clustering", "low-rank", "binary")
@@ -32,15 +34,15 @@ def targets(model: str, estimator: str) -> list[float]:
 
 
 def write_reports(out: Path, model: str) -> str:
-    """Write ``time_to_rmse_<model>.md`` and the table over all models, ``time_to_rmse.md``; return the former."""
-    page = model_page(model, _rows(out, model))
-    write_text(out / f"time_to_rmse_{model}.md", page)
-    write_text(out / "time_to_rmse.md", summary_page({m: _rows(out, m) for m in MODELS}))
-    return page
+    """Render the pages of results folder ``out`` from its rows (``benchmarks/pages/<out.name>/``); return the page
+    of ``model`` ('' where ``out`` is not a results folder with pages: a trial run elsewhere)."""
+    write_folder(out.name, written_to=out)
+    page = out / f"time_to_rmse_{model}.md"
+    return page.read_text() if page.exists() else ""
 
 
 def _rows(out: Path, model: str) -> list:
-    return read_jsonl(out / f"time_to_rmse_{model}.jsonl")
+    return load_rows(out / f"time_to_rmse_{model}.jsonl")
 
 
 # ------------------------------------------------------------------------------------------- statistics
@@ -121,34 +123,16 @@ def _incl(row):
 # ------------------------------------------------------------------------------------------------ pages
 
 
-def headline(rows_by_model: dict) -> list[str]:
-    """What differs from the paper's instance, from the rows themselves."""
+def headline_values(rows_by_model: dict, prefix: str) -> dict:
+    """What differs from the paper's instance, from the rows themselves: ``<prefix>_jax``, ``_cpus``,
+    ``_load_min``, ``_load_max``, ``_trials`` and ``_repeats``."""
     rows = [r for rows in rows_by_model.values() for r in rows if r["kind"] == "run"]
-    if not rows:
-        return ["No runs yet."]
     loads = [r["load_before"][0] for r in rows] + [r["load_after"][0] for r in rows]
-    cpus = sorted({r["cpus"] for r in rows})
-    trials = sorted({r["settings"]["trials"] for r in rows})
-    repeats = sorted({r["settings"]["repeats"] for r in rows})
-    return [
-        f"One run of each estimator, timed on its own, against the single runs the paper timed. Same model sizes "
-        f"as the paper (N = 50, D = 25; K = 10 clustering and binary, 5 low rank) but our own simulated data "
-        f"sets and hyperparameters (`docs/models/`), so the ground truths differ from the paper's. float64 "
-        f"throughout; JAX {rows[-1]['jax']} compiled by XLA (the paper does not state its implementation "
-        f"language or hardware) on a {'/'.join(map(str, cpus))}-CPU machine shared with other jobs: the "
-        f"1-minute load average was {min(loads):.1f}-{max(loads):.1f} during these rows (recorded per row), "
-        f"so a run's time includes waiting for a core. Fewer repetitions than the paper's 25 trials: "
-        f"{'/'.join(map(str, trials))} batched runs plus {'/'.join(map(str, repeats))} timed single runs per "
-        f"knob value, RMSE over both. An estimator stops at the first knob under every target, or at the end "
-        f"of its ladder or once one run exceeds `--budget`: where a target was not reached the table names the "
-        f"last knob run and its one-run time, the budget it was given; the budgets differ from the paper's.",
-        "",
-        "\"excl.\" is the compiled run alone (`Estimate.seconds`); \"incl.\" is the wall time of the whole call "
-        "after `bdmc.clear_caches()`, compilation and tracing included, what the first call in a fresh process "
-        "costs. Medians over the timed single runs, 10-90% range in brackets. The RMSE is of single runs against "
-        "the truth, over every run of the knob, with a 90% bootstrap interval in square brackets (few runs: "
-        "wide).",
-    ]
+    found = {"jax": rows[-1]["jax"], "cpus": "/".join(map(str, sorted({r["cpus"] for r in rows}))),
+             "load_min": min(loads), "load_max": max(loads),
+             "trials": "/".join(map(str, sorted({r["settings"]["trials"] for r in rows}))),
+             "repeats": "/".join(map(str, sorted({r["settings"]["repeats"] for r in rows})))}
+    return {f"{prefix}_{k}": v for k, v in found.items()}
 
 
 def _paper_point(model, name, target):
@@ -197,22 +181,15 @@ def _target_cells(model, name, runs, target):
             f"{row['load_before'][0]:.1f} |")
 
 
-COUNTING_RULE = ("A target counts as reached where one knob's runs have their RMSE below it and the 25-trial bench "
-                 "at the same knob (`bench-<model>/bench.csv`, column `rmse`), where it ran that knob, is below it "
-                 "too; otherwise the row says \"not counted\" and carries no time ratio. Where the paper's time is "
-                 "over ten times our last knob's, the row says the budget was cut: these rows cannot say whether a "
-                 "budget like the paper's would reach its RMSE.")
-
 TABLE_HEAD = ["| model | estimator | RMSE target (nats) | paper: RMSE in one run's time | "
               "our knob (RMSE [90%], runs) | one run s, excl. compile | one run s, incl. compile | "
               "paper time / ours (excl. / incl.) | load |",
               "|---|---|---|---|---|---|---|---|---|"]
 
 
-def summary_page(rows_by_model: dict) -> str:
+def summary_table(rows_by_model: dict) -> str:
     """The like-for-like table over every model with rows."""
-    lines = ["# Time for one run to reach the BDMC paper's RMSE: AIS, SMC and nested sampling on its three models",
-             "", *headline(rows_by_model), "", *TABLE_HEAD]
+    lines = list(TABLE_HEAD)
     for model in MODELS:
         for name in ESTIMATORS:
             runs = _latest_runs(rows_by_model.get(model, []), name)
@@ -220,11 +197,7 @@ def summary_page(rows_by_model: dict) -> str:
                 continue
             for target in targets(model, name):
                 lines.append(_target_cells(model, name, runs, target))
-    lines += ["", "Targets are the paper's single-run RMSEs for that model and estimator and its 10-nat criterion; "
-              "for the 10-nat target the paper column is its quickest run below 10 nats (\"never below 10\": the paper "
-              "found that estimator never got there on that model). Per-knob "
-              "tables: `time_to_rmse_<model>.md`; rows: `time_to_rmse_<model>.jsonl`.", "", COUNTING_RULE]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines)
 
 
 def _source(truth) -> str:
@@ -232,36 +205,45 @@ def _source(truth) -> str:
     return "computed by this script" if source == "computed" else f"imported from `{source}`, an earlier run's JSONL"
 
 
-def model_page(model: str, rows: list) -> str:
-    """Ground truth, the like-for-like rows and every knob's numbers for one model."""
-    truth = next((r for r in rows if r["kind"] == "truth"), None)
-    lines = [f"# One run against the BDMC paper: {model}", "", *headline({model: rows}), ""]
-    if truth is not None:
-        s = truth["settings"]
-        lines += [f"Ground truth {truth['truth']:.3f} nats: forward AIS {truth['forward']:.3f} ± "
-                  f"{truth['forward_stderr']:.3f}, reverse {truth['reverse']:.3f} ± {truth['reverse_stderr']:.3f} "
-                  f"(gap {truth['gap']:.3f} nats) at T = {s['truth_steps']}, {s['truth_runs']} chains each"
-                  f" ({_source(truth)}).", ""]
-    lines += TABLE_HEAD
+def model_values(model: str, rows: list, prefix: str) -> dict:
+    """Ground truth, the like-for-like rows and every knob's numbers for one model, named ``<prefix>_...``."""
+    truth = next(r for r in rows if r["kind"] == "truth")
+    s = truth["settings"]
+    found = {"truth": truth["truth"], "forward": truth["forward"], "forward_stderr": truth["forward_stderr"],
+             "reverse": truth["reverse"], "reverse_stderr": truth["reverse_stderr"], "gap": truth["gap"],
+             "truth_steps": s["truth_steps"], "truth_runs": s["truth_runs"], "truth_source": _source(truth)}
+    table = list(TABLE_HEAD)
     for name in ESTIMATORS:
         runs = _latest_runs(rows, name)
-        lines += [_target_cells(model, name, runs, t) for t in targets(model, name) if runs]
-    lines += ["", COUNTING_RULE]
+        table += [_target_cells(model, name, runs, t) for t in targets(model, name) if runs]
+    knobs = []
     for name, (label, knob) in ESTIMATORS.items():
         runs = _latest_runs(rows, name)
         if not runs:
             continue
-        lines += ["", f"## {label}", "", f"| {knob} | RMSE [90%] | mean error | runs | one run s, excl. compile | "
+        knobs += [f"## {label}", "", f"| {knob} | RMSE [90%] | mean error | runs | one run s, excl. compile | "
                   "one run s, incl. compile | compile s | load before / after |", "|---|---|---|---|---|---|---|---|"]
         for r in runs:
-            comp = [s["compile_seconds"] for s in r["single"]]
-            lines.append(f"| {r['knob']} | {_fmt_rmse(r)} | {r['mean_error']:+.2f} | {len(r['runs'])} | "
+            comp = [single["compile_seconds"] for single in r["single"]]
+            knobs.append(f"| {r['knob']} | {_fmt_rmse(r)} | {r['mean_error']:+.2f} | {len(r['runs'])} | "
                          f"{_fmt_spread(_excl(r))} | {_fmt_spread(_incl(r))} | {_fmt_spread(comp)} | "
                          f"{r['load_before'][0]:.1f} / {r['load_after'][0]:.1f} |")
-        s = runs[-1]["settings"]
+        last = runs[-1]["settings"]
         commits = ", ".join(f"{r['commit']} ({r['knob']})" + (" with uncommitted changes to " + ", ".join(
             r["uncommitted_src"]) if r.get("uncommitted_src") else "") for r in runs)
-        particles = f"{s['num_particles']} live particles (not the paper's 2); " if "num_particles" in s else ""
-        lines += ["", f"{particles}{s['trials']} batched + {s['repeats']} timed single runs per knob; "
-                  f"the commit of each knob: {commits}; finished {runs[0]['finished']} to {runs[-1]['finished']}."]
-    return "\n".join(lines) + "\n"
+        particles = f"{last['num_particles']} live particles (not the paper's 2); " if "num_particles" in last else ""
+        knobs += ["", f"{particles}{last['trials']} batched + {last['repeats']} timed single runs per knob; "
+                  f"the commit of each knob: {commits}; finished {runs[0]['finished']} to {runs[-1]['finished']}.", ""]
+    found |= {"table": "\n".join(table), "knobs": "\n".join(knobs[:-1])}
+    return {f"{prefix}_{k}": v for k, v in found.items()} | headline_values({model: rows}, prefix)
+
+
+def folder_values(folder: Path) -> dict:
+    """Every value of a ``time_to_rmse`` folder's pages: ``summary_...`` for ``time_to_rmse.md`` and, for each
+    model with rows, ``<model>_...`` (``low_rank_...``) for ``time_to_rmse_<model>.md``."""
+    rows_by_model = {m: _rows(Path(folder), m) for m in MODELS}
+    found = {"summary_table": summary_table(rows_by_model), **headline_values(rows_by_model, "summary")}
+    for model, rows in rows_by_model.items():
+        if rows:
+            found |= model_values(model, rows, model.replace("-", "_"))
+    return found

@@ -48,8 +48,8 @@ from bdmc.models.clustering import vb as clustering_vb
 from bdmc.models.low_rank import vb as low_rank_vb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness.store import append_row, load_rows, stamp, write_text  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
+from harness.store import append_row, load_rows, stamp, write_text  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the bench's truth and VB rows
 

@@ -12,10 +12,9 @@ models with an exact log p(y), over many seeds, chain lengths T from too short t
     python benchmarks/weight_health.py            # 40 seeds per cell (about 10 minutes on 2 cores)
     python benchmarks/weight_health.py --quick    # 8 seeds
 
-Rows go to ``benchmarks/results/weight_health/rows.jsonl`` (``quick/`` for ``--quick``), resumable; the table
-to ``README.md`` beside them. The full run's page marks every number it quotes as ``<!--q:NAME-->value<!--/q-->``
-with the names of ``results/weight_health/quotes.py``, which recomputes each from the rows
-(``tests/test_results_pages.py`` checks them); the ``--quick`` page carries no markers.
+Rows go to ``benchmarks/results/weight_health/rows.jsonl`` (``quick/`` for ``--quick``), resumable; the tables are
+printed, and the page ``README.md`` is rendered from its template with the numbers that
+``benchmarks/pages/weight_health/values.py`` computes from the rows (``tests/test_results_pages.py`` checks it).
 """
 
 from __future__ import annotations
@@ -42,8 +41,8 @@ from bdmc.kernels import HMC
 from bdmc.models import GaussianMean, LinearRegression
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from harness.store import append_row, load_rows, stamp, write_text  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
+from harness.store import append_row, load_rows, stamp, write_text  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 OUT = Path(__file__).parent / "results" / "weight_health"
@@ -97,21 +96,18 @@ def run(args) -> pd.DataFrame:
     return pd.DataFrame(load_rows(rows_path))
 
 
-# Short names of the second table's rules in the page's markers (results/weight_health/quotes.py uses the same).
+# Short names of the second table's rules (benchmarks/pages/weight_health/values.py names its values with them).
 RULE_NAMES = {"k-hat > 0.7 or ESS < max(4, n / 8) (the rule)": "rule", "k-hat > 0.7 or ESS < 4": "k7e4",
               "k-hat > 0.5 or ESS < 4": "k5e4", "k-hat > 0.7 only": "k7", "ESS < 4 only": "e4",
               "ESS < n / 8 only": "e8", "k-hat > 0.7 or ESS < n / 6": "k7e6"}
 
 
-def _marker(marked: bool):
-    """``q(name, text)``: the text wrapped in a quote marker on a marked page, the bare text otherwise."""
-    def q(name: str, text) -> str:
-        return f"<!--q:{name}-->{text}<!--/q-->" if marked and text not in ("-", "nan") else str(text)
-    return q
+def q(name: str, text) -> str:
+    """The text of a number the page quotes (``name``: its value in benchmarks/pages/weight_health/values.py)."""
+    return str(text)
 
 
 def summarize(rows: pd.DataFrame, quick: bool) -> str:
-    q = _marker(not quick)  # only the full run's page has a quotes.py beside it
     rows = rows.assign(z=np.abs(rows["error"]) / rows["stderr"], off=np.abs(rows["error"]) >= 1.0)
     # The warning by today's rule, from the stored ESS and k-hat (rows keep what their run saw).
     rows["warned"] = [untrusted(float(e), float(k) if k is not None else float("nan"), int(n)) is not None
@@ -200,9 +196,7 @@ def main():
     args.seeds = args.seeds or (8 if args.quick else 40)
     args.steps, args.runs = [10, 30, 100, 300], [16, 64]
     rows = run(args)
-    page = summarize(rows, args.quick)
-    write_text(OUT / ("quick" if args.quick else "") / "README.md", page)
-    print(page)
+    print(summarize(rows, args.quick))  # a summary on the console; the page is rendered from its template
     write_folder("weight_health")
 
 

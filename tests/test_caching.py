@@ -1,6 +1,7 @@
 """Compile caches are bounded and clearable, results say whether compilation was paid, import is inert."""
 
 import ast
+import importlib
 import subprocess
 import sys
 from pathlib import Path
@@ -129,7 +130,33 @@ h = functools.lru_cache(maxsize=2)(e)
     ]
 
 
+def cached_functions() -> list[str]:
+    """``module.qualname`` of every function of bdmc decorated with ``cached(...)`` (in a module or a class),
+    importing its module (which registers the cache)."""
+    names = []
+
+    def visit(body, module, prefix=""):
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                visit(node.body, module, f"{prefix}{node.name}.")
+            elif isinstance(node, ast.FunctionDef) and any(
+                    isinstance(d, ast.Call) and ast.unparse(d.func).rpartition(".")[2] == "cached"
+                    for d in node.decorator_list):
+                names.append(f"{module}.{prefix}{node.name}")
+
+    for path in sorted(SRC.rglob("*.py")):
+        parts = path.relative_to(SRC.parent).with_suffix("").parts
+        module = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        before = len(names)
+        visit(ast.parse(path.read_text()).body, module)
+        if len(names) > before:
+            importlib.import_module(module)
+    return names
+
+
 def test_clear_caches_empties_every_registered_cache(key):
+    functions = cached_functions()
+    assert len(functions) >= 2 and set(functions) <= set(cache_info()), (functions, sorted(cache_info()))
     bdmc.clear_caches()
     model = bdmc.models.CorrelatedGaussianMean(dim=3)
     np.testing.assert_allclose(model.eigenvectors @ model.eigenvectors.T, np.eye(3), atol=1e-12)
@@ -141,3 +168,4 @@ def test_clear_caches_empties_every_registered_cache(key):
             "bdmc.bracketing.symmetry._subset_tables"} <= filled, filled
     bdmc.clear_caches()
     assert {name: entries for name, (entries, _) in cache_info().items() if entries} == {}
+    assert set(functions) <= set(cache_info())  # still registered, now empty

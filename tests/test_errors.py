@@ -5,6 +5,7 @@ import builtins
 import dataclasses
 import importlib
 import typing
+import warnings
 from pathlib import Path
 
 import jax
@@ -142,14 +143,16 @@ def raise_offenders(source: str, namespace: dict | None = None, *, filename: str
         names = {}
         for n in ast.walk(node):
             try:
-                if isinstance(n, ast.ImportFrom):
-                    module = importlib.import_module("." * n.level + (n.module or ""), package)
-                    for alias in n.names:
-                        names[alias.asname or alias.name] = getattr(module, alias.name)
-                elif isinstance(n, ast.Import):
-                    for alias in n.names:
-                        names[alias.asname or alias.name.split(".")[0]] = importlib.import_module(
-                            alias.name if alias.asname else alias.name.split(".")[0])
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # a name moved with a deprecation warning is still that name
+                    if isinstance(n, ast.ImportFrom):
+                        module = importlib.import_module("." * n.level + (n.module or ""), package)
+                        for alias in n.names:
+                            names[alias.asname or alias.name] = getattr(module, alias.name)
+                    elif isinstance(n, ast.Import):
+                        for alias in n.names:
+                            names[alias.asname or alias.name.split(".")[0]] = importlib.import_module(
+                                alias.name if alias.asname else alias.name.split(".")[0])
             except (ImportError, AttributeError):  # an optional dependency: its names stay unknown
                 continue
         return names

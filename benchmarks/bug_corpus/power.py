@@ -34,8 +34,8 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 from check_power import clopper_pearson  # noqa: E402
 from corpus import ADAPTER, BDMC, BUGS, GEWEKE, PRIOR, SBC, SIM  # noqa: E402
-from harness.store import append_row, load_rows, tree_state, write_text  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
+from harness.store import append_row, load_rows, tree_state, write_text  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.auditing import Budget, checks_bdmc, checks_geweke, checks_prior, checks_sbc, checks_simulator  # noqa: E402

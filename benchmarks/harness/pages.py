@@ -239,14 +239,15 @@ def write_folder(name: str, *, results: Path = RESULTS, pages: Path = PAGES,
         As for :func:`render_folder`.
     written_to : Path, optional
         The folder a run just wrote its rows to (a script's ``--out``). The pages are rendered only when it is
-        the results folder ``name``: a trial run into another folder has no pages.
+        the results folder ``name`` or inside it: a trial run into another folder has no pages.
 
     Returns
     -------
     list of Path
         The pages written.
     """
-    if written_to is not None and Path(written_to).resolve() != (results / name).resolve():
+    folder = (results / name).resolve()
+    if written_to is not None and folder not in (Path(written_to).resolve(), *Path(written_to).resolve().parents):
         return []
     written = []
     for path, text in render_folder(name, results=results, pages=pages).items():

@@ -11,8 +11,9 @@ import argparse
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a file: make ``harness`` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if __package__ in (None, ""):  # run as a file: benchmarks/ on the path in place of harness/ (whose pages.py would
+    # hide the benchmarks/pages/ folder)
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from harness.pages import PAGES, RESULTS, render_folder, write_folder  # noqa: E402
 

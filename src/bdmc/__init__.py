@@ -15,6 +15,7 @@ from .config import enable_compilation_cache, enable_x64
 from .contracts.capabilities import capabilities
 from .contracts.estimate import ESTIMATORS, Estimate, gap, log_harmonic_mean, log_mean_exp
 from .contracts.model import Simulated, simulate
+from .contracts.pairs import PAIRS
 from .core import schedules
 from .core.ais import forward_ais, reverse_ais
 from .core.engine import anneal
@@ -37,7 +38,7 @@ from .errors import (
 from .version import __version__
 
 __all__ = ["audit",
-    "AnnealResult", "BDMCError", "BreadResult", "BugAlarm", "DataError", "DivergenceWarning", "ESTIMATORS",
+    "AnnealResult", "BDMCError", "BreadResult", "BugAlarm", "DataError", "DivergenceWarning", "ESTIMATORS", "PAIRS",
     "Estimate", "EstimateCheck",
     "MissingCapabilityError", "MissingExtraError", "NonFiniteLogDensityError", "NonFiniteLogWeightError",
     "ReferencePath", "RunHealthWarning", "SandwichResult", "ScheduleError", "UntrustedStderrWarning", "Simulated",

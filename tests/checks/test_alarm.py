@@ -113,7 +113,14 @@ def test_pooled_verdict_holds_its_level_and_catches_a_shift():
 def _est(value, bound, T, *, runs=None):
     runs = np.full(4, value) if runs is None else np.asarray(runs)
     return Estimate.from_runs(runs, bound=bound, seconds=0.0, compile_seconds=0.0, n_evals=0,
-                              settings={"num_steps": T})
+                              settings={"num_steps": T}, estimator="ais" if bound == "lower" else "rev-ais")
+
+
+def test_an_estimate_of_no_pair_is_named_by_its_estimator_and_compared_at_no_knob():
+    lone = Estimate.from_runs(np.full(4, -1.0), bound="lower", seconds=0.0, compile_seconds=0.0, n_evals=0,
+                              settings={"num_steps": 10}, estimator="lw")
+    verdict = bug_alarm(lone, _est(0.0, "upper", 10))
+    assert verdict.worst.lower == "lw estimate" and not verdict.falling
 
 
 def test_a_crossing_across_chain_lengths_fires_though_no_same_length_pair_crosses():

@@ -16,8 +16,8 @@ from bdmc.checks.sandwich import (
     sandwich_keys,
     simulated_data,
 )
-from bdmc.contracts.pairs import PAIRS, estimator_pair
 from bdmc.checks.sandwich_verdict import HOLDS, NOT_HELD, VIOLATED, WITHIN_NOISE, exact_check
+from bdmc.contracts.pairs import PAIRS, estimator_pair
 from bdmc.models import GaussianMean
 
 MODEL = GaussianMean(n=5, dim=2)

@@ -25,9 +25,9 @@ def test_kernel_option_reaches_the_runs_and_the_settings(tmp_path, monkeypatch):
     seen = {}
     real_run = sandwich_runs.run_sandwich
 
-    def spy(*args, kernel=None, **kwargs):
-        seen["kernel"] = kernel
-        return real_run(*args, kernel=kernel, **kwargs)
+    def spy(key, model, plan, **kwargs):
+        seen["kernel"] = plan.kernel
+        return real_run(key, model, plan, **kwargs)
 
     monkeypatch.setattr(sandwich_runs, "run_sandwich", spy)
     out = tmp_path / "nuts"

@@ -75,8 +75,9 @@ def no_work(monkeypatch):
     def tripped(*args, **kwargs):
         raise AssertionError("tripwire: the command computed before refusing")
 
-    for module in (sandwich_cli, bread_cli, check_estimate_cli):
-        monkeypatch.setattr(module, "simulated_data", tripped)
+    monkeypatch.setattr(sandwich_cli.sandwich_runs, "prepare_sandwich", tripped)
+    monkeypatch.setattr(bread_cli, "plan_sandwich", tripped)
+    monkeypatch.setattr(check_estimate_cli, "simulated_data", tripped)
     monkeypatch.setattr(bench_harness, "run_bench", tripped)
     monkeypatch.setattr("bdmc.auditing.audit", tripped)
 
@@ -201,11 +202,11 @@ def test_xla_running_out_of_memory_is_one_line_and_only_bdmcs_own_failures_ask_f
     def broken(*args, **kwargs):
         raise RuntimeError("an internal failure")
 
-    monkeypatch.setattr(sandwich_cli, "simulated_data", exhausted)
+    monkeypatch.setattr(sandwich_cli.sandwich_runs, "prepare_sandwich", exhausted)
     refused(sandwich("--model", "gaussian-mean", "--out", str(tmp_path)),
             "out of memory: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 8000000000 bytes.",
             "reduce --runs")
-    monkeypatch.setattr(sandwich_cli, "simulated_data", broken)
+    monkeypatch.setattr(sandwich_cli.sandwich_runs, "prepare_sandwich", broken)
     assert_one_red_line(sandwich("--model", "gaussian-mean", "--out", str(tmp_path)),
                         "RuntimeError: an internal failure (unexpected", "report it")
 

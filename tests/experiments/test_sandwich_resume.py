@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from bdmc import RunHealthWarning
-from bdmc.checks.sandwich import simulated_data
+from bdmc.checks.sandwich import plan_sandwich, simulated_data
 from bdmc.experiments import sandwich_runs
 from bdmc.experiments.store import DamagedRowWarning
 from bdmc.models import GaussianMean
@@ -32,12 +32,11 @@ STORED = ["value", "stderr", "mean_single", "stderr_single", "weight_ess", "khat
 
 def run(out):
     key = jax.random.key(SEED)
-    data, exact_latent = simulated_data(key, MODEL)
+    plan = plan_sandwich(key, MODEL, *simulated_data(key, MODEL), method="ais")
     store = sandwich_runs.open_sandwich_store(out, SETTINGS, overwrite=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RunHealthWarning)  # 4 runs: untrusted stderrs are expected here
-        return sandwich_runs.run_sandwich(key, MODEL, data, exact_latent, store=store, steps=STEPS, num_runs=RUNS,
-                                          progress=False)
+        return sandwich_runs.run_sandwich(key, MODEL, plan, store=store, steps=STEPS, num_runs=RUNS, progress=False)
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """Numbers quoted by README.md, recomputed from rows.jsonl (tests/test_results_pages.py checks them); the
-fixed-hyperparameter ground truths from ../paper_models (its quotes.py).
+fixed-hyperparameter ground truths from ../paper_models (its values.py).
 
 Names: ``<data>_<fit>_...`` with c, l, b for clustering, low rank, binary. Entries are forward AIS lower bounds,
 the chains combined by log-mean-exp (the rows' ``value``), at T = 30,000 unless a name says otherwise.

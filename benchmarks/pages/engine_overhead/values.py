@@ -1,5 +1,5 @@
-"""Numbers quoted by README.md (../peers/quotes.py reuses them), recomputed from rows.jsonl; the cold seconds, which the
-rows do not hold, from summary.json (tests/test_results_pages.py checks them)."""
+"""Numbers quoted by README.md (the peers page quotes some from the same rows), recomputed from rows.jsonl; the
+cold seconds, which the rows do not hold, from summary.json (tests/test_results_pages.py checks them)."""
 
 import json
 import statistics

@@ -1,5 +1,5 @@
 """Numbers quoted by README.md, recomputed from the ``sandwich.csv`` of each run directory
-(tests/test_results_pages.py checks them; ../cross_model/quotes.py reuses ``truth``).
+(tests/test_results_pages.py checks them; ../cross_model/values.py reuses ``truth``).
 
 ``sandwich-<model>`` holds the AIS runs, ``smc-<model>`` the SMC (forward, lower) and SHME (reverse, upper) runs;
 every number is taken at the run's longest T (largest number of moves for SMC).

@@ -2,8 +2,8 @@
 
 Written by ``benchmarks/vb_hint.py``: one row per model, the latest one counting. Names are ``<model>_<what>`` with
 model ``clustering``, ``low_rank`` or ``binary``; values in nats, VB bounds plain unless the name ends in ``_sym``
-(the symmetry correction added). A page quotes one through a marker named after it. The
-``QUOTES`` tuple lists those README.md uses (a listed, unused quote fails the test).
+(the symmetry correction added). A page quotes one through a placeholder named after it. The
+``QUOTES`` tuple lists those README.md uses (a listed, unused quote fails the rendering).
 """
 
 import json

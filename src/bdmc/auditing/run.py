@@ -37,6 +37,7 @@ from .guard import error_outcome, guarded, guarded_with
 from .report import write_report
 from .result import AuditResult, CheckOutcome
 from .samplers import (
+    ADAPTIVE_THIN,
     SAMPLERS,
     ResolvedSampler,
     build_sampler,
@@ -47,7 +48,8 @@ from .samplers import (
     sampler_label,
 )
 
-__all__ = ["SAMPLERS", "AuditKeys", "Budget", "ResolvedSampler", "audit", "check_sampler", "resolve_sampler"]
+__all__ = ["ADAPTIVE_THIN", "SAMPLERS", "AuditKeys", "Budget", "ResolvedSampler", "audit", "check_sampler",
+           "resolve_sampler"]
 
 REAL_TITLE = "BDMC on the real data: BREAD's real-data protocol"
 

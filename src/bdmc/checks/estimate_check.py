@@ -33,7 +33,7 @@ from scipy import stats
 from ..bracketing import bracket_model
 from ..contracts.pairs import estimator_pair
 from ..errors import BDMCError
-from .sandwich import plan_sandwich, sandwich
+from .sandwich import plan_sandwich, run_plan
 
 CONSISTENT, TOO_HIGH, TOO_LOW = "consistent", "too high", "too low"
 
@@ -177,8 +177,8 @@ def check_estimate(key, model, data, value: float, *, stderr: float | None = Non
                          kernel=kernel, forward_only=not two_sided)
     # The pair's own default knob: long enough on the peers' problems to bound within a few nats.
     knob = plan.pair.default_knob if num_steps is None else int(num_steps)
-    result = sandwich(k_runs, model, steps=[knob], num_runs=num_runs, forward_only=not two_sided, progress=progress,
-                      plan=plan)
+    result = run_plan(k_runs, model, plan, steps=[knob], num_runs=num_runs, forward_only=not two_sided,
+                      progress=progress)
     table = result.table
     forward = table[table["direction"] == "forward"].iloc[-1]
     lower = float(forward["value"])

@@ -42,14 +42,14 @@ KERNEL_STREAM = 11  # folded into the key for a named kernel's pilot (its own ke
 
 __all__ = ["COLUMNS", "CERTIFY_B", "DIRECTIONS", "ExactCheck", "NOISE_STDERRS", "SandwichKeys", "SandwichPlan",
            "SandwichResult", "alarm_from_table", "auto_method", "exact_check", "exact_log_marginal_or_none",
-           "knob_values", "mark_alarms", "pair_keys", "pair_statistics", "plan_sandwich", "resolve_pair", "sandwich",
-           "sandwich_keys", "simulated_data"]
+           "knob_values", "mark_alarms", "pair_keys", "pair_statistics", "plan_sandwich", "resolve_pair", "run_plan",
+           "sandwich", "sandwich_keys", "simulated_data"]
 
 
 def auto_method(model) -> str:
     """The name of the pair ``method="auto"`` runs on ``model``: forward and reverse AIS for a model with a kernel
     of its own (the paper's models, whose Gibbs and collapsed kernels each AIS chain uses well: ``benchmarks/results/
-    estimators.md``), tempered SMC for any other model, whose pilot-tuned HMC gains most from a population
+    estimators/estimators.md``), tempered SMC for any other model, whose pilot-tuned HMC gains most from a population
     (``benchmarks/results/peers/``: tempered SMC is bdmc's fastest method to RMSE < 1 nat on every peer problem
     where either reaches it)."""
     return "ais" if supports(model, OwnKernel) else "tempered-smc"
@@ -90,7 +90,8 @@ class SandwichPlan:
 def resolve_pair(model, method: str = "auto", num_particles: int | None = None) -> tuple[EstimatorPair, int | None]:
     """The pair ``method`` names ("auto": :func:`auto_method`) and its particles per run (the pair's default when
     not told); an OptionError refuses an unknown method, and particles for a pair of single chains."""
-    pair = estimator_pair(auto_method(model) if method == "auto" else method)
+    name = auto_method(model) if method == "auto" else method
+    pair = estimator_pair(name)
     if num_particles is not None and pair.particles is None:
         with_particles = [p.name for p in PAIRS.values() if p.particles is not None]
         raise OptionError(f"method {pair.name} runs single chains; particles need method "
@@ -223,7 +224,6 @@ def sandwich(
     on_row: Callable[[dict], None] | None = None,
     progress="auto",
     forward_only: bool = False,
-    plan: SandwichPlan | None = None,
 ) -> SandwichResult:
     """Sandwich ``log p(y)`` between a lower and an upper estimator at several knob values.
 
@@ -265,14 +265,25 @@ def sandwich(
     forward_only : bool
         Run only the lower bound, for observed (real) data: it has no exact posterior sample, so no upper
         bound, no gap and no bug alarm; ``exact_latent`` may then be omitted and ``until_gap`` is refused.
-    plan : SandwichPlan, optional
-        What :func:`plan_sandwich` already resolved for this call (then ``data``, ``exact_latent``, ``method``,
-        ``num_particles`` and ``kernel`` are taken from it and nothing is resolved again).
 
     Returns
     -------
     SandwichResult
+        Its runs are :func:`run_plan` of :func:`plan_sandwich`'s plan: a caller that resolved the plan itself
+        (to print what it chose first) calls that and nothing is resolved twice.
     """
+    plan = plan_sandwich(key, model, data, exact_latent, method=method, num_particles=num_particles, kernel=kernel,
+                         forward_only=forward_only)
+    return run_plan(key, model, plan, steps=steps, num_runs=num_runs, schedule=schedule, until_gap=until_gap,
+                    max_steps=max_steps, alpha=alpha, done=done, on_row=on_row, progress=progress,
+                    forward_only=forward_only)
+
+
+def run_plan(key, model, plan: SandwichPlan, *, steps: Iterable[int], num_runs: int, schedule: str = "auto",
+             until_gap: float | None = None, max_steps: int = 100_000, alpha: float = ALPHA,
+             done: Iterable[Mapping] = (), on_row: Callable[[dict], None] | None = None, progress="auto",
+             forward_only: bool = False) -> SandwichResult:
+    """The runs of :func:`sandwich` on what ``plan`` (:func:`plan_sandwich`) resolved; the other options as there."""
     keys = sandwich_keys(key)
     if forward_only and until_gap is not None:
         raise BDMCError("until_gap stops on the gap between the bounds, and forward_only runs no upper bound; "
@@ -281,9 +292,6 @@ def sandwich(
         raise BDMCError(f"alpha must lie in (0, 1), got {alpha}")
     if int(num_runs) != num_runs or num_runs < 1:
         raise BDMCError(f"num_runs must be an integer >= 1, got {num_runs}")
-    if plan is None:
-        plan = plan_sandwich(key, model, data, exact_latent, method=method, num_particles=num_particles,
-                             kernel=kernel, forward_only=forward_only)
     pair, method, data, exact_latent, exact = plan.pair, plan.method, plan.data, plan.exact_latent, plan.exact
     steps = checked_steps(method, steps)
     rows = {_row_key(r): {c: r.get(c, np.nan) for c in COLUMNS} | {"method": r.get("method", method)} for r in done}

@@ -13,7 +13,7 @@ from rich.table import Table
 import bdmc
 
 from ..checks.bread import bread_table
-from ..checks.sandwich import simulated_data
+from ..checks.sandwich import plan_sandwich
 from ..experiments import sandwich_runs
 from ..experiments.store import RunStore
 from ._common import (
@@ -122,13 +122,13 @@ def _model(out_console: Console, model: str, steps: list[int], runs: int, seed: 
         out_console.print(f"[dim]resuming from {escape(str(store.csv))}: {store.resumed} row(s) already done[/]",
                           soft_wrap=True)
     key = jax.random.key(seed)
-    data, exact_latent = simulated_data(key, model_obj)  # what bdmc.bread(key, ...) simulates
+    plan = plan_sandwich(key, model_obj, method="ais")  # the data bdmc.bread(key, ...) simulates
 
     def finished(row: dict) -> None:
         out_console.print(f"[dim]- T={int(row['num_steps'])} {row['direction']}: {row['value']:.4f} "
                           f"({row['seconds']:.2f} s)[/]", soft_wrap=True)
 
-    run = sandwich_runs.run_sandwich(key, model_obj, data, exact_latent, store=store, steps=steps, num_runs=runs,
+    run = sandwich_runs.run_sandwich(key, model_obj, plan, store=store, steps=steps, num_runs=runs,
                                      schedule="sigmoidal", on_row=finished, progress=out_console.is_terminal)
     # The table covers every chain length in the store, resumed ones included.
     result = bread_table(run.table)

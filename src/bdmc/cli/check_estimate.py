@@ -17,7 +17,8 @@ import typer
 from rich.markup import escape
 
 from ..checks.estimate_check import CONSISTENT, check_estimate
-from ..checks.sandwich import SANDWICH_METHODS, simulated_data
+from ..checks.sandwich import simulated_data
+from ..contracts.pairs import PAIRS
 from ..experiments.sandwich_runs import data_array_names, real_data_like
 from ..files import to_jsonable
 from ._common import PPL_OPTIONS, CLIError, at_least, command, console, model_option_option, wrote
@@ -51,9 +52,10 @@ def check_estimate_command(
                                               help="Write the data set --seed simulates, then stop."),
     seed: int = typer.Option(0, "--seed", help="Simulates the data (with its exact latent) and drives bdmc's runs."),
     level: float = typer.Option(0.01, "--level", help="Largest probability of calling a correct value wrong."),
-    method: str = typer.Option("auto", "--method", help="bdmc's estimators: auto, ais, tempered-smc or smc."),
-    steps: int | None = typer.Option(None, "--steps", "-s", show_default="1000 (ais), 100 (tempered-smc)",
-                                        help="Their knob: T (ais, tempered-smc) or moves per case (smc)."),
+    method: str = typer.Option("auto", "--method", help="bdmc's estimators: auto, " + ", ".join(PAIRS) + "."),
+    steps: int | None = typer.Option(
+        None, "--steps", "-s", show_default=", ".join(f"{p.default_knob} ({p.name})" for p in PAIRS.values()),
+        help="Their knob: " + ", ".join(f"{p.symbol} ({p.name})" for p in PAIRS.values()) + "."),
     runs: int = typer.Option(16, "--runs", "-r", help="Independent runs per direction."),
     option: list[str] | None = model_option_option(),
     json_out: Path | None = typer.Option(None, "--json", metavar="FILE.json", help="Also write the result here."),
@@ -68,8 +70,8 @@ def check_estimate_command(
     if real_data and (data is None or write_data is not None):
         raise CLIError("--real-data checks the evidence of the observed arrays in --data FILE.npz: give the file, "
                        "and no --write-data")
-    if method != "auto" and method not in SANDWICH_METHODS:
-        raise CLIError(f"--method: unknown method {method!r}; choose one of: auto, {', '.join(SANDWICH_METHODS)}")
+    if method != "auto" and method not in PAIRS:
+        raise CLIError(f"--method: unknown method {method!r}; choose one of: auto, {', '.join(PAIRS)}")
     at_least(runs, "--runs", 1, "16")
     at_least(seed, "--seed", 0, "0")
     at_least(steps, "--steps", 1, "1000")

@@ -6,7 +6,6 @@ run, since real data have no exact posterior sample for a reverse chain, and eve
 
 from __future__ import annotations
 
-import hashlib
 import math
 from pathlib import Path
 
@@ -18,22 +17,15 @@ from rich.table import Table
 
 import bdmc
 
-from ..checks.sandwich import (
-    CERTIFY_B,
-    DIRECTIONS,
-    SANDWICH_METHODS,
-    auto_method,
-    exact_log_marginal_or_none,
-    sandwich_method,
-    simulated_data,
-)
-from ..checks.sandwich_verdict import HOLDS, KNOB_NAMES, NOT_HELD, VIOLATED, WITHIN_NOISE
+from ..checks.sandwich import CERTIFY_B, resolve_pair
+from ..checks.sandwich_verdict import HOLDS, NOT_HELD, VIOLATED, WITHIN_NOISE
+from ..contracts.pairs import DIRECTIONS, PAIRS, estimator_pair
 from ..contracts.weight_health import STRAGGLER_NATS, STRAGGLER_SDS
 from ..core.ais import SCHEDULES
-from ..core.named_kernels import KERNELS, named_kernel
+from ..core.named_kernels import KERNELS
 from ..errors import BDMCError
 from ..experiments import sandwich_runs
-from ..experiments.sandwich_runs import FORWARD_ONLY, data_array_names, real_data_like
+from ..experiments.sandwich_runs import FORWARD_ONLY
 from ..plotting import plot_sandwich
 from ._common import (
     PPL_OPTIONS,
@@ -51,7 +43,6 @@ from ._common import (
     parse_steps,
     positive_number,
     print_verdict,
-    refuse_together,
     seconds,
     wrote,
 )
@@ -60,11 +51,6 @@ from ._models import builtin_model, load_npz, load_ppl_model, model_settings, pp
 
 PNG_NAME = "sandwich.png"
 STATE_STYLE = {HOLDS: "green", WITHIN_NOISE: "yellow", NOT_HELD: "yellow", VIOLATED: "bold red"}  # against the exact
-# What gives weights that support a ± with each sandwich method (its knob, then the other levers).
-REMEDIES = {"ais": "Longer chains (a larger T), more runs (--runs) or --method smc",
-            "smc": "More moves per data case (larger --steps values), more particles (--particles) or more runs "
-                   "(--runs)",
-            "tempered-smc": "More temperatures (a larger T), more particles (--particles) or more runs (--runs)"}
 
 
 @command
@@ -97,11 +83,12 @@ def sandwich_command(
                                     "with a pilot's step sizes), gibbs, hmc, nuts, mala or rwm (bdmc's kernels, "
                                     "step sizes from a pilot on a simulated data set)."),
     method: str = typer.Option("ais", "--method",
-                               help="ais: forward/reverse AIS, --steps = T. smc: SMC/SHME, --steps = moves per case. "
-                                    "tempered-smc: tempered SMC from prior and exact latent, --steps = T. "
-                                    "auto: ais for a model with its own kernel, else tempered-smc."),
-    particles: int | None = typer.Option(None, "--particles", show_default="1 (smc), 32 (tempered-smc)",
-                                            help="Particles per run (--method smc or tempered-smc)."),
+                               help=" ".join(f"{p.name}: {p.summary}." for p in PAIRS.values())
+                                    + " auto: ais for a model with its own kernel, else tempered-smc."),
+    particles: int | None = typer.Option(
+        None, "--particles", help="Particles per run (--method " + " or ".join(
+            p.name for p in PAIRS.values() if p.particles is not None) + ").",
+        show_default=", ".join(f"{p.particles} ({p.name})" for p in PAIRS.values() if p.particles is not None)),
     until_gap: float | None = typer.Option(
         None, "--until-gap", help="Double T from the one --steps value until the single-run gap is below TOL nats.",
         metavar="TOL"),
@@ -137,16 +124,13 @@ def sandwich_command(
         raise CLIError("--until-gap stops when the gap between the lower and the upper bound is small, but real "
                        "data have no upper bound (no exact posterior sample to start reverse chains from); list "
                        "the chain lengths in --steps instead")
-    if method not in SANDWICH_METHODS and method != "auto":
-        raise CLIError(f"--method: unknown method {method!r}; choose one of: {', '.join(SANDWICH_METHODS)}, auto")
-    given_particles = particles
-    if method != "auto":  # "auto" is resolved, and its particles checked, once the model is built
-        method, particles = _pair_and_particles(method, particles)
-    pair = sandwich_method("ais" if method == "auto" else method)  # every pair "auto" picks counts T from 2
+    if method not in PAIRS and method != "auto":
+        raise CLIError(f"--method: unknown method {method!r}; choose one of: {', '.join(PAIRS)}, auto")
+    pair = estimator_pair("ais" if method == "auto" else method)  # every pair "auto" picks counts T from 2
     step_list = parse_steps(steps, smallest=pair.smallest)
     at_least(runs, "--runs", 1, "16")
     at_least(seed, "--seed", 0, "0")
-    at_least(given_particles, "--particles", 1, "8")
+    at_least(particles, "--particles", 1, "8")
     if kernel != "auto" and kernel not in KERNELS:
         raise CLIError(f"--kernel: unknown kernel {kernel!r}; choose one of: auto, {', '.join(KERNELS)}")
     if schedule != "auto" and schedule not in SCHEDULES:
@@ -170,45 +154,40 @@ def sandwich_command(
         model_obj, model_options = load_ppl_model(*ppl, data=data, observed=observed, simulator=simulator)
     else:
         model_obj, model_options = builtin_model(model, option or [])
-    if method == "auto":
-        method, particles = _pair_and_particles(auto_method(model_obj), given_particles)
+    try:  # "auto" resolved once, by the library; the rest of the run is handed what it chose
+        pair, particles = resolve_pair(model_obj, method, particles)
+    except BDMCError as err:
+        raise CLIError(f"--particles: {err}") from None
     check_memory(model_obj, counts=[runs_count(runs, particles=particles)],
                  size=size_option(options=option, data=data if ppl is not None else None, model=model))
     key = jax.random.key(seed)
-    # The data bdmc.sandwich(key, ...) simulates: the structure real data are read into, and whether an exact
-    # value is affordable (enumeration and quadrature only work on small instances).
-    data_sim, exact_latent = simulated_data(key, model_obj)
+    settings = {
+        "command": "sandwich", "model": name, "options": model_settings(model_obj, model_options), "seed": seed,
+        "runs": runs, "schedule": schedule,
+        **({"kernel": kernel} if kernel != "auto" else {}),  # absent when auto: earlier runs' folders resume
+        "x64": bool(jax.config.jax_enable_x64), "until_gap": until_gap,
+        "max_steps": max_steps if until_gap is not None else None, "bdmc_version": bdmc.__version__,
+        "data_file": str(data) if real_data else None,
+    }
+    hint = (" (the program's arguments in the same file set its size)" if ppl is not None else
+            " (set the model's size with --option, e.g. --option n=...)")
     stdout = console()
-    if real_data:
-        hint = (" (the program's arguments in the same file set its size)" if ppl is not None else
-                " (set the model's size with --option, e.g. --option n=...)")
-        names = data_array_names(data_sim) or list(arrays)
-        data_sim, exact_latent = real_data_like(data_sim, arrays, source=f"--data {data}", hint=hint), None
-    elif ppl is not None and data is not None:
+    if not real_data and ppl is not None and data is not None:
         ignored = sorted(set(arrays) & set(model_obj.observed))
         if ignored:
             stdout.print(f"[yellow]note:[/] --data holds the observed {', '.join(ignored)}, not used: the sandwich "
                          "runs on simulated data (add --real-data to bound log p(y) of the observed data)",
                          soft_wrap=True)
-    settings = {
-        "command": "sandwich", "model": name, "options": model_settings(model_obj, model_options), "seed": seed,
-        "runs": runs, "schedule": schedule, "method": method, "particles": particles,
-        **({"kernel": kernel} if kernel != "auto" else {}),  # absent when auto: earlier runs' folders resume
-        "x64": bool(jax.config.jax_enable_x64), "until_gap": until_gap,
-        "max_steps": max_steps if until_gap is not None else None, "bdmc_version": bdmc.__version__,
-        "data_file": str(data) if real_data else None,
-        "data": _real_data_settings(names, data_sim) if real_data else "simulated",
-    }
-    chosen_kernel = _kernel(key, model_obj, kernel)
-    store = sandwich_runs.open_sandwich_store(out, settings, overwrite=overwrite, discard=(PNG_NAME,),
-                                              real_data=real_data)
-
-    exact_known = exact_log_marginal_or_none(model_obj, data_sim) is not None
-    printer = RowPrinter(stdout, exact_known=exact_known, method=method, real_data=real_data)
+    prepared = sandwich_runs.prepare_sandwich(
+        key, model_obj, out=out, settings=settings, method=pair.name, num_particles=particles,
+        kernel=kernel, observed=arrays if real_data else None,
+        source=f"--data {data}", hint=hint, overwrite=overwrite, discard=(PNG_NAME,))
+    store = prepared.store
+    printer = RowPrinter(stdout, exact_known=prepared.plan.exact is not None, method=pair.name, real_data=real_data)
     stdout.print(f"[bold]bdmc sandwich[/]  model [cyan]{escape(name)}[/] {escape(fmt_options(settings['options']))}",
                  soft_wrap=True)
     if real_data:
-        stdout.print(f"data: [bold]real[/], {escape(', '.join(settings['data']['arrays']))} from "
+        stdout.print(f"data: [bold]real[/], {escape(', '.join(prepared.data_record['arrays']))} from "
                      f"{escape(str(data))}", soft_wrap=True)
     lengths = (f"until single-run gap < {until_gap:g} nats ({pair.symbol} = {step_list[0]}, doubling, <= {max_steps})"
                if until_gap is not None else f"{pair.symbol} = {', '.join(map(str, step_list))}")
@@ -221,36 +200,15 @@ def sandwich_command(
         printer.row(row, resumed=True)
 
     run = sandwich_runs.run_sandwich(
-        key, model_obj, data_sim, exact_latent, store=store, kernel=chosen_kernel, steps=step_list, num_runs=runs,
-        schedule=schedule,
-        method=method, num_particles=particles, until_gap=until_gap, max_steps=max_steps, on_row=printer.row,
-        progress=not no_progress and stdout.is_terminal, real_data=real_data)
+        key, model_obj, prepared.plan, store=store, steps=step_list, num_runs=runs, schedule=schedule,
+        until_gap=until_gap, max_steps=max_steps, on_row=printer.row, progress=not no_progress and stdout.is_terminal,
+        real_data=real_data)
 
     title = (f"{name}: {FORWARD_ONLY} (no upper bound), {runs} runs, seed {seed}" if real_data else
              f"{name}: BDMC sandwich, {runs} runs per direction, seed {seed}")
     plot_sandwich(run.table, title=title).savefig(out / PNG_NAME, dpi=150)
     printer.summary(run.result, until_gap=until_gap)
     wrote(stdout, store.csv, store.json, out / PNG_NAME, note=f" ({len(run.table)} rows, {run.new} new)")
-
-
-def _kernel(key, model, name: str):
-    """The kernel ``--kernel`` names (None for auto: the estimators' own choice), tuned by a pilot."""
-    if name == "auto":
-        return None
-    try:
-        return named_kernel(jax.random.fold_in(key, 11), model, name)[0]
-    except BDMCError as err:
-        raise CLIError(f"--kernel {name}: {err}") from None
-
-
-def _real_data_settings(names: list[str], data) -> dict:
-    """What settings.json records of real data: the file, the arrays read (name: shape) and a digest of them."""
-    digest = hashlib.sha256()
-    arrays = {}
-    for name, leaf in zip(names, jax.tree.leaves(data), strict=False):
-        arrays[name] = list(np.shape(leaf))
-        digest.update(name.encode() + np.ascontiguousarray(leaf).tobytes())
-    return {"source": "real", "arrays": arrays, "sha256": digest.hexdigest()[:16]}
 
 
 def _row_order(row: dict):
@@ -272,7 +230,7 @@ class RowPrinter:
     exact_known : bool
         Whether the model has an exact log p(y) for the data (adds the ``− exact`` column).
     method : str
-        The sandwich method (:data:`bdmc.checks.sandwich.SANDWICH_METHODS`): names the knob in the header and
+        The sandwich method (a pair of :data:`bdmc.contracts.pairs.PAIRS`): names the knob in the header and
         the messages (T, moves per data case, temperatures).
     knob : str, optional
         The knob's symbol in the header; the method's by default.
@@ -282,8 +240,9 @@ class RowPrinter:
 
     def __init__(self, out, *, exact_known: bool, method: str = "ais", knob: str | None = None,
                  real_data: bool = False):
-        self.console, self.exact_known, self.real_data, self.method = out, exact_known, real_data, method
-        self.knob = sandwich_method(method).symbol if knob is None else knob
+        self.console, self.exact_known, self.real_data = out, exact_known, real_data
+        self.pair = estimator_pair(method)
+        self.knob = self.pair.symbol if knob is None else knob
         self.columns = [(self.knob, 5, "right"), ("direction", 9, "left"), ("value ± stderr", 16, "right")]
         if exact_known:
             self.columns.append(("− exact", 7, "right"))
@@ -352,8 +311,7 @@ class RowPrinter:
         table = result.table
         pairs = table[table["direction"] == "forward"].dropna(subset=["gap"])
         if pairs.empty:
-            noun = KNOB_NAMES.get(self.method, (f"value of {self.knob}",))[0]
-            say(f"[yellow]no {noun} has both bounds yet; no gap to report[/]")
+            say(f"[yellow]no {self.pair.nouns[0]} has both bounds yet; no gap to report[/]")
             return
         last = pairs.iloc[-1]
         T, lower, gap = int(last["num_steps"]), float(last["value"]), float(last["gap"])
@@ -380,7 +338,7 @@ class RowPrinter:
         shown = ", ".join(f"{self.knob}={T} {d} (ESS {num(ess, '.1f')}, k-hat {num(k, '.2f')})"
                           for T, d, ess, k in self.untrusted[:4])
         more = f" and {len(self.untrusted) - 4} more" if len(self.untrusted) > 4 else ""
-        remedy = REMEDIES.get(self.method, f"A larger {self.knob} or more runs (--runs)")
+        remedy = self.pair.remedy
         self.console.print(
             f"[bold yellow]?[/] the ± is not to be trusted where marked: a few runs carry the weight (effective "
             f"sample size below max(4, runs / 8), or Pareto k-hat above 0.7): {shown}{more}. {remedy} give "
@@ -425,13 +383,3 @@ class RowPrinter:
     def alarm(self, verdict) -> None:
         """The run-level bug alarm over every lower and upper bound, prominently when it fires."""
         print_verdict(self.console, verdict)
-
-
-def _pair_and_particles(method: str, particles):
-    """``(method, particles)`` with the pair's default particles, refusing ``--particles`` for a single-chain pair."""
-    pair = sandwich_method(method)
-    with_particles = [m for m, p in SANDWICH_METHODS.items() if "num_particles" in p.options]
-    refuse_together({"--particles": particles is not None,
-                     f"--method {method}": "num_particles" not in pair.options},
-                    f"{method} runs single chains; particles need --method {' or '.join(with_particles)}")
-    return method, (pair.particles if particles is None else particles)

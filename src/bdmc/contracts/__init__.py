@@ -7,6 +7,8 @@ caching (its registered function caches).
 - :mod:`~bdmc.contracts.sampler`: the Sampler protocol (a posterior sampler SBC and the audit run) and its hooks;
 - :mod:`~bdmc.contracts.estimate`: the Estimate record, its combination rules, and the estimator protocol
   and registry;
+- :mod:`~bdmc.contracts.pairs`: estimator pairs (a lower and an upper estimator that sandwich log p(y)) and
+  their registry;
 - :mod:`~bdmc.contracts.nonfinite`: where NaN and +inf log densities are caught and explained.
 """
 
@@ -62,11 +64,13 @@ from .model import (
                            validate_data,
                            weighted_sum,
 )
+from .pairs import PAIRS, EstimatorPair, register_pair, unregister_pair
 from .sampler import BatchesReplications, DiagnosedDraws, Sampler, Thinned
 
 __all__ = [
     "BICFit", "CAPABILITIES", "CaseProposal", "ChecksData", "CollapsedDensity", "ConditionalPrior", "ConstrainedMoves",
     "COMBINE_RULES", "ESTIMATORS", "Estimate", "EstimatorInfo", "ExactEvidence", "combine_runs", "register_estimator",
+    "EstimatorPair", "PAIRS", "register_pair", "unregister_pair",
     "seed_of", "GaussianPriorBlocks", "GibbsConditionals", "IndexedConditionals", "Kernel", "KernelInfo",
     "LabelSymmetry", "HostPrior", "InitialPoints", "NamedCoordinates", "Sampler", "BatchesReplications",
     "DiagnosedDraws", "Thinned",

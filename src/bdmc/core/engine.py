@@ -418,9 +418,8 @@ def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, 
                            state.divergences + count, carry), out
 
     # What a skipped step reports of a policy: zeros shaped as its record.
-    shaped = jax.eval_shape(lambda st, t, a, b: transition(st, t, a, b)[1].record, state, index[0], lam_from[0],
-                            lam_to[0])
-    idle = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shaped)
+    idle = () if policy is None else jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), jax.eval_shape(
+        lambda st, t, a, b: transition(st, t, a, b)[1].record, state, index[0], lam_from[0], lam_to[0]))
 
     def body(state, xs):
         lf, lt, on, t = xs

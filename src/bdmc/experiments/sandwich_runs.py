@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..checks.alarm import ALPHA, BugAlarm
-from ..checks.sandwich import COLUMNS, SandwichPlan, SandwichResult, plan_sandwich, sandwich, simulated_data
+from ..checks.sandwich import COLUMNS, SandwichPlan, SandwichResult, plan_sandwich, run_plan, simulated_data
 from ..errors import BDMCError, DataError
 from .store import RunStore
 
@@ -155,22 +155,24 @@ def open_sandwich_store(out, settings: dict, *, overwrite: bool, discard=(), rea
     return store
 
 
-def run_sandwich(key, model, data=None, exact_latent=None, *, store: RunStore, steps: list[int], num_runs: int,
-                 schedule: str = "auto", method: str = "ais", num_particles: int | None = None,
-                 until_gap: float | None = None, max_steps: int = 100_000, alpha: float = ALPHA,
-                 on_row: Callable[[dict], None] | None = None, progress="auto", real_data: bool = False,
-                 kernel=None, plan: SandwichPlan | None = None) -> SandwichRun:
+def run_sandwich(key, model, plan: SandwichPlan, *, store: RunStore, steps: list[int], num_runs: int,
+                 schedule: str = "auto", until_gap: float | None = None, max_steps: int = 100_000,
+                 alpha: float = ALPHA, on_row: Callable[[dict], None] | None = None, progress="auto",
+                 real_data: bool = False) -> SandwichRun:
     """Run :func:`bdmc.sandwich` on the rows ``store`` lacks, appending each as it finishes.
 
     Parameters
     ----------
-    key, model, data, exact_latent
-        As for :func:`bdmc.sandwich`; ``data`` and ``exact_latent`` are the ones it would simulate from ``key``
-        (:func:`bdmc.checks.sandwich.simulated_data`), or, with ``real_data``, the user's observed data and None.
+    key, model
+        As for :func:`bdmc.sandwich`.
+    plan : SandwichPlan
+        What the sandwich runs (:func:`bdmc.checks.sandwich.plan_sandwich`, or :func:`prepare_sandwich`): the
+        pair, its particles and kernel, the data ``key`` simulates (or, with ``real_data``, the user's observed
+        data) and their exact value; nothing of it is resolved again.
     store : RunStore
         From :func:`open_sandwich_store`.
-    steps, num_runs, schedule, method, num_particles, until_gap, max_steps, alpha, progress, kernel, plan
-        As for :func:`bdmc.sandwich` (with ``plan``, from :func:`prepare_sandwich`, nothing is resolved again).
+    steps, num_runs, schedule, until_gap, max_steps, alpha, progress
+        As for :func:`bdmc.sandwich`.
     on_row : callable, optional
         Called with each new row after it is saved.
     real_data : bool
@@ -196,10 +198,9 @@ def run_sandwich(key, model, data=None, exact_latent=None, *, store: RunStore, s
         if on_row is not None:
             on_row(row)
 
-    result = sandwich(key, model, data, exact_latent, steps=steps, num_runs=num_runs, schedule=schedule,
-                      method=method, num_particles=num_particles, until_gap=until_gap, max_steps=max_steps,
-                      alpha=alpha, done=old, on_row=finished, progress=progress, forward_only=real_data,
-                      kernel=kernel, plan=plan)
+    result = run_plan(key, model, plan, steps=steps, num_runs=num_runs, schedule=schedule, until_gap=until_gap,
+                      max_steps=max_steps, alpha=alpha, done=old, on_row=finished, progress=progress,
+                      forward_only=real_data)
     table = result.table.copy()
     if real_data:
         table[CSV_COLUMN] = REAL

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 from jax.scipy.special import logsumexp
 
 from ...contracts.model import check_array_shape
+from ...errors import OptionError
 from ...exact import mixture_log_marginal_enumerate
 from ...exact.enumeration import MAX_ASSIGNMENTS
 from ...kernels import Conditional
@@ -104,7 +105,7 @@ class Clustering:
             When k**n exceeds the enumeration limit of ``bdmc.exact``.
         """
         if self.k**self.n > MAX_ASSIGNMENTS:
-            raise ValueError(
+            raise OptionError(
                 f"exact log p(y) of Clustering enumerates k**n = {self.k}**{self.n} assignments; only up to "
                 f"{MAX_ASSIGNMENTS} are affordable (e.g. n = 6, k = 3)"
             )

@@ -15,6 +15,7 @@ import numpy as np
 from jax.scipy.special import logsumexp
 
 from ...contracts.model import check_array_shape
+from ...errors import OptionError
 from ...kernels import Conditional, GibbsSweep
 from ...kernels.conditional import CopyBlock
 from . import vb
@@ -56,7 +57,7 @@ def check_quadrature_dim(model, limit):
     """Raise ValueError unless the k * d entries of ``model``'s V are few enough (``<= limit``) for a grid."""
     dim = model.k * model.d
     if dim > limit:
-        raise ValueError(
+        raise OptionError(
             f"{type(model).__name__}.exact_log_marginal integrates V on a grid and needs k * d <= {limit}; "
             f"got k * d = {model.k} * {model.d} = {dim}"
         )

@@ -1,0 +1,21 @@
+"""The values of ``fixed_cost/fixed_cost.md``, from ``fixed_cost.json`` (``benchmarks/fixed_cost.py``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def values(folder: Path) -> dict:
+    """The calls per case, the load averages around the run, and the table of medians per call."""
+    out = json.loads((Path(folder) / "fixed_cost.json").read_text())
+    rows = out["rows"]
+    calls = sorted({r["calls"] for r in rows})
+    table = ["| call | wall ms | engine run ms | pilot run ms | fixed ms (median) | fixed ms (90th pct) |",
+             "|---|---|---|---|---|---|"]
+    table += [f"| {r['case']} | {r['wall_ms']:.2f} | {r['engine_ms']:.2f} | {r['pilot_ms']:.2f} | "
+              f"{r['fixed_ms']:.2f} | {r['fixed_ms_p90']:.2f} |" for r in rows]
+    return {"calls": "/".join(map(str, calls)),
+            "load_before": str(tuple(round(x, 2) for x in out["load_before"])),
+            "load_after": str(tuple(round(x, 2) for x in out["load_after"])),
+            "table": "\n".join(table)}

@@ -137,20 +137,6 @@ def main():
         v = np.asarray([b[c] for b in brackets], dtype=float)
         summary[c + "_mean"], summary[c + "_sd"] = float(v.mean()), float(v.std(ddof=1))
     write_text(out / f"{stem}.json", json.dumps(summary, indent=1))
-    mid = 0.5 * (lower + upper)
-    lines = [f"Data: n = {args.n}, k = {args.k} simulated from the collapsed NIW mixture (seed {seed}, cluster sizes "
-             f"{counts.tolist()}). Sandwich at T = {int(tab['num_steps'].max())}: [{lower:.2f}, {upper:.2f}] "
-             f"({args.chains} chains each way). log k! = {math.lgamma(args.k + 1):.2f}.", "",
-             "| bound | mean ± sd over runs | minus sandwich midpoint |", "|---|---|---|"]
-    for c in ("U1_sym", "L1_sym", "U1_paper", "L1_paper", "U1_crossfit_unsym"):
-        mean, sd = summary[c + '_mean'], summary[c + '_sd']
-        lines.append(f"| {c} | {mean:.2f} ± {sd:.2f} | {mean - mid:+.2f} |")
-    lines += ["", "| T | direction | value ± se | seconds |", "|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {int(r['num_steps'])} | {r['direction']} | {r['value']:.2f} ± {r['stderr']:.2f} "
-                     f"| {r['seconds']:.0f} |")
-    write_text(out / f"{stem}.md", "\n".join(lines) + "\n")
-    print("\n".join(lines))
     write_folder("bracketing", written_to=args.out)
 
 

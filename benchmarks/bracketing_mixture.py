@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -340,23 +339,6 @@ def write_outputs(out: Path, rows, settings, seconds):
     rows = sorted(rows, key=lambda r: r["k"])
     stem = output_name("mixture_table2", settings["prior"])
     write_text(out / f"{stem}.json", json.dumps({"settings": settings, "seconds": seconds, "rows": rows}, indent=1))
-    lines = [f"Prior {settings['prior']}: {settings['prior_values']}", ""]
-    for variant, title in (("sym", "label-symmetrized q (cross-fitted U)"),
-                           ("paper", "paper-style q (in-sample U, unsymmetrized)")):
-        lines += [f"**{title}** (mean ± sd over replicate chains)", "",
-                  "| k | " + " | ".join(NAMES) + " |", "|---" * (len(NAMES) + 1) + "|"]
-        for r in rows:
-            cells = (f"{r[n + '_' + variant]:.1f} ± {r[n + '_' + variant + '_sd']:.2f}" for n in NAMES)
-            lines.append(f"| {r['k']} | " + " | ".join(cells) + " |")
-        lines.append("")
-    lines += ["| k | U1_sym - L1_sym | U1_paper - L1_paper | L1_sym - L1_paper | log k! | U1_paper < L1_sym (reps) |"
-              " label-switch fraction | seconds |", "|---" * 8 + "|"]
-    for r in rows:
-        lines.append(f"| {r['k']} | {r['U1_sym'] - r['L1_sym']:.2f} | {r['U1_paper'] - r['L1_paper']:.2f} | "
-                     f"{r['L1_sym'] - r['L1_paper']:.2f} | {math.lgamma(r['k'] + 1):.2f} | "
-                     f"{r['per_rep_U1_paper<L1_sym']}/{r['reps']} | {r['switch_fraction']:.3f} | {r['seconds']:.0f} |")
-    write_text(out / f"{stem}.md", "\n".join(lines) + f"\n\nTotal {seconds:.0f} s; settings {settings}.\n")
-    print("\n".join(lines), flush=True)
 
     import matplotlib
     matplotlib.use("Agg")

@@ -252,21 +252,6 @@ def main():
 
     write_text(out / "regression_table1.json", json.dumps({"settings": vars(args), "seconds": seconds,
                                                             "rows": rows, "datasets": set_rows}, indent=1))
-    lines = ["| order | U2 | U1 | ML | L1 | L2 | L3 | L4 |", "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        cell = lambda n: f"{r[n]:.4f} ± {r[n + '_sd']:.4f}"  # noqa: E731
-        lines.append(f"| {r['order']} | {cell('U2')} | {cell('U1')} | {r['ML']:.4f} | {cell('L1')} | {cell('L2')} | "
-                     f"{cell('L3')} | {cell('L4')} |")
-    lines += ["", "| order | data sets | bounds > 3 se on the wrong side of ML | U1 < U2 | L2 > L3 | U2-ML | U1-ML "
-              "| ML-L1 | ML-L2 | ML-L3 | ML-L4 |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in set_rows:
-        lines.append(f"| {r['order']} | {r['datasets']} | {r['U_below_ML'] + r['L_above_ML']} | "
-                     f"{r['U1_tighter_than_U2']} | {r['L2_tighter_than_L3']} | "
-                     f"{r['mean_U2_minus_ML']:.4f} | {r['mean_U1_minus_ML']:.4f} | {r['mean_ML_minus_L1']:.4f} | "
-                     f"{r['mean_ML_minus_L2']:.4f} | {r['mean_ML_minus_L3']:.4f} | {r['mean_ML_minus_L4']:.4f} |")
-    write_text(out / "regression_table1.md", "\n".join(lines) + f"\n\nTotal {seconds:.0f} s.\n")
-    print("\n".join(lines))
 
     import matplotlib
     matplotlib.use("Agg")

@@ -123,9 +123,9 @@ def raise_offenders(source: str, namespace: dict | None = None, *, filename: str
                     package: str | None = None) -> list[str]:
     """``FILE:LINE: what`` for each ``raise`` in ``source`` of an exception that is not a BDMCError subclass.
 
-    A name resolves through ``namespace`` (the module's globals), the imports inside functions, the names bound in
-    the raising function (``except ... as name``, ``name = ...``) and the builtins; a call of a function raises
-    what its return annotation names. Fine: a bare ``raise``, re-raising a caught name, an AttributeError from
+    A name resolves through the names bound in the raising function (``except ... as name``, ``name = ...``, its
+    imports), ``namespace`` (the module's globals), the module's imports and the builtins; a call of a function
+    raises what its return annotation names. Fine: a bare ``raise``, re-raising a caught name, an AttributeError from
     a ``__getattr__`` (Python's protocol) and ``NOT_ERRORS``; a raise whose exception cannot be resolved is an
     offender.
     """

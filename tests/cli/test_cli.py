@@ -59,7 +59,7 @@ def finished(base_run, tmp_path):
 def count_rows(monkeypatch):
     """Wrap the sandwich the CLI runs to record the rows it computes and the rows it was handed as done."""
     calls = {"rows": [], "done": []}
-    real = sandwich_runs.sandwich
+    real = sandwich_runs.run_plan
 
     def spy(*args, on_row=None, done=(), **kwargs):
         done = list(done)
@@ -71,7 +71,7 @@ def count_rows(monkeypatch):
 
         return real(*args, on_row=record, done=done, **kwargs)
 
-    monkeypatch.setattr(sandwich_runs, "sandwich", spy)
+    monkeypatch.setattr(sandwich_runs, "run_plan", spy)
     return calls
 
 
@@ -218,7 +218,7 @@ def test_library_error_is_one_red_line_and_debug_shows_the_traceback(tmp_path, m
     def fail(*args, **kwargs):
         raise bdmc.ScheduleError("the schedule is broken")
 
-    monkeypatch.setattr(sandwich_runs, "sandwich", fail)
+    monkeypatch.setattr(sandwich_runs, "run_plan", fail)
     assert_one_red_line(small(tmp_path / "run"), "ScheduleError: the schedule is broken")
     debug = runner.invoke(app, ["--debug", "sandwich", "--no-progress", "--model", "gaussian-mean", "--option",
                                 "n=5", "--steps", "2", "--runs", "4", "--out", str(tmp_path / "run")])

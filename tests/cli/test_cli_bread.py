@@ -36,7 +36,7 @@ def model_run(tmp_path_factory):
 @pytest.fixture
 def count_rows(monkeypatch):
     rows = []
-    real = sandwich_runs.sandwich
+    real = sandwich_runs.run_plan
 
     def spy(*args, on_row=None, **kwargs):
         def record(row):
@@ -44,7 +44,7 @@ def count_rows(monkeypatch):
             on_row(row)
         return real(*args, on_row=record, **kwargs)
 
-    monkeypatch.setattr(sandwich_runs, "sandwich", spy)
+    monkeypatch.setattr(sandwich_runs, "run_plan", spy)
     return rows
 
 

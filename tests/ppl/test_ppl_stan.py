@@ -372,9 +372,9 @@ def test_a_simulator_that_disagrees_with_the_program_is_named():
         return params or {"beta": np.zeros(4), "s2": 1.0}, {"y": np.zeros(21)}
 
     with pytest.raises(bdmc.BDMCError, match=r"keys \['beta', 's2'\], got \['beta', 'sigma'\]"):
-        from_stan(PROGRAM, data=DATA, observed="y", simulate=bad_params).dim
+        _ = from_stan(PROGRAM, data=DATA, observed="y", simulate=bad_params).dim
     with pytest.raises(bdmc.BDMCError, match=r"'y' has shape \(21,\)"):
-        from_stan(PROGRAM, data=DATA, observed="y", simulate=bad_observations).dim
+        _ = from_stan(PROGRAM, data=DATA, observed="y", simulate=bad_observations).dim
 
 
 @pytest.mark.slow

@@ -141,7 +141,7 @@ def test_a_distribution_refusing_its_parameters_is_zero_density_not_an_error(ins
     np.testing.assert_allclose(prior[2], valid_prior + stats.norm().logpdf(800.0), rtol=1e-10)
     assert np.sum(terms[2]) == -np.inf
     for lam in (0.0, 0.5, 1.0):
-        values = jax.vmap(lambda x: log_density(model, x, y, lam))(u)
+        values = jax.vmap(lambda x, lam=lam: log_density(model, x, y, lam))(u)
         assert values[1] == -np.inf and not np.any(np.isnan(values)), (lam, values)
         assert (values[2] == -np.inf) == (lam > 0), (lam, values)  # at lambda = 0 the prior alone
     grads = jax.vmap(jax.grad(lambda x: log_density(model, x, y, 0.5)))(u)
@@ -168,7 +168,8 @@ def test_jacobians_make_the_prior_a_density_on_the_unconstrained_space(supports)
     grid = np.linspace(-30.0, 30.0, 6001)
     base = np.array([np.log(1.2), 0.3, -0.2, 0.5])  # the other coordinates stay fixed
     refs = [stats.gamma(2.5, scale=0.7), stats.beta(2, 3), stats.uniform(1, 2), stats.norm(-1, 2)]
-    prior_at_base = [r.logpdf(x) for r, x in zip(refs, [1.2, 1 / (1 + np.exp(-0.3)), 1 + 2 / (1 + np.exp(0.2)), 0.5], strict=False)]
+    at_base = [1.2, 1 / (1 + np.exp(-0.3)), 1 + 2 / (1 + np.exp(0.2)), 0.5]
+    prior_at_base = [r.logpdf(x) for r, x in zip(refs, at_base, strict=True)]
     for i, ref in enumerate(refs):
         us = np.tile(base, (grid.size, 1))
         us[:, i] = grid

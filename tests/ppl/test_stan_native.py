@@ -93,7 +93,7 @@ def test_a_missing_compiler_is_named_and_from_stan_falls_back_with_a_warning(mon
     assert model.backend == "native"
     with pytest.warns(UserWarning, match="no-such-compiler-here.*falling back to backend='httpstan'"), \
             pytest.raises(RuntimeError, match="httpstan path was taken"):
-        model.dim
+        _ = model.dim
     with pytest.raises(bdmc.BDMCError, match="backend must be one of"):
         from_stan(PROGRAM, data=DATA, observed="y", backend="cmdstan")
     with pytest.raises(bdmc.BDMCError, match="num_threads"):
@@ -174,7 +174,7 @@ def test_chains_are_grouped_by_their_lambda_and_their_data(stand_in):
 @pytest.fixture(scope="module")
 def native():
     model = from_stan(PROGRAM, data=DATA, observed="y", simulate=make_simulator())
-    model.dim  # builds (or loads from the cache)
+    _ = model.dim  # builds (or loads from the cache)
     assert model.backend == "native"
     return model
 
@@ -182,7 +182,7 @@ def native():
 @pytest.fixture(scope="module")
 def via_httpstan():
     model = from_stan(PROGRAM, data=DATA, observed="y", simulate=make_simulator(), backend="httpstan")
-    model.dim  # builds through pystan (or finds httpstan's cached module)
+    _ = model.dim  # builds through pystan (or finds httpstan's cached module)
     return model
 
 
@@ -206,7 +206,7 @@ def test_values_and_gradients_equal_httpstans(native, via_httpstan):
         np.testing.assert_allclose(values, ref_v, rtol=1e-10)
         np.testing.assert_allclose(grads, ref_g, rtol=1e-10, atol=1e-10)
         # The terms bdmc splits the density into sum back to it (Stan reports one likelihood term).
-        split = jax.vmap(lambda x: native.log_prior(x) + lam * native.log_likelihood(x, data).sum())(xs)
+        split = jax.vmap(lambda x, lam=lam: native.log_prior(x) + lam * native.log_likelihood(x, data).sum())(xs)
         np.testing.assert_allclose(split, ref_v, rtol=1e-10)
     # One FFI call per batch: the observations reach it once (a leading axis of one), not once per chain.
     text = str(jax.make_jaxpr(jax.vmap(jax.value_and_grad(native.log_density), in_axes=(0, None, None)))(
@@ -233,7 +233,7 @@ def test_threads_give_the_same_numbers(native):
     changes = {"y": np.linspace(-1.0, 2.0, 20), "bdmc_lambda": 0.7}
     xs = _points(11, 2)
     one = native._built.stan("log_prob_group", changes, xs, True)
-    threaded.dim
+    _ = threaded.dim
     three = threaded._built.stan("log_prob_group", changes, xs, True)
     np.testing.assert_array_equal(one[0], three[0])
     np.testing.assert_array_equal(one[1], three[1])
@@ -241,7 +241,7 @@ def test_threads_give_the_same_numbers(native):
     # batches smaller than the pool, each give the same numbers.
     for threads, size in ((2, 11), (4, 11), (2, 3), (4, 1)):
         other = from_stan(PROGRAM, data=DATA, observed="y", num_threads=threads)
-        other.dim
+        _ = other.dim
         got = other._built.stan("log_prob_group", changes, xs[:size], True)
         np.testing.assert_array_equal(got[0], one[0][:size])
         np.testing.assert_array_equal(got[1], one[1][:size])
@@ -272,7 +272,7 @@ def test_a_changed_program_is_rebuilt(native, capfd):
     assert stan_native_build.library_path(changed) != stan_native_build.library_path(PROGRAM)
     model = from_stan(changed, data=DATA, observed="y")
     start = time.perf_counter()
-    model.dim
+    _ = model.dim
     err = capfd.readouterr().err
     print(f"\nrebuild after a change: {time.perf_counter() - start:.1f} s")
     assert stan_native_build.library_path(changed).exists()
@@ -312,7 +312,7 @@ def rejecting():
     with pytest.warns(UserWarning, match="unnormalized"):
         native_model = from_stan(REJECTING, data=data, observed="y", name="rejecting")
         ref = from_stan(REJECTING, data=data, observed="y", backend="httpstan")
-    native_model.dim, ref.dim  # build both
+    _ = native_model.dim, ref.dim  # build both
     return native_model, ref
 
 

@@ -316,12 +316,6 @@ def ds_small_max(folder):
     return max(max(_ds(folder, o)["mean_U1_minus_ML"], _ds(folder, o)["mean_ML_minus_L2"]) for o in ORDERS)
 
 
-def ds_seconds(folder):
-    """The data-set pass's seconds: not in the JSON; the line `Data-set pass: ... N s.` of regression_table1.md."""
-    text = (folder / "regression_table1.md").read_text()
-    return float(re.search(r"Data-set pass: .*?([0-9.]+) s\.", text).group(1))
-
-
 def fit_draws(folder):
     """Posterior draws per cross-fitting half (settings: samples / 2)."""
     return _json(folder, "regression_table1.json")["settings"]["samples"] / 2
@@ -507,7 +501,7 @@ TEXT = (
     "t1_u1_ml_lo", "t1_u1_ml_hi", "t1_u2_ml_lo", "t1_u2_ml_hi", "t1_ml_l2_lo", "t1_ml_l2_hi", "t1_ml_l3_lo",
     "t1_ml_l3_hi", "t1_l4_l3_lo", "t1_l4_l3_hi", "t1_mcsa_pct_lo", "t1_mcsa_pct_hi", "t1_o3_L4_analytic",
     "t1_best_order", "t1_ml_best", "ds_sets", "ds_all_tighter", "ds_bounds", "ds_expected_3se", "ds_violations",
-    "ds_ml_l3_lo", "ds_ml_l3_hi", "ds_ml_l4_lo", "ds_ml_l4_hi", "ds_small_max", "ds_seconds", "fit_draws",
+    "ds_ml_l3_lo", "ds_ml_l3_hi", "ds_ml_l4_lo", "ds_ml_l4_hi", "ds_small_max", "fit_draws",
     *(f"ds_o{o}_U2_minus_ML" for o in ORDERS),
     "t2_symshift_max", "t2_nested_k3_10", "t2_k2_nested", "t2_half_draws", "t2_k2_wmed", "t2_k3_wmed", "t2_k4_wmed",
     "t2_k6_wmed", "t2_k2_outliers", "t2_k3_outliers", "t2_k4_outliers", "t2_outlier_lo", "t2_outlier_hi",

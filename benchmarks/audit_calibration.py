@@ -41,14 +41,12 @@ import warnings
 from pathlib import Path
 
 import jax
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calibration_programs  # noqa: E402
 from audit_power import numbers  # noqa: E402
-from check_power import clopper_pearson  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
-from harness.store import append_row, load_rows, tree_state, write_text  # noqa: E402
+from harness.store import append_row, load_rows, tree_state  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.auditing import Budget, audit  # noqa: E402
@@ -126,47 +124,6 @@ def shard(tasks: list[tuple[str, str, int]], spec: str) -> list[tuple[str, str, 
     return mine[index // len(cells)::sharing]
 
 
-def summarize(rows: list[dict]) -> list[dict]:
-    """Per sampler (and per sampler and program): audits, fails, inconclusive, the false-fail rate's interval."""
-    out = []
-    for sampler in dict.fromkeys(r["sampler"] for r in rows):
-        mine = [r for r in rows if r["sampler"] == sampler]
-        for program in [None, *dict.fromkeys(r["program"] for r in mine)]:
-            cell = [r for r in mine if program is None or r["program"] == program]
-            fails = sum(r["verdict"] == "fail" for r in cell)
-            lo, hi = clopper_pearson(fails, len(cell))
-            out.append({"sampler": sampler, "program": program or "all", "audits": len(cell), "fails": fails,
-                        "inconclusive": sum(r["verdict"] == "inconclusive" for r in cell),
-                        "rate": fails / len(cell), "lo": lo, "hi": hi,
-                        "consistent": lo <= LEVEL,
-                        "check_fails": {c: sum(r["checks"].get(c, {}).get("verdict") == "fail" for r in cell)
-                                        for c in CHECKS},
-                        "check_inconclusive": {c: sum(r["checks"].get(c, {}).get("verdict") == "inconclusive"
-                                                      for r in cell) for c in CHECKS},
-                        "median_seconds": float(np.median([r["seconds"] for r in cell])),
-                        "commits": sorted({r["commit"] for r in cell}),
-                        "clean": all(r["clean_tree"] is not False for r in cell)})
-    return out
-
-
-def write_table(rows: list[dict], path: Path) -> None:
-    summary = summarize(rows)
-    lines = [f"# The audit's false-fail rate on correct programs (`Budget.quick()`, level {LEVEL})", "",
-             f"{len(rows)} audits; produced by `python benchmarks/audit_calibration.py --table-only` from "
-             "`rows.jsonl`. A fail on a correct program is a false alarm; the 95% interval is Clopper-Pearson; "
-             f"'consistent' means the interval reaches down to the stated level {LEVEL}.", "",
-             "| sampler | program | audits | fails | rate | 95% interval | consistent with 0.01 | inconclusive | "
-             "fails by check (sim, prior, sbc, geweke, bdmc) | median s | commits |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for s in summary:
-        by_check = ", ".join(str(s["check_fails"][c]) for c in CHECKS[:5])
-        lines.append(f"| {LABELS.get(s['sampler'], s['sampler'])} | {s['program']} | {s['audits']} | {s['fails']} | "
-                     f"{s['rate']:.3f} | {s['lo']:.4f} to {s['hi']:.4f} | {'yes' if s['consistent'] else 'NO'} | "
-                     f"{s['inconclusive']} | {by_check} | {s['median_seconds']:.1f} | "
-                     f"{', '.join(s['commits'])}{'' if s['clean'] else ' (dirty tree)'} |")
-    write_text(path, "\n".join(lines) + "\n")
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="Budget.quick() audits (the issue's setting)")
@@ -175,31 +132,29 @@ def main(argv=None) -> None:
     parser.add_argument("--programs", nargs="+", default=list(calibration_programs.PROGRAMS),
                         choices=list(calibration_programs.PROGRAMS))
     parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--table-only", action="store_true")
     parser.add_argument("--workers", type=int, default=1, help="processes, each running every N-th audit")
     parser.add_argument("--shard", default="0/1", help="i/N: run only the audits whose plan index is i mod N")
     parser.add_argument("--until", type=float, default=None, help="start no audit after this many seconds")
-    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
+    parser.add_argument("--render", "--table-only", dest="render", action="store_true",
+                        help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
     if args.render:
         write_folder("audit_calibration")
         return
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "rows.jsonl"
-    if not args.table_only and args.workers > 1:
+    if args.workers > 1:
         run_workers(args, argv if argv is not None else sys.argv[1:])
-    elif not args.table_only:
+    else:
         began = time.monotonic()
         runner = Runner(path, Budget.quick() if args.quick else Budget.default(), args.quick)
         for sampler, program, seed in shard(plan(args.samplers, args.programs, args.seeds), args.shard):
             if args.until is not None and time.monotonic() - began > args.until:
                 break
             runner.run(sampler, program, seed)
-    rows = load_rows(path)
-    if rows and args.shard == "0/1":
-        write_table(rows, args.out / "table.md")
+    write_folder("audit_calibration", written_to=args.out)  # renders table.md (a trial --out elsewhere: none)
+    if args.shard == "0/1" and (args.out / "table.md").exists():
         print((args.out / "table.md").read_text())
-    write_folder("audit_calibration", written_to=args.out)
 
 
 def run_workers(args, argv: list[str]) -> None:

@@ -28,7 +28,7 @@ numbers); a rerun skips the (bug, seed) pairs already there.
 
     python benchmarks/audit_power.py                       # everything (resumes)
     python benchmarks/audit_power.py --only correct --seeds 1 --time-one   # one audit's cost
-    python benchmarks/audit_power.py --table-only
+    python benchmarks/audit_power.py --render     # re-render the pages from rows.jsonl
 """
 
 from __future__ import annotations
@@ -43,10 +43,9 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_power import MODELS, NoiseLR, OffsetLR, ScaledLR, TransposedCG, WideKernelLR, clopper_pearson  # noqa: E402
+from check_power import MODELS, NoiseLR, OffsetLR, ScaledLR, TransposedCG, WideKernelLR  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
 from harness.store import append_row, load_rows, write_text  # noqa: E402
 
@@ -225,57 +224,6 @@ def plan(args) -> list[tuple[str, int]]:
     return first + extra + [(b, s) for b in nuts for s in range(args.nuts_seeds)]
 
 
-def _median(values):
-    values = [v for v in values if v is not None]
-    return f"{np.median(values):.3g}" if values else "-"
-
-
-def write_table(rows: list[dict], path: Path) -> None:
-    """Rows = bugs, columns = checks (``fired / seeds``, median statistic), the audit's failure rate."""
-    head = ("| bug | audited sampler | simulator-density | SBC | Geweke | BDMC alarm | B-hat at T = "
-            f"{BUDGET.sandwich_steps[-1]} (median) | audit fails | 95% CI |")
-    lines = [head, "|" + "---|" * 9]
-    stat = {"simulator-density": None, "sbc": "min_gamma", "geweke": "worst_abs_z", "bdmc": "crossing"}
-    for bug in BUGS:
-        mine = [r for r in rows if r["bug"] == bug]
-        if not mine:
-            continue
-        cells = []
-        for name in CHECKS:
-            got = [r["checks"].get(name, {}) for r in mine]
-            ran = [g for g in got if g.get("verdict") in ("pass", "fail", "inconclusive")]
-            if not ran:
-                cells.append("not run")
-                continue
-            fired = sum(g["verdict"] == "fail" for g in ran)
-            unsure = sum(g["verdict"] == "inconclusive" for g in ran)
-            key = stat[name] or ("worst_violation" if "worst_violation" in ran[0] else "min_p")
-            extra = ""
-            if name == "sbc":
-                thins = sorted({g.get("thin", 2) for g in ran})  # rows before the pilot existed: thin 2
-                ess = _median([g.get('worst_median_ess') for g in ran])
-                extra = f", thin {'/'.join(map(str, thins))}, worst ESS {ess}"
-            cells.append(f"{'**' if fired else ''}{fired}/{len(ran)}{'**' if fired else ''}"
-                         f"{f' (+{unsure} inconclusive)' if unsure else ''} "
-                         f"({key.replace('_', ' ')} {_median([g.get(key) for g in ran])}{extra})")
-        b_hat = _median([r["checks"].get("bdmc", {}).get("b_hat") for r in mine])
-        fails = sum(r["verdict"] == "fail" for r in mine)
-        unsure = sum(r["verdict"] == "inconclusive" for r in mine)
-        lo, hi = clopper_pearson(fails, len(mine))
-        lines.append(f"| {bug} | {mine[0]['sampler']} | " + " | ".join(cells) +
-                     f" | {b_hat} | {fails}/{len(mine)}{f' (+{unsure} inconclusive)' if unsure else ''} | "
-                     f"[{lo:.2f}, {hi:.2f}] |")
-    correct = [r for r in rows if r["kind"] == "correct"]
-    if correct:
-        fails = sum(r["verdict"] == "fail" for r in correct)
-        unsure = sum(r["verdict"] == "inconclusive" for r in correct)
-        lo, hi = clopper_pearson(fails, len(correct))
-        lines += ["", f"Correct models pooled (the audit's false-alarm rate at level {LEVEL:g}): "
-                      f"{fails}/{len(correct)} audits fail, 95% Clopper-Pearson interval [{lo:.3f}, {hi:.3f}]; "
-                      f"{unsure} inconclusive."]
-    write_text(path, "\n".join(lines) + "\n")
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5, help="seeds per bug")
@@ -283,9 +231,9 @@ def main(argv=None) -> None:
     parser.add_argument("--nuts-seeds", type=int, default=3, help="seeds per NUTS row (bug or control)")
     parser.add_argument("--only", default="", help="run only the bugs whose name contains this")
     parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--table-only", action="store_true")
     parser.add_argument("--time-one", action="store_true", help="time one audit twice (cold, then warm) and stop")
-    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
+    parser.add_argument("--render", "--table-only", dest="render", action="store_true",
+                        help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
     if args.render:
         write_folder("audit")
@@ -299,30 +247,29 @@ def main(argv=None) -> None:
             print(f"{bug} seed {seed}: {row['seconds']:.1f} s, verdict {row['verdict']}", flush=True)
             print({k: v["verdict"] for k, v in row["checks"].items()}, flush=True)
         return
-    if not args.table_only:
-        write_text(args.out / "settings.json", json.dumps(
-            {"budget": {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(BUDGET).items()},
-             "level": LEVEL, "seeds": args.seeds, "correct_seeds": args.correct_seeds,
-             "nuts_seeds": args.nuts_seeds,
-             "step_factor": STEP_FACTOR, "few_warmup": FEW_WARMUP, "adaptive_thin": ADAPTIVE_THIN,
-             "note": "sbc_thin null: a fixed kernel's SBC thinning is chosen by the audit's pilot (each row records "
-                     "it under checks.sbc.thin); rows without it ran at thin 2, before the pilot existed",
-             "bdmc_version": bdmc.__version__}, indent=2))
-        done = {(r["bug"], r["seed"]) for r in read_rows(rows_path)}
-        todo = [(b, s) for b, s in plan(args) if (b, s) not in done]
-        print(f"{len(todo)} audits to run ({len(done)} rows already in {rows_path})", flush=True)
-        for bug, seed in todo:
-            try:
-                row = run_one(bug, seed)
-            except Exception as err:  # noqa: BLE001 - logged, no row written: a rerun retries it
-                print(f"{bug} seed {seed}: FAILED TO RUN: {type(err).__name__}: {err}", flush=True)
-                continue
-            append_row(rows_path, row)  # stamped with its provenance
-            print(f"{bug} seed {seed}: {row['verdict']} in {row['seconds']:.0f} s  "
-                  f"{ {k: v['verdict'] for k, v in row['checks'].items()} }", flush=True)
-    write_table(read_rows(rows_path), args.out / "table.md")
-    print((args.out / "table.md").read_text())
-    write_folder("audit", written_to=args.out)
+    write_text(args.out / "settings.json", json.dumps(
+        {"budget": {k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(BUDGET).items()},
+         "level": LEVEL, "seeds": args.seeds, "correct_seeds": args.correct_seeds,
+         "nuts_seeds": args.nuts_seeds,
+         "step_factor": STEP_FACTOR, "few_warmup": FEW_WARMUP, "adaptive_thin": ADAPTIVE_THIN,
+         "note": "sbc_thin null: a fixed kernel's SBC thinning is chosen by the audit's pilot (each row records "
+                 "it under checks.sbc.thin); rows without it ran at thin 2, before the pilot existed",
+         "bdmc_version": bdmc.__version__}, indent=2))
+    done = {(r["bug"], r["seed"]) for r in read_rows(rows_path)}
+    todo = [(b, s) for b, s in plan(args) if (b, s) not in done]
+    print(f"{len(todo)} audits to run ({len(done)} rows already in {rows_path})", flush=True)
+    for bug, seed in todo:
+        try:
+            row = run_one(bug, seed)
+        except Exception as err:  # noqa: BLE001 - logged, no row written: a rerun retries it
+            print(f"{bug} seed {seed}: FAILED TO RUN: {type(err).__name__}: {err}", flush=True)
+            continue
+        append_row(rows_path, row)  # stamped with its provenance
+        print(f"{bug} seed {seed}: {row['verdict']} in {row['seconds']:.0f} s  "
+              f"{ {k: v['verdict'] for k, v in row['checks'].items()} }", flush=True)
+    write_folder("audit", written_to=args.out)  # renders table.md (a trial --out elsewhere: none)
+    if (args.out / "table.md").exists():
+        print((args.out / "table.md").read_text())
 
 
 if __name__ == "__main__":

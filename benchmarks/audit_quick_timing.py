@@ -21,7 +21,7 @@ its verdict, exit code, seconds, the commit, clean tree, date, load and machine;
 
     python benchmarks/audit_quick_timing.py --rounds 2                 # about 20 minutes on 2 cores
     python benchmarks/audit_quick_timing.py --rounds 1 --ppls numpyro pymc
-    python benchmarks/audit_quick_timing.py --table-only
+    python benchmarks/audit_quick_timing.py --render
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 from calibration_programs import STAN as STAN_PROGRAMS
 from harness.pages import write_folder
-from harness.store import append_row, load_rows, write_text
+from harness.store import append_row, write_text
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "results" / "audit_quick_timing"
@@ -144,58 +144,40 @@ def run_one(ppl: str, mode: str, args: list[str], folder: Path, round_: int) -> 
     return row
 
 
-def table(rows: list[dict]) -> str:
-    lines = ["| PPL | mode | audits | median s | min s | max s | verdicts |", "|---|---|---|---|---|---|---|"]
-    for ppl in PPLS:
-        for mode in ("compile", "cached"):
-            sel = [r for r in rows if r["ppl"] == ppl and r["mode"] == mode and r["exit_code"] == 0]
-            if not sel:
-                continue
-            s = [r["seconds"] for r in sel]
-            verdicts = ", ".join(f"{v} {sum(r['verdict'] == v for r in sel)}" for v in sorted({r["verdict"]
-                                                                                             for r in sel}))
-            lines.append(f"| {ppl} | {mode} | {len(sel)} | {np.median(s):.0f} | {min(s):.0f} | {max(s):.0f} | "
-                         f"{verdicts} |")
-    return "\n".join(lines)
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--ppls", nargs="+", choices=PPLS, default=list(PPLS))
     parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--table-only", action="store_true")
-    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
+    parser.add_argument("--render", "--table-only", dest="render", action="store_true",
+                        help="re-render the pages from the stored rows and stop")
     opts = parser.parse_args(argv)
     if opts.render:
         write_folder("audit_quick_timing")
         return
     rows_path = opts.out / "rows.jsonl"
-    if not opts.table_only:
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp)
-            programs = write_programs(folder)
-            for ppl in opts.ppls:  # warm-up: builds Stan's program and fills the compilation cache
-                row = run_one(ppl, "warmup", programs[ppl], folder, 0)
-                append_row(rows_path, row)  # stamped with its provenance
-                print(f"{ppl:8} warmup   {row['seconds']:6.1f} s  {row['verdict']}  load {row['load_before']:.2f}",
-                      flush=True)
-            for r in range(1, opts.rounds + 1):
-                order = opts.ppls[r % len(opts.ppls):] + opts.ppls[:r % len(opts.ppls)]
-                for mode in (("compile", "cached") if r % 2 else ("cached", "compile")):
-                    for ppl in order:
-                        if ppl == "webppl" and (mode == "compile" or r > 1):
-                            continue  # a WebPPL audit takes many minutes (a node run per density): timed once
-                        row = run_one(ppl, mode, programs[ppl], folder, r)
-                        append_row(rows_path, row)
-                        print(f"{ppl:8} {mode:8} {row['seconds']:6.1f} s  {row['verdict']}  exit {row['exit_code']}"
-                              f"  load {row['load_before']:.2f}" + (f"  {row['error']}" if row["error"] else ""),
-                              flush=True)
-    rows = load_rows(rows_path)
-    text = table(rows)
-    write_text(opts.out / "table.md", text + "\n")
-    print(text)
-    write_folder("audit_quick_timing", written_to=opts.out)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        programs = write_programs(folder)
+        for ppl in opts.ppls:  # warm-up: builds Stan's program and fills the compilation cache
+            row = run_one(ppl, "warmup", programs[ppl], folder, 0)
+            append_row(rows_path, row)  # stamped with its provenance
+            print(f"{ppl:8} warmup   {row['seconds']:6.1f} s  {row['verdict']}  load {row['load_before']:.2f}",
+                  flush=True)
+        for r in range(1, opts.rounds + 1):
+            order = opts.ppls[r % len(opts.ppls):] + opts.ppls[:r % len(opts.ppls)]
+            for mode in (("compile", "cached") if r % 2 else ("cached", "compile")):
+                for ppl in order:
+                    if ppl == "webppl" and (mode == "compile" or r > 1):
+                        continue  # a WebPPL audit takes many minutes (a node run per density): timed once
+                    row = run_one(ppl, mode, programs[ppl], folder, r)
+                    append_row(rows_path, row)
+                    print(f"{ppl:8} {mode:8} {row['seconds']:6.1f} s  {row['verdict']}  exit {row['exit_code']}"
+                          f"  load {row['load_before']:.2f}" + (f"  {row['error']}" if row["error"] else ""),
+                          flush=True)
+    write_folder("audit_quick_timing", written_to=opts.out)  # renders table.md (a trial --out elsewhere: none)
+    if (opts.out / "table.md").exists():
+        print((opts.out / "table.md").read_text())
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ Models with a closed-form evidence: ``LinearRegression(n=20, degree=2)`` and ``G
 AIS with each model's own kernel at T = 100, 16 runs per direction (reduced from the check's default T = 1,000).
 
     python benchmarks/check_estimate_level.py --seeds 200
-    python benchmarks/check_estimate_level.py --table-only
+    python benchmarks/check_estimate_level.py --render
 """
 
 from __future__ import annotations
@@ -26,9 +26,8 @@ import jax
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from check_power import clopper_pearson  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
-from harness.store import append_row, load_rows, tree_state, write_text  # noqa: E402
+from harness.store import append_row, load_rows, tree_state  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.checks.sandwich import exact_log_marginal_or_none  # noqa: E402
@@ -71,45 +70,22 @@ def run(path: Path, seeds: int) -> None:
                   f"[{check.certified_lower:9.3f}, {check.certified_upper:9.3f}]  {row['seconds']:.1f}s", flush=True)
 
 
-def table(rows: list[dict]) -> str:
-    lines = [f"{len(rows)} rows; produced by `python benchmarks/check_estimate_level.py --table-only` from "
-             f"`rows.jsonl`. Level {LEVEL}; AIS at T = {NUM_STEPS}, {NUM_RUNS} runs per direction.", "",
-             "| model | seeds | false verdicts on the exact value | rate (95% interval) | "
-             + " | ".join(f"flagged at {s:+g} nats" for s in SHIFTS) + " | median certified width |",
-             "|---" * (5 + len(SHIFTS)) + "|"]
-    for name in dict.fromkeys(r["model"] for r in rows):
-        cell = [r for r in rows if r["model"] == name]
-        wrong = sum(r["verdict"] != "consistent" for r in cell)
-        lo, hi = clopper_pearson(wrong, len(cell))
-        flagged = [sum(r["shifted"][f"{s:+g}"] == ("too high" if s > 0 else "too low") for r in cell)
-                   for s in SHIFTS]
-        widths = sorted(r["certified_upper"] - r["certified_lower"] for r in cell)
-        lines.append(f"| {name} | {len(cell)} | {wrong} | {wrong / len(cell):.3f} ({lo:.4f}-{hi:.4f}) | "
-                     + " | ".join(f"{f}/{len(cell)}" for f in flagged) + f" | {widths[len(widths) // 2]:.2f} |")
-    lines.append(f"\nCommits: {', '.join(sorted({r['commit'] for r in rows}))}; clean trees: "
-                 f"{all(r['clean_tree'] for r in rows)}.")
-    return "\n".join(lines) + "\n"
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=200)
     parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--table-only", action="store_true")
-    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
+    parser.add_argument("--render", "--table-only", dest="render", action="store_true",
+                        help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
     if args.render:
         write_folder("check_estimate_level")
         return
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "rows.jsonl"
-    if not args.table_only:
-        run(path, args.seeds)
-    rows = load_rows(path)
-    if rows:
-        write_text(args.out / "table.md", table(rows))
+    run(path, args.seeds)
+    write_folder("check_estimate_level", written_to=args.out)  # renders table.md (a trial --out elsewhere: none)
+    if (args.out / "table.md").exists():
         print((args.out / "table.md").read_text())
-    write_folder("check_estimate_level", written_to=args.out)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ judged against them
 log Z, or "too low" of one at or above it.
 
     python benchmarks/check_estimate_peers.py --seeds 3          # rows in results/check_estimate/rows.jsonl
-    python benchmarks/check_estimate_peers.py --table-only
+    python benchmarks/check_estimate_peers.py --render
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import peer_problems  # noqa: E402
 import peer_tools  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
-from harness.store import append_row, load_rows, tree_state, write_text  # noqa: E402
+from harness.store import append_row, load_rows, tree_state  # noqa: E402
 
 import bdmc  # noqa: E402
 
@@ -110,84 +110,60 @@ def main(argv=None) -> None:
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=list(PROBLEMS))
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
     parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--table-only", action="store_true")
-    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
+    parser.add_argument("--render", "--table-only", dest="render", action="store_true",
+                        help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
     if args.render:
         write_folder("check_estimate")
         return
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "rows.jsonl"
-    if not args.table_only:
-        commit, clean = tree_state()
-        done = {(r["problem"], r["config"], r["seed"]) for r in load_rows(path)}
-        for name in args.problems:
-            problem = peer_problems.get_problem(name)
-            model, data = problem.model, jnp.asarray(problem.data)
-            latent = exact_latent(problem)
-            began = time.perf_counter()
-            budget = {"num_steps": STEPS, "num_particles": None}
-            base = bdmc.check_estimate(jax.random.key(0), model, data, float(problem.exact), exact_latent=latent,
-                                       method="tempered-smc", num_runs=RUNS, level=LEVEL, progress=False, **budget)
-            bdmc_seconds = time.perf_counter() - began
-            print(f"{name}: bdmc's certified interval [{base.certified_lower:.2f}, {base.certified_upper:.2f}] "
-                  f"(exact {problem.exact:.2f}; {bdmc_seconds:.1f} s)", flush=True)
-            for config in args.configs:
-                run = runner(config, problem)
-                for seed in range(args.seeds):
-                    if (name, config, seed) in done:
-                        continue
-                    load = os.getloadavg()[0]
-                    t0 = time.perf_counter()
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        value = run(seed)["log_z"]
-                    seconds = time.perf_counter() - t0
-                    if not np.isfinite(value):
-                        verdict, judged = "tool returned a non-finite value", None
-                    else:
-                        judged = base.for_value(value)
-                        verdict = judged.verdict
-                    error = value - problem.exact
-                    wrong = (verdict == "too high" and error <= 0) or (verdict == "too low" and error >= 0)
-                    row = {"problem": name, "config": config, "seed": seed, "value": value, "exact": problem.exact,
-                           "error": error, "verdict": verdict, "wrong_verdict": bool(wrong),
-                           "two_sided": latent is not None, "lower": base.lower, "upper": base.upper,
-                           "certified_lower": base.certified_lower, "certified_upper": base.certified_upper,
-                           "bdmc_method": base.method, "bdmc_steps": budget["num_steps"],
-                           "bdmc_particles": budget["num_particles"] or 32, "bdmc_runs": RUNS, "level": LEVEL,
-                           "bdmc_seconds": bdmc_seconds, "tool_seconds": seconds, "commit": commit,
-                           "clean_tree": clean, "time": time.time(), "load_before": load,
-                           "load_after": os.getloadavg()[0]}
-                    append_row(path, row)
-                    print(f"  {config:20s} seed {seed}  log Z {value:10.3f}  error {error:+8.3f}  {verdict}",
-                          flush=True)
-    rows = load_rows(path)
-    if rows:
-        write_table(rows, args.out / "table.md")
+    commit, clean = tree_state()
+    done = {(r["problem"], r["config"], r["seed"]) for r in load_rows(path)}
+    for name in args.problems:
+        problem = peer_problems.get_problem(name)
+        model, data = problem.model, jnp.asarray(problem.data)
+        latent = exact_latent(problem)
+        began = time.perf_counter()
+        budget = {"num_steps": STEPS, "num_particles": None}
+        base = bdmc.check_estimate(jax.random.key(0), model, data, float(problem.exact), exact_latent=latent,
+                                   method="tempered-smc", num_runs=RUNS, level=LEVEL, progress=False, **budget)
+        bdmc_seconds = time.perf_counter() - began
+        print(f"{name}: bdmc's certified interval [{base.certified_lower:.2f}, {base.certified_upper:.2f}] "
+              f"(exact {problem.exact:.2f}; {bdmc_seconds:.1f} s)", flush=True)
+        for config in args.configs:
+            run = runner(config, problem)
+            for seed in range(args.seeds):
+                if (name, config, seed) in done:
+                    continue
+                load = os.getloadavg()[0]
+                t0 = time.perf_counter()
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    value = run(seed)["log_z"]
+                seconds = time.perf_counter() - t0
+                if not np.isfinite(value):
+                    verdict, judged = "tool returned a non-finite value", None
+                else:
+                    judged = base.for_value(value)
+                    verdict = judged.verdict
+                error = value - problem.exact
+                wrong = (verdict == "too high" and error <= 0) or (verdict == "too low" and error >= 0)
+                row = {"problem": name, "config": config, "seed": seed, "value": value, "exact": problem.exact,
+                       "error": error, "verdict": verdict, "wrong_verdict": bool(wrong),
+                       "two_sided": latent is not None, "lower": base.lower, "upper": base.upper,
+                       "certified_lower": base.certified_lower, "certified_upper": base.certified_upper,
+                       "bdmc_method": base.method, "bdmc_steps": budget["num_steps"],
+                       "bdmc_particles": budget["num_particles"] or 32, "bdmc_runs": RUNS, "level": LEVEL,
+                       "bdmc_seconds": bdmc_seconds, "tool_seconds": seconds, "commit": commit,
+                       "clean_tree": clean, "time": time.time(), "load_before": load,
+                       "load_after": os.getloadavg()[0]}
+                append_row(path, row)
+                print(f"  {config:20s} seed {seed}  log Z {value:10.3f}  error {error:+8.3f}  {verdict}",
+                      flush=True)
+    write_folder("check_estimate", written_to=args.out)  # renders table.md (a trial --out elsewhere: none)
+    if (args.out / "table.md").exists():
         print((args.out / "table.md").read_text())
-    write_folder("check_estimate", written_to=args.out)
-
-
-def write_table(rows, path: Path) -> None:
-    lines = ["# Other tools' log Z judged by `bdmc.check_estimate` (level 0.01)", "",
-             f"{len(rows)} values; `python benchmarks/check_estimate_peers.py --table-only` writes this table from "
-             "`rows.jsonl`. Errors are against the exact log Z; a wrong verdict calls a value at or below the exact "
-             "one too high (or at or above it too low).", "",
-             "| problem | bdmc's certified interval | exact | config | values | errors | verdicts | wrong |",
-             "|---|---|---|---|---|---|---|---|"]
-    for name in dict.fromkeys(r["problem"] for r in rows):
-        for config in dict.fromkeys(r["config"] for r in rows if r["problem"] == name):
-            cell = [r for r in rows if r["problem"] == name and r["config"] == config]
-            first = cell[0]
-            hi = f"{first['certified_upper']:.2f}" if first["two_sided"] else "(one-sided)"
-            verdicts = {v: sum(r["verdict"] == v for r in cell) for v in dict.fromkeys(r["verdict"] for r in cell)}
-            lines.append(f"| {name} | [{first['certified_lower']:.2f}, {hi}] | {first['exact']:.2f} | {config} | "
-                         f"{', '.join(format(r['value'], '.2f') for r in cell)} | "
-                         f"{', '.join(format(r['error'], '+.2f') for r in cell)} | "
-                         f"{', '.join(f'{k} {v}' for k, v in verdicts.items())} | "
-                         f"{sum(r['wrong_verdict'] for r in cell)} |")
-    write_text(path, "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ def table(stored: list[dict]) -> str:
         complete = [fired for ran, fired in by_seed.values() if ran == sets]
         return sum(complete), len(complete)
 
-    lines = [f"{len(stored)} rows; produced by `python benchmarks/bug_corpus/power.py --table-only` from `rows.jsonl`. "
+    lines = [f"{len(stored)} rows; produced by `python benchmarks/bug_corpus/power.py --render` from `rows.jsonl`. "
              "Fired / seeds with its 95% Clopper-Pearson interval; each check at its share of the audit's level "
              "0.01 (`Budget.quick()`); `adapter`: the PPL adapter refused the program on loading; 'any check': the "
              "seeds where at least one check that ran fired.", "",

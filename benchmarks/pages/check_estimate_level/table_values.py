@@ -11,7 +11,7 @@ def table(stored: list[dict]) -> str:
     """Per model: false verdicts on the exact value, how often a shifted value is flagged, the certified width."""
     first = stored[0]
     shifts = [float(s) for s in first["shifted"]]
-    lines = [f"{len(stored)} rows; produced by `python benchmarks/check_estimate_level.py --table-only` from "
+    lines = [f"{len(stored)} rows; produced by `python benchmarks/check_estimate_level.py --render` from "
              f"`rows.jsonl`. Level {first['level']}; AIS at T = {first['num_steps']}, {first['num_runs']} runs per "
              "direction.", "",
              "| model | seeds | false verdicts on the exact value | rate (95% interval) | "

@@ -10,6 +10,8 @@ caching (its registered function caches).
 - :mod:`~bdmc.contracts.pairs`: estimator pairs (a lower and an upper estimator that sandwich log p(y)) and
   their registry;
 - :mod:`~bdmc.contracts.nonfinite`: where NaN and +inf log densities are caught and explained.
+- :mod:`~bdmc.contracts.step_policy`: what an engine step does beyond weighting, resampling and moving (a
+  pilot's adaptation).
 """
 
 from .capabilities import (
@@ -66,6 +68,7 @@ from .model import (
 )
 from .pairs import PAIRS, EstimatorPair, register_pair, unregister_pair
 from .sampler import BatchesReplications, DiagnosedDraws, Sampler, Thinned
+from .step_policy import StepPolicy
 
 __all__ = [
     "BICFit", "CAPABILITIES", "CaseProposal", "ChecksData", "CollapsedDensity", "ConditionalPrior", "ConstrainedMoves",
@@ -77,5 +80,5 @@ __all__ = [
     "Model", "NamesTerms", "OwnKernel", "ReversibleTransition", "Simulated", "TemperedSimulation", "VariationalFamily",
     "capabilities", "capability_table", "check_array_shape", "gap", "log_density", "log_density_increment",
     "log_harmonic_mean", "log_mean_exp", "log_mean_exp_stderr", "log_predictive", "missing_methods", "n_cases",
-    "require", "simulate", "supports", "validate_data", "weighted_sum",
+    "require", "simulate", "supports", "validate_data", "weighted_sum", "StepPolicy",
 ]

@@ -15,7 +15,7 @@ Clopper-Pearson interval. A second table gives the closed-form spread of a first
 at once from the exact latent, by ``b``.
 
     python benchmarks/shme_one_latent.py --seeds 200
-    python benchmarks/shme_one_latent.py --table-only
+    python benchmarks/shme_one_latent.py --render
 """
 
 from __future__ import annotations
@@ -90,18 +90,17 @@ class GammaPoisson:
 
 
 def _harness():
-    """The benchmarks' shared row store and interval (imported here: ``check_power`` switches float64 on, and the
-    test suite imports this module for its model)."""
+    """The benchmarks' shared row store (imported when a run starts: the test suite imports this module for its
+    model)."""
     sys.path.insert(0, str(HERE))
-    from check_power import clopper_pearson
     from harness.store import append_row, load_rows, tree_state
 
-    return clopper_pearson, append_row, load_rows, tree_state
+    return append_row, load_rows, tree_state
 
 
 def run(path: Path, seeds: int) -> None:
     bdmc.enable_x64()
-    _, append_row, load_rows, tree_state = _harness()
+    append_row, load_rows, tree_state = _harness()
     commit, clean = tree_state()
     done = {(r["seed"], r["way"]) for r in load_rows(path)}
     model = GammaPoisson()
@@ -144,54 +143,12 @@ def run(path: Path, seeds: int) -> None:
                   f"{seconds:.1f}s", flush=True)
 
 
-def table(rows: list[dict]) -> str:
-    clopper_pearson = _harness()[0]
-    seeds = len({r["seed"] for r in rows})
-    lines = [f"SHME from one exact latent over {seeds} simulated data sets of a Gamma-Poisson model (30 counts, "
-             f"rate ~ Gamma(2, 1)); {NUM_RUNS} runs of {NUM_PARTICLES} particles, {NUM_MOVES} HMC moves per step. "
-             "Produced by `python benchmarks/shme_one_latent.py --table-only` from `rows.jsonl`. "
-             "d = log Z_hat - log p(y) (closed form).", "",
-             "| SHME | data sets | E[p(y)/Z_hat] (1 if unbiased for 1/Z) | mean d | sd of d across data sets | "
-             "median stderr | lowest d | d < -3 stderr | first block (median, max cases) | "
-             "its posterior spread (median, max nats) | rounds at the posterior | "
-             f"alarm at {LEVEL} (95% interval) | median seconds |",
-             "|---" * 13 + "|"]
-    for way in WAYS:
-        cell = [r for r in rows if r["way"] == way]
-        if not cell:
-            continue
-        d = np.array([r["d"] for r in cell])
-        se = np.array([r["stderr"] for r in cell])
-        ratio = np.exp(-d)
-        fired = sum(r["alarm"] for r in cell)
-        lo, hi = clopper_pearson(fired, len(cell))
-        blocks = np.array([r["first_block"] for r in cell])
-        spread = np.array([r["first_block_spread"] for r in cell])
-        rounds = np.array([r["disperse_steps"] for r in cell])
-        lines.append(
-            f"| {way} | {len(cell)} | {ratio.mean():.3f} +- {ratio.std(ddof=1) / np.sqrt(len(cell)):.3f} | "
-            f"{d.mean():+.3f} | {d.std(ddof=1):.3f} | {np.median(se):.3f} | {d.min():+.2f} | "
-            f"{int(np.sum(d < -3 * se))}/{len(cell)} | {int(np.median(blocks))}, {blocks.max()} | "
-            f"{np.median(spread):.2f}, {spread.max():.2f} | {int(np.median(rounds))} | "
-            f"{fired}/{len(cell)} ({lo:.3f}-{hi:.3f}) | {np.median([r['seconds'] for r in cell]):.2f} |")
-    per_seed = {r["seed"]: r["block_spreads"] for r in rows}
-    lines += ["", "A first block of b cases deleted at once from the exact latent: the standard deviation of its "
-              "log-likelihood under the exact posterior (closed form; the last b cases), over the data sets.", "",
-              "| b | median sd (nats) | 90th percentile |", "|---|---|---|"]
-    for b in BLOCKS:
-        values = np.array([s[str(b)] for s in per_seed.values()])
-        lines.append(f"| {b} | {np.median(values):.2f} | {np.quantile(values, 0.9):.2f} |")
-    lines.append(f"\nCommits: {', '.join(sorted({r['commit'] for r in rows}))}; clean trees: "
-                 f"{all(r['clean_tree'] for r in rows)}.")
-    return "\n".join(lines) + "\n"
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=200)
     parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--table-only", action="store_true")
-    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
+    parser.add_argument("--render", "--table-only", dest="render", action="store_true",
+                        help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
     from harness.pages import write_folder
 
@@ -200,15 +157,10 @@ def main(argv=None) -> None:
         return
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "rows.jsonl"
-    if not args.table_only:
-        run(path, args.seeds)
-    rows = _harness()[2](path)
-    from harness.store import write_text
-
-    if rows:
-        write_text(args.out / "table.md", table(rows))
+    run(path, args.seeds)
+    write_folder("shme_one_latent", written_to=args.out)  # renders table.md (a trial --out elsewhere: none)
+    if (args.out / "table.md").exists():
         print((args.out / "table.md").read_text())
-    write_folder("shme_one_latent", written_to=args.out)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ the rows too. A family an adapter refuses, or whose likelihood the check leaves 
 
     python benchmarks/simulator_density_discrete.py --quick            # 3 correct seeds, 2 controls per cell
     python benchmarks/simulator_density_discrete.py                    # 200 correct seeds, 50 controls per cell
-    python benchmarks/simulator_density_discrete.py --table-only
+    python benchmarks/simulator_density_discrete.py --render
     python benchmarks/simulator_density_discrete.py --ppls numpyro --families poisson-regression,binomial
 
 The builders (``build``, ``numpyro_model``, ``pymc_model``, ``WrongSimulator``) are imported by
@@ -43,7 +43,6 @@ import sys
 import time
 import traceback
 import warnings
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -307,97 +306,16 @@ def _fmt(p) -> str:
     return "-" if p is None else f"{p:.2g}"
 
 
-# ------------------------------------------------------------------------------------------------ tables
-
-def _cells(rows):
-    return list(dict.fromkeys((r["ppl"], r["family"]) for r in rows))
-
-
-def _interval(k, n):
-    from check_power import clopper_pearson
-
-    lo, hi = clopper_pearson(k, n)
-    return f"{k / n:.3f} ({lo:.3f}-{hi:.3f})"
-
-
-def _sizes_text(rows) -> str:
-    """The sizes of the rows, and which PPLs ran at each (the defaults 64 x 64 unless reduced)."""
-    by_size: dict[tuple, list] = {}
-    for r in rows:
-        if "num_latents" in r:
-            by_size.setdefault((r["num_latents"], r["num_data"]), [])
-            if r["ppl"] not in by_size[(r["num_latents"], r["num_data"])]:
-                by_size[(r["num_latents"], r["num_data"])].append(r["ppl"])
-    if len(by_size) == 1:
-        ((a, b),) = by_size
-        return f"num_latents = {a}, num_data = {b}"
-    return "; ".join(f"num_latents = {a}, num_data = {b} ({', '.join(ppls)})"
-                     for (a, b), ppls in sorted(by_size.items(), reverse=True))
-
-
-def _fired_summary(rows, top=3) -> str:
-    counts = Counter(t.split(" (case ")[0] + (" (a case)" if " (case " in t else "") for r in rows
-                     for t in r.get("fired", []))
-    return "; ".join(f"{t} x{n}" for t, n in counts.most_common(top)) or "-"
-
-
-def table(rows: list[dict]) -> str:
-    sys.path.insert(0, str(HERE))
-    lines = [f"{len(rows)} rows; produced by `python benchmarks/simulator_density_discrete.py --table-only` from "
-             f"`rows.jsonl`. `simulator_density` at level {LEVEL} (Holm over all its tests), float64, sizes "
-             f"{_sizes_text(rows)} (num_proposals 64 and num_prior 4000, the defaults). A false alarm is an "
-             "\"inconsistent\" verdict on the program as written; a catch, one on the program's density with a "
-             "wrong simulator.", "",
-             "| PPL | family | correct seeds | false alarms | rate (95% interval), level 0.01 | tests fired on "
-             "correct | wrong simulator | caught | power (95% interval) | a tenth of the error | caught | "
-             "power (95% interval) | median s per call (first call, compiling) | not checked |", "|---" * 14 + "|"]
-    for ppl, family in _cells(rows):
-        cell = [r for r in rows if (r["ppl"], r["family"]) == (ppl, family)]
-        refused = [r for r in cell if r["verdict"] == "refused"]
-        errors = [r for r in cell if r["verdict"] == "error"]
-        ok = [r for r in cell if r["verdict"] in ("consistent", "inconsistent")]
-        if refused and not ok:
-            lines.append(f"| {ppl} | {family} | refused by the adapter: {refused[0]['error'][:200]} |" + " |" * 11)
-            continue
-        by = {v: [r for r in ok if r["variant"] == v] for v in VARIANTS}
-        flagged = {v: sum(r["verdict"] == "inconsistent" for r in by[v]) for v in VARIANTS}
-
-        def rate(v):
-            return _interval(flagged[v], len(by[v])) if by[v] else "-"
-
-        seconds = sorted(r["seconds"] for r in ok if r["seed"] > 0) or [float("nan")]
-        first = max((r["seconds"] for r in ok if r["seed"] == 0), default=float("nan"))
-        not_checked = sorted({n.split(":")[0] for r in ok for n in r.get("not_checked", [])})
-        notes = "; ".join(not_checked) or "-"
-        if errors:
-            notes += f"; {len(errors)} calls raised ({errors[0]['error'][:120]})"
-        if refused:
-            notes += f"; refused: {refused[0]['error'][:120]}"
-        lines.append(
-            f"| {ppl} | {family} | {len(by['correct'])} | {flagged['correct']} | {rate('correct')} | "
-            f"{_fired_summary([r for r in by['correct'] if r['verdict'] == 'inconsistent'])} | "
-            f"{wrong_text(family, 'wrong rate')} | {flagged['wrong rate']}/{len(by['wrong rate'])} | "
-            f"{rate('wrong rate')} | {wrong_text(family, TENTH)} | {flagged[TENTH]}/{len(by[TENTH])} | {rate(TENTH)} | "
-            f"{seconds[len(seconds) // 2]:.2f} ({first:.0f}) | {notes} |")
-    commits = sorted({r["commit"] for r in rows})
-    lines.append(f"\nCommits: {', '.join(commits)}; clean trees: {all(r['clean_tree'] for r in rows)}; the check's, "
-                 f"adapters' and contracts' sources unchanged from the commit in every row: "
-                 f"{all(r.get('check_files_clean') for r in rows)}. The median seconds leave out each variant's first "
-                 "call (seed 0), which compiles; the slowest of those is in brackets. \"Not checked\" lists what the "
-                 "check itself reported it left out.")
-    return "\n".join(lines) + "\n"
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=200, help="seeds of each correct program")
     parser.add_argument("--controls", type=int, default=50, help="seeds of each wrong simulator")
     parser.add_argument("--quick", action="store_true", help="3 correct seeds and 2 controls per cell")
-    parser.add_argument("--table-only", action="store_true")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--families", default=",".join(FAMILIES), help=f"comma-separated, of {', '.join(FAMILIES)}")
     parser.add_argument("--ppls", default=",".join(PPLS), help="comma-separated, of numpyro, pymc, stan")
-    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
+    parser.add_argument("--render", "--table-only", dest="render", action="store_true",
+                        help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
     from harness.pages import write_folder
 
@@ -412,20 +330,15 @@ def main(argv=None) -> None:
             parser.error(f"unknown {name} {unknown}; choose from {', '.join(known)}")
     seeds, controls = (3, 2) if args.quick else (args.seeds, args.controls)
     sys.path.insert(0, str(HERE))
-    from harness.store import load_rows, write_text
-
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "rows.jsonl"
-    if not args.table_only:
-        import bdmc
+    import bdmc
 
-        bdmc.enable_x64()
-        run(path, ppls, families, seeds, controls)
-    rows = load_rows(path)
-    if rows:
-        write_text(args.out / "table.md", table(rows))
+    bdmc.enable_x64()
+    run(path, ppls, families, seeds, controls)
+    write_folder("simulator_density_discrete", written_to=args.out)  # renders the pages (a trial --out: none)
+    if (args.out / "table.md").exists():
         print((args.out / "table.md").read_text())
-    write_folder("simulator_density_discrete", written_to=args.out)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ Each (program, variant, seed) appends one JSON row to ``rows.jsonl``; a rerun sk
 
     python benchmarks/bug_corpus/power.py --seeds 20            # everything (resumes)
     python benchmarks/bug_corpus/power.py --seeds 2 --only numpyro/mixture stan/half-normal
-    python benchmarks/bug_corpus/power.py --table-only
+    python benchmarks/bug_corpus/power.py --render
 """
 
 from __future__ import annotations
@@ -32,10 +32,9 @@ import jax
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
-from check_power import clopper_pearson  # noqa: E402
 from corpus import ADAPTER, BDMC, BUGS, GEWEKE, PRIOR, SBC, SIM  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
-from harness.store import append_row, load_rows, tree_state, write_text  # noqa: E402
+from harness.store import append_row, load_rows, tree_state  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.auditing import Budget, checks_bdmc, checks_geweke, checks_prior, checks_sbc, checks_simulator  # noqa: E402
@@ -143,75 +142,24 @@ def run(path: Path, seeds: int, only, shard: str = "0/1", checks_set: str = "sam
                   flush=True)
 
 
-def table(rows: list[dict]) -> str:
-    def count(program, variant, check):
-        cell = [r for r in rows if r["program"] == program and r["variant"] == variant and check in r["checks"]]
-        return sum(r["checks"][check]["verdict"] == "fail" for r in cell), len(cell)
-
-    def fmt(fired, n):
-        lo, hi = clopper_pearson(fired, n)
-        return f"{fired}/{n} ({lo:.2f}-{hi:.2f})"
-
-    def twin_alarms(program):
-        cells = [(c, *count(program, "correct", c)) for c in CHECKS]
-        return "; ".join(f"{c} {f}/{n}" for c, f, n in cells if n) or "-"
-
-    def any_fired(program, variant):
-        """Seeds where some check fired, over the seeds that ran every set of checks run on this program."""
-        mine = [r for r in rows if r["program"] == program and r["variant"] == variant]
-        sets = {r.get("set", "sampler-free") for r in mine}
-        by_seed = {}
-        for r in mine:
-            ran, fired = by_seed.get(r["seed"], (set(), False))
-            by_seed[r["seed"]] = (ran | {r.get("set", "sampler-free")},
-                                  fired or any(c["verdict"] == "fail" for c in r["checks"].values()))
-        complete = [fired for ran, fired in by_seed.values() if ran == sets]
-        return sum(complete), len(complete)
-
-    lines = [f"{len(rows)} rows; produced by `python benchmarks/bug_corpus/power.py --table-only` from `rows.jsonl`. "
-             "Fired / seeds with its 95% Clopper-Pearson interval; each check at its share of the audit's level "
-             "0.01 (`Budget.quick()`); `adapter`: the PPL adapter refused the program on loading; 'any check': the "
-             "seeds where at least one check that ran fired.", "",
-             "| PPL | bug | check named | its power | other checks that fired | any check | correct twin's false "
-             "alarms |",
-             "|---|---|---|---|---|---|---|"]
-    for b in BUGS:
-        named = [f"{c} {fmt(*count(b.key, 'bug', c))}" for c in b.checks if count(b.key, "bug", c)[1]]
-        others = [f"{c} {f}/{n}" for c in CHECKS if c not in b.checks
-                  for f, n in [count(b.key, "bug", c)] if n and f]
-        lines.append(f"| {b.ppl} | {b.bug_class} (`{b.key}`) | {', '.join(b.checks)} | "
-                     f"{'; '.join(named) or 'not run'} | {'; '.join(others) or 'none'} | "
-                     f"{fmt(*any_fired(b.key, 'bug'))} | {twin_alarms(b.twin)} |")
-    fired = [sum(r["checks"][c]["verdict"] == "fail" for r in rows if r["variant"] == "correct" and c in r["checks"])
-             for c in CHECKS]
-    tried = [sum(c in r["checks"] for r in rows if r["variant"] == "correct") for c in CHECKS]
-    twins = sorted({b.twin for b in BUGS})
-    lines += ["", f"Correct twins ({len(twins)} programs), all seeds together: "
-              + "; ".join(f"{c} {f}/{n}" for c, f, n in zip(CHECKS, fired, tried, strict=False) if n) + "."]
-    commits = sorted({r["commit"] for r in rows})
-    clean = all(r["clean_tree"] is not False for r in rows)
-    lines.append(f"Commits: {', '.join(commits)}; clean trees: {clean}.")
-    return "\n".join(lines) + "\n"
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=20)
     parser.add_argument("--only", nargs="+", default=None, help="program keys (e.g. stan/half-normal)")
     parser.add_argument("--out", type=Path, default=OUT)
-    parser.add_argument("--table-only", action="store_true")
     parser.add_argument("--workers", type=int, default=1, help="processes (fresh interpreters), one shard each")
     parser.add_argument("--shard", default="0/1", help="i/N: this process's share (set by --workers)")
     parser.add_argument("--set", dest="checks_set", default="sampler-free", choices=("sampler-free", "with-nuts"),
                         help="the sampler-free checks (default), or SBC of the PPL's own NUTS and the BDMC check")
-    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
+    parser.add_argument("--render", "--table-only", dest="render", action="store_true",
+                        help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
     if args.render:
         write_folder("bug_corpus")
         return
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "rows.jsonl"
-    if not args.table_only and args.workers > 1:
+    if args.workers > 1:
         argv = list(sys.argv[1:] if argv is None else argv)
         i = argv.index("--workers")
         del argv[i:i + 2]
@@ -221,13 +169,11 @@ def main(argv=None) -> None:
                  for i in range(args.workers)]
         for proc in procs:
             proc.wait()
-    elif not args.table_only:
+    else:
         run(path, args.seeds, args.only, args.shard, args.checks_set)
-    rows = load_rows(path)
-    if rows and args.shard == "0/1":
-        write_text(args.out / "table.md", table(rows))
+    write_folder("bug_corpus", written_to=args.out)  # renders table.md (a trial --out elsewhere: none)
+    if args.shard == "0/1" and (args.out / "table.md").exists():
         print((args.out / "table.md").read_text())
-    write_folder("bug_corpus", written_to=args.out)
 
 
 if __name__ == "__main__":

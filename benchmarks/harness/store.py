@@ -18,10 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 from bdmc.caching import cached
 from bdmc.experiments.store import read_jsonl
+from bdmc.files import json_default
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,19 +61,16 @@ def stamp() -> dict:
 
 
 def jsonable(x):
-    """``x`` as JSON can hold it: NumPy scalars and arrays as Python numbers and lists, anything else as text."""
-    if isinstance(x, (np.integer, np.floating, np.bool_)):
-        return x.item()
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    return str(x)
+    """``x`` as JSON can hold it (NumPy and JAX scalars and arrays as numbers and lists): ``bdmc.files``'s rule."""
+    return json_default(x)
 
 
 def append_row(path: str | os.PathLike, row: dict) -> None:
     """Append one stamped row to a JSON-lines file, atomically and durably.
 
     The line is written with a single ``write`` on an ``O_APPEND`` descriptor (atomic for one row, so concurrent
-    writers never interleave) and synced before returning.
+    writers never interleave) and synced before returning. A torn last line left by an interrupted writer is cut
+    off first, so it never ends up inside the file (where :func:`load_rows` would refuse it).
 
     Parameters
     ----------
@@ -88,12 +84,27 @@ def append_row(path: str | os.PathLike, row: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     row = {**row, **{k: v for k, v in stamp().items() if k not in row}}
     line = (json.dumps(row, default=jsonable) + "\n").encode()
+    _drop_torn_line(path)
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(fd, line)
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _drop_torn_line(path: Path) -> None:
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with open(path, "rb+") as f:
+        f.seek(-1, os.SEEK_END)
+        if f.read(1) == b"\n":
+            return
+        f.seek(0)
+        text = f.read()
+        f.truncate(text.rfind(b"\n") + 1)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def load_rows(path: str | os.PathLike) -> list[dict]:

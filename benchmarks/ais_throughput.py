@@ -76,7 +76,8 @@ def check_gradient(model, data, num_points=5, seed=0):
     beta, ls2 = rng.normal(size=(num_points, model.p)), rng.normal(size=num_points)
     lp, ll, gpb, gps, glb, gls = nm.parts(beta, ls2)
     for lam in (0.0, 0.37, 1.0):
-        f = lambda b, s: bdmc.contracts.log_density(model, {"beta": b, "log_s2": s}, data, lam)  # noqa: E731
+        # used within this iteration only, so the loop variable is the one meant
+        f = lambda b, s: bdmc.contracts.log_density(model, {"beta": b, "log_s2": s}, data, lam)  # noqa: E731, B023
         val, (gb, gs) = jax.vmap(jax.value_and_grad(f, argnums=(0, 1)))(jnp.asarray(beta), jnp.asarray(ls2))
         for mine, ref in [(lp + lam * ll, val), (gpb + lam * glb, gb), (gps + lam * gls, gs)]:
             np.testing.assert_allclose(mine, ref, rtol=1e-9, atol=1e-9)
@@ -94,8 +95,8 @@ def numpy_ais(model, data, init, path, seed):
     logw, accs = np.zeros(len(x[1])), []
     for lam_from, lam in zip(path[:-1], path[1:], strict=False):
         logw += (lam - lam_from) * x[3]
-        grad = lambda z: (z[4] + lam * z[6], z[5] + lam * z[7])  # noqa: E731
-        neg_h = lambda z, mb, ms: z[2] + lam * z[3] - 0.5 * (np.einsum("cj,cj->c", mb, mb) + ms**2)  # noqa: E731
+        grad = lambda z: (z[4] + lam * z[6], z[5] + lam * z[7])  # noqa: E731, B023 (used in this step only)
+        neg_h = lambda z, mb, ms: z[2] + lam * z[3] - 0.5 * (np.einsum("cj,cj->c", mb, mb) + ms**2)  # noqa: E731, B023
         mb, ms = rng.normal(size=x[0].shape), rng.normal(size=x[1].shape)
         h0, (gb, gs), y = neg_h(x, mb, ms), grad(x), x
         mb, ms = mb + 0.5 * eps * gb, ms + 0.5 * eps * gs
@@ -108,7 +109,8 @@ def numpy_ais(model, data, init, path, seed):
             log_ratio = np.nan_to_num(neg_h(y, mb, ms) - h0, nan=-np.inf)
             accs.append(float(np.mean(np.minimum(1.0, np.exp(log_ratio)))))
         ok = np.log(rng.uniform(size=log_ratio.shape)) < log_ratio
-        x = tuple(np.where(ok.reshape(ok.shape + (1,) * (new.ndim - 1)), new, old) for new, old in zip(y, x, strict=False))
+        x = tuple(np.where(ok.reshape(ok.shape + (1,) * (new.ndim - 1)), new, old)
+                  for new, old in zip(y, x, strict=False))
     return logw, float(np.mean(accs)), accs[-1]
 
 
@@ -129,7 +131,8 @@ def make_tfp_ais(model, data, num_steps, refresh=False):
     hmc = RefreshedHMC if refresh else tfp.mcmc.HamiltonianMonteCarlo
 
     def batched(lam):
-        f = lambda b, s: bdmc.contracts.log_density(model, {"beta": b, "log_s2": s}, data, lam)  # noqa: E731
+        # used within this iteration only, so the loop variable is the one meant
+        f = lambda b, s: bdmc.contracts.log_density(model, {"beta": b, "log_s2": s}, data, lam)  # noqa: E731, B023
         return jax.vmap(f)
 
     @jax.jit

@@ -200,7 +200,8 @@ def main():
     for order in ([] if args.datasets_only else orders):
         X = design(order)
         ml = float(exact_log_ml(y, X))
-        run = jax.jit(jax.vmap(lambda k: one_run(k, y, X, num_samples=args.samples, num_draws=args.draws,
+        # compiled and called within this iteration, so X is this order's design
+        run = jax.jit(jax.vmap(lambda k: one_run(k, y, X, num_samples=args.samples, num_draws=args.draws,  # noqa: B023
                                                  mcsa_opts=mcsa_opts)))
         res = jax.tree.map(np.asarray, run(jax.random.split(jax.random.fold_in(k_runs, order), args.reps)))
         diag = [mcsa_diagnostic(tr)["converged"] for tr in res["mcsa_trace"]]

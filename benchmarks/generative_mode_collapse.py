@@ -35,7 +35,7 @@ was clean, the time, the load and the machine); a rerun skips variants already t
     XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1" taskset -c 1 \\
         python benchmarks/generative_mode_collapse.py                   # all five, ~2 min training each
     python benchmarks/generative_mode_collapse.py --variants gan,gan-plain --samples 2000
-    python benchmarks/generative_mode_collapse.py --table-only
+    python benchmarks/generative_mode_collapse.py --render
 
 Like ``bdmc generative`` (``--x64`` by default, the setting of ``generative.sh``), it computes in float64.
 """
@@ -250,52 +250,6 @@ def fmt_options(options: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in options.items()) or "defaults"
 
 
-def write_table(path: Path, rows: list[dict]) -> None:
-    """Write ``table.md``: one line per (variant, samples, epochs), the latest row of each, in ``VARIANTS`` order.
-
-    Parameters
-    ----------
-    path : pathlib.Path
-    rows : list of dict
-        Rows of ``rows.jsonl``.
-    """
-    from harness.store import write_text
-
-    latest: dict = {}
-    for row in rows:
-        latest[row["variant"], row["samples"], row["epochs"]] = row
-    order = list(VARIANTS)
-    keyed = sorted(latest.items(), key=lambda kv: (order.index(kv[0][0]) if kv[0][0] in order else len(order),
-                                                   kv[0][0], kv[0][1], kv[0][2]))
-    lines = ["# Mode-collapse statistics of the generative.sh decoders",
-             "",
-             "Written by `benchmarks/generative_mode_collapse.py` from `rows.jsonl` (see its docstring). Each sample "
-             "(a decoder mean f(z), z ~ N(0, I), one fixed key) is labelled with the digit of its nearest training "
-             "image (Euclidean, over the 4,000 training images); entropy of the class shares in nats "
-             f"(at most log 10 = {math.log(10):.2f}). \"stored\": max |difference| from the 16 samples the run of "
-             "generative.sh stored for this model (0: bit for bit the same decoder; a difference of the order of "
-             "floating-point rounding, pixels being in [0, 1], means the same training rounded differently).",
-             "",
-             "| variant | trainer options | epochs | samples | top class (count, share) "
-             "| classes >= 2% | shares of those | entropy (nats) | distinct nearest | counts of 0-9 | d_real "
-             "| stored | train s | commit |",
-             "|---|---|---:|---:|---|---:|---|---:|---:|---|---:|---|---:|---|"]
-    for (variant, samples, epochs), row in keyed:
-        low = row.get("min_fraction_covered")
-        shares = f"{100 * low:.1f}-{100 * row['max_fraction']:.1f}%" if low is not None else "-"
-        d_real = f"{row['d_real']:.3f}" if row.get("d_real") is not None else "-"
-        stored = row.get("stored_samples")
-        stored_text = f"{stored['max_abs_diff']:.2g} ({stored['file'].split('/')[-3]})" if stored else "-"
-        commit = f"{row.get('commit', '?')}{'' if row.get('clean_tree') else ' (dirty)'}"
-        lines.append(f"| {variant} | {fmt_options(row.get('options', {}))} | {epochs} | {samples} "
-                     f"| {row['top_class']} ({row['top_count']}, {100 * row['top_fraction']:.1f}%) "
-                     f"| {row['classes_min_share']} | {shares} | {row['entropy_nats']:.2f} | {row['distinct_nearest']} "
-                     f"| {' '.join(map(str, row['counts']))} | {d_real} | {stored_text} | {row['train_seconds']:.0f}"
-                     f"{' (reloaded)' if row.get('reloaded') else ''} | {commit} |")
-    write_text(path, "\n".join(lines) + "\n")
-
-
-# ------------------------------------------------------------------------------------------ main
 def parse(argv=None) -> argparse.Namespace:
     """Command-line options (see the module docstring)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -303,8 +257,8 @@ def parse(argv=None) -> argparse.Namespace:
                         help=f"comma-separated, among: {', '.join(VARIANTS)} (default: all)")
     parser.add_argument("--samples", type=int, default=1000, help="decoder means drawn per variant (1000)")
     parser.add_argument("--epochs", type=int, default=100, help="training epochs (100, as generative.sh)")
-    parser.add_argument("--table-only", action="store_true", help="rebuild table.md from rows.jsonl and stop")
-    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
+    parser.add_argument("--render", "--table-only", dest="render", action="store_true",
+                        help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
     args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = [v for v in args.variants if v not in VARIANTS]
@@ -327,10 +281,6 @@ def main(argv=None) -> None:
     rows_path, table_path = OUT / "rows.jsonl", OUT / "table.md"
     from harness.store import append_row, load_rows
 
-    if args.table_only:
-        write_table(table_path, load_rows(rows_path))
-        print(f"wrote {table_path}")
-        return
     import bdmc
     from bdmc.generative.data import load_mnist
 
@@ -346,15 +296,14 @@ def main(argv=None) -> None:
         row = measure(variant, splits, samples=args.samples, epochs=args.epochs,
                       log=lambda message: print(message, flush=True))
         append_row(rows_path, row)
-        write_table(table_path, load_rows(rows_path))
+        write_folder("generative")  # renders table.md from the rows
         stored = row["stored_samples"]
         print(f"{variant}: top class {row['top_class']} ({row['top_count']}/{row['samples']}), "
               f"{row['classes_min_share']} classes >= {MIN_PERCENT}%, entropy {row['entropy_nats']:.3f} nats, "
               f"{row['distinct_nearest']} distinct nearest, d_real {row['d_real']}, "
               f"stored samples diff {stored['max_abs_diff'] if stored else '-'}, {row['seconds']:.0f} s", flush=True)
-    write_table(table_path, load_rows(rows_path))
-    print(f"wrote {table_path}")
     write_folder("generative")
+    print(f"rendered {table_path}")
 
 
 if __name__ == "__main__":

@@ -235,7 +235,7 @@ def first_build_seconds(x) -> float:
             start = time.perf_counter()
             model = bdmc.ppl.from_stan(LINEAR_REGRESSION_PROGRAM, observed="y", data={
                 "N": x.shape[0], "K": x.shape[1], "x": x, "y": np.zeros(x.shape[0])})
-            model.dim  # builds
+            _ = model.dim  # reading it builds the program
             return time.perf_counter() - start
         finally:
             if before is None:

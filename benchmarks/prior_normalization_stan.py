@@ -19,7 +19,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calibration_programs as cp  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
-from harness.store import append_row, load_rows, tree_state, write_text  # noqa: E402
+from harness.store import append_row, load_rows, tree_state  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.checks.prior_normalization import prior_normalization  # noqa: E402
@@ -42,44 +42,32 @@ def programs():
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--table-only", action="store_true")
-    parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
+    parser.add_argument("--render", "--table-only", dest="render", action="store_true",
+                        help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
     if args.render:
         write_folder("prior_normalization")
         return
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / "rows.jsonl"
-    if not args.table_only:
-        commit, clean = tree_state()
-        done = {(r["program"], r["seed"]) for r in load_rows(path)}
-        for name, (model, truth) in programs().items():
-            for seed in range(args.seeds):
-                if (name, seed) in done:
-                    continue
-                load, t0 = os.getloadavg()[0], time.perf_counter()
-                r = prior_normalization(jax.random.key(seed), model, num_steps=STEPS, num_runs=RUNS, level=LEVEL)
-                row = {"program": name, "seed": seed, "truth": truth, "verdict": r.verdict, "estimate": r.estimate,
-                       "interval": [r.interval_low, r.interval_high],
-                       "certified": [r.certified_low, r.certified_high], "forward_mean": r.forward_mean,
-                       "reverse_mean": r.reverse_mean, "num_steps": STEPS, "num_runs": RUNS, "level": LEVEL,
-                       "seconds": time.perf_counter() - t0, "commit": commit, "clean_tree": clean,
-                       "time": time.time(), "load_before": load}
-                append_row(path, row)
-                print(f"{name:45s} seed {seed}  {r.summary()}", flush=True)
-    rows = load_rows(path)
-    lines = ["# Prior normalization of two Stan programs (`bdmc.checks.prior_normalization`, T = 100, 16 runs per "
-             "direction, level 0.01)", "", "`python benchmarks/prior_normalization_stan.py --table-only` writes this "
-             "from `rows.jsonl`.", "",
-             "| program | true log integral | seed | estimate | t-interval | Markov-certified | verdict | seconds |",
-             "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        lines.append(f"| {r['program']} | {r['truth']:+.3f} | {r['seed']} | {r['estimate']:+.3f} | "
-                     f"[{r['interval'][0]:+.3f}, {r['interval'][1]:+.3f}] | "
-                     f"[{r['certified'][0]:+.2f}, {r['certified'][1]:+.2f}] | {r['verdict']} | {r['seconds']:.0f} |")
-    write_text(OUT / "table.md", "\n".join(lines) + "\n")
+    commit, clean = tree_state()
+    done = {(r["program"], r["seed"]) for r in load_rows(path)}
+    for name, (model, truth) in programs().items():
+        for seed in range(args.seeds):
+            if (name, seed) in done:
+                continue
+            load, t0 = os.getloadavg()[0], time.perf_counter()
+            r = prior_normalization(jax.random.key(seed), model, num_steps=STEPS, num_runs=RUNS, level=LEVEL)
+            row = {"program": name, "seed": seed, "truth": truth, "verdict": r.verdict, "estimate": r.estimate,
+                   "interval": [r.interval_low, r.interval_high],
+                   "certified": [r.certified_low, r.certified_high], "forward_mean": r.forward_mean,
+                   "reverse_mean": r.reverse_mean, "num_steps": STEPS, "num_runs": RUNS, "level": LEVEL,
+                   "seconds": time.perf_counter() - t0, "commit": commit, "clean_tree": clean,
+                   "time": time.time(), "load_before": load}
+            append_row(path, row)
+            print(f"{name:45s} seed {seed}  {r.summary()}", flush=True)
+    write_folder("prior_normalization")  # renders table.md from the rows
     print((OUT / "table.md").read_text())
-    write_folder("prior_normalization")
 
 
 if __name__ == "__main__":

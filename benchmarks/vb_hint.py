@@ -49,7 +49,7 @@ from bdmc.models.low_rank import vb as low_rank_vb
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness.pages import write_folder  # noqa: E402
-from harness.store import append_row, load_rows, stamp, write_text  # noqa: E402
+from harness.store import append_row, load_rows, stamp  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the bench's truth and VB rows
 
@@ -174,31 +174,6 @@ def surprises(row: dict) -> list[str]:
     return out
 
 
-def write_table(rows, path: Path) -> None:
-    """Markdown table from the latest row of each model."""
-    latest = {r["model"]: r for r in rows}
-    lines = ["| model | truth | best of R random (VB) | hinted (VB) | random − hinted | truth − best random "
-             "| truth − hinted | best random (VB+sym) | hinted (VB+sym) | restarts reaching hinted | median random "
-             "| sweeps random (mean) / hinted | s random (compile) | s hinted (compile) |",
-             "|---" * 14 + "|"]
-    for name in MODELS:
-        r = latest.get(name)
-        if r is None:
-            continue
-        diff = round(r["random_minus_hinted"], 2) + 0.0  # no "-0.00" for a difference of rounding error
-        lines.append(
-            f"| {LABELS[name]} | {r['truth']:.2f} | {r['random_best']:.2f} (R = {r['restarts']}) | {r['hinted']:.2f} "
-            f"| {diff:+.2f} | {r['truth_minus_random_best']:.2f} | {r['truth_minus_hinted']:.2f} "
-            f"| {r['random_best_sym']:.2f} | {r['hinted_sym']:.2f} | {r['random_reaching_hinted']} / {r['restarts']} "
-            f"| {r['random_quantiles']['0.5']:.2f} | {r['random_iterations_mean']:.0f} / {r['hinted_iterations']} "
-            f"| {r['random_seconds']:.2f} ({r['random_compile_seconds']:.1f}) "
-            f"| {r['hinted_seconds']:.2f} ({r['hinted_compile_seconds']:.1f}) |")
-    notes = ["", "Truth: the bench's forward/reverse AIS average (`bench-<model>/bench.json`). \"Reaching hinted\": "
-             "random restarts whose final bound is at least the hinted one minus the stopping tolerance. VB+sym adds "
-             "the log number of label symmetries. Seconds: one compiled call, compilation in parentheses."]
-    write_text(path, "\n".join(lines + notes) + "\n")
-
-
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--restarts", type=int, default=100, help="random restarts per model (one vmapped call)")
@@ -238,8 +213,9 @@ def main(argv=None) -> None:
               f"{row['hinted_seconds']:.2f} s (+{row['hinted_compile_seconds']:.1f} s) hinted", flush=True)
         for line in surprises(row):
             print(f"  NOTE {name}: {line}", flush=True)
-    write_table(rows, args.out / "table.md")
-    write_folder("vb_hint", written_to=args.out)
+    write_folder("vb_hint", written_to=args.out)  # renders table.md (a trial --out elsewhere: none)
+    if (args.out / "table.md").exists():
+        print((args.out / "table.md").read_text())
 
 
 if __name__ == "__main__":

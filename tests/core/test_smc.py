@@ -118,8 +118,8 @@ class ForgetfulResampling(AdaptiveResampling):
 class NoResetResampling(AdaptiveResampling):
     """Banks the weights' mean but keeps the weights: the weight correction at resampling is dropped."""
 
-    def __call__(self, key, latents, logw, log_z, num_particles):
-        latents, _, new_log_z, do = super().__call__(key, latents, logw, log_z, num_particles)
+    def __call__(self, key, latents, logw, log_z, num_particles, **keys):
+        latents, _, new_log_z, do = super().__call__(key, latents, logw, log_z, num_particles, **keys)
         return latents, logw, new_log_z, do
 
 

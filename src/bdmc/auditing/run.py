@@ -158,8 +158,8 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
     began = time.perf_counter()
     budget_name = budget_label(budget, quick=quick)
     budget = budget if budget is not None else (Budget.quick() if quick else Budget.default())
+    own = ppl_of(model)  # the model's language, asked once
     data = validate_data(model, data) if data is not None else None
-    own = ppl_of(model)
     choice = sampler_choice(model, sampler, language=own)  # a wrong choice is refused before anything runs
     keys = AuditKeys.of(key)
     plan = _plan(keys, model, sampler, choice, budget=budget, level=level, real=data is not None)

@@ -381,10 +381,9 @@ def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, 
         logw = jnp.where(dead, logw, logw + inc)
         if num_particles > 1:
             ess = jnp.mean(group_ess(logw.reshape(-1, num_particles)))
-            group_keys = None if policy is None else jax.vmap(lambda r: jax.random.fold_in(k_t, r))(
-                RESAMPLE_STREAM + np.arange(log_z.shape[0], dtype=np.uint32))
-            states, logw, log_z, resampled = resampler(k_resample, states, logw, log_z, num_particles,
-                                                       group_keys=group_keys)
+            keyed = {} if policy is None else {"group_keys": jax.vmap(lambda r: jax.random.fold_in(k_t, r))(
+                RESAMPLE_STREAM + np.arange(log_z.shape[0], dtype=np.uint32))}
+            states, logw, log_z, resampled = resampler(k_resample, states, logw, log_z, num_particles, **keyed)
             resampled = jnp.mean(resampled.astype(logw.dtype))
         else:
             ess, resampled = weights_ess(logw), jnp.zeros((), logw.dtype)

@@ -217,6 +217,11 @@ RUNS: dict[tuple[str, str], Run] = {
     ("docs/contributing.md", '@register_estimator("my-est"'): Run(
         subs=(("from ..", "from bdmc."), ("from ._timing", "from bdmc.estimators._timing")),
         after="import bdmc\nassert 'my-est' in bdmc.ESTIMATORS and bdmc.ESTIMATORS['my-est'].fn is my_estimator\n"),
+    ("docs/contributing.md", "register_pair(MY_PAIR"): Run(
+        subs=(("from ..", "from bdmc."), ("from . import runner", "from bdmc.core import runner"),
+              ("from .ais import", "from bdmc.core.ais import")),
+        after="import bdmc\nfrom bdmc.contracts.pairs import unregister_pair\nassert bdmc.PAIRS['my-pair'] is MY_PAIR\n"
+              "unregister_pair('my-pair')\n"),
     ("docs/ppl.md", "bdmc.ppl.from_numpyro(regression, x, observed"): Run(
         subs=(("steps=[10, 100, 1000], num_runs=32", "steps=[5, 10], num_runs=2"),), slow=True),
     ("docs/ppl.md", "bdmc sandwich --numpyro regression.py:regression"): Run(
@@ -447,7 +452,7 @@ def test_every_block_has_one_entry():
 
 def test_the_parser_finds_blocks_and_their_languages():
     found = doc_blocks(["docs/contributing.md"])
-    assert [b.kind for b in found] == ["shell", "python"]
+    assert [b.kind for b in found] == ["shell", "python", "python"]
     assert found[1].text.startswith("import jax\n")  # dedented out of its list item
     assert "bdmc models --capabilities" in found[0].text
 

@@ -65,7 +65,7 @@ def test_weak_data_sandwiches_share_their_exact_latent_and_stay_silent():
     for s in range(sets):
         data, _ = bdmc.simulate(jax.random.key(100 + s), model)
         keys = jax.random.split(jax.random.key(200 + s), per_set)
-        exact = jax.vmap(lambda k: model.gibbs_update(k, None, data, 1.0))(keys)
+        exact = jax.vmap(lambda k, data=data: model.gibbs_update(k, None, data, 1.0))(keys)
         shared = jax.tree.map(lambda x: np.repeat(np.asarray(x), chains, axis=0), exact)
         lowers, uppers = {}, {}
         for T in steps:

@@ -26,7 +26,8 @@ def cli(out):
 
 
 def assert_same(table, library):
-    assert list(zip(table["num_steps"], table["direction"], strict=False)) == list(zip(library["num_steps"], library["direction"], strict=False))
+    assert (list(zip(table["num_steps"], table["direction"], strict=False))
+            == list(zip(library["num_steps"], library["direction"], strict=False)))
     assert (table["num_runs"] == RUNS).all() and list(table["alarm"]) == list(library["alarm"])
     for column in VALUES:
         np.testing.assert_allclose(table[column].to_numpy(float), library[column].to_numpy(float), rtol=1e-12,

@@ -26,6 +26,9 @@ def test_every_entry_names_its_adapter_module_and_loader(flag):
     defined = {n.name for n in ast.parse(pathlib.Path(spec.origin).read_text()).body
                if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     assert f"from_{flag}" in defined
+    import bdmc.ppl
+
+    assert entry.loader() is getattr(bdmc.ppl, f"from_{flag}")  # the public wrapper, which imports the adapter
     assert entry.names_an_object == entry.metavar.startswith("PATH.py:")
 
 

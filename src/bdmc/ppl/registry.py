@@ -1,8 +1,8 @@
 """The one table of the probabilistic programming languages bdmc reads: what each adapter, the command line and
 the audit need to know about a language, in one place.
 
-Naming a language imports nothing: an entry names its adapter's module and loader, which :meth:`PPL.loader`
-imports on first use, and :func:`ppl_of` recognises a program by the module of its model's class.
+Naming a language imports nothing: an entry names its adapter's module, :meth:`PPL.loader` is the public
+``bdmc.ppl.from_<flag>`` that imports it when called, and :func:`ppl_of` recognises a program by the module of its model's class.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class PPL:
         The pip extra that installs it (``pip install 'bdmc[numpyro]'``); None where it is no Python package
         (WebPPL runs in node and installs itself into bdmc's cache).
     module : str
-        The adapter's module, where its model class and ``from_<flag>`` live.
+        The adapter's module, where its model class and ``from_<flag>`` live (``bdmc.ppl.from_<flag>`` calls it).
     metavar : str
         How the command line's help shows the program (``PATH.py:FN``: a name inside a Python file).
     help : str
@@ -65,8 +65,8 @@ class PPL:
         return self.metavar.endswith((":FN", ":NAME"))
 
     def loader(self):
-        """The adapter's ``from_<flag>`` (imports the adapter, and with it the language)."""
-        return getattr(importlib.import_module(self.module), f"from_{self.flag}")
+        """``bdmc.ppl.from_<flag>``, which imports the adapter (and with it the language) when called."""
+        return getattr(importlib.import_module(__package__), f"from_{self.flag}")
 
 
 PPLS: dict[str, PPL] = {p.flag: p for p in (

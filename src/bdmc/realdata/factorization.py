@@ -34,9 +34,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import BDMCError, DataError, require
-from ..ppl.registry import PPLS
+from ..ppl import registry
 
-WRITTEN_IN = ("numpyro", "pymc", "stan")  # the languages of the study's programs (keys of PPLS)
+PPLS = ("numpyro", "pymc", "stan")  # the languages the study's programs are written in (keys of registry.PPLS)
 REPRESENTATIONS = ("collapsed", "uncollapsed")
 OBSERVED = "Y"
 
@@ -107,7 +107,7 @@ class SharedSample(NamedTuple):
 # ------------------------------------------------------------------------------------------------ programs
 
 def _numpyro():
-    numpyro = require("numpyro", extra=PPLS["numpyro"].extra)
+    numpyro = require("numpyro", extra=registry.PPLS["numpyro"].extra)
     return numpyro, numpyro.distributions
 
 
@@ -130,8 +130,8 @@ def collapsed_program(num_rows, num_cols, latent_dim, Y=None):
 
 
 def _pymc_model(representation, num_rows, num_cols, latent_dim):
-    pm = require("pymc", extra=PPLS["pymc"].extra)
-    pt = require("pytensor.tensor", extra=PPLS["pymc"].extra)
+    pm = require("pymc", extra=registry.PPLS["pymc"].extra)
+    pt = require("pytensor.tensor", extra=registry.PPLS["pymc"].extra)
     placeholder = np.zeros((num_rows, num_cols))
     with pm.Model(name="") as model:
         if representation == "uncollapsed":
@@ -164,8 +164,8 @@ def _stan_simulator(representation, num_rows, num_cols, latent_dim):
 # ------------------------------------------------------------------------------------------------ builders
 
 def _check_sizes(ppl, num_rows, num_cols, latent_dim):
-    if ppl not in WRITTEN_IN:
-        raise BDMCError(f"unknown ppl {ppl!r}; choose one of {list(WRITTEN_IN)}")
+    if ppl not in PPLS:
+        raise BDMCError(f"unknown ppl {ppl!r}; choose one of {list(PPLS)}")
     for name, value in (("num_rows", num_rows), ("num_cols", num_cols), ("latent_dim", latent_dim)):
         if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
             raise DataError(f"{name} must be a positive integer, got {value!r}")
@@ -291,8 +291,8 @@ def latent_from_factors(ppl: str, representation: str, U, V):
         (column-major ``U`` then ``V``) for Stan.
     """
     _check_representation(representation)
-    if ppl not in WRITTEN_IN:
-        raise BDMCError(f"unknown ppl {ppl!r}; choose one of {list(WRITTEN_IN)}")
+    if ppl not in PPLS:
+        raise BDMCError(f"unknown ppl {ppl!r}; choose one of {list(PPLS)}")
     V = jnp.asarray(V, jnp.float64)
     if representation == "uncollapsed":
         if U is None:

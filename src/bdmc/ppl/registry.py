@@ -2,7 +2,8 @@
 the audit need to know about a language, in one place.
 
 Naming a language imports nothing: an entry names its adapter's module, :meth:`PPL.loader` is the public
-``bdmc.ppl.from_<flag>`` that imports it when called, and :func:`ppl_of` recognises a program by the module of its model's class.
+``bdmc.ppl.from_<flag>`` that imports it when called, and :func:`ppl_of` recognises a program by the module of
+its model's class.
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ from ..contracts.model import increment_from_terms, log_density, log_density_inc
 from ..contracts.nonfinite import describe_nonfinite
 from ..contracts.step_policy import StepPolicy
 from ..contracts.step_rule import StepRule
-from ..errors import ScheduleError
+from ..errors import OptionError, ScheduleError
 from .failures import ACCEPTED, checked, expand, flagged, raise_batch_failure
 from .prior_check import check_prior
 from .progress import compiling, progress_report
@@ -170,10 +170,10 @@ def anneal(
     batched = batch_axes is not None
     members, chains = batch_and_chains(init_latents, batched)
     if batched and tuple(np.shape(jax.random.key_data(key)))[:1] != (members,):
-        raise ValueError(f"a batch of {members} data sets needs one key each (a key array of shape ({members},))")
+        raise OptionError(f"a batch of {members} data sets needs one key each (a key array of shape ({members},))")
     num_particles = int(num_particles)
     if num_particles < 1 or chains % num_particles:
-        raise ValueError(f"{chains} chains cannot be split into runs of num_particles={num_particles}")
+        raise OptionError(f"{chains} chains cannot be split into runs of num_particles={num_particles}")
     runs = chains // num_particles
     resampler = AdaptiveResampling() if resampler is None else resampler
     rule = AISRule() if rule is None else rule
@@ -189,7 +189,7 @@ def anneal(
     cached = caches_terms(model, kernel, rule, lams)
     kernel_def, params = split_kernel(kernel)
     if policy is not None and batched:
-        raise ValueError("a step policy runs one data set at a time")
+        raise OptionError("a step policy runs one data set at a time")
     statics = (model, kernel_def, rule, resampler, num_particles, bool(record_increments), cached,
                axes_signature(batch_axes), policy)
     first = (lam_from[:chunk_size], lam_to[:chunk_size], active[:chunk_size], index[:chunk_size])

@@ -10,6 +10,8 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
+from ..errors import OptionError
+
 
 class Failures(NamedTuple):
     """Per chain, where a run first failed (carried on the device, read on the host once per chunk).
@@ -130,7 +132,7 @@ def batch_and_chains(latents, batched: bool) -> tuple[int, int]:
         return 1, num_chains(latents)
     sizes = {tuple(np.shape(x)[:2]) for x in jax.tree.leaves(latents)}
     if len(sizes) != 1 or len(next(iter(sizes))) != 2:
-        raise ValueError(f"a batch's init_latents need leading axes (data sets, chains) on every leaf, got {sizes}")
+        raise OptionError(f"a batch's init_latents need leading axes (data sets, chains) on every leaf, got {sizes}")
     members, chains = sizes.pop()
     return int(members), int(chains)
 
@@ -139,8 +141,8 @@ def num_chains(latents) -> int:
     """The leading chain axis every leaf of ``latents`` shares."""
     leaves = jax.tree.leaves(latents)
     if not leaves:
-        raise ValueError("init_latents is empty")
+        raise OptionError("init_latents is empty")
     sizes = {int(np.shape(x)[0]) if np.ndim(x) else -1 for x in leaves}
     if len(sizes) != 1 or -1 in sizes:
-        raise ValueError(f"every leaf of init_latents needs the same leading chain axis, got sizes {sizes}")
+        raise OptionError(f"every leaf of init_latents needs the same leading chain axis, got sizes {sizes}")
     return sizes.pop()

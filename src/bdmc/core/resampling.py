@@ -23,6 +23,8 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import logsumexp
 
+from ..errors import OptionError
+
 SCHEMES = {"systematic": bj_resampling.systematic, "stratified": bj_resampling.stratified,
            "multinomial": bj_resampling.multinomial}
 
@@ -55,9 +57,9 @@ class AdaptiveResampling:
 
     def __post_init__(self):
         if self.scheme not in SCHEMES:
-            raise ValueError(f"unknown resampling scheme {self.scheme!r}; choose one of {sorted(SCHEMES)}")
+            raise OptionError(f"unknown resampling scheme {self.scheme!r}; choose one of {sorted(SCHEMES)}")
         if not 0.0 <= self.ess_threshold <= 1.0:
-            raise ValueError(f"ess_threshold must lie in [0, 1], got {self.ess_threshold}")
+            raise OptionError(f"ess_threshold must lie in [0, 1], got {self.ess_threshold}")
 
     def __call__(self, key, latents, logw, log_z, num_particles: int, *, group_keys=None):
         """Return ``(latents, logw, log_z, resampled)``; ``resampled`` flags each group that was resampled.

@@ -188,6 +188,14 @@ def overwrite_option() -> Any:
     return typer.Option(False, "--overwrite", help="Discard results in --out made with other settings.")
 
 
+def seed_option(help: str | None = None) -> Any:
+    """The ``--seed`` declaration (default 0, the seed of ``jax.random.key``); ``help`` says what it drives.
+
+    The command refuses a negative seed with ``at_least(seed, "--seed", 0, "0")``.
+    """
+    return typer.Option(0, "--seed", help=help)
+
+
 def output_dir(out: Path | None, default: str) -> Path:
     """The output directory (``default`` under ``out/`` when not given), checked writable before any work."""
     path = Path(out) if out is not None else Path("out") / default

@@ -21,6 +21,7 @@ from ._common import (
     overwrite_option,
     positive_number,
     print_verdict,
+    seed_option,
     write_table,
     wrote,
 )
@@ -52,7 +53,7 @@ def bench_command(
                                     help="Nats within which forward and reverse must agree (without a closed form)."),
     scheduler: str | None = typer.Option(None, "--scheduler",
                                             help="Run on Dask: 'local' or a scheduler ADDRESS."),
-    seed: int = typer.Option(0, "--seed", help="Seed of jax.random.key: simulates the data and drives every run."),
+    seed: int = seed_option("Seed of jax.random.key: simulates the data and drives every run."),
     option: list[str] | None = model_option_option(),
     out: Path | None = out_option("out/bench-MODEL"),
     overwrite: bool = overwrite_option(),

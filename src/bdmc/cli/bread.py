@@ -28,6 +28,7 @@ from ._common import (
     parse_steps,
     print_verdict,
     refuse_together,
+    seed_option,
     write_table,
     wrote,
 )
@@ -49,7 +50,7 @@ def bread_command(
                               help="Comma-separated numbers of intermediate distributions T."),
     runs: int | None = typer.Option(None, "--runs", "-r", show_default=str(DEFAULT_RUNS),
                                        help="Forward and reverse runs per T (--model only)."),
-    seed: int = typer.Option(0, "--seed", help="Simulates the data (--model) or draws the random toy."),
+    seed: int = seed_option("Simulates the data (--model) or draws the random toy."),
     option: list[str] | None = model_option_option(),
     out: Path | None = out_option("out/bread-NAME"),
     overwrite: bool = overwrite_option(),

@@ -21,7 +21,7 @@ from ..checks.sandwich import simulated_data
 from ..contracts.pairs import PAIRS
 from ..experiments.sandwich_runs import data_array_names, real_data_like
 from ..files import to_jsonable
-from ._common import PPL_OPTIONS, CLIError, at_least, command, console, model_option_option, wrote
+from ._common import PPL_OPTIONS, CLIError, at_least, command, console, model_option_option, seed_option, wrote
 from ._limits import check_memory, runs_count, size_option
 from ._models import builtin_model, load_npz, load_ppl_model, ppl_given, ppl_label
 
@@ -50,7 +50,7 @@ def check_estimate_command(
                                         "bound is certified)."),
     write_data: Path | None = typer.Option(None, "--write-data", metavar="FILE.npz",
                                               help="Write the data set --seed simulates, then stop."),
-    seed: int = typer.Option(0, "--seed", help="Simulates the data (with its exact latent) and drives bdmc's runs."),
+    seed: int = seed_option("Simulates the data (with its exact latent) and drives bdmc's runs."),
     level: float = typer.Option(0.01, "--level", help="Largest probability of calling a correct value wrong."),
     method: str = typer.Option("auto", "--method", help="bdmc's estimators: auto, " + ", ".join(PAIRS) + "."),
     steps: int | None = typer.Option(

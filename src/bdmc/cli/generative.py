@@ -18,6 +18,7 @@ from ._common import (
     output_dir,
     overwrite_option,
     parse_steps,
+    seed_option,
     wrote,
 )
 
@@ -59,7 +60,7 @@ def generative_command(
              "largest T (Huang et al. 2020): OUT/rate_distortion.csv and OUT/figures/rate_distortion_MODEL.png."),
     quick: bool = typer.Option(False, "--quick", help="A first look in about a minute: 8x8 digits, tiny budgets "
                                                       "(options given explicitly still apply)."),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = seed_option(),
     out: Path | None = out_option("out/generative-DATA-ARCHITECTURE", help="Output directory; an existing one "
                                                                                "is resumed."),
     overwrite: bool = overwrite_option(),

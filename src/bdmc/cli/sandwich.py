@@ -305,14 +305,28 @@ class RowPrinter:
         self.straggling()
         if result.exact is not None:
             say(f"exact log p(y) = [bold]{result.exact:.4f}[/]")
-        if self.real_data:
-            self.forward_only(result)
+        bounded = self.forward_only(result) if self.real_data else self.gap(result, until_gap=until_gap)
+        check = result.against_exact
+        if not bounded or (check is None and self.real_data):
             return
+        if check is None:
+            say("[dim]no exact value for this model; the gap bounds the error of either estimate[/]")
+            return
+        for text in check.lines(mark=_marked):
+            say(text)
+
+    def gap(self, result, *, until_gap) -> bool:
+        """The final gap, whether ``--until-gap`` was reached and the bug alarm; False when no knob value has both
+        bounds yet."""
+
+        def say(text):
+            self.console.print(text, soft_wrap=True)
+
         table = result.table
         pairs = table[table["direction"] == "forward"].dropna(subset=["gap"])
         if pairs.empty:
             say(f"[yellow]no {self.pair.nouns[0]} has both bounds yet; no gap to report[/]")
-            return
+            return False
         last = pairs.iloc[-1]
         T, lower, gap = int(last["num_steps"]), float(last["value"]), float(last["gap"])
         line = (f"final gap at {self.knob}={T}: [bold]{gap:.4f}[/] nats (combined bounds {lower:.4f} .. "
@@ -324,12 +338,7 @@ class RowPrinter:
                 + ("[green]reached[/]" if reached else "[yellow]not reached by --max-steps[/]"))
         if result.verdict is not None:
             self.alarm(result.verdict)
-        check = result.against_exact
-        if check is None:
-            say("[dim]no exact value for this model; the gap bounds the error of either estimate[/]")
-            return
-        for text in check.lines(mark=_marked):
-            say(text)
+        return True
 
     def weight_health(self) -> None:
         """Explain the rows marked ``?``: a few runs carry their weight, so their ± is not an error bar."""
@@ -356,8 +365,9 @@ class RowPrinter:
             "mass (stuck, or trapped in a minor mode); the combined bound hides them, so it may be optimistic "
             "about how well the sampler mixes.", soft_wrap=True)
 
-    def forward_only(self, result) -> None:
-        """The lower bound on real data at the longest chain length, its certified form, and the exact value."""
+    def forward_only(self, result) -> bool:
+        """The lower bound on real data at the longest chain length and its certified form; False when there is no
+        row."""
 
         def say(text):
             self.console.print(text, soft_wrap=True)
@@ -367,7 +377,7 @@ class RowPrinter:
             "--real-data, or bdmc audit)")
         table = result.table
         if table.empty:
-            return
+            return False
         last = table.loc[table["num_steps"].idxmax()]
         T, value, stderr = int(last["num_steps"]), float(last["value"]), float(last["stderr"])
         certified = float(last["certified_b3"])
@@ -375,10 +385,7 @@ class RowPrinter:
         # Markov: P(value > log p(y) + b) <= e^-b for an unbiased estimate of p(y) (BDMC paper Eq. 25).
         say(f"certified: log p(y) >= [bold]{certified:.4f}[/] with probability >= {1 - math.exp(-CERTIFY_B):.3f} "
             f"(value - b, b = {CERTIFY_B:g} nats, Markov's inequality)")
-        check = result.against_exact
-        if check is not None:
-            for text in check.lines(mark=_marked):
-                say(text)
+        return True
 
     def alarm(self, verdict) -> None:
         """The run-level bug alarm over every lower and upper bound, prominently when it fires."""

@@ -205,8 +205,8 @@ def run_sandwich(key, model, plan: SandwichPlan, *, store: RunStore, steps: list
     if real_data:
         table[CSV_COLUMN] = REAL
     # The sandwich completed the gaps of resumed half pairs and marked the alarm: the CSV says so too.
-    store.rewrite(table.to_dict("records"))
-    store.record("verdict", result.verdict.to_dict() if result.verdict is not None else None)
+    store.rewrite(table.to_dict("records"),
+                  records={"verdict": result.verdict.to_dict() if result.verdict is not None else None})
     return SandwichRun(result=result, table=table, new=len(new))
 
 

@@ -317,6 +317,7 @@ class RunStore:
         self.records: dict[str, Any] = {}
         self._rows: dict[tuple, dict] = {}
         previous = None if overwrite else self._previous(legacy)
+        damaged = False
         if previous is None:
             for name in (self.rows_file.name, *discard):
                 (self.dir / name).unlink(missing_ok=True)
@@ -327,10 +328,10 @@ class RunStore:
                                  f"{DISCARD_HINT}")
             rows, damaged = read_rows(self.rows_file, self.row_format)
             self._rows = {self._key(r): r for r in rows}
-            if damaged:  # repaired now, so that the recomputed rows follow on whole lines
-                self._rewrite(list(self._rows.values()))
         self.resumed = len(self._rows)
-        self._write_json()
+        # A damaged last row is cut off now, so that the recomputed rows follow on whole lines.
+        repaired = self._text(self.rows) if damaged else None
+        self._write(rows_text=repaired)
 
     def _previous(self, legacy) -> dict | None:
         """The saved settings of a run to resume, or None for a fresh directory."""
@@ -381,18 +382,18 @@ class RunStore:
         rows = [self.row_format.coerce(r, self.rows_file) for r in rows]
         new = not self.rows_file.exists() or self.rows_file.stat().st_size == 0
         head = [self.row_format.header] if new and self.row_format.header is not None else []
-        append_lines(self.rows_file, head + [self.row_format.format(r) for r in rows])
-        for r in rows:
-            self._rows[self._key(r)] = r
-        self._write_json()
+        keyed = {self._key(r): r for r in rows}
+        self._write({**self._rows, **keyed}, appended=head + [self.row_format.format(r) for r in rows])
         return rows
 
-    def rewrite(self, rows: Sequence[Mapping]) -> None:
-        """Atomically replace every stored row by ``rows`` (e.g. with columns filled in after the run)."""
+    def rewrite(self, rows: Sequence[Mapping], *, records: Mapping[str, Any] | None = None) -> None:
+        """Atomically replace every stored row by ``rows`` (e.g. with columns filled in after the run), and save
+        ``records`` (named records, as :meth:`record`) with them."""
         rows = [self.row_format.coerce(r, self.rows_file) for r in rows]
-        self._rewrite(rows)
-        self._rows = {self._key(r): r for r in rows}
-        self._write_json()
+        self._check_records(records or {})
+        self.records.update(records or {})
+        text, keyed = self._text(rows), {self._key(r): r for r in rows}
+        self._write(keyed, rows_text=text)
 
     def update_settings(self, **values: Any) -> None:
         """Update informational settings (never one in ``compare``) and save the JSON file atomically."""
@@ -400,23 +401,38 @@ class RunStore:
         if fixed:
             raise StoreError(f"settings {fixed} determine the rows and cannot change within a run")
         self.settings.update(values)
-        self._write_json()
+        self._write()
 
     def record(self, name: str, value: Any) -> None:
         """Save a named record (e.g. a ground truth) in the JSON file beside the settings, atomically."""
-        if name in ("settings", "contents"):
-            raise StoreError(f"{name!r} is reserved in {self.json.name}")
+        self._check_records({name: value})
         self.records[name] = value
-        self._write_json()
+        self._write()
 
-    def _rewrite(self, rows: list[dict]) -> None:
+    def _check_records(self, records: Mapping[str, Any]) -> None:
+        reserved = sorted(set(records) & {"settings", "contents"})
+        if reserved:
+            raise StoreError(f"{reserved[0]!r} is reserved in {self.json.name}")
+
+    def _text(self, rows: Sequence[Mapping]) -> str:
+        """The whole rows file holding ``rows``: the header (CSV), then one line a row."""
         head = [self.row_format.header] if self.row_format.header is not None else []
-        write_atomic(self.rows_file, "".join(f"{line}\n" for line in head + [self.row_format.format(r) for r in rows]))
+        return "".join(f"{line}\n" for line in head + [self.row_format.format(r) for r in rows])
 
-    def _write_json(self) -> None:
-        """The settings file states exactly what the rows file holds: its row count and every row key."""
-        keys = [list(k) for k in dict.fromkeys(k[:self._listed] for k in self._rows)]
-        contents = {"rows": len(self._rows), "key": list(self.key[:self._listed]), "keys": keys}
+    def _write(self, rows: dict | None = None, *, rows_text: str | None = None, appended: Sequence[str] = ()) -> None:
+        """Every write of the store, in one place: the rows file (replaced by ``rows_text``, or ``appended`` to),
+        then the settings file, which states exactly what the rows file holds (its row count and every row key).
+
+        ``rows`` (by key) are the stored rows once the rows file is written (the stored ones if None).
+        """
+        rows = self._rows if rows is None else rows
+        keys = [list(k) for k in dict.fromkeys(k[:self._listed] for k in rows)]
+        contents = {"rows": len(rows), "key": list(self.key[:self._listed]), "keys": keys}
+        if rows_text is not None:
+            write_atomic(self.rows_file, rows_text)
+        if appended:
+            append_lines(self.rows_file, appended)
+        self._rows = rows
         write_json_atomic(self.json, {"settings": self.settings, "contents": contents, **self.records})
 
 

@@ -40,8 +40,9 @@ PPLS = ("numpyro", "pymc", "stan")  # the languages the study's programs are wri
 REPRESENTATIONS = ("collapsed", "uncollapsed")
 OBSERVED = "Y"
 
-# The Stan programs: bdmc_lambda multiplies the likelihood only; every density is a normalized _lpdf.
-UNCOLLAPSED_STAN = """
+# The Stan programs: bdmc_lambda multiplies the likelihood only; every density is a normalized _lpdf. Both
+# representations score the same data, so they share one data block.
+_STAN_DATA = """
 data {
   int<lower=1> N;
   int<lower=1> D;
@@ -49,7 +50,9 @@ data {
   matrix[N, D] Y;
   real<lower=0, upper=1> bdmc_lambda;
 }
-parameters {
+"""
+
+UNCOLLAPSED_STAN = _STAN_DATA + """parameters {
   matrix[N, K] U;
   matrix[K, D] V;
 }
@@ -60,15 +63,7 @@ model {
 }
 """
 
-COLLAPSED_STAN = """
-data {
-  int<lower=1> N;
-  int<lower=1> D;
-  int<lower=1> K;
-  matrix[N, D] Y;
-  real<lower=0, upper=1> bdmc_lambda;
-}
-parameters {
+COLLAPSED_STAN = _STAN_DATA + """parameters {
   matrix[K, D] V;
 }
 model {

@@ -46,6 +46,48 @@ def checked_array(x, name: str, *, ndim: int) -> np.ndarray:
     return x
 
 
+def checked_sizes(**sizes) -> tuple[int, ...]:
+    """The sizes given by name (``num_cases=10, dim=2``) as ints, each checked to be a positive integer.
+
+    Raises
+    ------
+    bdmc.DataError
+        Naming the first size that is not a positive integer.
+    """
+    for name, value in sizes.items():
+        if not isinstance(value, (int, np.integer)) or value < 1:
+            raise DataError(f"{name} must be a positive integer, got {value!r}")
+    return tuple(int(value) for value in sizes.values())
+
+
+def checked_cells(rows, cols, *, shape, latent_dim) -> tuple:
+    """The observed cells of a matrix factorization, checked: ``(rows, cols, num_rows, num_cols, latent_dim)``.
+
+    Raises
+    ------
+    bdmc.DataError
+        When ``rows`` and ``cols`` are not 1-d integer indices of one length inside a matrix of ``shape``, or
+        ``latent_dim`` is not a positive integer.
+    """
+    rows, cols = np.asarray(rows), np.asarray(cols)
+    num_rows, num_cols = (int(s) for s in shape)
+    if rows.shape != cols.shape or rows.ndim != 1 or rows.size == 0:
+        raise DataError(f"rows and cols must be 1-d and of one length, got shapes {rows.shape} and {cols.shape}")
+    if not (np.issubdtype(rows.dtype, np.integer) and np.issubdtype(cols.dtype, np.integer)):
+        raise DataError("rows and cols must be integer indices of the observed cells")
+    if rows.min() < 0 or rows.max() >= num_rows or cols.min() < 0 or cols.max() >= num_cols:
+        raise DataError(f"observed cells fall outside the matrix of shape {(num_rows, num_cols)}")
+    return (rows, cols, num_rows, num_cols, *checked_sizes(latent_dim=latent_dim))
+
+
+def checked_series(y) -> np.ndarray:
+    """An AR(1) series ``y`` (T,) as float64, checked: finite, 2 or more values (one step given the one before)."""
+    y = checked_array(y, "y", ndim=1)
+    if y.size < 2:
+        raise DataError(f"an AR(1) series needs 2 or more values, got {y.size}")
+    return y
+
+
 # ------------------------------------------------------------------------------------------------ programs
 
 def linear_regression_program(x, y=None):
@@ -120,6 +162,10 @@ def gaussian_mixture_program(num_cases, dim, num_components, y=None):
 def linear_regression(x):
     """The linear regression model (NHEFS in the paper) for a design ``x`` (N, K).
 
+    ``y_i ~ N(alpha + x_i beta, sigma_sq)``; ``alpha, beta_k ~ N(0, scale_sq)``; ``sigma_sq, scale_sq ~ IG(1, 1)``.
+    The same model is written in PyMC and Stan (:mod:`bdmc.realdata.pymc_models`,
+    :mod:`bdmc.realdata.stan_models`), with the same argument and errors.
+
     Parameters
     ----------
     x : array (N, K)
@@ -129,6 +175,13 @@ def linear_regression(x):
     -------
     bdmc.ppl.NumPyroModel
         Data ``{"y": (N,)}``; latents ``sigma_sq, scale_sq, alpha, beta`` (variances on the log scale).
+
+    Raises
+    ------
+    bdmc.MissingExtraError
+        When the PPL is not installed (``pip install 'bdmc[numpyro]'``, ``'bdmc[pymc]'``, ``'bdmc[stan]'``).
+    bdmc.DataError
+        When ``x`` is not a finite, non-empty 2-d array.
     """
     from ..ppl import from_numpyro
 
@@ -136,11 +189,11 @@ def linear_regression(x):
 
 
 def logistic_regression(x):
-    """The logistic regression model (Pima in the paper) for a design ``x`` (N, K).
+    """The logistic regression model (Pima in the paper) for a design ``x`` (N, K), with the argument and errors
+    of :func:`linear_regression`.
 
-    Parameters
-    ----------
-    x : array (N, K)
+    ``y_i ~ Bernoulli(logistic(alpha + x_i beta))``; ``alpha, beta_k ~ N(0, scale_sq)``; ``scale_sq ~ IG(1, 1)``.
+    Also written in PyMC and Stan.
 
     Returns
     -------
@@ -171,18 +224,8 @@ def matrix_factorization(rows, cols, *, shape, latent_dim: int = 5):
     """
     from ..ppl import from_numpyro
 
-    rows, cols = np.asarray(rows), np.asarray(cols)
-    num_rows, num_cols = (int(s) for s in shape)
-    if rows.shape != cols.shape or rows.ndim != 1 or rows.size == 0:
-        raise DataError(f"rows and cols must be 1-d and of one length, got shapes {rows.shape} and {cols.shape}")
-    if not (np.issubdtype(rows.dtype, np.integer) and np.issubdtype(cols.dtype, np.integer)):
-        raise DataError("rows and cols must be integer indices of the observed cells")
-    if rows.min() < 0 or rows.max() >= num_rows or cols.min() < 0 or cols.max() >= num_cols:
-        raise DataError(f"observed cells fall outside the matrix of shape {(num_rows, num_cols)}")
-    if not isinstance(latent_dim, (int, np.integer)) or latent_dim < 1:
-        raise DataError(f"latent_dim must be a positive integer, got {latent_dim!r}")
-    return from_numpyro(matrix_factorization_program, rows, cols, num_rows, num_cols, int(latent_dim),
-                        observed="ratings")
+    cells = checked_cells(rows, cols, shape=shape, latent_dim=latent_dim)
+    return from_numpyro(matrix_factorization_program, *cells, observed="ratings")
 
 
 def ar1(y):
@@ -202,10 +245,7 @@ def ar1(y):
     """
     from ..ppl import from_numpyro
 
-    y = checked_array(y, "y", ndim=1)
-    if y.size < 2:
-        raise DataError(f"an AR(1) series needs 2 or more values, got {y.size}")
-    return from_numpyro(ar1_program, y[:-1], observed="y")
+    return from_numpyro(ar1_program, checked_series(y)[:-1], observed="y")
 
 
 def ar1_data(y) -> dict:
@@ -232,7 +272,5 @@ def gaussian_mixture(num_cases: int, *, dim: int = 2, num_components: int = 2):
     """
     from ..ppl import from_numpyro
 
-    for name, value in (("num_cases", num_cases), ("dim", dim), ("num_components", num_components)):
-        if not isinstance(value, (int, np.integer)) or value < 1:
-            raise DataError(f"{name} must be a positive integer, got {value!r}")
-    return from_numpyro(gaussian_mixture_program, int(num_cases), int(dim), int(num_components), observed="y")
+    sizes = checked_sizes(num_cases=num_cases, dim=dim, num_components=num_components)
+    return from_numpyro(gaussian_mixture_program, *sizes, observed="y")

@@ -38,14 +38,10 @@ def _regression(x, *, logistic: bool):
 
 
 def linear_regression(x):
-    """The linear regression model (NHEFS in the paper) in PyMC, for a design ``x`` (N, K).
+    """:func:`bdmc.realdata.linear_regression` (NHEFS in the paper) in PyMC, for a design ``x`` (N, K).
 
-    ``y_i ~ N(alpha + x_i beta, sigma_sq)``; ``alpha, beta_k ~ N(0, scale_sq)``; ``sigma_sq, scale_sq ~ IG(1, 1)``.
-
-    Parameters
-    ----------
-    x : array (N, K)
-        Inputs; the intercept ``alpha`` is part of the model.
+    The model, its argument and its errors are the NumPyro builder's; PyMC is needed (``pip install
+    'bdmc[pymc]'``).
 
     Returns
     -------
@@ -53,36 +49,20 @@ def linear_regression(x):
         Data ``{"y": (N,)}``; latents ``sigma_sq_log__, scale_sq_log__, alpha, beta``; free variables (the
         names :meth:`~bdmc.ppl.pymc.PyMCModel.sample_prior_given` and ``constrain`` use) ``sigma_sq, scale_sq,
         alpha, beta``.
-
-    Raises
-    ------
-    bdmc.MissingExtraError
-        When PyMC is not installed (``pip install 'bdmc[pymc]'``).
-    bdmc.DataError
-        When ``x`` is not a finite, non-empty 2-d array.
     """
     return _regression(x, logistic=False)
 
 
 def logistic_regression(x):
-    """The logistic regression model (Pima in the paper) in PyMC, for a design ``x`` (N, K).
+    """:func:`bdmc.realdata.logistic_regression` (Pima in the paper) in PyMC, for a design ``x`` (N, K).
 
-    ``y_i ~ Bernoulli(logistic(alpha + x_i beta))``; ``alpha, beta_k ~ N(0, scale_sq)``; ``scale_sq ~ IG(1, 1)``.
-
-    Parameters
-    ----------
-    x : array (N, K)
+    The model, its argument and its errors are the NumPyro builder's; PyMC is needed, as for
+    :func:`linear_regression`.
 
     Returns
     -------
     bdmc.ppl.pymc.PyMCModel
-        Data ``{"y": (N,)}`` of 0/1 labels; latents ``scale_sq_log__, alpha, beta``.
-
-    Raises
-    ------
-    bdmc.MissingExtraError
-        When PyMC is not installed (``pip install 'bdmc[pymc]'``).
-    bdmc.DataError
-        When ``x`` is not a finite, non-empty 2-d array.
+        Data ``{"y": (N,)}`` of 0/1 labels; latents ``scale_sq_log__, alpha, beta``; free variables ``scale_sq,
+        alpha, beta``.
     """
     return _regression(x, logistic=True)

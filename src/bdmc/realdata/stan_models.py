@@ -29,12 +29,11 @@ from __future__ import annotations
 
 import importlib.resources
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import numpy as np
 
-from ..errors import BDMCError, DataError
-from .models import checked_array
+from ..errors import BDMCError
+from .models import checked_array, checked_cells, checked_series, checked_sizes
 
 
 def _program(name: str) -> str:
@@ -49,148 +48,6 @@ LOGISTIC_REGRESSION_PROGRAM = _program("logistic_regression")
 def _inverse_gamma(rng: np.random.Generator, shape: float, rate: float) -> float:
     """One draw from IG(shape, rate): the reciprocal of a Gamma(shape, rate) draw."""
     return float(1.0 / rng.gamma(shape, 1.0 / rate))
-
-
-def _draw_parameters(rng, params: Mapping[str, Any] | None, num_inputs: int, *, noise: bool) -> dict:
-    """The regression parameters: those in ``params`` kept, the others drawn from the prior given them."""
-    names = ("sigma_sq", "scale_sq", "alpha", "beta") if noise else ("scale_sq", "alpha", "beta")
-    given = dict(params or {})
-    unknown = sorted(set(given) - set(names))
-    if unknown:
-        raise BDMCError(f"cannot fix {unknown}: the model's parameters are {list(names)}")
-    out = {n: (np.asarray(v, np.float64) if n == "beta" else float(v)) for n, v in given.items()}
-    if "beta" in out and out["beta"].shape != (num_inputs,):
-        raise BDMCError(f"beta must have shape ({num_inputs},), got {out['beta'].shape}")
-    if noise and "sigma_sq" not in out:  # independent of every other parameter
-        out["sigma_sq"] = _inverse_gamma(rng, 1.0, 1.0)
-    if "scale_sq" not in out:
-        # Conjugate update on the coefficients held fixed (none: the prior IG(1, 1)).
-        fixed = [np.atleast_1d(out[n]) for n in ("alpha", "beta") if n in out]
-        coefficients = np.concatenate(fixed) if fixed else np.zeros(0)
-        out["scale_sq"] = _inverse_gamma(rng, 1.0 + 0.5 * coefficients.size, 1.0 + 0.5 * coefficients @ coefficients)
-    scale = np.sqrt(out["scale_sq"])
-    if "alpha" not in out:
-        out["alpha"] = float(scale * rng.normal())
-    if "beta" not in out:
-        out["beta"] = scale * rng.normal(size=num_inputs)
-    return {n: out[n] for n in names}
-
-
-def _regression_simulator(x, *, noise: bool, observe: Callable) -> Callable:
-    """``simulate(rng, params=None)``: the parameters (:func:`_draw_parameters`), then
-    ``observe(rng, params, x @ beta + alpha)`` as ``y``."""
-    x = checked_array(x, "x", ndim=2)
-
-    def simulate(rng, params=None):
-        p = _draw_parameters(rng, params, x.shape[1], noise=noise)
-        return p, {"y": observe(rng, p, x @ p["beta"] + p["alpha"])}
-
-    return simulate
-
-
-def linear_regression_simulator(x) -> Callable:
-    """``simulate(rng, params=None) -> (params, {"y": (N,)})`` for :data:`LINEAR_REGRESSION_PROGRAM`.
-
-    Parameters
-    ----------
-    x : array (N, K)
-
-    Returns
-    -------
-    callable
-        The simulator: ``params`` (any subset of ``sigma_sq, scale_sq, alpha, beta``, natural space) are kept
-        and the others drawn from the prior given them; ``y`` is drawn given all of them.
-    """
-    def observe(rng, p, mean):
-        return mean + np.sqrt(p["sigma_sq"]) * rng.normal(size=mean.shape[0])
-
-    return _regression_simulator(x, noise=True, observe=observe)
-
-
-def logistic_regression_simulator(x) -> Callable:
-    """``simulate(rng, params=None) -> (params, {"y": (N,)})`` for :data:`LOGISTIC_REGRESSION_PROGRAM`.
-
-    Parameters
-    ----------
-    x : array (N, K)
-
-    Returns
-    -------
-    callable
-        The simulator: ``params`` (any subset of ``scale_sq, alpha, beta``) are kept and the others drawn from
-        the prior given them; the 0/1 labels ``y`` (int64) are drawn given all of them.
-    """
-    def observe(rng, p, logits):
-        probability = 0.5 * (1.0 + np.tanh(0.5 * logits))  # the logistic function, without overflow
-        return (rng.uniform(size=logits.shape[0]) < probability).astype(np.int64)
-
-    return _regression_simulator(x, noise=False, observe=observe)
-
-
-def _stan_model(program: str, simulator: Callable, x, y_placeholder):
-    from ..ppl.stan import from_stan
-
-    x = checked_array(x, "x", ndim=2)
-    data = {"N": x.shape[0], "K": x.shape[1], "x": x, "y": y_placeholder(x.shape[0])}
-    return from_stan(program, data=data, observed="y", simulate=simulator(x))
-
-
-def linear_regression(x):
-    """The linear regression model (NHEFS in the paper) as a Stan program, for a design ``x`` (N, K).
-
-    Parameters
-    ----------
-    x : array (N, K)
-
-    Returns
-    -------
-    bdmc.ppl.stan.StanModel
-        Data ``{"y": (N,)}``; latents ``[log sigma_sq, log scale_sq, alpha, beta]`` (length K + 3); parameters
-        ``sigma_sq, scale_sq, alpha, beta``. The program compiles on first use (a minute or two, then cached).
-
-    Raises
-    ------
-    bdmc.MissingExtraError
-        When pystan is not installed (``pip install 'bdmc[stan]'``).
-    bdmc.DataError
-        When ``x`` is not a finite, non-empty 2-d array.
-    """
-    return _stan_model(LINEAR_REGRESSION_PROGRAM, linear_regression_simulator, x, np.zeros)
-
-
-def logistic_regression(x):
-    """The logistic regression model (Pima in the paper) as a Stan program, for a design ``x`` (N, K).
-
-    Parameters
-    ----------
-    x : array (N, K)
-
-    Returns
-    -------
-    bdmc.ppl.stan.StanModel
-        Data ``{"y": (N,)}`` of 0/1 labels (int); latents ``[log scale_sq, alpha, beta]`` (length K + 2);
-        parameters ``scale_sq, alpha, beta``.
-
-    Raises
-    ------
-    bdmc.MissingExtraError
-        When pystan is not installed (``pip install 'bdmc[stan]'``).
-    bdmc.DataError
-        When ``x`` is not a finite, non-empty 2-d array.
-    """
-    return _stan_model(LOGISTIC_REGRESSION_PROGRAM, logistic_regression_simulator, x,
-                       lambda n: np.zeros(n, np.int64))
-
-
-# ------------------------------------------------------------------------------------------------ the other three
-# Matrix factorization, AR(1) and the Gaussian mixture (Appendix C), with the NumPyro programs' parameters in
-# the same order, so Stan's unconstrained vector is theirs flattened (matrices column-major) and, for the
-# mixture, its simplex ``pi`` on Stan's stick-breaking scale. The mixture sums its assignments out with
-# log_sum_exp, as the NumPyro program's MixtureSameFamily does.
-
-MATRIX_FACTORIZATION_PROGRAM = _program("matrix_factorization")
-AR1_PROGRAM = _program("ar1")
-MIXTURE_PROGRAM = _program("gaussian_mixture")
 
 
 def _given(params, shapes: Mapping[str, tuple]) -> dict:
@@ -213,6 +70,102 @@ def _variance_given(rng, p: dict, name: str, coefficients: tuple = ()) -> None:
     if name not in p:
         c = np.concatenate([np.ravel(p[n]) for n in coefficients if n in p] + [np.zeros(0)])
         p[name] = _inverse_gamma(rng, 1.0 + 0.5 * c.size, 1.0 + 0.5 * c @ c)
+
+
+def _regression_simulator(x, *, noise: bool, observe: Callable) -> Callable:
+    """``simulate(rng, params=None)``: the parameters (``sigma_sq`` with ``noise``, ``scale_sq, alpha, beta``)
+    in ``params`` kept, the others drawn from the prior given them, then ``observe(rng, params, x @ beta +
+    alpha)`` as ``y``."""
+    x = checked_array(x, "x", ndim=2)
+    shapes = {**({"sigma_sq": ()} if noise else {}), "scale_sq": (), "alpha": (), "beta": (x.shape[1],)}
+
+    def simulate(rng, params=None):
+        p = _given(params, shapes)
+        if noise:
+            _variance_given(rng, p, "sigma_sq")  # independent of every other parameter
+        _variance_given(rng, p, "scale_sq", ("alpha", "beta"))
+        scale = np.sqrt(p["scale_sq"])
+        if "alpha" not in p:
+            p["alpha"] = float(scale * rng.normal())
+        if "beta" not in p:
+            p["beta"] = scale * rng.normal(size=shapes["beta"])
+        p = {n: p[n] for n in shapes}
+        return p, {"y": observe(rng, p, x @ p["beta"] + p["alpha"])}
+
+    return simulate
+
+
+def _normal_observations(rng, p, mean):
+    return mean + np.sqrt(p["sigma_sq"]) * rng.normal(size=mean.shape[0])
+
+
+def _bernoulli_observations(rng, p, logits):
+    probability = 0.5 * (1.0 + np.tanh(0.5 * logits))  # the logistic function, without overflow
+    return (rng.uniform(size=logits.shape[0]) < probability).astype(np.int64)
+
+
+def linear_regression_simulator(x) -> Callable:
+    """``simulate(rng, params=None) -> (params, {"y": (N,)})`` for :data:`LINEAR_REGRESSION_PROGRAM` and a design
+    ``x`` (N, K): any subset of ``sigma_sq, scale_sq, alpha, beta`` (natural space) is kept, the others are drawn
+    from the prior given them, and ``y`` given all of them."""
+    return _regression_simulator(x, noise=True, observe=_normal_observations)
+
+
+def logistic_regression_simulator(x) -> Callable:
+    """``simulate(rng, params=None) -> (params, {"y": (N,)})`` for :data:`LOGISTIC_REGRESSION_PROGRAM` and a
+    design ``x`` (N, K): any subset of ``scale_sq, alpha, beta`` is kept, the others are drawn from the prior given
+    them, and the 0/1 labels ``y`` (int64) given all of them."""
+    return _regression_simulator(x, noise=False, observe=_bernoulli_observations)
+
+
+def _stan_model(program: str, simulator: Callable, x, y_placeholder):
+    from ..ppl.stan import from_stan
+
+    x = checked_array(x, "x", ndim=2)
+    data = {"N": x.shape[0], "K": x.shape[1], "x": x, "y": y_placeholder(x.shape[0])}
+    return from_stan(program, data=data, observed="y", simulate=simulator(x))
+
+
+def linear_regression(x):
+    """:func:`bdmc.realdata.linear_regression` (NHEFS in the paper) as a Stan program, for a design ``x`` (N, K).
+
+    The model, its argument and its errors are the NumPyro builder's; pystan is needed (``pip install
+    'bdmc[stan]'``). The program compiles on first use (a minute or two, then cached).
+
+    Returns
+    -------
+    bdmc.ppl.stan.StanModel
+        Data ``{"y": (N,)}``; latents ``[log sigma_sq, log scale_sq, alpha, beta]`` (length K + 3); parameters
+        ``sigma_sq, scale_sq, alpha, beta``.
+    """
+    return _stan_model(LINEAR_REGRESSION_PROGRAM, linear_regression_simulator, x, np.zeros)
+
+
+def logistic_regression(x):
+    """:func:`bdmc.realdata.logistic_regression` (Pima in the paper) as a Stan program, for a design ``x`` (N, K).
+
+    The model, its argument and its errors are the NumPyro builder's; pystan is needed, as for
+    :func:`linear_regression`.
+
+    Returns
+    -------
+    bdmc.ppl.stan.StanModel
+        Data ``{"y": (N,)}`` of 0/1 labels (int); latents ``[log scale_sq, alpha, beta]`` (length K + 2);
+        parameters ``scale_sq, alpha, beta``.
+    """
+    return _stan_model(LOGISTIC_REGRESSION_PROGRAM, logistic_regression_simulator, x,
+                       lambda n: np.zeros(n, np.int64))
+
+
+# ------------------------------------------------------------------------------------------------ the other three
+# Matrix factorization, AR(1) and the Gaussian mixture (Appendix C), with the NumPyro programs' parameters in
+# the same order, so Stan's unconstrained vector is theirs flattened (matrices column-major) and, for the
+# mixture, its simplex ``pi`` on Stan's stick-breaking scale. The mixture sums its assignments out with
+# log_sum_exp, as the NumPyro program's MixtureSameFamily does.
+
+MATRIX_FACTORIZATION_PROGRAM = _program("matrix_factorization")
+AR1_PROGRAM = _program("ar1")
+MIXTURE_PROGRAM = _program("gaussian_mixture")
 
 
 def matrix_factorization_simulator(rows, cols, *, shape, latent_dim: int = 5) -> Callable:
@@ -312,19 +265,13 @@ def matrix_factorization(rows, cols, *, shape, latent_dim: int = 5):
     """
     from ..ppl.stan import from_stan
 
-    rows, cols = np.asarray(rows), np.asarray(cols)
-    if rows.shape != cols.shape or rows.ndim != 1 or rows.size == 0 or not (
-            np.issubdtype(rows.dtype, np.integer) and np.issubdtype(cols.dtype, np.integer)):
-        raise DataError(f"rows and cols must be 1-d integer indices of one length, got {rows.shape}, {cols.shape}")
-    if rows.min() < 0 or rows.max() >= shape[0] or cols.min() < 0 or cols.max() >= shape[1]:
-        raise DataError(f"observed cells fall outside the matrix of shape {tuple(shape)}")
-    if not isinstance(latent_dim, (int, np.integer)) or latent_dim < 1:
-        raise DataError(f"latent_dim must be a positive integer, got {latent_dim!r}")
+    rows, cols, num_rows, num_cols, latent_dim = checked_cells(rows, cols, shape=shape, latent_dim=latent_dim)
     rows, cols = rows.astype(np.int64), cols.astype(np.int64)
-    data = {"num_rows": int(shape[0]), "num_cols": int(shape[1]), "latent_dim": int(latent_dim), "C": rows.size,
+    data = {"num_rows": num_rows, "num_cols": num_cols, "latent_dim": latent_dim, "C": rows.size,
             "rows": rows + 1, "cols": cols + 1, "ratings": np.zeros(rows.size)}
     return from_stan(MATRIX_FACTORIZATION_PROGRAM, data=data, observed="ratings",
-                     simulate=matrix_factorization_simulator(rows, cols, shape=shape, latent_dim=int(latent_dim)))
+                     simulate=matrix_factorization_simulator(rows, cols, shape=(num_rows, num_cols),
+                                                             latent_dim=latent_dim))
 
 
 def ar1(y):
@@ -342,9 +289,7 @@ def ar1(y):
     """
     from ..ppl.stan import from_stan
 
-    y = checked_array(y, "y", ndim=1)
-    if y.size < 2:
-        raise DataError(f"an AR(1) series needs 2 or more values, got {y.size}")
+    y = checked_series(y)
     data = {"T": y.size - 1, "y_prev": y[:-1], "y": np.zeros(y.size - 1)}
     return from_stan(AR1_PROGRAM, data=data, observed="y", simulate=ar1_simulator(y[:-1]))
 
@@ -364,9 +309,6 @@ def gaussian_mixture(num_cases: int, *, dim: int = 2, num_components: int = 2):
     """
     from ..ppl.stan import from_stan
 
-    for name, value in (("num_cases", num_cases), ("dim", dim), ("num_components", num_components)):
-        if not isinstance(value, (int, np.integer)) or value < 1:
-            raise DataError(f"{name} must be a positive integer, got {value!r}")
-    n, d, k = int(num_cases), int(dim), int(num_components)
+    n, d, k = checked_sizes(num_cases=num_cases, dim=dim, num_components=num_components)
     return from_stan(MIXTURE_PROGRAM, data={"N": n, "D": d, "K": k, "y": np.zeros((n, d))}, observed="y",
                      simulate=gaussian_mixture_simulator(n, dim=d, num_components=k))

@@ -40,6 +40,18 @@ def test_rows_round_trip_exactly_and_the_settings_file_states_the_contents(tmp_p
     assert not list(tmp_path.glob(".*tmp"))  # atomic writes leave no temporary files behind
 
 
+def test_a_rewrite_replaces_the_rows_and_saves_its_records_with_them(tmp_path):
+    store = open_store(tmp_path)
+    store.append(*rows(3))
+    with pytest.raises(StoreError, match="'contents' is reserved"):
+        store.rewrite(rows(1), records={"contents": 1})
+    assert len(open_store(tmp_path).rows) == 3  # a refused rewrite writes nothing
+    store.rewrite([{**r, "value": 0.5} for r in rows(2)], records={"verdict": {"fired": False}})
+    saved = json.loads((tmp_path / "settings.json").read_text())
+    assert saved["verdict"] == {"fired": False} and saved["contents"]["rows"] == 2
+    again = open_store(tmp_path)
+    assert [r["value"] for r in again.rows] == [0.5, 0.5] and again.records == {"verdict": {"fired": False}}
+
 @pytest.mark.parametrize("cut", ["inside-a-number", "inside-the-header"])
 def test_a_cut_last_row_is_dropped_with_a_warning(tmp_path, cut):
     open_store(tmp_path).append(*rows(3))

@@ -125,10 +125,11 @@ def plan_sandwich(key, model, data=None, exact_latent=None, *, method: str = "au
     if not (forward_only and data is not None):  # real data have no exact latent and need none
         data, exact_latent = given_or_simulated(sandwich_keys(key).data, model, data, exact_latent)
     data = validate_data(model, data)
-    if isinstance(kernel, str):
+    exact = exact_log_marginal_or_none(model, data)
+    if isinstance(kernel, str):  # a named kernel is tuned by its pilot, on its own keys and data set
         kernel = None if kernel == "auto" else named_kernel(jax.random.fold_in(key, KERNEL_STREAM), model, kernel)[0]
     return SandwichPlan(pair=pair, num_particles=num_particles, kernel=kernel, data=data, exact_latent=exact_latent,
-                        exact=exact_log_marginal_or_none(model, data))
+                        exact=exact)
 
 
 # ------------------------------------------------------------------------------------------------ keys

@@ -51,8 +51,8 @@ def named_kernel(key, model, name: str) -> tuple[Any, dict]:
                             "choose nuts, hmc, mala or rwm")
         kernel = model.default_kernel()
         return kernel, {"kernel": name, "repr": repr(kernel)}
-    data = simulate(key, model).data
-    tuned = tune(key, model, validate_data(model, data), HMC(model), PILOT_STEPS)
+    data = validate_data(model, simulate(key, model).data)  # the pilot's own data set, from its key
+    tuned = tune(key, model, data, HMC(model), PILOT_STEPS)
     table = tuned.kernel.step_size
     at_one = float(table(1.0)) if isinstance(table, StepSizeTable) else float(table)
     mass = tuned.kernel.inverse_mass

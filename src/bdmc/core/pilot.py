@@ -213,16 +213,19 @@ def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None
         (:mod:`bdmc.core.prior_check`; the run checks again, on its own keys, with the compiled program).
     """
     pilot = Pilot() if pilot is None else pilot
+    # What the pilot tunes (step size, preconditioner, jitter) follows from the kernel and the model's shape.
+    steer = tunes_step_size(kernel)
+    kind, field = mass_kind(pilot, kernel, _dimension(model))
+    jitter = jitter_of(kernel) if field == "inverse_mass" else {}
     # A density NaN or +inf on prior mass is the run's error anyway: find it before compiling the pilot (the
     # run's own check then reuses the compiled program).
     checked = check_prior(key, model, data, np.array([0.0, 1.0]), num_draws=int(prior_check), batch_axes=None,
                           axes_signature=None, batch_label="", description="the check before the pilot")
-    steer = tunes_step_size(kernel)
-    step0 = float(np.mean(kernel.step_size.sizes)) if steer and isinstance(kernel.step_size, StepSizeTable) \
-        else (float(kernel.step_size) if steer else 0.0)
-    kind, field = mass_kind(pilot, kernel, _dimension(model))
     latents, key_pilot, drawn = timed_prior_draws(jax.random.fold_in(key, PILOT_STREAM), model,
                                                   int(pilot.num_chains))
+    # The step size the pilot starts from: the kernel's own (a table's mean).
+    step0 = float(np.mean(kernel.step_size.sizes)) if steer and isinstance(kernel.step_size, StepSizeTable) \
+        else (float(kernel.step_size) if steer else 0.0)
     began = time.perf_counter()
     result = _run_pilot(key_pilot, latents, model, data, kernel, pilot, steer, (kind, field), step0)
     # A NaN or +inf density in the pilot is a bug the run must report, not one a tuned run may steer around
@@ -262,8 +265,7 @@ def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None
                                                                      tuple(map(float, sizes_))))
     if field is not None and kind != "identity":
         fitted = table_from_moments(*padded(grid, means, covariances, length=most + 1))
-        kernel = dataclasses.replace(kernel, **{field: fitted},
-                                     **(jitter_of(kernel) if field == "inverse_mass" else {}))
+        kernel = dataclasses.replace(kernel, **{field: fitted}, **jitter)
     return Tuned(path=path, kernel=kernel, seconds=seconds + compile_seconds, compile_seconds=compile_seconds,
                  n_evals=_pilot_evals(pilot, kernel, m), variances=variances, acceptance=acceptance, pilot=pilot,
                  grid=grid, correlations=rhos)

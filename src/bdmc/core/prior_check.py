@@ -66,24 +66,18 @@ def check_prior(key, model, data, lams, *, num_draws: int, batch_axes, axes_sign
     # A model and data that passed are not checked again (a warm call then pays nothing for the check):
     # the guarantee is per model and data set, from the first run's draws.
     passed = (model, int(num_draws), signature, _fingerprint(data, ends))
-    spent, checked = _PASSED.get_or_build(passed, lambda: _check(key, model, data, lams, ends, signature,
-                                                                 num_draws=int(num_draws), batch_axes=batch_axes,
-                                                                 batch_label=batch_label, description=description))
+
+    def check():
+        return _check(key, model, data, lams, ends, signature, num_draws=int(num_draws), batch_axes=batch_axes,
+                      batch_label=batch_label, description=description)
+
+    spent, checked = _PASSED.get_or_build(passed, check)
     return spent if checked else 0.0
 
 
 def _check(key, model, data, lams, ends, signature, *, num_draws, batch_axes, batch_label, description) -> float:
     """The check itself: raise on a NaN or +inf term, else return the seconds spent compiling."""
-    if batch_axes is not None:  # one program draws and checks every data set's draws
-        def build():
-            began = time.perf_counter()
-            fn = functools.partial(prior_check_flags, model=model, num_draws=int(num_draws))
-            fn = jax.vmap(fn, in_axes=(0, batch_axes, None))
-            return jax.jit(fn).lower(key, data, ends).compile(), time.perf_counter() - began
-
-        (compiled, seconds), built = _CHECKS.get_or_build((model, int(num_draws), signature), build)
-        bad, spent = compiled(key, data, ends), (seconds if built else 0.0)
-    else:  # the draws come from the model's shared prior program (core/prior.py), compiled once for all
+    if batch_axes is None:  # the draws come from the model's shared prior program (core/prior.py), compiled once
         draws, drawn = timed_prior_pool(jax.random.fold_in(key, PRIOR_CHECK_STREAM), model, int(num_draws))
 
         def build():
@@ -94,6 +88,15 @@ def _check(key, model, data, lams, ends, signature, *, num_draws, batch_axes, ba
         (compiled, seconds), built = _CHECKS.get_or_build((model, int(num_draws), signature, "pool"), build)
         bad = compiled(draws, data, ends)
         spent = (seconds if built else 0.0) + drawn  # drawn: the shared program's compile, when this call built it
+    else:  # one program draws and checks every data set's draws
+        def build():
+            began = time.perf_counter()
+            fn = functools.partial(prior_check_flags, model=model, num_draws=int(num_draws))
+            fn = jax.vmap(fn, in_axes=(0, batch_axes, None))
+            return jax.jit(fn).lower(key, data, ends).compile(), time.perf_counter() - began
+
+        (compiled, seconds), built = _CHECKS.get_or_build((model, int(num_draws), signature), build)
+        bad, spent = compiled(key, data, ends), (seconds if built else 0.0)
     raise_if_prior_failed(np.asarray(bad), key, batch_axes, batch_label, model=model, data=data, lams=lams,
                           description=description)
     return spent

@@ -391,9 +391,8 @@ class RunStore:
         ``records`` (named records, as :meth:`record`) with them."""
         rows = [self.row_format.coerce(r, self.rows_file) for r in rows]
         self._check_records(records or {})
-        self.records.update(records or {})
         text, keyed = self._text(rows), {self._key(r): r for r in rows}
-        self._write(keyed, rows_text=text)
+        self._write(keyed, rows_text=text, records=records)
 
     def update_settings(self, **values: Any) -> None:
         """Update informational settings (never one in ``compare``) and save the JSON file atomically."""
@@ -406,8 +405,7 @@ class RunStore:
     def record(self, name: str, value: Any) -> None:
         """Save a named record (e.g. a ground truth) in the JSON file beside the settings, atomically."""
         self._check_records({name: value})
-        self.records[name] = value
-        self._write()
+        self._write(records={name: value})
 
     def _check_records(self, records: Mapping[str, Any]) -> None:
         reserved = sorted(set(records) & {"settings", "contents"})
@@ -419,11 +417,13 @@ class RunStore:
         head = [self.row_format.header] if self.row_format.header is not None else []
         return "".join(f"{line}\n" for line in head + [self.row_format.format(r) for r in rows])
 
-    def _write(self, rows: dict | None = None, *, rows_text: str | None = None, appended: Sequence[str] = ()) -> None:
+    def _write(self, rows: dict | None = None, *, rows_text: str | None = None, appended: Sequence[str] = (),
+               records: Mapping[str, Any] | None = None) -> None:
         """Every write of the store, in one place: the rows file (replaced by ``rows_text``, or ``appended`` to),
         then the settings file, which states exactly what the rows file holds (its row count and every row key).
 
-        ``rows`` (by key) are the stored rows once the rows file is written (the stored ones if None).
+        ``rows`` (by key) are the stored rows once the rows file is written (the stored ones if None); ``records``
+        join the named records saved with the settings.
         """
         rows = self._rows if rows is None else rows
         keys = [list(k) for k in dict.fromkeys(k[:self._listed] for k in rows)]
@@ -433,6 +433,7 @@ class RunStore:
         if appended:
             append_lines(self.rows_file, appended)
         self._rows = rows
+        self.records.update(records or {})
         write_json_atomic(self.json, {"settings": self.settings, "contents": contents, **self.records})
 
 

@@ -345,7 +345,7 @@ def points_phase(names, pdb, source, tmp: Path):
         again = entry.latents(flat_back, {k: np.asarray(v) for k, v in args.items()})
         roundtrip = max(float(np.max(np.abs(np.asarray(again[n]) - latents[n]))) for n in entry.sites)
         # --- NumPyro log joint at each point
-        lp = jax.jit(lambda values: log_density(entry.model, (), args, values)[0])
+        lp = jax.jit(lambda values, entry=entry, args=args: log_density(entry.model, (), args, values)[0])
         numpyro_lp = [float(lp({n: jnp.asarray(latents[n][i]) for n in entry.sites})) for i in range(N_POINTS)]
         # --- bdmc adapter
         m = bdmc.ppl.from_numpyro(entry.model, observed=list(entry.observed), **entry.covariates(data))

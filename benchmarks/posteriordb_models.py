@@ -482,7 +482,8 @@ def _gp_pois_latents(flat, args):
     rho, alpha = np.asarray(flat["rho"], float), np.asarray(flat["alpha"], float)
     f = _gather(flat, "f", (len(args["x"]),))
     x = np.asarray(args["x"], float)
-    f_tilde = np.stack([np.linalg.solve(_gp_pois_cholesky(x, a, r), fi) for a, r, fi in zip(alpha, rho, f, strict=False)])
+    f_tilde = np.stack([np.linalg.solve(_gp_pois_cholesky(x, a, r), fi)
+                        for a, r, fi in zip(alpha, rho, f, strict=False)])
     return {"rho": rho, "alpha": alpha, "f_tilde": f_tilde}
 
 

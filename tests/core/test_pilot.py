@@ -75,7 +75,7 @@ def test_in_chain_adaptation_biases_ais_and_a_frozen_choice_does_not():
 
     # Frozen: the kernel depends on the step (lambda) only, whichever it is. E[w] = Z exactly.
     for choice in (lambda t: local[t], lambda t: jump[t], lambda t: (local if t % 2 else jump)[t]):
-        assert _ais_expectation(f, lambda t, history: choice(t)) == pytest.approx(z, rel=1e-12)
+        assert _ais_expectation(f, lambda t, history, choice=choice: choice(t)) == pytest.approx(z, rel=1e-12)
     # In-chain adaptation: a chain whose last move was rejected switches to bigger jumps (each kernel still
     # leaves f_t invariant). E[w] is no longer Z: the lower bound and the alarm lose their footing.
     adaptive = _ais_expectation(f, lambda t, history: jump[t] if history and not history[-1] else local[t])

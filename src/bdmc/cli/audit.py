@@ -42,7 +42,7 @@ def audit_command(
     stan: str | None = PPL_OPTIONS["stan"],
     webppl: str | None = PPL_OPTIONS["webppl"],
     simulator: str | None = PPL_OPTIONS["simulator"],
-    data: Path | None = typer.Option(  # noqa: B008  typer reads a command's options from its defaults
+    data: Path | None = typer.Option(
         None, "--data", metavar="FILE.npz",
         help="The program's arguments (covariates, sizes); with --real-data also the observed arrays (the "
              "--observed names); for a built-in model with --real-data, one array: its observed data."),
@@ -75,8 +75,8 @@ def audit_command(
                                        help="BDMC and evidence: independent runs per direction and length."),
     evidence_steps: int | None = typer.Option(None, "--evidence-steps", help="Evidence: forward AIS length T."),
     seed: int = typer.Option(0, "--seed", help="Seed of jax.random.key; drives every check."),
-    option: list[str] | None = model_option_option(),  # noqa: B008
-    out: Path | None = out_option("out/audit-MODEL"),  # noqa: B008
+    option: list[str] | None = model_option_option(),
+    out: Path | None = out_option("out/audit-MODEL"),
 ) -> None:
     """Audit a model and its sampler: simulator vs density, SBC, Geweke, BDMC and the evidence, as a report.
 

@@ -40,7 +40,7 @@ def bread_real_command(
                                    help="matrix-factorization only: keep the raw ratings (Appendix D's misspecified "
                                         "case)."),
     seed: int = typer.Option(0, "--seed"),
-    out: Path | None = out_option("out/bread-real-MODEL-PPL",  # noqa: B008  typer reads options from defaults
+    out: Path | None = out_option("out/bread-real-MODEL-PPL",
                                   help="Output directory; an existing one is resumed."),
     overwrite: bool = overwrite_option(),
 ) -> None:

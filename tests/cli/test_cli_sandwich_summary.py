@@ -135,3 +135,13 @@ def test_rows_with_stragglers_are_named_under_the_table():
     t.loc[(t["num_steps"] == 100) & (t["direction"] == "forward"), "stragglers"] = 1
     text = printed(t)
     assert "runs far below the others" in text and "T=100 forward (1 of 32 runs)" in text
+
+
+def test_an_untrusted_stderr_is_said_once_in_bdmcs_words(tmp_path):
+    """T = 10 on the regression leaves a few runs carrying the weight: the table marks the rows with "?" and the
+    summary names them, once; no Python warning (with its source line) repeats it."""
+    result = CliRunner().invoke(app, ["sandwich", "--no-progress", "--model", "linear-regression", "--steps", "10",
+                                      "--runs", "32", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert result.output.count("the ± is not to be trusted") == 1
+    assert "UntrustedStderrWarning" not in result.output and "return self.fn" not in result.output

@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ..errors import BDMCError, UserProgramError
+from ..errors import BDMCError, RunHealthWarning, UserProgramError
 from ..experiments.store import DamagedRowWarning, prepare_output_dir
 from ..files import write_atomic
 from ..ppl.registry import PPLS
@@ -50,8 +50,9 @@ def error_console() -> Console:
 def command(fn):
     """Run a command body under the one error path (see the module docstring).
 
-    Interrupts exit 130 after saying that finished rows are saved; warnings about damaged result rows print
-    as yellow lines.
+    Interrupts exit 130 after saying that finished rows are saved; warnings about damaged result rows and about
+    a run's health (divergences, an untrusted ±) print as one yellow line each, in bdmc's words, without a source
+    line.
     """
 
     @functools.wraps(fn)
@@ -61,7 +62,7 @@ def command(fn):
             default_show = warnings.showwarning
 
             def show(message, category, filename, lineno, file=None, line=None):
-                if issubclass(category, DamagedRowWarning):
+                if issubclass(category, (DamagedRowWarning, RunHealthWarning)):
                     error_console().print(f"[yellow]warning:[/] {escape(_one_line(str(message)))}", soft_wrap=True)
                 else:
                     default_show(message, category, filename, lineno, file, line)

@@ -7,6 +7,7 @@ run, since real data have no exact posterior sample for a reverse chain, and eve
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 
 import jax
@@ -23,7 +24,7 @@ from ..contracts.pairs import DIRECTIONS, PAIRS, estimator_pair
 from ..contracts.weight_health import STRAGGLER_NATS, STRAGGLER_SDS
 from ..core.ais import SCHEDULES
 from ..core.named_kernels import KERNELS
-from ..errors import BDMCError
+from ..errors import BDMCError, UntrustedStderrWarning
 from ..experiments import sandwich_runs
 from ..experiments.sandwich_runs import FORWARD_ONLY
 from ..plotting import plot_sandwich
@@ -147,6 +148,8 @@ def sandwich_command(
     if max_steps < step_list[0]:
         raise CLIError(f"--max-steps must be >= the --steps value {step_list[0]}, got {max_steps}")
 
+    # The table marks an untrusted ± with "?" and its summary names each such row: said once, there.
+    warnings.filterwarnings("ignore", category=UntrustedStderrWarning)
     arrays = load_npz(data)  # read and checked (numbers, finite) before any work
     name = ppl_label(*ppl) if ppl is not None else model
     out = output_dir(out, f"sandwich-{name.replace(':', '-')}")

@@ -9,13 +9,14 @@ the bug alarm fires on them.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import jax
 
 from ..checks.alarm import bug_alarm
 from ..core.ais import forward_ais, reverse_ais
-from ..errors import BDMCError
+from ..errors import BDMCError, RunHealthWarning
 
 TRUTH_STEPS, TRUTH_RUNS, TRUTH_TOL = 10_000, 25, 1.0  # the ground truth's own budget, not an estimator's
 CLOSED_FORM, AIS = "closed form", "AIS"  # where the ground truth comes from
@@ -115,19 +116,27 @@ def ground_truth(key, model, data, exact_latent, *, num_steps: int = TRUTH_STEPS
     """
     check_truth_settings(num_steps=num_steps, num_runs=num_runs, tol=tol)
     k_fwd, k_rev = jax.random.split(key)
-    lower = forward_ais(k_fwd, model, data, num_steps=num_steps, num_runs=num_runs, progress=False)
-    upper = reverse_ais(k_rev, model, data, exact_latent=exact_latent, num_steps=num_steps, num_runs=num_runs,
-                        progress=False)
+    # The truth rests on the two bounds meeting, not on their ±: a run-health warning is held back and said
+    # in the refusal, or passed on when the truth is accepted, so a refusal stays one message.
+    with warnings.catch_warnings(record=True) as held:
+        warnings.simplefilter("always", RunHealthWarning)
+        lower = forward_ais(k_fwd, model, data, num_steps=num_steps, num_runs=num_runs, progress=False)
+        upper = reverse_ais(k_rev, model, data, exact_latent=exact_latent, num_steps=num_steps, num_runs=num_runs,
+                            progress=False)
+    health = [w for w in held if issubclass(w.category, RunHealthWarning)]
+    why = "".join(f" ({w.message})" for w in health)
     verdict = bug_alarm(lower, upper)
     if verdict.fired:
         raise GroundTruthError(f"no ground truth: the bug alarm fired on the ground-truth runs at T={num_steps}; "
-                               f"the harness refuses to score. {verdict.message()}")
+                               f"the harness refuses to score. {verdict.message()}{why}")
     distance = abs(upper.value - lower.value)
     if exact is None and not distance <= tol:  # also refuses NaN
         raise GroundTruthError(
             f"no ground truth: forward AIS ({lower.value:.4f}) and reverse AIS ({upper.value:.4f}) at "
             f"T={num_steps} with {num_runs} chains are {distance:.4g} nats apart, more than the tolerance "
-            f"{tol:g}; the harness refuses to score against it. Raise the ground-truth budget (truth_steps).")
+            f"{tol:g}; the harness refuses to score against it. Raise the ground-truth budget (truth_steps).{why}")
+    for w in held:  # accepted: nothing held back is lost
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     ais = 0.5 * (lower.value + upper.value)
     return GroundTruth(value=float(exact) if exact is not None else ais, forward=lower.value, reverse=upper.value,
                        num_steps=int(num_steps), num_runs=int(num_runs), tol=float(tol),

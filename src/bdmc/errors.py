@@ -46,6 +46,10 @@ class OptionError(BDMCError, ValueError):
     exclude each other); the message names the argument, what it got and what it accepts."""
 
 
+class ParticlesError(OptionError):
+    """Particles per run were asked of an estimator pair that runs single chains (``method="auto"`` may pick one)."""
+
+
 class OptionTypeError(BDMCError, TypeError):
     """An argument of a bdmc function is of a kind it cannot take (a model where a kernel is wanted, say)."""
 

@@ -269,6 +269,35 @@ def test_the_tempered_pair_runs_from_the_command_line_with_its_own_particle_defa
     assert settings["particles"] == 32  # the pair's default, not SMC's 1
 
 
+def test_the_command_resolves_auto_and_computes_the_exact_value_once(tmp_path, monkeypatch):
+    """The command computes nothing the library computes again: one resolution of "auto", one exact value.
+    Negative control: resolving a second time in the command (as it once did) counts two."""
+    import importlib
+
+    from bdmc.models.gaussian_mean import GaussianMean
+
+    sandwich_module = importlib.import_module("bdmc.checks.sandwich")
+    calls = {"auto": 0, "exact": 0}
+    auto, exact = sandwich_module.auto_method, GaussianMean.exact_log_marginal
+
+    def counted_auto(model):
+        calls["auto"] += 1
+        return auto(model)
+
+    def counted_exact(self, data):
+        calls["exact"] += 1
+        return exact(self, data)
+
+    monkeypatch.setattr(sandwich_module, "auto_method", counted_auto)
+    monkeypatch.setattr(GaussianMean, "exact_log_marginal", counted_exact)
+    result = run("--model", "gaussian-mean", "--method", "auto", "--steps", "3", "--runs", "2",
+                 "--out", str(tmp_path / "once"))
+    assert result.exit_code == 0, result.output
+    assert calls == {"auto": 1, "exact": 1}
+    sandwich_module.resolve_pair(GaussianMean(), "auto")  # the negative control: a second resolution is seen
+    assert calls["auto"] == 2
+
+
 def test_method_auto_resolves_from_the_model_and_checks_particles_against_the_pair_it_picked(tmp_path):
     out = tmp_path / "auto"
     result = run("--model", "gaussian-mean", "--method", "auto", "--steps", "3", "--runs", "2", "--out", str(out))

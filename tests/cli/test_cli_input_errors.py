@@ -5,6 +5,7 @@ A mistake in the user's program is the program's, never "report it"; only a fail
 report.
 """
 
+import importlib
 import textwrap
 
 import jax
@@ -75,7 +76,10 @@ def no_work(monkeypatch):
     def tripped(*args, **kwargs):
         raise AssertionError("tripwire: the command computed before refusing")
 
-    monkeypatch.setattr(sandwich_cli.sandwich_runs, "prepare_sandwich", tripped)
+    # the sandwich resolves its pair and checks memory in the library, before it simulates or reads any data
+    sandwich_module = importlib.import_module("bdmc.checks.sandwich")  # the package's name is the function
+    monkeypatch.setattr(sandwich_module, "simulated_data", tripped)
+    monkeypatch.setattr(sandwich_module, "given_or_simulated", tripped)
     monkeypatch.setattr(bread_cli, "plan_sandwich", tripped)
     monkeypatch.setattr(check_estimate_cli, "simulated_data", tripped)
     monkeypatch.setattr(bench_harness, "run_bench", tripped)

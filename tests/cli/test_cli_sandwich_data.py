@@ -16,8 +16,9 @@ from typer.testing import CliRunner
 
 from bdmc.cli import app
 from bdmc.cli import sandwich as sandwich_cli
+from bdmc.contracts.observed import real_data_like
 from bdmc.errors import DataError
-from bdmc.experiments.sandwich_runs import FORWARD_ONLY, real_data_like
+from bdmc.experiments.sandwich_runs import FORWARD_ONLY
 
 runner = CliRunner()
 N, DIM = 5, 2

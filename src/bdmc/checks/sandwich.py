@@ -22,13 +22,14 @@ import numpy as np
 import pandas as pd
 
 from ..contracts import weight_health
-from ..contracts.capabilities import ExactEvidence, OwnKernel, supports
+from ..contracts.capabilities import OwnKernel, exact_log_marginal_or_none, supports
 from ..contracts.estimate import Estimate
 from ..contracts.model import Simulated, simulate, validate_data
+from ..contracts.observed import real_data_like
 from ..contracts.pairs import DIRECTIONS, PAIRS, EstimatorPair, estimator_pair
 from ..core import ais, smc, tempered  # noqa: F401  importing them registers the built-in pairs
 from ..core.named_kernels import named_kernel
-from ..errors import BDMCError, OptionError
+from ..errors import BDMCError, OptionError, ParticlesError
 from .alarm import ALPHA, FALLING_ALPHA, Bound, BugAlarm, alarm_from_bounds, crossing_p_bound
 from .sandwich_verdict import NOISE_STDERRS, ExactCheck, exact_check
 
@@ -94,13 +95,15 @@ def resolve_pair(model, method: str = "auto", num_particles: int | None = None) 
     pair = estimator_pair(name)
     if num_particles is not None and pair.particles is None:
         with_particles = [p.name for p in PAIRS.values() if p.particles is not None]
-        raise OptionError(f"method {pair.name} runs single chains; particles need method "
+        raise ParticlesError(f"num_particles: method {pair.name} runs single chains; particles need method "
                           f"{' or '.join(with_particles)}")
     return pair, pair.particles if num_particles is None else num_particles
 
 
 def plan_sandwich(key, model, data=None, exact_latent=None, *, method: str = "auto", num_particles=None,
-                  kernel=None, forward_only: bool = False) -> SandwichPlan:
+                  kernel=None, forward_only: bool = False, observed: Mapping[str, Any] | None = None,
+                  source: str = "observed", hint: str = "",
+                  preflight: Callable[[EstimatorPair, int | None], None] | None = None) -> SandwichPlan:
     """Resolve a sandwich once: the pair ("auto": :func:`auto_method`), its particles, its kernel, the data and
     their exact value.
 
@@ -116,14 +119,27 @@ def plan_sandwich(key, model, data=None, exact_latent=None, *, method: str = "au
     kernel : None, "auto", a kernel name or a kernel
         "auto" and None leave the kernel to each estimator; a name of
         :data:`bdmc.core.named_kernels.KERNELS` is tuned by its pilot (:func:`bdmc.core.named_kernels.named_kernel`).
+    observed : mapping of str to array, optional
+        The user's observed arrays (real data), read into the structure of the data ``key`` simulates
+        (:func:`bdmc.contracts.observed.real_data_like`, ``source`` and ``hint`` as there); implies
+        ``forward_only``.
+    preflight : callable, optional
+        Called with the resolved pair and particles before any data are simulated or read, e.g. to refuse a run
+        too large for the machine (``bdmc sandwich``'s memory check).
 
     Returns
     -------
     SandwichPlan
     """
     pair, num_particles = resolve_pair(model, method, num_particles)
-    if not (forward_only and data is not None):  # real data have no exact latent and need none
+    if observed is not None and data is not None:
+        raise OptionError("give data (simulated, with their exact latent) or observed (real data), not both")
+    if preflight is not None:
+        preflight(pair, num_particles)
+    if observed is not None or not (forward_only and data is not None):
         data, exact_latent = given_or_simulated(sandwich_keys(key).data, model, data, exact_latent)
+    if observed is not None:  # real data in the simulated data's structure: no exact latent, and none needed
+        data, exact_latent = real_data_like(data, observed, source=source, hint=hint), None
     data = validate_data(model, data)
     exact = exact_log_marginal_or_none(model, data)
     if isinstance(kernel, str):  # a named kernel is tuned by its pilot, on its own keys and data set
@@ -410,16 +426,6 @@ def checked_steps(method: str, steps: Iterable[int]) -> list[int]:
     if not steps or min(steps) < smallest:
         raise BDMCError(f"steps must be a non-empty list of integers >= {smallest}, got {steps}")
     return steps
-
-
-def exact_log_marginal_or_none(model, data) -> float | None:
-    """The model's exact log p(y) when it has one that is affordable for this data (else None)."""
-    if not supports(model, ExactEvidence):
-        return None
-    try:
-        return float(model.exact_log_marginal(data))
-    except ValueError:  # too large to enumerate or integrate: a sandwich is exactly what is needed then
-        return None
 
 
 def _row_key(row: Mapping) -> tuple[int, str]:

@@ -23,7 +23,6 @@ import numpy as np
 
 from .. import models as builtin_models
 from ..errors import OptionError, UserProgramError, describe_arguments, program_line
-from ..files import to_jsonable
 from ..ppl.registry import PPLS, ppl
 from ._common import CLIError, register_user_file
 
@@ -61,8 +60,9 @@ def _check_values(cls, values: dict) -> None:
 
 
 def model_settings(model, options: dict) -> dict:
-    """A built-in model's full options (defaults included) as JSON values, for the settings file."""
-    return to_jsonable(dataclasses.asdict(model)) if dataclasses.is_dataclass(model) else to_jsonable(options)
+    """A built-in model's full options (defaults included), for the settings file (its store saves them as JSON
+    values)."""
+    return dataclasses.asdict(model) if dataclasses.is_dataclass(model) else dict(options)
 
 
 def init_fields(cls) -> list[dataclasses.Field]:

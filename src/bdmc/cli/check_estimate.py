@@ -18,8 +18,8 @@ from rich.markup import escape
 
 from ..checks.estimate_check import CONSISTENT, check_estimate
 from ..checks.sandwich import simulated_data
+from ..contracts.observed import data_array_names, real_data_like
 from ..contracts.pairs import PAIRS
-from ..experiments.sandwich_runs import data_array_names, real_data_like
 from ..files import to_jsonable
 from ._common import PPL_OPTIONS, CLIError, at_least, command, console, model_option_option, seed_option, wrote
 from ._limits import check_memory, runs_count, size_option

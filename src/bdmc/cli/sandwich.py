@@ -18,13 +18,13 @@ from rich.table import Table
 
 import bdmc
 
-from ..checks.sandwich import CERTIFY_B, resolve_pair
+from ..checks.sandwich import CERTIFY_B
 from ..checks.sandwich_verdict import HOLDS, NOT_HELD, VIOLATED, WITHIN_NOISE
 from ..contracts.pairs import DIRECTIONS, PAIRS, estimator_pair
 from ..contracts.weight_health import STRAGGLER_NATS, STRAGGLER_SDS
 from ..core.ais import SCHEDULES
 from ..core.named_kernels import KERNELS
-from ..errors import BDMCError, UntrustedStderrWarning
+from ..errors import ParticlesError, UntrustedStderrWarning
 from ..experiments import sandwich_runs
 from ..experiments.sandwich_runs import FORWARD_ONLY
 from ..plotting import plot_sandwich
@@ -128,6 +128,9 @@ def sandwich_command(
     if method not in PAIRS and method != "auto":
         raise CLIError(f"--method: unknown method {method!r}; choose one of: {', '.join(PAIRS)}, auto")
     pair = estimator_pair("ais" if method == "auto" else method)  # every pair "auto" picks counts T from 2
+    if particles is not None and method != "auto" and pair.particles is None:
+        raise CLIError(f"--particles: method {pair.name} runs single chains; particles need --method "
+                       + " or ".join(p.name for p in PAIRS.values() if p.particles is not None))
     step_list = parse_steps(steps, smallest=pair.smallest)
     at_least(runs, "--runs", 1, "16")
     at_least(seed, "--seed", 0, "0")
@@ -157,12 +160,11 @@ def sandwich_command(
         model_obj, model_options = load_ppl_model(*ppl, data=data, observed=observed, simulator=simulator)
     else:
         model_obj, model_options = builtin_model(model, option or [])
-    try:  # "auto" resolved once, by the library; the rest of the run is handed what it chose
-        pair, particles = resolve_pair(model_obj, method, particles)
-    except BDMCError as err:
-        raise CLIError(f"--particles: {err}") from None
-    check_memory(model_obj, counts=[runs_count(runs, particles=particles)],
-                 size=size_option(options=option, data=data if ppl is not None else None, model=model))
+    size = size_option(options=option, data=data if ppl is not None else None, model=model)
+
+    def preflight(pair, particles):  # "auto" is resolved once, by the library, before any data
+        check_memory(model_obj, counts=[runs_count(runs, particles=particles)], size=size)
+
     key = jax.random.key(seed)
     settings = {
         "command": "sandwich", "model": name, "options": model_settings(model_obj, model_options), "seed": seed,
@@ -181,13 +183,17 @@ def sandwich_command(
             stdout.print(f"[yellow]note:[/] --data holds the observed {', '.join(ignored)}, not used: the sandwich "
                          "runs on simulated data (add --real-data to bound log p(y) of the observed data)",
                          soft_wrap=True)
-    prepared = sandwich_runs.prepare_sandwich(
-        key, model_obj, out=out, settings=settings, method=pair.name, num_particles=particles,
-        kernel=kernel, observed=arrays if real_data else None,
-        source=f"--data {data}", hint=hint, overwrite=overwrite, discard=(PNG_NAME,))
-    store = prepared.store
+    try:
+        prepared = sandwich_runs.prepare_sandwich(
+            key, model_obj, out=out, settings=settings, method=method, num_particles=particles, kernel=kernel,
+            observed=arrays if real_data else None, source=f"--data {data}", hint=hint, preflight=preflight,
+            overwrite=overwrite, discard=(PNG_NAME,))
+    except ParticlesError as err:  # --method auto picked a pair of single chains
+        raise CLIError(f"--particles: {str(err).removeprefix('num_particles: ')}") from None
+    store, pair = prepared.store, prepared.plan.pair
     printer = RowPrinter(stdout, exact_known=prepared.plan.exact is not None, method=pair.name, real_data=real_data)
-    stdout.print(f"[bold]bdmc sandwich[/]  model [cyan]{escape(name)}[/] {escape(fmt_options(settings['options']))}",
+    options = fmt_options(store.settings['options'])
+    stdout.print(f"[bold]bdmc sandwich[/]  model [cyan]{escape(name)}[/] {escape(options)}",
                  soft_wrap=True)
     if real_data:
         stdout.print(f"data: [bold]real[/], {escape(', '.join(prepared.data_record['arrays']))} from "

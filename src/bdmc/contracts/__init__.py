@@ -9,6 +9,7 @@ caching (its registered function caches).
   and registry;
 - :mod:`~bdmc.contracts.pairs`: estimator pairs (a lower and an upper estimator that sandwich log p(y)) and
   their registry;
+- :mod:`~bdmc.contracts.observed`: the user's observed arrays read into the structure of the model's data;
 - :mod:`~bdmc.contracts.nonfinite`: where NaN and +inf log densities are caught and explained.
 - :mod:`~bdmc.contracts.step_policy`: what an engine step does beyond weighting, resampling and moving (a
   pilot's adaptation).

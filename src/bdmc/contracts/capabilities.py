@@ -209,6 +209,18 @@ def supports(obj, protocol: type) -> bool:
     return isinstance(obj, protocol)
 
 
+def exact_log_marginal_or_none(model, data) -> float | None:
+    """The model's exact log p(y) (:class:`ExactEvidence`) when it has one that is affordable for this data, else
+    None (the model raises ``ValueError`` when the data are too large to enumerate or integrate: a sandwich is
+    exactly what is needed then)."""
+    if not supports(model, ExactEvidence):
+        return None
+    try:
+        return float(model.exact_log_marginal(data))
+    except ValueError:
+        return None
+
+
 def missing_methods(obj, protocol: type) -> list[str]:
     """The methods of ``protocol`` that ``obj`` lacks (empty when it supports it)."""
     return [m for m in protocol_methods(protocol) if not hasattr(obj, m)]

@@ -313,7 +313,7 @@ class RunStore:
         self.dtypes = self.row_format.dtypes if isinstance(self.row_format, CsvRows) else None
         self.columns, self.key = self.row_format.columns, tuple(key)
         self._listed = len(contents_key) if contents_key is not None else len(self.key)
-        self.settings, self.compare = dict(settings), tuple(compare)
+        self.settings, self.compare = to_jsonable(dict(settings)), tuple(compare)  # compared as they are saved
         self.records: dict[str, Any] = {}
         self._rows: dict[tuple, dict] = {}
         previous = None if overwrite else self._previous(legacy)

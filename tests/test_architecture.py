@@ -15,7 +15,7 @@ LAYERS = (
     ("models", "ppl", "datasets"),
     ("core", "bracketing"),
     ("checks",),
-    ("estimators", "generative"),
+    ("estimators", "generative", "intervals"),
     ("plotting", "interop"),
     ("experiments", "realdata", "auditing"),
     ("cli",),

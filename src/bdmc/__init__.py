@@ -35,18 +35,20 @@ from .errors import (
     ScheduleError,
     UntrustedStderrWarning,
 )
+from .intervals.result import EvidenceResult
+from .intervals.run import evidence
 from .version import __version__
 
 __all__ = ["audit",
     "AnnealResult", "BDMCError", "BreadResult", "BugAlarm", "DataError", "DivergenceWarning", "ESTIMATORS", "PAIRS",
-    "Estimate", "EstimateCheck",
+    "Estimate", "EstimateCheck", "EvidenceResult",
     "MissingCapabilityError", "MissingExtraError", "NonFiniteLogDensityError", "NonFiniteLogWeightError",
     "ReferencePath", "RunHealthWarning", "SandwichResult", "ScheduleError", "UntrustedStderrWarning", "Simulated",
     "StepInfo",
     "__version__", "anneal", "bracket", "bread",
     "bug_alarm", "cache_info", "capabilities",
     "check_estimate", "checks", "clear_caches", "contracts", "enable_compilation_cache",
-    "enable_x64", "estimators",
+    "enable_x64", "estimators", "evidence",
     "exact", "forward_ais", "gap", "kernels", "log_harmonic_mean", "log_mean_exp", "models", "ppl",
     "reference_path", "reverse_ais", "reverse_tempered_smc", "sandwich", "schedules", "shme", "simulate", "smc",
     "tempered_smc",

@@ -15,6 +15,7 @@ from .bench import bench_command
 from .bread import bread_command
 from .bread_real import bread_real_command
 from .check_estimate import check_estimate_command
+from .evidence import evidence_command
 from .generative import generative_command
 from .models import models_command
 from .sandwich import sandwich_command
@@ -54,6 +55,7 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show the traceback 
 
 
 app.command(name="sandwich")(sandwich_command)
+app.command(name="evidence")(evidence_command)
 app.command(name="models")(models_command)
 app.command(name="bread")(bread_command)
 app.command(name="bread-real")(bread_real_command)

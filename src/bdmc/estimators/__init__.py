@@ -14,13 +14,14 @@ from ..core.ais import reverse_ais
 from ..core.smc import shme, smc
 from ..core.tempered import reverse_tempered_smc, tempered_smc
 from .bic import bic
+from .bridge import bridge_sampling
 from .cms import chib_murray_salakhutdinov, cms
 from .importance import harmonic_mean, likelihood_weighting
 from .nested import ConstrainedEllipticalSlice, ConstrainedGibbs, ConstrainedRandomWalk, nested_sampling
 from .vb import variational_bayes
 
 __all__ = ["ConstrainedEllipticalSlice", "ConstrainedGibbs", "ConstrainedRandomWalk",
-           "ais", "bic", "chib_murray_salakhutdinov", "cms",
+           "ais", "bic", "bridge_sampling", "chib_murray_salakhutdinov", "cms",
            "harmonic_mean", "likelihood_weighting", "nested_sampling", "reverse_ais",
            "reverse_tempered_smc", "shme", "smc", "tempered_smc", "variational_bayes"]
 

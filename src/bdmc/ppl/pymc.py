@@ -299,6 +299,31 @@ class PyMCModel:
         with _float64_graph():
             return dict(zip(self._free_names, self._constrain_jax(*self._latent_args(latent)), strict=False))
 
+    def unconstrain(self, values: Mapping[str, Any]) -> dict:
+        """The latent (PyMC's transformed space) of free-variable values given on their natural space.
+
+        The inverse of :meth:`constrain`: ``values`` maps every free variable (``"s2"``, not the value variable
+        ``"s2_log__"``) to its natural value, and the result is what :meth:`sample_prior` returns, keyed by the
+        value variables. Each transform's forward map runs with the other variables at the given values (a
+        support that depends on them, as ``Uniform(0, a)``'s, follows them). Pure JAX: it runs under ``jit`` and
+        ``vmap``; a value outside its variable's support gives a non-finite latent.
+        """
+        missing = [n for n in self._free_names if n not in values]
+        if missing:
+            raise DataError(f"unconstrain needs every free variable of {self.model.name or 'pymc.Model'}; missing "
+                            f"{missing} (its free variables are {list(self._free_names)})")
+        if not hasattr(self, "_unconstrain_jax"):
+            from pytensor.graph.replace import clone_replace
+
+            inputs = [rv.type(name=rv.name) for rv in self._free_rvs]
+            outputs = clone_replace(list(self._transformed), replace=dict(zip(self._free_rvs, inputs, strict=True)))
+            self._unconstrain_jax = _import_jaxify()(inputs=inputs, outputs=outputs)
+        args = [jnp.asarray(values[n], _jax_dtype(np.zeros((), rv.type.dtype)))
+                for n, rv in zip(self._free_names, self._free_rvs, strict=True)]
+        with _float64_graph():
+            out = self._unconstrain_jax(*args)
+        return {n: jnp.asarray(x, s.dtype) for n, x, s in zip(self.latent_names, out, self._latent_spec, strict=True)}
+
     # ---------------------------------------------------------------------------------------- internals
 
     def _latent_args(self, latent):
@@ -409,7 +434,8 @@ def from_pymc(model, *, observed: str | Sequence[Any] | None = None) -> PyMCMode
     -------
     PyMCModel
         Data are a dict ``{observed name: array}``; latents a dict ``{value-variable name: array}`` on PyMC's
-        transformed space (``"s2_log__"`` for a positive ``s2``).
+        transformed space (``"s2_log__"`` for a positive ``s2``); ``constrain`` and ``unconstrain`` map them to
+        and from the free variables' natural values.
 
     Raises
     ------

@@ -1,0 +1,228 @@
+"""Certified bounds on ``log p(y)`` from independent runs, each with a stated level.
+
+A forward run (AIS, tempered SMC) returns ``Z_i >= 0`` with ``E Z_i = p(y)``; a reverse run started from an exact
+posterior draw returns ``W_i >= 0`` with ``E W_i = 1/p(y)``, reported as ``log U_i = -log W_i``. Two rules turn n
+such runs into a bound that is on the wrong side of ``log p(y)`` with probability at most ``a`` (the level):
+
+- **min-of-runs** (Gogate, Bidyuk and Dechter 2007): by Markov's inequality ``P(Z_i > c p(y)) <= 1/c`` for each
+  run, so for n independent runs ``P(every Z_i > c p(y)) <= c^-n``, and ``min_i log Z_i - log(1/a)/n`` is a lower
+  bound with probability at least ``1 - a``. On the upper side, ``max_i log U_i + log(1/a)/n``. It needs the runs
+  to be independent; its margin shrinks as ``1/n``.
+- **markov**: Markov's inequality on the mean, ``log mean_i Z_i - log(1/a)`` (lower) and
+  ``-log mean_i W_i + log(1/a)`` (upper). It needs only each run to be unbiased, so it holds when the reverse runs
+  share their start (the one exact latent of simulated data); its margin does not shrink with n, but it is not
+  sunk by one run far below the others.
+
+Taking the tighter of two bounds each at level ``a`` could fail with probability up to ``2a``, so each rule is
+computed at ``a/2`` (a union bound) and the tighter is taken: the result holds at ``a``. When the reverse runs
+share their start only the Markov rule applies, at the whole ``a``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from numbers import Real
+from types import MappingProxyType
+
+import numpy as np
+
+from ..contracts.estimate import DEFAULT_COMBINE, Estimate, log_harmonic_mean, log_mean_exp
+from ..errors import NonFiniteLogWeightError, OptionError, OptionTypeError
+
+__all__ = ["CertifiedBound", "certified_lower", "certified_upper"]
+
+SIDES = ("lower", "upper")
+
+
+@dataclass(frozen=True)
+class CertifiedBound:
+    """A bound on ``log p(y)`` that is on the wrong side with probability at most :attr:`level`.
+
+    Attributes
+    ----------
+    value : float
+        The bound on ``log p(y)``: -inf (a lower bound) or +inf (an upper bound) is true but says nothing.
+    side : {"lower", "upper"}
+    rule : {"min-of-runs", "max-of-runs", "markov"}
+        The rule taken: the tighter of :attr:`candidates`.
+    level : float
+        ``a``: ``P(the bound is on the wrong side of log p(y)) <= a``, over the runs.
+    num_runs : int
+        The runs it was computed from.
+    candidates : mapping of str to float
+        Every rule that applies and its value at its share of the level (``a/2`` each with two rules, ``a`` with
+        one).
+    """
+
+    value: float
+    side: str
+    rule: str
+    level: float
+    num_runs: int
+    candidates: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.side not in SIDES:
+            raise OptionError(f"side must be 'lower' or 'upper', got {self.side!r}")
+        object.__setattr__(self, "candidates", MappingProxyType(dict(self.candidates)))
+
+    @property
+    def share(self) -> float:
+        """The level each candidate rule was computed at: ``level / len(candidates)``."""
+        return self.level / len(self.candidates)
+
+    def holds(self, truth: float) -> bool:
+        """Whether ``truth`` (a value of ``log p(y)``) lies on the bound's side: ``truth >= value`` for a lower
+        bound, ``truth <= value`` for an upper.
+
+        Parameters
+        ----------
+        truth : float
+
+        Returns
+        -------
+        bool
+
+        Raises
+        ------
+        OptionError
+            If ``truth`` is NaN.
+        """
+        truth = float(truth)
+        if math.isnan(truth):
+            raise OptionError("truth is NaN: there is no side of it to be on")
+        return truth >= self.value if self.side == "lower" else truth <= self.value
+
+
+def certified_lower(log_estimates, *, level: float) -> CertifiedBound:
+    """A lower bound on ``log p(y)`` from independent forward runs, wrong with probability at most ``level``.
+
+    Each run's ``exp(log Z_i)`` must be an unbiased (or downward-biased) estimate of ``p(y)``, independent of the
+    others: forward AIS, tempered SMC or SMC runs, each from its own prior draws. Both rules are computed at
+    ``level / 2`` and the tighter (higher) is taken: min-of-runs ``min_i log Z_i - log(2/level)/n`` or markov
+    ``log mean_i Z_i - log(2/level)``. On a tie, markov.
+
+    Parameters
+    ----------
+    log_estimates : array-like of shape (n,) or Estimate
+        Per-run ``log Z_i``, or an :class:`~bdmc.Estimate` with ``bound="lower"`` whose runs combine by
+        log-mean-exp (its :attr:`~bdmc.Estimate.runs` are used). A run may be -inf (zero weight: a run that found
+        no mass): min-of-runs is then -inf (true, and useless), while markov counts it as a zero and stays finite
+        unless every run is -inf.
+    level : float
+        ``a`` in (0, 1).
+
+    Returns
+    -------
+    CertifiedBound
+        ``side="lower"``.
+
+    Raises
+    ------
+    OptionError
+        If ``level`` is not in (0, 1), there is no run, the runs are not one-dimensional, or an Estimate is not a
+        lower bound that combines by log-mean-exp.
+    OptionTypeError
+        If ``level`` is not a real number.
+    NonFiniteLogWeightError
+        If a run is NaN or +inf (no correct run produces either).
+    """
+    runs = _runs(log_estimates, "lower")
+    a = _level(level)
+    share = a / 2
+    candidates = {"min-of-runs": float(np.min(runs)) - math.log(1 / share) / runs.size,
+                  "markov": log_mean_exp(runs) - math.log(1 / share)}
+    rule = "min-of-runs" if candidates["min-of-runs"] > candidates["markov"] else "markov"
+    return CertifiedBound(value=candidates[rule], side="lower", rule=rule, level=a, num_runs=int(runs.size),
+                          candidates=candidates)
+
+
+def certified_upper(log_estimates, *, level: float, independent: bool) -> CertifiedBound:
+    """An upper bound on ``log p(y)`` from reverse runs, wrong with probability at most ``level``.
+
+    Each run's ``W_i = exp(-log U_i)`` must be an unbiased (or upward-biased) estimate of ``1/p(y)``: a reverse
+    run (reverse AIS, reverse tempered SMC) started from an exact posterior draw. With ``independent=True`` (each
+    run from its own independent exact draw, and its own random numbers) both rules are computed at ``level / 2``
+    and the tighter (lower) is taken: max-of-runs ``max_i log U_i + log(2/level)/n`` or markov
+    ``-log mean_i W_i + log(2/level)``; on a tie, markov. With ``independent=False`` (the runs share their start,
+    e.g. the one exact latent of simulated data) only markov holds, at the whole level:
+    ``-log mean_i W_i + log(1/level)``.
+
+    Parameters
+    ----------
+    log_estimates : array-like of shape (n,) or Estimate
+        Per-run ``log U_i = -log W_i``, or an :class:`~bdmc.Estimate` with ``bound="upper"`` whose runs combine by
+        log-harmonic-mean (its :attr:`~bdmc.Estimate.runs` are ``log U_i``). A run may be +inf (``W_i = 0``: a
+        reverse run that found no mass): max-of-runs is then +inf (true, and useless), while markov counts it as a
+        zero ``W_i`` and stays finite unless every run is +inf.
+    level : float
+        ``a`` in (0, 1).
+    independent : bool
+        Whether every run started from its own independent exact posterior draw.
+
+    Returns
+    -------
+    CertifiedBound
+        ``side="upper"``.
+
+    Raises
+    ------
+    OptionError
+        If ``level`` is not in (0, 1), there is no run, the runs are not one-dimensional, or an Estimate is not an
+        upper bound that combines by log-harmonic-mean.
+    OptionTypeError
+        If ``level`` is not a real number or ``independent`` not a bool.
+    NonFiniteLogWeightError
+        If a run is NaN or -inf (``W_i = +inf``, which no run with ``E W_i = 1/p(y)`` produces).
+    """
+    if not isinstance(independent, (bool, np.bool_)):
+        raise OptionTypeError(f"independent must be True or False, got {independent!r}")
+    runs = _runs(log_estimates, "upper")
+    a = _level(level)
+    share = a / 2 if independent else a
+    candidates = {"markov": log_harmonic_mean(runs) + math.log(1 / share)}
+    if independent:
+        candidates["max-of-runs"] = float(np.max(runs)) + math.log(1 / share) / runs.size
+    rule = min(candidates, key=candidates.get)  # markov first: it wins a tie
+    return CertifiedBound(value=candidates[rule], side="upper", rule=rule, level=a, num_runs=int(runs.size),
+                          candidates=candidates)
+
+
+def _level(level) -> float:
+    if isinstance(level, (bool, np.bool_)) or not isinstance(level, (Real, np.floating, np.integer)):
+        raise OptionTypeError(f"level must be a number in (0, 1), got {level!r}")
+    level = float(level)
+    if not 0 < level < 1:
+        raise OptionError(f"level must be in (0, 1) (the chance the bound is on the wrong side), got {level}")
+    return level
+
+
+def _runs(log_estimates, side: str) -> np.ndarray:
+    """The per-run log estimates as a 1-D float64 array, refusing what no correct run of ``side`` produces."""
+    if isinstance(log_estimates, Estimate):
+        if log_estimates.bound != side or log_estimates.combine != DEFAULT_COMBINE[side]:
+            raise OptionError(
+                f"a certified {side} bound needs an Estimate with bound={side!r} whose runs combine by "
+                f"{DEFAULT_COMBINE[side]} (each run unbiased for {'p(y)' if side == 'lower' else '1/p(y)'}); got "
+                f"bound={log_estimates.bound!r}, combine={log_estimates.combine!r}")
+        log_estimates = log_estimates.runs
+    try:
+        runs = np.asarray(log_estimates, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise OptionTypeError(f"log_estimates must be a 1-D array of per-run log estimates: {error}") from error
+    if runs.ndim != 1:
+        raise OptionError(f"log_estimates must be one-dimensional (one value per run), got shape {runs.shape}")
+    if runs.size < 1:
+        raise OptionError("log_estimates holds no run: a certified bound needs at least one")
+    wrong = np.inf if side == "lower" else -np.inf
+    illegal = np.isnan(runs) | (runs == wrong)
+    if np.any(illegal):
+        k = int(np.argmax(illegal))
+        why = ("a lower-bound run may be -inf (zero weight) but never NaN or +inf" if side == "lower" else
+               "an upper-bound run log U_i = -log W_i may be +inf (W_i = 0) but never NaN or -inf (W_i = +inf, "
+               "impossible when E W_i = 1/p(y))")
+        raise NonFiniteLogWeightError(f"run {k} of {runs.size} is {runs[k]} ({int(illegal.sum())} run(s) affected): "
+                                      f"{why}; this is a bug in the model or the estimator, not a result")
+    return runs

@@ -1,0 +1,218 @@
+"""``bdmc.evidence``: one call for a two-sided interval on log p(y) of a data set, escalated until it is narrow.
+
+Each round runs ``num_runs`` independent forward runs (tempered SMC by default) and as many reverse runs, each
+started from its own posterior draw (real data: the user's draws, or NUTS's), or from the one exact latent
+(simulated data). The forward runs give a certified lower bound, the reverse runs a certified upper bound
+(:mod:`bdmc.intervals.bounds`: the tighter of the extreme-of-runs bound and Markov's, each at half its side's
+level). A round narrower than ``tolerance`` ends the call; otherwise the next round doubles the budget where it
+buys most width: the temperatures when the runs' spread and the two directions' disagreement dominate, the runs
+when the certificates' slack ``log(1/a) / n`` dominates.
+
+Stopping at the first narrow round picks the round after seeing it, so round ``r`` is certified at ``level / 2^(r+1)``
+(half its side's share on each side): over every round the interval fails with probability at most ``level``.
+Each halving costs ``log(2) / n`` nats per side.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import jax
+
+from ..bracketing.model_draws import bracket_model
+from ..contracts.model import simulate, validate_data
+from ..core.ais import forward_ais, reverse_ais
+from ..core.tempered import reverse_tempered_smc, tempered_smc
+from ..errors import OptionError, RunHealthWarning
+from .bounds import certified_lower, certified_upper
+from .draws import check_draws, nuts_draws, posterior_draws
+from .result import INTERVAL, WIDE, EvidenceResult, EvidenceRound
+
+METHODS = ("auto", "tempered-smc", "ais")
+CHECK_DRAWS = 64  # draws the stationarity check moves (spread over the chains)
+BRACKET_DRAWS = 2000  # the bracketing bound's own draws from its fitted Gaussian
+
+
+class DrawsCheckWarning(RunHealthWarning):
+    """The posterior draws failed the stationarity check: the upper side rests on draws that may not be exact."""
+
+
+def evidence(key, model, data=None, *, draws=None, exact_latent=None, tolerance: float = 0.5, level: float = 0.01,
+             max_seconds: float | None = None, max_rounds: int = 8, method: str = "auto", num_steps: int = 64,
+             num_runs: int = 64, num_particles: int = 32, bracket: bool = True,
+             on_round: Callable[[EvidenceRound], None] | None = None, progress: Any = "auto") -> EvidenceResult:
+    """A two-sided interval on ``log p(y)``, escalated until it is narrower than ``tolerance`` nats.
+
+    Parameters
+    ----------
+    key : PRNG key
+    model
+        A bdmc Model (built in, or a program through :mod:`bdmc.ppl`).
+    data : pytree, optional
+        The observed data. None: data are simulated from ``key`` and the exact latent that generated them starts
+        the reverse runs (the certified sandwich of simulated data).
+    draws : optional
+        Posterior draws for the reverse runs on real data: a dict of arrays, ArviZ InferenceData or a posteriordb
+        reference posterior (:func:`bdmc.intervals.draws.posterior_draws`). None on real data: NUTS draws
+        (:func:`bdmc.intervals.draws.nuts_draws`), said so in the result.
+    exact_latent : optional
+        The latent that generated ``data`` (simulated data): every reverse run starts there.
+    tolerance : float
+        Width in nats at which the escalation stops.
+    level : float
+        The interval fails with probability at most ``level`` (each side at most ``level / 2``), given exact draws.
+    max_seconds : float, optional
+        Stop escalating when the next round (estimated at twice the last) would end past this budget.
+    max_rounds : int
+        At most this many rounds.
+    method : {"auto", "tempered-smc", "ais"}
+        The forward runs and their reverse; "auto": tempered SMC (with the model's own kernel where it has one).
+    num_steps, num_runs, num_particles : int
+        The first round's temperatures, runs per direction and particles per tempered-SMC run.
+    bracket : bool
+        Also compute the bracketing upper bound from the draws (for information).
+    on_round : callable, optional
+        Called with each :class:`~bdmc.intervals.result.EvidenceRound` as it ends.
+    progress : bool or "auto"
+        The runs' progress bars.
+
+    Returns
+    -------
+    EvidenceResult
+
+    Raises
+    ------
+    bdmc.errors.OptionError
+        An option out of range, or both ``draws`` and ``exact_latent``.
+    bdmc.DataError
+        Draws that cannot be read onto the model's latent space (names, shapes, NaN, outside the support).
+    """
+    began = time.perf_counter()
+    _check_options(tolerance=tolerance, level=level, max_seconds=max_seconds, max_rounds=max_rounds, method=method,
+                   num_steps=num_steps, num_runs=num_runs, num_particles=num_particles)
+    if draws is not None and exact_latent is not None:
+        raise OptionError("give draws (real data) or exact_latent (simulated data), not both")
+    k_data, k_draws, k_check, k_bracket, k_rounds = jax.random.split(key, 5)
+    if data is None:
+        if draws is not None or exact_latent is not None:
+            raise OptionError("draws and exact_latent describe given data: pass data too")
+        data, exact_latent = simulate(k_data, model)
+    data = validate_data(model, data)
+    # Tempered SMC (with the model's own kernel where it has one): its resampling keeps the runs' spread small,
+    # and the extreme-of-runs certificates pay for that spread (AIS's falls only as 1 / sqrt(T)).
+    method = "tempered-smc" if method == "auto" else method
+
+    bracket_value = None
+    if exact_latent is not None:
+        posterior = None
+        rests_on = ("the exact latent that generated the data (simulated data); the reverse runs share it, so "
+                    "only Markov's inequality bounds their mean")
+        record: dict = {"source": "exact latent (simulated data)"}
+    else:
+        posterior = (posterior_draws(model, draws, data=data) if draws is not None
+                     else nuts_draws(k_draws, model, data))
+        available = int(jax.tree.leaves(posterior.latents)[0].shape[0])
+        checked = check_draws(k_check, model, data, posterior.spaced(min(CHECK_DRAWS, available)), level=level)
+        record = {"source": posterior.source, "num_draws": available, "diagnostics": posterior.diagnostics,
+                  "check": dataclasses.asdict(checked)}
+        rests_on = (f"the draws ({posterior.source}) being exact, independent posterior draws (as BREAD's "
+                    "real-data protocol assumes)")
+        if not checked.passed:
+            rests_on += "; they FAILED the stationarity check, so the upper side is in doubt"
+            warnings.warn(DrawsCheckWarning(f"posterior draws: {checked.message()}"), stacklevel=2)
+        if bracket:
+            bracket_value = float(bracket_model(k_bracket, model, data, posterior.latents,
+                                                num_draws=BRACKET_DRAWS).upper.value)
+
+    rounds: list[EvidenceRound] = []
+    note = ""
+    steps, runs = int(num_steps), int(num_runs)
+    most_runs = math.inf if posterior is None else available
+    runs = int(min(runs, most_runs))
+    for r in range(int(max_rounds)):
+        round_began = time.perf_counter()
+        side_level = level / 2 ** (r + 2)  # this round's share, halved between the two sides
+        starts = exact_latent if posterior is None else posterior.spaced(runs)
+        k_forward, k_reverse = jax.random.split(jax.random.fold_in(k_rounds, r))
+        forward, reverse = _runs(method, k_forward, k_reverse, model, data, starts, steps=steps, runs=runs,
+                                 particles=num_particles, progress=progress)
+        lower = certified_lower(forward.runs, level=side_level)
+        upper = certified_upper(reverse.runs, level=side_level, independent=posterior is not None)
+        this = EvidenceRound(round=r, num_steps=steps, num_runs=runs,
+                             num_particles=int(num_particles) if method == "tempered-smc" else 1,
+                             lower=lower.value, upper=upper.value, forward=float(forward.value),
+                             reverse=float(reverse.value), seconds=time.perf_counter() - round_began)
+        rounds.append(this)
+        if on_round is not None:
+            on_round(this)
+        if this.width <= tolerance:
+            break
+        # The width is the certificates' slack (log(1/a) / n per side for the run-extreme rules, log(1/a) for
+        # Markov's) plus what better runs remove: the runs' spread and the two directions' disagreement.
+        run_slack = math.log(2 / side_level) / runs
+        fixed = 0.0 if posterior is not None else math.log(1 / side_level)  # Markov's on one shared latent
+        slack = run_slack * (2 if posterior is not None else 1)
+        reducible = this.width - slack - fixed
+        if fixed and reducible <= tolerance:
+            note = (f"the upper side starts from one exact latent, so only Markov's inequality bounds it: "
+                    f"log(1/a) = {fixed:.2f} nats at this round's level, more than the tolerance; give independent "
+                    "posterior draws (draws=) for a narrow interval")
+            break
+        spent = time.perf_counter() - began
+        if max_seconds is not None and spent + 2 * this.seconds > max_seconds:
+            note = f"max_seconds ({max_seconds:g} s) would be passed by another round"
+            break
+        if r == max_rounds - 1:
+            note = f"max_rounds ({max_rounds}) reached"
+            break
+        # Doubling the runs halves the slack; doubling the temperatures shrinks the runs' spread by about
+        # 1 - 1/sqrt(2) (its variance falls as 1/T) and, roughly, halves the directions' disagreement.
+        disagreement = min(max(this.reverse - this.forward, 0.0), reducible)
+        gain_runs = slack / 2 if runs * 2 <= most_runs else 0.0
+        gain_steps = (1 - 1 / math.sqrt(2)) * (reducible - disagreement) + disagreement / 2
+        if gain_runs > gain_steps:
+            runs *= 2
+        else:
+            steps *= 2
+    estimate = min(max(0.5 * (rounds[-1].forward + rounds[-1].reverse), lower.value), upper.value)
+    return EvidenceResult(
+        lower=lower, upper=upper, estimate=float(estimate), status=INTERVAL if rounds[-1].width <= tolerance else WIDE,
+        tolerance=float(tolerance), level=float(level), method=method, upper_rests_on=rests_on, draws=record,
+        note="" if rounds[-1].width <= tolerance else note,
+        bracket=bracket_value, rounds=tuple(rounds), seconds=time.perf_counter() - began,
+        settings={"tolerance": tolerance, "level": level, "max_seconds": max_seconds, "max_rounds": max_rounds,
+                  "method": method, "num_steps": num_steps, "num_runs": num_runs, "num_particles": num_particles})
+
+
+def _runs(method, k_forward, k_reverse, model, data, starts, *, steps, runs, particles, progress):
+    """One round's forward runs and reverse runs (one start each)."""
+    if method == "ais":
+        forward = forward_ais(k_forward, model, data, num_steps=steps, num_runs=runs, progress=progress)
+        reverse = reverse_ais(k_reverse, model, data, exact_latent=starts, num_steps=steps, num_runs=runs,
+                              progress=progress)
+    else:
+        forward = tempered_smc(k_forward, model, data, num_steps=steps, num_runs=runs, num_particles=particles,
+                               progress=progress)
+        reverse = reverse_tempered_smc(k_reverse, model, data, exact_latent=starts, num_steps=steps, num_runs=runs,
+                                       num_particles=particles, progress=progress)
+    return forward, reverse
+
+
+def _check_options(*, tolerance, level, max_seconds, max_rounds, method, num_steps, num_runs, num_particles):
+    if not (isinstance(tolerance, (int, float)) and tolerance > 0 and math.isfinite(tolerance)):
+        raise OptionError(f"tolerance must be a positive number of nats, got {tolerance!r}")
+    if not (isinstance(level, (int, float)) and 0 < level < 1):
+        raise OptionError(f"level must lie in (0, 1), got {level!r}")
+    if max_seconds is not None and not (isinstance(max_seconds, (int, float)) and max_seconds > 0):
+        raise OptionError(f"max_seconds must be a positive number of seconds, got {max_seconds!r}")
+    if method not in METHODS:
+        raise OptionError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    for name, value, least in (("max_rounds", max_rounds, 1), ("num_steps", num_steps, 2), ("num_runs", num_runs, 1),
+                               ("num_particles", num_particles, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise OptionError(f"{name} must be an integer >= {least}, got {value!r}")

@@ -279,13 +279,15 @@ def _parameters(fn) -> list[str]:
         return []
 
 
-def load_npz(path: Path | None) -> dict:
-    """The arrays of a ``--data`` file (``.npz``), by name, each checked: numbers, every one finite.
+def load_npz(path: Path | None, *, option: str = "--data") -> dict:
+    """The arrays of a ``--data`` (or ``option``) file (``.npz``), by name, each checked: numbers, every one finite.
 
     Parameters
     ----------
     path : Path or None
         The file; None gives no arrays.
+    option : str
+        The option that named the file, in errors.
 
     Returns
     -------
@@ -302,16 +304,17 @@ def load_npz(path: Path | None) -> dict:
         return {}
     path = Path(path)
     if not path.is_file():
-        raise CLIError(f"--data: no such file {path}; give a .npz file of the program's arguments")
-    _refuse_other_formats(path)
+        raise CLIError(f"{option}: no such file {path}; give a .npz file"
+                       + (" of the program's arguments" if option == "--data" else ""))
+    _refuse_other_formats(path, option=option)
     try:
         with np.load(path, allow_pickle=False) as npz:
-            arrays = {name: _read_array(npz, name, path) for name in npz.files}
+            arrays = {name: _read_array(npz, name, path, option) for name in npz.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
-        raise CLIError(f"--data {path}: a damaged .npz file ({type(err).__name__}: {err}); write it again with "
+        raise CLIError(f"{option} {path}: a damaged .npz file ({type(err).__name__}: {err}); write it again with "
                        "numpy.savez") from None
     for name, array in arrays.items():
-        check_array(array, name=name, source=f"--data {path}")
+        check_array(array, name=name, source=f"{option} {path}")
     return arrays
 
 
@@ -350,26 +353,26 @@ def check_array(array: np.ndarray, *, name: str, source: str) -> None:
                        f"value{'s' if count > 1 else ''}); replace or drop those entries: bdmc needs finite data")
 
 
-def _refuse_other_formats(path: Path) -> None:
+def _refuse_other_formats(path: Path, *, option: str = "--data") -> None:
     """Say what a ``--data`` file is when it is not an ``.npz`` (a zip archive, as numpy.savez writes)."""
     try:
         with open(path, "rb") as f:
             head = f.read(512)
     except OSError as err:
-        raise CLIError(f"--data {path}: cannot read it ({err.strerror or err}); check its permissions") from None
+        raise CLIError(f"{option} {path}: cannot read it ({err.strerror or err}); check its permissions") from None
     if head.startswith(b"PK"):
         return
     example = f"numpy.savez('{path.with_suffix('.npz')}', NAME=...)"
     if head.startswith(b"\x93NUMPY"):
-        raise CLIError(f"--data {path}: a single NumPy array (.npy{_npy_shape(path)}), not an .npz of named arrays; "
+        raise CLIError(f"{option} {path}: a single NumPy array (.npy{_npy_shape(path)}), not an .npz of named arrays; "
                        f"wrap it in one, named as the program's argument or observed site: "
                        f"numpy.savez('{path.with_suffix('.npz')}', NAME=numpy.load('{path}'))")
     if not head:
-        raise CLIError(f"--data {path}: an empty file, not an .npz; write the arrays by name with {example}")
+        raise CLIError(f"{option} {path}: an empty file, not an .npz; write the arrays by name with {example}")
     if _is_text(head):
-        raise CLIError(f"--data {path}: a text file, not an .npz; read it (e.g. numpy.loadtxt) and write the arrays "
+        raise CLIError(f"{option} {path}: a text file, not an .npz; read it (e.g. numpy.loadtxt) and write the arrays "
                        f"by name with {example}")
-    raise CLIError(f"--data {path}: not an .npz file (not the zip archive numpy.savez writes); write the arrays by "
+    raise CLIError(f"{option} {path}: not an .npz file (not the zip archive numpy.savez writes); write the arrays by "
                    f"name with {example}")
 
 
@@ -390,14 +393,14 @@ def _is_text(head: bytes) -> bool:
     return "\x00" not in text and all(c.isprintable() or c in "\t\r\n" for c in text)
 
 
-def _read_array(npz, name: str, path: Path) -> np.ndarray:
+def _read_array(npz, name: str, path: Path, option: str = "--data") -> np.ndarray:
     try:
         return np.asarray(npz[name])
     except ValueError as err:
         if "allow_pickle" not in str(err) and "Object arrays" not in str(err):
             raise
     # Object arrays are pickled in an .npz: reading them would run whatever code the file holds.
-    raise CLIError(f"--data {path}: array {name!r} holds Python objects (dtype object), which bdmc does not read "
+    raise CLIError(f"{option} {path}: array {name!r} holds Python objects (dtype object), which bdmc does not read "
                    "(unpickling can run code); save it as numbers, e.g. numpy.asarray(x, dtype=float)")
 
 

@@ -135,7 +135,7 @@ def read_draws(path: Path | None):
         raise CLIError(f"--draws {path}: no such file")
     suffix = path.suffix.lower()
     if suffix == ".npz":
-        return load_npz(path)
+        return load_npz(path, option="--draws")
     if suffix == ".json":
         try:
             return json.loads(path.read_text())

@@ -181,6 +181,22 @@ RUNS: dict[tuple[str, str], Run] = {
               ("--data x.npz --observed y", f"--data x.npz --observed y {TINY_RUN}"),
               ("bdmc --debug sandwich ...", f"bdmc --debug sandwich --model gaussian-mean {TINY_RUN} --out out/debug")),
         files={"regression.py": NUMPYRO, "x.npz": {"x": X20}}, slow=True),
+    # ------------------------------------------------------------------------------------------ evidence.md
+    ("docs/evidence.md", "from regression import regression"): Run(
+        files={"regression.py": NUMPYRO, "data.npz": SNIPPETS / "evidence_data.npz",
+               "draws.npz": SNIPPETS / "evidence_draws.npz"},
+        after="assert res.contains(-45.391123457522525), res.summary()  # the closed form (normal-inverse-gamma)\n",
+        slow=True),
+    ("docs/evidence.md", "bdmc evidence --numpyro regression.py:regression"): Run(
+        files_for={"--numpyro": {"regression.py": NUMPYRO, "data.npz": SNIPPETS / "evidence_data.npz",
+                                 "draws.npz": SNIPPETS / "evidence_draws.npz"},
+                   "--pymc": {"model.py": SNIPPETS / "pymc_regression.py", "data.npz": SNIPPETS / "evidence_data.npz",
+                              "draws.npz": SNIPPETS / "evidence_draws.npz"},
+                   "--stan": {"model.stan": SNIPPETS / "regression.stan", "sim.py": SNIPPETS / "stan_simulator.py",
+                              "stan_data.npz": SNIPPETS / "evidence_stan_data.npz",
+                              "reference.json": SNIPPETS / "evidence_stan_reference.json"}},
+        subs=(("--model linear-regression --simulated", "--model linear-regression --simulated --steps 16 --runs 8"),),
+        slow=True, timeout=1800),
     # --------------------------------------------------------------------------------------------- audit.md
     ("docs/audit.md", "bdmc audit --numpyro model.py:fn --observed y --data data.npz --quick --out"): Run(
         subs=(("--quick", f"--quick {AUDIT_TINY}"),), slow=True, timeout=1800,

@@ -33,6 +33,7 @@ COLUMNS = {
     "smc": ("SMC's estimate", lambda r: r["smc"]),
     "smc_s": ("SMC's seconds", lambda r: r["smc_seconds"]),
     "upper": ("the bracketing upper bound", lambda r: r.get("bracket_upper")),
+    "blower": ("the bracketing lower bound", lambda r: r.get("bracket_lower")),
     "exact": ("the exact log p(y)", lambda r: r.get("exact")),
     "z": ("the largest |z| of AIS's weighted particles against the reference means", lambda r:
           r["particles_max_abs_z"]),
@@ -80,6 +81,23 @@ def exact_held(folder):
                for r in _rows(folder) if not r.get("error") and r.get("exact") is not None)
 
 
+def _listed(rows, test, words) -> str:
+    named = [f"{r['posterior']} ({words(r)})" for r in rows if not r.get("error") and test(r)]
+    return ", ".join(named) or "none"
+
+
+def ais_below_blower(folder):
+    """Posteriors whose AIS estimate lies more than 1 nat below the bracketing lower bound, by how much."""
+    return _listed(_rows(folder), lambda r: r.get("bracket_lower") is not None and r["bracket_lower"] - r["ais"] > 1,
+                   lambda r: f"{r['bracket_lower'] - r['ais']:.1f} nats")
+
+
+def smc_low(folder):
+    """Posteriors whose data-path SMC estimate lies more than 3 nats below AIS's, by how much."""
+    return _listed(_rows(folder), lambda r: r.get("smc") is not None and r["ais"] - r["smc"] > 3,
+                   lambda r: f"{r['ais'] - r['smc']:.0f} nats")
+
+
 def _shown(row, column) -> bool:
     """Whether the page shows this column for this row: the table shows every value it has ("-" where None, "yes"
     where the Stan program is normalized); the gap is listed only where it exceeds 3 nats."""
@@ -93,7 +111,7 @@ def _shown(row, column) -> bool:
 
 def _quotes(folder: Path) -> tuple[str, ...]:
     """The quotes of the page: the counts, and every cell the table shows for the rows in ``folder``."""
-    return ("run_ok", "run_all", "exact_known", "exact_held") + tuple(
+    return ("run_ok", "run_all", "exact_known", "exact_held", "ais_below_blower", "smc_low") + tuple(
         f"{_slug(r['posterior'])}__{c}" for r in _rows(folder) if not r.get("error") for c in COLUMNS if _shown(r, c))
 
 

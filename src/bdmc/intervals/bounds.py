@@ -1,21 +1,30 @@
 """Certified bounds on ``log p(y)`` from independent runs, each with a stated level.
 
 A forward run (AIS, tempered SMC) returns ``Z_i >= 0`` with ``E Z_i = p(y)``; a reverse run started from an exact
-posterior draw returns ``W_i >= 0`` with ``E W_i = 1/p(y)``, reported as ``log U_i = -log W_i``. Two rules turn n
-such runs into a bound that is on the wrong side of ``log p(y)`` with probability at most ``a`` (the level):
+posterior draw returns ``W_i >= 0`` with ``E W_i = 1/p(y)``, reported as ``log U_i = -log W_i``. Each rule below
+turns n such runs into a bound that is on the wrong side of ``log p(y)`` with probability at most its level ``a``:
 
-- **min-of-runs** (Gogate, Bidyuk and Dechter 2007): by Markov's inequality ``P(Z_i > c p(y)) <= 1/c`` for each
-  run, so for n independent runs ``P(every Z_i > c p(y)) <= c^-n``, and ``min_i log Z_i - log(1/a)/n`` is a lower
-  bound with probability at least ``1 - a``. On the upper side, ``max_i log U_i + log(1/a)/n``. It needs the runs
-  to be independent; its margin shrinks as ``1/n``.
+- **quantile-of-runs**, the k-th order statistic: by Markov's inequality ``P(Z_i > c p(y)) <= 1/c`` for each run,
+  so for n independent runs the number above ``c p(y)`` is stochastically at most ``Binomial(n, 1/c)``. The k-th
+  smallest ``log Z_(k)`` exceeds ``log p(y) + log c`` only if at least ``n - k + 1`` runs exceed ``c p(y)``, so
+  ``log Z_(k) - log c_k`` is a lower bound with probability at least ``1 - a`` when
+  ``P(Binomial(n, 1/c_k) >= n - k + 1) = a`` (:func:`order_statistic_margin`; that tail is the regularized
+  incomplete beta function, so ``1/c_k`` is a beta quantile). On the upper side, the k-th largest ``log U_i`` plus
+  ``log c_k``. It needs the runs to be independent.
+- **min-of-runs** (Gogate, Bidyuk and Dechter 2007) is its k = 1 case: ``c_1^-n = a``, so
+  ``min_i log Z_i - log(1/a)/n`` (upper: **max-of-runs**, ``max_i log U_i + log(1/a)/n``). Its margin shrinks as
+  ``1/n``, but it pays for the single worst run; a larger k lets up to ``k - 1`` runs fall far low for a somewhat
+  larger margin.
 - **markov**: Markov's inequality on the mean, ``log mean_i Z_i - log(1/a)`` (lower) and
   ``-log mean_i W_i + log(1/a)`` (upper). It needs only each run to be unbiased, so it holds when the reverse runs
   share their start (the one exact latent of simulated data); its margin does not shrink with n, but it is not
-  sunk by one run far below the others.
+  sunk by runs far below the others.
 
-Taking the tighter of two bounds each at level ``a`` could fail with probability up to ``2a``, so each rule is
-computed at ``a/2`` (a union bound) and the tighter is taken: the result holds at ``a``. When the reverse runs
-share their start only the Markov rule applies, at the whole ``a``.
+The rules are fixed before the runs are seen, by n alone (:func:`order_ranks`): k = 1, ``ceil(n/8)`` and
+``ceil(n/4)`` (duplicates dropped), and markov. Taking the tightest of m bounds, each at level ``a``, could fail
+with probability up to ``m a``, so each rule is computed at ``a/m`` (a union bound) and the tightest is taken: the
+result holds at ``a``. Choosing k after seeing the runs would void this. When the reverse runs share their start
+only the Markov rule applies, at the whole ``a``.
 """
 
 from __future__ import annotations
@@ -27,11 +36,13 @@ from numbers import Real
 from types import MappingProxyType
 
 import numpy as np
+from scipy import stats
 
+from ..caching import cached
 from ..contracts.estimate import DEFAULT_COMBINE, Estimate, log_harmonic_mean, log_mean_exp
 from ..errors import NonFiniteLogWeightError, OptionError, OptionTypeError
 
-__all__ = ["CertifiedBound", "certified_lower", "certified_upper"]
+__all__ = ["CertifiedBound", "certified_lower", "certified_upper", "order_ranks", "order_statistic_margin"]
 
 SIDES = ("lower", "upper")
 
@@ -45,15 +56,17 @@ class CertifiedBound:
     value : float
         The bound on ``log p(y)``: -inf (a lower bound) or +inf (an upper bound) is true but says nothing.
     side : {"lower", "upper"}
-    rule : {"min-of-runs", "max-of-runs", "markov"}
-        The rule taken: the tighter of :attr:`candidates`.
+    rule : str
+        The rule taken, the tightest of :attr:`candidates`: ``"markov"``, ``"min-of-runs"`` (lower) or
+        ``"max-of-runs"`` (upper), or ``"quantile-of-runs (k=K)"``, the K-th smallest ``log Z_i`` (lower) or K-th
+        largest ``log U_i`` (upper) moved by its margin (:func:`order_statistic_margin`).
     level : float
         ``a``: ``P(the bound is on the wrong side of log p(y)) <= a``, over the runs.
     num_runs : int
         The runs it was computed from.
     candidates : mapping of str to float
-        Every rule that applies and its value at its share of the level (``a/2`` each with two rules, ``a`` with
-        one).
+        Every rule that applies and its value at its share of the level, :attr:`share`: ``a/m`` each with m rules
+        (markov and the order statistics :func:`order_ranks` gives for n runs; ``a`` when markov is alone).
     """
 
     value: float
@@ -96,21 +109,87 @@ class CertifiedBound:
         return truth >= self.value if self.side == "lower" else truth <= self.value
 
 
+def order_ranks(num_runs: int) -> tuple[int, ...]:
+    """The order statistics the certified bounds use for ``num_runs`` runs: k = 1, ``ceil(n/8)``, ``ceil(n/4)``.
+
+    Fixed by n alone, before any run is seen (a k picked after looking would inflate the level); duplicates, which
+    small n gives, are dropped.
+
+    Parameters
+    ----------
+    num_runs : int
+        n, at least 1.
+
+    Returns
+    -------
+    tuple of int
+        The distinct ranks, ascending: ``(1,)`` for n <= 4, ``(1, 2)`` for n = 5 to 8, ``(1, 8, 16)`` for n = 64.
+
+    Raises
+    ------
+    OptionError
+        If ``num_runs`` is below 1.
+    """
+    n = int(num_runs)
+    if n < 1:
+        raise OptionError(f"num_runs must be at least 1, got {num_runs}")
+    return tuple(sorted({1, -(-n // 8), -(-n // 4)}))
+
+
+@cached(maxsize=256)
+def order_statistic_margin(num_runs: int, rank: int, level: float) -> float:
+    """``log c_k``: the margin of the k-th order statistic of n independent runs at level ``a``.
+
+    The smallest ``c`` with ``P(Binomial(n, 1/c) >= n - k + 1) <= a``: at most that chance do ``n - k + 1`` runs
+    (those from the k-th smallest up) exceed ``c p(y)`` when each does with probability at most ``1/c``. The
+    binomial tail ``P(Binomial(n, q) >= m)`` is the regularized incomplete beta function ``I_q(m, n - m + 1)``,
+    increasing in ``q``, so ``1/c_k = beta.ppf(a, n - k + 1, k)`` solves it with equality; for k = 1 that is
+    ``a^(1/n)``, computed in closed form: ``log c_1 = log(1/a)/n`` (min-of-runs).
+
+    Parameters
+    ----------
+    num_runs : int
+        n, at least 1.
+    rank : int
+        k in 1..n (the k-th smallest ``log Z_i``, or the k-th largest ``log U_i``).
+    level : float
+        ``a`` in (0, 1).
+
+    Returns
+    -------
+    float
+        ``log c_k > 0``, the distance the k-th order statistic is moved.
+
+    Raises
+    ------
+    OptionError
+        If ``rank`` is not in 1..n or ``level`` not in (0, 1).
+    """
+    n, k, a = int(num_runs), int(rank), _level(level)
+    if not 1 <= k <= n:
+        raise OptionError(f"rank must be in 1..{n} (an order statistic of {n} runs), got {rank}")
+    if k == 1:
+        return math.log(1 / a) / n
+    return -math.log(float(stats.beta.ppf(a, n - k + 1, k)))
+
+
 def certified_lower(log_estimates, *, level: float) -> CertifiedBound:
     """A lower bound on ``log p(y)`` from independent forward runs, wrong with probability at most ``level``.
 
     Each run's ``exp(log Z_i)`` must be an unbiased (or downward-biased) estimate of ``p(y)``, independent of the
-    others: forward AIS, tempered SMC or SMC runs, each from its own prior draws. Both rules are computed at
-    ``level / 2`` and the tighter (higher) is taken: min-of-runs ``min_i log Z_i - log(2/level)/n`` or markov
-    ``log mean_i Z_i - log(2/level)``. On a tie, markov.
+    others: forward AIS, tempered SMC or SMC runs, each from its own prior draws. With m rules (markov and one per
+    rank of :func:`order_ranks`), each is computed at ``level / m`` and the tightest (highest) is taken:
+    min-of-runs ``min_i log Z_i - log(m/level)/n``, quantile-of-runs (k) ``log Z_(k) - log c_k`` (the k-th smallest
+    run, :func:`order_statistic_margin` at ``level / m``) or markov ``log mean_i Z_i - log(m/level)``. On a tie,
+    markov, then the smaller k.
 
     Parameters
     ----------
     log_estimates : array-like of shape (n,) or Estimate
         Per-run ``log Z_i``, or an :class:`~bdmc.Estimate` with ``bound="lower"`` whose runs combine by
         log-mean-exp (its :attr:`~bdmc.Estimate.runs` are used). A run may be -inf (zero weight: a run that found
-        no mass): min-of-runs is then -inf (true, and useless), while markov counts it as a zero and stays finite
-        unless every run is -inf.
+        no mass): min-of-runs is then -inf (true, and useless), quantile-of-runs (k) too once k or more runs are,
+        while markov counts them as zeros and stays finite unless every run is -inf.
     level : float
         ``a`` in (0, 1).
 
@@ -131,10 +210,13 @@ def certified_lower(log_estimates, *, level: float) -> CertifiedBound:
     """
     runs = _runs(log_estimates, "lower")
     a = _level(level)
-    share = a / 2
-    candidates = {"min-of-runs": float(np.min(runs)) - math.log(1 / share) / runs.size,
-                  "markov": log_mean_exp(runs) - math.log(1 / share)}
-    rule = "min-of-runs" if candidates["min-of-runs"] > candidates["markov"] else "markov"
+    ranks = order_ranks(runs.size)
+    share = a / (len(ranks) + 1)
+    ascending = np.sort(runs)
+    candidates = {"markov": log_mean_exp(runs) - math.log(1 / share)}
+    for k in ranks:
+        candidates[_rule_name(k, "lower")] = float(ascending[k - 1]) - order_statistic_margin(runs.size, k, share)
+    rule = max(candidates, key=candidates.get)  # the first of the highest: markov, then the smaller k, wins a tie
     return CertifiedBound(value=candidates[rule], side="lower", rule=rule, level=a, num_runs=int(runs.size),
                           candidates=candidates)
 
@@ -144,19 +226,21 @@ def certified_upper(log_estimates, *, level: float, independent: bool) -> Certif
 
     Each run's ``W_i = exp(-log U_i)`` must be an unbiased (or upward-biased) estimate of ``1/p(y)``: a reverse
     run (reverse AIS, reverse tempered SMC) started from an exact posterior draw. With ``independent=True`` (each
-    run from its own independent exact draw, and its own random numbers) both rules are computed at ``level / 2``
-    and the tighter (lower) is taken: max-of-runs ``max_i log U_i + log(2/level)/n`` or markov
-    ``-log mean_i W_i + log(2/level)``; on a tie, markov. With ``independent=False`` (the runs share their start,
-    e.g. the one exact latent of simulated data) only markov holds, at the whole level:
-    ``-log mean_i W_i + log(1/level)``.
+    run from its own independent exact draw, and its own random numbers) the rules mirror
+    :func:`certified_lower`'s, each at ``level / m`` with m rules, and the tightest (lowest) is taken: max-of-runs
+    ``max_i log U_i + log(m/level)/n``, quantile-of-runs (k) the k-th largest ``log U_i`` plus ``log c_k``, or
+    markov ``-log mean_i W_i + log(m/level)``; on a tie, markov, then the smaller k. With ``independent=False``
+    (the runs share their start, e.g. the one exact latent of simulated data) only markov holds, at the whole
+    level: ``-log mean_i W_i + log(1/level)``.
 
     Parameters
     ----------
     log_estimates : array-like of shape (n,) or Estimate
         Per-run ``log U_i = -log W_i``, or an :class:`~bdmc.Estimate` with ``bound="upper"`` whose runs combine by
         log-harmonic-mean (its :attr:`~bdmc.Estimate.runs` are ``log U_i``). A run may be +inf (``W_i = 0``: a
-        reverse run that found no mass): max-of-runs is then +inf (true, and useless), while markov counts it as a
-        zero ``W_i`` and stays finite unless every run is +inf.
+        reverse run that found no mass): max-of-runs is then +inf (true, and useless), quantile-of-runs (k) too
+        once k or more runs are, while markov counts them as zero ``W_i`` and stays finite unless every run is
+        +inf.
     level : float
         ``a`` in (0, 1).
     independent : bool
@@ -181,13 +265,21 @@ def certified_upper(log_estimates, *, level: float, independent: bool) -> Certif
         raise OptionTypeError(f"independent must be True or False, got {independent!r}")
     runs = _runs(log_estimates, "upper")
     a = _level(level)
-    share = a / 2 if independent else a
+    ranks = order_ranks(runs.size) if independent else ()
+    share = a / (len(ranks) + 1)
+    descending = -np.sort(-runs)
     candidates = {"markov": log_harmonic_mean(runs) + math.log(1 / share)}
-    if independent:
-        candidates["max-of-runs"] = float(np.max(runs)) + math.log(1 / share) / runs.size
-    rule = min(candidates, key=candidates.get)  # markov first: it wins a tie
+    for k in ranks:
+        candidates[_rule_name(k, "upper")] = float(descending[k - 1]) + order_statistic_margin(runs.size, k, share)
+    rule = min(candidates, key=candidates.get)  # the first of the lowest: markov, then the smaller k, wins a tie
     return CertifiedBound(value=candidates[rule], side="upper", rule=rule, level=a, num_runs=int(runs.size),
                           candidates=candidates)
+
+
+def _rule_name(rank: int, side: str) -> str:
+    if rank == 1:
+        return "min-of-runs" if side == "lower" else "max-of-runs"
+    return f"quantile-of-runs (k={rank})"
 
 
 def _level(level) -> float:

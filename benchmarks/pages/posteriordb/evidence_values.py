@@ -1,0 +1,70 @@
+"""Numbers of evidence.md, recomputed from evidence.csv (tests/test_results_pages.py re-renders the page)."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+CENSUS = Path(__file__).resolve().parents[2] / "data" / "posteriordb" / "census.json"
+
+
+def _table(folder: Path) -> pd.DataFrame:
+    return pd.read_csv(folder / "evidence.csv")
+
+
+def _census() -> dict:
+    return {r["posterior"]: r for r in json.loads(CENSUS.read_text())["posteriors"]}
+
+
+def _ran(table):
+    return table[table["lower"].notna()]
+
+
+def _num(x, fmt=".2f"):
+    return "-" if pd.isna(x) else format(float(x), fmt)
+
+
+def _reason_kind(status: str) -> str:
+    return status.split(":")[0].split(" (")[0]
+
+
+def values(folder: Path) -> dict:
+    """Every number and pre-rendered table of evidence.md, from ``folder/evidence.csv`` and the census."""
+    table, census = _table(folder), _census()
+    ran = _ran(table)
+    narrow = ran[ran["width"] <= 0.5]
+    exact = ran[ran["exact"].notna()]
+    with_draws = [n for n, r in census.items() if r["has_reference_draws"]]
+    in_46 = table[table["posterior"].isin(with_draws)]
+    ran_46 = _ran(in_46)
+    rows = ["| posterior | status | lower | upper | width | estimate | exact | lower rule | upper rule | draws "
+            "check | rounds | s |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for _, r in ran.sort_values("posterior").iterrows():
+        check = "-" if pd.isna(r["draws_check_passed"]) else ("passed" if bool(r["draws_check_passed"]) else "FAILED")
+        rows.append(f"| {r['posterior']} | {r['status']} | {_num(r['lower'])} | {_num(r['upper'])} | "
+                    f"{_num(r['width'])} | {_num(r['estimate'])} | {_num(r['exact'])} | {r['lower_rule']} | "
+                    f"{r['upper_rule']} | {check} | {int(r['rounds'])} | {_num(r['seconds'], '.0f')} |")
+    reasons = table[table["lower"].isna()]["status"].map(_reason_kind).value_counts()
+    reason_rows = ["| reason | posteriors | of them with reference draws |", "|---|---|---|"]
+    for kind, count in reasons.items():
+        names = table[table["lower"].isna() & (table["status"].map(_reason_kind) == kind)]["posterior"]
+        reason_rows.append(f"| {kind} | {count} | {sum(n in with_draws for n in names)} |")
+    improper = table[table["status"].str.startswith("improper prior")]
+    improper_list = ", ".join(f"{p} ({s.split(': ', 1)[1]})" for p, s in zip(improper["posterior"],
+                                                                               improper["status"], strict=True))
+    held = [f"{r['posterior']} ({r['exact']:.3f} in [{r['lower']:.3f}, {r['upper']:.3f}])"
+            for _, r in exact.iterrows() if bool(r["contains_exact"])]
+    missed = [r["posterior"] for _, r in exact.iterrows() if not bool(r["contains_exact"])]
+    wide = ran[ran["width"] > 0.5]
+    return {
+        "rows": len(table), "ran": len(ran), "narrow": len(narrow),
+        "median_seconds": float(ran["seconds"].median()), "max_seconds": float(ran["seconds"].max()),
+        "with_draws": len(with_draws), "ran_46": len(ran_46), "narrow_46": int((ran_46["width"] <= 0.5).sum()),
+        "improper_46": int(in_46["status"].str.startswith("improper prior").sum()),
+        "exact_known": len(exact), "exact_held": len(held), "exact_list": "; ".join(held) or "none",
+        "exact_missed": ", ".join(missed) or "none",
+        "wide_list": ", ".join(f"{p} ({w:.2f} nats)" for p, w in zip(wide["posterior"], wide["width"], strict=True))
+                     or "none",
+        "table": "\n".join(rows), "reasons": "\n".join(reason_rows), "improper_list": improper_list,
+        "commits": ", ".join(sorted(set(table["commit"].dropna().astype(str)))),
+    }

@@ -181,6 +181,13 @@ RUNS: dict[tuple[str, str], Run] = {
               ("--data x.npz --observed y", f"--data x.npz --observed y {TINY_RUN}"),
               ("bdmc --debug sandwich ...", f"bdmc --debug sandwich --model gaussian-mean {TINY_RUN} --out out/debug")),
         files={"regression.py": NUMPYRO, "x.npz": {"x": X20}}, slow=True),
+    ("README.md", "bdmc evidence --numpyro regression.py:regression"): Run(
+        files={"regression.py": NUMPYRO, "model.py": SNIPPETS / "pymc_regression.py",
+               "data.npz": SNIPPETS / "evidence_data.npz", "draws.npz": SNIPPETS / "evidence_draws.npz",
+               "model.stan": SNIPPETS / "regression.stan", "sim.py": SNIPPETS / "stan_simulator.py",
+               "stan_data.npz": SNIPPETS / "evidence_stan_data.npz",
+               "reference.json": SNIPPETS / "evidence_stan_reference.json"},
+        slow=True, timeout=1800),
     # ------------------------------------------------------------------------------------------ evidence.md
     ("docs/evidence.md", "from regression import regression"): Run(
         files={"regression.py": NUMPYRO, "data.npz": SNIPPETS / "evidence_data.npz",

@@ -56,11 +56,11 @@ def evidence_command(
     tolerance: float = typer.Option(0.5, "--tolerance", help="Stop when the interval is this narrow (nats)."),
     level: float = typer.Option(0.01, "--level", help="Largest probability that the interval misses log p(y)."),
     max_seconds: float | None = typer.Option(None, "--max-seconds", help="Time budget of the escalation."),
-    max_rounds: int = typer.Option(8, "--max-rounds", help="At most this many rounds."),
+    max_rounds: int = typer.Option(10, "--max-rounds", help="At most this many rounds."),
     method: str = typer.Option("auto", "--method", help="auto, tempered-smc or ais."),
-    steps: int = typer.Option(64, "--steps", "-s", help="First round's temperatures (AIS distributions)."),
-    runs: int = typer.Option(64, "--runs", "-r", help="First round's independent runs per direction."),
-    particles: int = typer.Option(32, "--particles", help="Particles per tempered-SMC run."),
+    steps: int = typer.Option(32, "--steps", "-s", help="First round's temperatures (AIS distributions)."),
+    runs: int = typer.Option(32, "--runs", "-r", help="First round's independent runs per direction."),
+    particles: int = typer.Option(16, "--particles", help="First round's particles per tempered-SMC run."),
     seed: int = seed_option("Drives every run (and simulates the data with --simulated)."),
     option: list[str] | None = model_option_option(),
     json_out: Path | None = typer.Option(None, "--json", metavar="FILE.json", help="Also write the result here."),
@@ -83,10 +83,10 @@ def evidence_command(
     positive_number(max_seconds, "--max-seconds", "seconds", "600")
     if not 0 < level < 1:
         raise CLIError(f"--level must lie in (0, 1), got {level}")
-    at_least(max_rounds, "--max-rounds", 1, "8")
-    at_least(steps, "--steps", 2, "64")
-    at_least(runs, "--runs", 1, "64")
-    at_least(particles, "--particles", 1, "32")
+    at_least(max_rounds, "--max-rounds", 1, "10")
+    at_least(steps, "--steps", 2, "32")
+    at_least(runs, "--runs", 1, "32")
+    at_least(particles, "--particles", 1, "16")
     at_least(seed, "--seed", 0, "0")
     user_draws = read_draws(draws)
 

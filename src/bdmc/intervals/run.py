@@ -43,8 +43,8 @@ class DrawsCheckWarning(RunHealthWarning):
 
 
 def evidence(key, model, data=None, *, draws=None, exact_latent=None, tolerance: float = 0.5, level: float = 0.01,
-             max_seconds: float | None = None, max_rounds: int = 8, method: str = "auto", num_steps: int = 64,
-             num_runs: int = 64, num_particles: int = 32, bracket: bool = True,
+             max_seconds: float | None = None, max_rounds: int = 10, method: str = "auto", num_steps: int = 32,
+             num_runs: int = 32, num_particles: int = 16, bracket: bool = True,
              on_round: Callable[[EvidenceRound], None] | None = None, progress: Any = "auto") -> EvidenceResult:
     """A two-sided interval on ``log p(y)``, escalated until it is narrower than ``tolerance`` nats.
 
@@ -131,7 +131,7 @@ def evidence(key, model, data=None, *, draws=None, exact_latent=None, tolerance:
 
     rounds: list[EvidenceRound] = []
     note = ""
-    steps, runs = int(num_steps), int(num_runs)
+    steps, runs, particles = int(num_steps), int(num_runs), int(num_particles)
     most_runs = math.inf if posterior is None else available
     runs = int(min(runs, most_runs))
     for r in range(int(max_rounds)):
@@ -142,11 +142,11 @@ def evidence(key, model, data=None, *, draws=None, exact_latent=None, tolerance:
         with warnings.catch_warnings():  # the certificates never use a run's ±, so its health is not in question
             warnings.simplefilter("ignore", UntrustedStderrWarning)
             forward, reverse = _runs(method, k_forward, k_reverse, model, data, starts, steps=steps, runs=runs,
-                                     particles=num_particles, progress=progress)
+                                     particles=particles, progress=progress)
         lower = certified_lower(forward.runs, level=side_level)
         upper = certified_upper(reverse.runs, level=side_level, independent=posterior is not None)
         this = EvidenceRound(round=r, num_steps=steps, num_runs=runs,
-                             num_particles=int(num_particles) if method == "tempered-smc" else 1,
+                             num_particles=particles if method == "tempered-smc" else 1,
                              lower=lower.value, upper=upper.value, forward=float(forward.value),
                              reverse=float(reverse.value), seconds=time.perf_counter() - round_began)
         rounds.append(this)
@@ -179,6 +179,8 @@ def evidence(key, model, data=None, *, draws=None, exact_latent=None, tolerance:
         gain_steps = (1 - 1 / math.sqrt(2)) * (reducible - disagreement) + disagreement / 2
         if gain_runs > gain_steps:
             runs *= 2
+        elif method == "tempered-smc" and steps >= 4 * particles:
+            particles *= 2  # a run's variance falls as 1 / particles too; keep temperatures and particles balanced
         else:
             steps *= 2
     estimate = min(max(0.5 * (rounds[-1].forward + rounds[-1].reverse), lower.value), upper.value)

@@ -29,7 +29,7 @@ from ..contracts.model import simulate, validate_data
 from ..core.ais import forward_ais, reverse_ais
 from ..core.tempered import reverse_tempered_smc, tempered_smc
 from ..errors import OptionError, RunHealthWarning, UntrustedStderrWarning
-from .bounds import certified_lower, certified_upper
+from .bounds import certified_lower, certified_upper, order_ranks, order_statistic_margin
 from .draws import check_draws, nuts_draws, posterior_draws
 from .result import INTERVAL, WIDE, EvidenceResult, EvidenceRound
 
@@ -156,7 +156,7 @@ def evidence(key, model, data=None, *, draws=None, exact_latent=None, tolerance:
             break
         # The width is the certificates' slack (log(1/a) / n per side for the run-extreme rules, log(1/a) for
         # Markov's) plus what better runs remove: the runs' spread and the two directions' disagreement.
-        run_slack = math.log(2 / side_level) / runs
+        run_slack = order_statistic_margin(runs, 1, side_level / (len(order_ranks(runs)) + 1))  # min-of-runs's
         fixed = 0.0 if posterior is not None else math.log(1 / side_level)  # Markov's on one shared latent
         slack = run_slack * (2 if posterior is not None else 1)
         reducible = this.width - slack - fixed

@@ -5,11 +5,11 @@ natural settings: 20 cases each), one simulated data set per model. Per model an
 short enough that single runs spread: by about 5 nats at T = 10, 1 nat at T = 100), three calls, each of
 ``32 * seeds`` runs split into ``seeds`` groups of 32 (the first 16 of a group give the n = 16 bounds):
 
-- ``bdmc.forward_ais``: ``log Z_i``, for the lower rules (min-of-runs and Markov, each at level a/2, the tighter
-  taken: ``bdmc.intervals.bounds.certified_lower``);
+- ``bdmc.forward_ais``: ``log Z_i``, for the lower rules (min-of-runs, the k-th smallest run for k = n/8 and n/4,
+  and Markov, the level split equally over them, the tightest taken: ``bdmc.intervals.bounds.certified_lower``);
 - ``bdmc.reverse_ais`` with ``exact_latent`` a batch of independent exact posterior draws, one per run (drawn
-  in closed form: the conjugate posteriors below): ``log U_i``, for the upper rules (max-of-runs and Markov, each
-  at a/2: ``certified_upper(..., independent=True)``);
+  in closed form: the conjugate posteriors below): ``log U_i``, for the upper rules (their mirror images, the
+  level split the same way: ``certified_upper(..., independent=True)``);
 - ``bdmc.reverse_ais`` with one exact posterior draw per group, shared by its runs (what a simulated data set's
   one exact latent gives): only Markov holds, at the whole level (``certified_upper(..., independent=False)``).
   Max-of-runs on these runs, as if they were independent, is recorded as a contrast.

@@ -13,8 +13,8 @@ Every one of posteriordb's 147 posteriors has a row of ``benchmarks/results/post
     python benchmarks/posteriordb_evidence.py --names sblrc-blr  # some
     python benchmarks/posteriordb_evidence.py --scheduler none   # one after another in this process
 
-The ported posteriors run as a Dask sweep (``--scheduler local``: threads in this process; or the address of a
-running scheduler, ``docs/cluster.md``); each finished row is appended to ``evidence.jsonl`` at once, so an
+The ported posteriors run as a Dask sweep (``--scheduler local``: two worker processes on this machine; or the
+address of a running scheduler, ``docs/cluster.md``); each finished row is appended to ``evidence.jsonl`` at once, so an
 interrupted sweep resumes. ``evidence.csv`` and the page ``evidence.md`` are written from those rows.
 """
 
@@ -112,7 +112,8 @@ def main() -> None:
     parser.add_argument("--level", type=float, default=0.01)
     parser.add_argument("--max-seconds", type=float, default=120.0, help="each posterior's escalation budget")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--scheduler", default="local", help="local (Dask threads here), none, or an address")
+    parser.add_argument("--scheduler", default="local",
+                        help="local (two Dask worker processes here), none (one after another here), or an address")
     parser.add_argument("--render", action="store_true", help="re-render the table and page from the rows and stop")
     args = parser.parse_args()
     rows_path = OUT / "evidence.jsonl"
@@ -121,12 +122,14 @@ def main() -> None:
         return
     settings = {"tolerance": args.tolerance, "level": args.level, "max_seconds": args.max_seconds, "seed": args.seed}
     settings_path = OUT / "evidence_settings.json"
-    if settings_path.exists() and json.loads(settings_path.read_text()) != settings and load_rows(rows_path):
-        raise SystemExit(f"{rows_path} holds rows of other settings ({settings_path}); delete both to start again")
-    write_text(settings_path, json.dumps(settings, indent=2) + "\n")
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    if settings_path.exists() and load_rows(rows_path):
+        saved = json.loads(settings_path.read_text())
+        if saved.get("settings", saved) != settings:
+            raise SystemExit(f"{rows_path} holds rows of other settings ({settings_path}); delete both to start again")
+    write_text(settings_path, json.dumps({"settings": settings, "commit": commit}, indent=2) + "\n")
     done = {r["posterior"] for r in load_rows(rows_path)}
     records = [r for r in census() if args.names is None or r["posterior"] in args.names]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
 
     def save(row: dict) -> None:
         row.update({"commit": commit, "load": os.getloadavg()[0],
@@ -161,11 +164,17 @@ def run_all(names: list[str], settings: dict, scheduler: str, save) -> None:
             except Exception as err:  # a refused posterior is a result: recorded, and the sweep goes on
                 save(failed(name, err))
         return
-    from dask.distributed import as_completed
+    from dask.distributed import Client, LocalCluster, as_completed
 
-    from bdmc.experiments.bench import connect
-
-    client = connect(scheduler)
+    if scheduler == "local":
+        # Worker processes, not threads: NumPyro's effect handlers are global state, so two programs traced at once
+        # in one process see each other's sites. The workers import the ports from benchmarks/.
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent),
+                                                                 os.environ.get("PYTHONPATH")]))
+        client = Client(LocalCluster(n_workers=min(2, os.cpu_count() or 1), threads_per_worker=1, processes=True,
+                                     dashboard_address=None))
+    else:
+        client = Client(scheduler)
     try:
         futures = {client.submit(run_posterior, name, settings, pure=False): name for name in names}
         for future in as_completed(futures):
@@ -174,7 +183,10 @@ def run_all(names: list[str], settings: dict, scheduler: str, save) -> None:
             except Exception as err:  # as above
                 save(failed(futures[future], err))
     finally:
+        cluster = client.cluster
         client.close()
+        if cluster is not None:
+            cluster.close()
 
 
 def finish(rows_path: Path) -> None:

@@ -57,14 +57,14 @@ def values(folder: Path) -> dict:
     missed = [r["posterior"] for _, r in exact.iterrows() if not bool(r["contains_exact"])]
     wide = ran[ran["width"] > 0.5]
     return {
-        "rows": len(table), "ran": len(ran), "narrow": len(narrow),
-        "median_seconds": float(ran["seconds"].median()), "max_seconds": float(ran["seconds"].max()),
-        "with_draws": len(with_draws), "ran_46": len(ran_46), "narrow_46": int((ran_46["width"] <= 0.5).sum()),
-        "improper_46": int(in_46["status"].str.startswith("improper prior").sum()),
-        "exact_known": len(exact), "exact_held": len(held), "exact_list": "; ".join(held) or "none",
-        "exact_missed": ", ".join(missed) or "none",
-        "wide_list": ", ".join(f"{p} ({w:.2f} nats)" for p, w in zip(wide["posterior"], wide["width"], strict=True))
+        "ev_rows": len(table), "ev_ran": len(ran), "ev_narrow": len(narrow),
+        "ev_median_seconds": float(ran["seconds"].median()), "ev_max_seconds": float(ran["seconds"].max()),
+        "ev_with_draws": len(with_draws), "ev_ran_46": len(ran_46), "ev_narrow_46": int((ran_46["width"] <= 0.5).sum()),
+        "ev_improper_46": int(in_46["status"].str.startswith("improper prior").sum()),
+        "ev_exact_known": len(exact), "ev_exact_held": len(held), "ev_exact_list": "; ".join(held) or "none",
+        "ev_exact_missed": ", ".join(missed) or "none",
+        "ev_wide_list": ", ".join(f"{p} ({w:.2f} nats)" for p, w in zip(wide["posterior"], wide["width"], strict=True))
                      or "none",
-        "table": "\n".join(rows), "reasons": "\n".join(reason_rows), "improper_list": improper_list,
-        "commits": ", ".join(sorted(set(table["commit"].dropna().astype(str)))),
+        "ev_table": "\n".join(rows), "ev_reasons": "\n".join(reason_rows), "ev_improper_list": improper_list,
+        "ev_commits": ", ".join(sorted(set(table["commit"].dropna().astype(str)))),
     }

@@ -54,8 +54,8 @@ class EvidenceResult:
     Attributes
     ----------
     lower, upper : CertifiedBound
-        The certified sides: each with its value, the rule taken (``min-of-runs``/``max-of-runs`` or ``markov``)
-        and every rule's value (``candidates``).
+        The certified sides: each with its value, the rule taken (``min-of-runs``/``max-of-runs``,
+        ``quantile-of-runs (k=K)`` or ``markov``) and every rule's value (``candidates``).
     estimate : float
         The point estimate: the midpoint of the last round's combined forward and reverse estimates, within the
         interval.

@@ -3,10 +3,10 @@
 Each round runs ``num_runs`` independent forward runs (tempered SMC by default) and as many reverse runs, each
 started from its own posterior draw (real data: the user's draws, or NUTS's), or from the one exact latent
 (simulated data). The forward runs give a certified lower bound, the reverse runs a certified upper bound
-(:mod:`bdmc.intervals.bounds`: the tighter of the extreme-of-runs bound and Markov's, each at half its side's
-level). A round narrower than ``tolerance`` ends the call; otherwise the next round doubles the budget where it
-buys most width: the temperatures when the runs' spread and the two directions' disagreement dominate, the runs
-when the certificates' slack ``log(1/a) / n`` dominates.
+(:mod:`bdmc.intervals.bounds`: the tightest of the order-statistic bounds of the runs and Markov's, the side's
+level split over them). A round narrower than ``tolerance`` ends the call; otherwise the next round doubles the
+budget where it buys most width: the temperatures (or the particles) when the runs' spread and the two directions'
+disagreement dominate, the runs when the certificates' slack ``log(1/a) / n`` dominates.
 
 Stopping at the first narrow round picks the round after seeing it, so round ``r`` is certified at ``level / 2^(r+1)``
 (half its side's share on each side): over every round the interval fails with probability at most ``level``.
@@ -36,6 +36,7 @@ from .result import INTERVAL, WIDE, EvidenceResult, EvidenceRound
 METHODS = ("auto", "tempered-smc", "ais")
 CHECK_DRAWS = 64  # draws the stationarity check moves (spread over the chains)
 BRACKET_DRAWS = 2000  # the bracketing bound's own draws from its fitted Gaussian
+QUICK_ROUND = 5.0  # seconds: a round this short grows fourfold rather than twofold
 
 
 class DrawsCheckWarning(RunHealthWarning):
@@ -177,12 +178,15 @@ def evidence(key, model, data=None, *, draws=None, exact_latent=None, tolerance:
         disagreement = min(max(this.reverse - this.forward, 0.0), reducible)
         gain_runs = slack / 2 if runs * 2 <= most_runs else 0.0
         gain_steps = (1 - 1 / math.sqrt(2)) * (reducible - disagreement) + disagreement / 2
-        if gain_runs > gain_steps:
+        # A quick round grows fourfold (both moves): the call's time is its last round's, whatever the path.
+        quick = this.seconds < QUICK_ROUND
+        if gain_runs > gain_steps or (quick and gain_runs > 0):
             runs *= 2
-        elif method == "tempered-smc" and steps >= 4 * particles:
-            particles *= 2  # a run's variance falls as 1 / particles too; keep temperatures and particles balanced
-        else:
-            steps *= 2
+        if gain_runs <= gain_steps or quick:
+            if method == "tempered-smc" and steps >= 4 * particles:
+                particles *= 2  # a run's variance falls as 1 / particles too: keep the two balanced
+            else:
+                steps *= 2
     estimate = min(max(0.5 * (rounds[-1].forward + rounds[-1].reverse), lower.value), upper.value)
     return EvidenceResult(
         lower=lower, upper=upper, estimate=float(estimate), status=INTERVAL if rounds[-1].width <= tolerance else WIDE,

@@ -12,7 +12,9 @@ evaluation solves an ODE, beyond this table's budget), three peers, each on the 
 - ``nautilus``: nested sampling (``nautilus-sampler``) with a ``nautilus.Prior`` of one independent univariate
   distribution per parameter, read off the program: possible only where every latent site's prior has fixed
   parameters (no hierarchy) and is a product of univariate distributions SciPy has (no ordered or simplex
-  parameter). Elsewhere the row says why not; no hand-written prior transform is used.
+  parameter). Elsewhere the row says why not; no hand-written prior transform is used. ``n_live`` 500 and one
+  neural network per bound (nautilus's defaults: 2,000 and 4), within this table's budget; a run still going
+  after 30 s is stopped and the posterior gets no more seeds.
 
 Each (posterior, peer, seed) is one row of ``benchmarks/results/posteriordb/peers.jsonl``, appended as it finishes,
 so an interrupted run resumes; a peer that cannot run on a posterior gets one row saying why. The page ``peers.md``
@@ -53,8 +55,8 @@ from bdmc.intervals.draws import posterior_draws  # noqa: E402
 OUT = Path(__file__).parent / "results" / "posteriordb"
 PEERS = ("bridge", "blackjax-smc", "nautilus")
 ODE = ("hudson_lynx_hare-lotka_volterra", "one_comp_mm_elim_abs-one_comp_mm_elim_abs")
-DEFAULTS = {"particles": 1000, "mcmc_steps": 10, "n_live": 500, "max_blackjax_seconds": 60.0,
-            "max_nautilus_seconds": 60.0}
+DEFAULTS = {"particles": 1000, "mcmc_steps": 10, "n_live": 500, "n_networks": 1, "max_blackjax_seconds": 60.0,
+            "max_nautilus_seconds": 30.0}
 
 
 def setup(name: str) -> SimpleNamespace:
@@ -220,7 +222,7 @@ class ConstrainedLogLikelihood:
         return np.where(np.isfinite(out), out, -1e300)  # nautilus wants finite values
 
 
-def nautilus_runner(port, *, n_live: int, timeout: float):
+def nautilus_runner(port, *, n_live: int, n_networks: int, timeout: float):
     """``seed -> row fields``, or a reason string where the prior cannot be given to nautilus."""
     import nautilus
 
@@ -231,7 +233,8 @@ def nautilus_runner(port, *, n_live: int, timeout: float):
 
     def run(seed):
         began = time.perf_counter()
-        sampler = nautilus.Sampler(prior, loglike, n_live=n_live, vectorized=True, pass_dict=False, seed=seed)
+        sampler = nautilus.Sampler(prior, loglike, n_live=n_live, n_networks=n_networks, vectorized=True,
+                                   pass_dict=False, seed=seed)
         finished = sampler.run(verbose=False, timeout=timeout)
         seconds = time.perf_counter() - began
         if not finished:
@@ -279,7 +282,8 @@ def peer_rows(name: str, peer: str, seeds, settings: dict, *, done=frozenset()):
     elif peer == "blackjax-smc":
         run = blackjax_runner(port, particles=settings["particles"], mcmc_steps=settings["mcmc_steps"])
     elif peer == "nautilus":
-        run = nautilus_runner(port, n_live=settings["n_live"], timeout=settings["max_nautilus_seconds"])
+        run = nautilus_runner(port, n_live=settings["n_live"], n_networks=settings["n_networks"],
+                              timeout=settings["max_nautilus_seconds"])
         if isinstance(run, str):
             yield {**base, "seed": None, "status": f"skipped: no independent univariate prior: {run}"}
             return
@@ -308,23 +312,61 @@ def main() -> None:
     parser.add_argument("--render", action="store_true", help="re-render the pages from the rows and stop")
     args = parser.parse_args()
     if not args.render:
-        jax.config.update("jax_enable_x64", True)
         settings = {**DEFAULTS, "particles": args.particles, "n_live": args.n_live}
         rows = load_rows(args.out)
         for name in args.names or sorted(POSTERIORS):
             for peer in args.peers:
                 mine = [r for r in rows if r["posterior"] == name and r["peer"] == peer]
-                if any(r["seed"] is None for r in mine):
-                    continue  # a stored "cannot run" row
+                if any(r["seed"] is None or r["status"] != "ok" for r in mine):
+                    continue  # a stored "cannot run" or "stopped" row
                 done = {r["seed"] for r in mine}
-                try:
-                    for row in peer_rows(name, peer, range(args.seeds), settings, done=done):
-                        save(args.out, {**row, "settings": settings})
-                except Exception as err:  # a peer that fails on a posterior is a result: recorded, the run goes on
-                    traceback.print_exception(err)
-                    save(args.out, {"posterior": name, "peer": peer, "seed": None, "settings": settings,
-                                    "status": f"error: {type(err).__name__}: {err}"[:300]})
+                if peer == "blackjax-smc":
+                    watched(name, peer, list(range(args.seeds)), settings, done, args.out)
+                else:
+                    write_rows(name, peer, list(range(args.seeds)), settings, done, args.out)
     write_folder("posteriordb", written_to=args.out.parent)
+
+
+def write_rows(name: str, peer: str, seeds: list, settings: dict, done: set, out: Path) -> None:
+    """Run one (posterior, peer) and append its rows; an error is a row too."""
+    jax.config.update("jax_enable_x64", True)
+    try:
+        for row in peer_rows(name, peer, seeds, settings, done=done):
+            save(out, {**row, "settings": settings})
+    except Exception as err:  # a peer that fails on a posterior is a result: recorded, the run goes on
+        traceback.print_exception(err)
+        save(out, {"posterior": name, "peer": peer, "seed": None, "settings": settings,
+                   "status": f"error: {type(err).__name__}: {err}"[:300]})
+
+
+def watched(name: str, peer: str, seeds: list, settings: dict, done: set, out: Path, *,
+            compile_allowance: float = 120.0) -> None:
+    """:func:`write_rows` in a child process, stopped when a run does not end in time.
+
+    A compiled run cannot be interrupted from inside (a tempered SMC whose temperature stops rising never ends), so
+    the child is stopped from outside when no row has come for ``max_blackjax_seconds`` (plus ``compile_allowance``
+    before the first), and the posterior gets a row saying so.
+    """
+    import multiprocessing
+
+    def count():
+        return sum(r["posterior"] == name and r["peer"] == peer for r in load_rows(out))
+
+    child = multiprocessing.get_context("spawn").Process(target=write_rows,
+                                                         args=(name, peer, seeds, settings, done, out))
+    seen, limit = count(), settings["max_blackjax_seconds"]
+    deadline = time.monotonic() + compile_allowance + limit
+    child.start()
+    while child.is_alive():
+        child.join(1.0)
+        now = count()
+        if now > seen:
+            seen, deadline = now, time.monotonic() + limit + 5.0
+        elif time.monotonic() > deadline and child.is_alive():
+            child.kill()
+            child.join()
+            save(out, {"posterior": name, "peer": peer, "seed": None, "settings": settings,
+                       "status": f"skipped: a run did not end within {limit:.0f} s (stopped)"})
 
 
 def save(path: Path, row: dict) -> None:

@@ -110,9 +110,8 @@ def evidence_command(
               + f"; tolerance {tolerance:g} nats, level {level:g})", soft_wrap=True)
 
     def said(r) -> None:
-        out.print(f"  round {r.round}: {r.num_steps} steps x {r.num_runs} runs"
-                  + (f" x {r.num_particles} particles" if r.num_particles > 1 else "")
-                  + f"  [{r.lower:.3f}, {r.upper:.3f}]  width {r.width:.3f}  ({r.seconds:.1f} s)", soft_wrap=True)
+        out.print(f"  round {r.round}: {r.describe()}  [{r.lower:.3f}, {r.upper:.3f}]  width {r.width:.3f}  "
+                  f"({r.seconds:.1f} s)", soft_wrap=True)
 
     result = evidence(jax.random.fold_in(key, 1), model_obj, observed_data, draws=user_draws, tolerance=tolerance,
                       level=level, max_seconds=max_seconds, max_rounds=max_rounds, method=method, num_steps=steps,

@@ -20,6 +20,10 @@ class EvidenceRound:
     ----------
     round : int
         0 for the first.
+    kind : str
+        ``"proposal"``: importance sampling from a Gaussian fitted to half the draws, reciprocal importance sampling
+        on the other half (:mod:`bdmc.intervals.proposal`; ``num_particles`` then counts proposal draws per forward
+        run and ``num_runs`` the reverse runs); else the runs' method, ``"tempered-smc"`` or ``"ais"``.
     num_steps, num_runs, num_particles : int
         The budget: temperatures (or AIS distributions), independent runs per direction, particles per run (1
         for AIS).
@@ -32,6 +36,7 @@ class EvidenceRound:
     """
 
     round: int
+    kind: str
     num_steps: int
     num_runs: int
     num_particles: int
@@ -45,11 +50,20 @@ class EvidenceRound:
     def width(self) -> float:
         return self.upper - self.lower
 
+    def describe(self) -> str:
+        """The round's budget in words."""
+        if self.kind == "proposal":
+            return (f"importance sampling from the draws' fit ({self.num_particles} draws per forward run; "
+                    f"{self.num_runs} reverse runs)")
+        particles = f" x {self.num_particles} particles" if self.num_particles > 1 else ""
+        return f"{self.kind}, {self.num_steps} steps x {self.num_runs} runs{particles}"
+
 
 @dataclass(frozen=True)
 class EvidenceResult:
     """A two-sided interval on ``log p(y)``: ``lower <= log p(y) <= upper`` with probability at least
-    ``1 - level`` (each side at ``level / 2``) under the assumption ``upper_rests_on`` states.
+    ``1 - level`` under the assumption ``upper_rests_on`` states. Every round's interval holds at once (their levels
+    sum to ``level``), so the result is their intersection: each side from the round that gave it.
 
     Attributes
     ----------
@@ -119,13 +133,10 @@ class EvidenceResult:
             f"log p(y) in [{self.lower.value:.3f}, {self.upper.value:.3f}] (width {self.width:.3f} nats, estimate "
             f"{self.estimate:.3f}), with probability >= {1 - self.level:g}"
             + ("" if self.converged else f"; wider than the tolerance {self.tolerance:g}: {self.note}"),
-            f"lower: {self.lower.rule} of {self.lower.num_runs} forward {self.method} runs at level "
-            f"{self.lower.level:g}",
+            f"lower: {self.lower.rule} of {self.lower.num_runs} forward runs at level {self.lower.level:g}",
             f"upper: {self.upper.rule} of {self.upper.num_runs} reverse runs at level {self.upper.level:g}; "
             f"rests on {self.upper_rests_on}",
-            f"{len(self.rounds)} round(s), last at {last.num_steps} steps x {last.num_runs} runs"
-            + (f" x {last.num_particles} particles" if last.num_particles > 1 else "")
-            + f"; {self.seconds:.1f} s",
+            f"{len(self.rounds)} round(s), the last {last.describe()}; {self.seconds:.1f} s",
         ]
         if self.bracket is not None:
             lines.append(f"bracketing upper bound from the same draws (in expectation): {self.bracket:.3f}")

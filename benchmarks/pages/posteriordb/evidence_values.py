@@ -56,7 +56,12 @@ def values(folder: Path) -> dict:
             for _, r in exact.iterrows() if bool(r["contains_exact"])]
     missed = [r["posterior"] for _, r in exact.iterrows() if not bool(r["contains_exact"])]
     wide = ran[ran["width"] > 0.5]
+    settings = json.loads((folder / "evidence_settings.json").read_text())["settings"]
+    loads = [r["load"] for r in (json.loads(line) for line in (folder / "evidence.jsonl").read_text().splitlines()
+                                 if line.strip()) if r["posterior"] in set(ran["posterior"])]
     return {
+        "ev_budget": settings["max_seconds"], "ev_tolerance": settings["tolerance"], "ev_level": settings["level"],
+        "ev_load_min": min(loads), "ev_load_max": max(loads),
         "ev_rows": len(table), "ev_ran": len(ran), "ev_narrow": len(narrow),
         "ev_median_seconds": float(ran["seconds"].median()), "ev_max_seconds": float(ran["seconds"].max()),
         "ev_with_draws": len(with_draws), "ev_ran_46": len(ran_46), "ev_narrow_46": int((ran_46["width"] <= 0.5).sum()),

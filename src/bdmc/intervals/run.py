@@ -29,9 +29,9 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
-import numpy as np
 
 from ..bracketing.model_draws import bracket_model
+from ..contracts.estimate import log_harmonic_mean, log_mean_exp
 from ..contracts.model import simulate, validate_data
 from ..core.ais import forward_ais, reverse_ais
 from ..core.tempered import reverse_tempered_smc, tempered_smc
@@ -166,7 +166,7 @@ def evidence(key, model, data=None, *, draws=None, exact_latent=None, tolerance:
         upper = certified_upper(fitted.reverse, level=level / 4, independent=True)
         width = keep(EvidenceRound(round=0, kind="proposal", num_steps=0, num_runs=len(fitted.reverse),
                                    num_particles=fitted.forward_draws, lower=lower.value, upper=upper.value,
-                                   forward=_log_mean_exp(fitted.forward), reverse=-_log_mean_exp(-fitted.reverse),
+                                   forward=log_mean_exp(fitted.forward), reverse=log_harmonic_mean(fitted.reverse),
                                    seconds=time.perf_counter() - began_stage), lower, upper)
     steps, runs, particles = int(num_steps), int(num_runs), int(num_particles)
     most_runs = math.inf if posterior is None else available
@@ -232,12 +232,6 @@ def evidence(key, model, data=None, *, draws=None, exact_latent=None, tolerance:
         note="" if narrow else note, bracket=bracket_value, rounds=tuple(rounds), seconds=time.perf_counter() - began,
         settings={"tolerance": tolerance, "level": level, "max_seconds": max_seconds, "max_rounds": max_rounds,
                   "method": method, "num_steps": num_steps, "num_runs": num_runs, "num_particles": num_particles})
-
-
-def _log_mean_exp(values) -> float:
-    values = np.asarray(values, np.float64)
-    top = np.max(values)
-    return float(top + np.log(np.mean(np.exp(values - top)))) if np.isfinite(top) else float(top)
 
 
 def _runs(method, k_forward, k_reverse, model, data, starts, *, steps, runs, particles, progress):

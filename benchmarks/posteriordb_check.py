@@ -3,7 +3,10 @@
 Subcommands (run from the repository root)::
 
     # once, from a checkout / bare git dir of stan-dev/posteriordb: writes benchmarks/data/posteriordb/
-    python3 benchmarks/posteriordb_check.py export --pdb /path/to/posteriordb
+    python3 benchmarks/posteriordb_check.py export --pdb /path/to/posteriordb [--names NAME ...]
+
+    # only the reference draws (all of them, chains in order) of the shipped posteriors that have them
+    python3 benchmarks/posteriordb_check.py draws --pdb /path/to/posteriordb
 
     # compare the NumPyro ports' log joint densities with the Stan programs' (pystan, ~30 s per build);
     # writes benchmarks/data/posteriordb/stan_check.json
@@ -166,6 +169,14 @@ EXPECTED = {
         "JAX's odeint (1e-10): the spread is that solver difference."),
 }
 
+def _ported_families():
+    sys.path.insert(0, str(HERE))
+    import posteriordb_ports
+
+    return posteriordb_ports
+
+
+EXPECTED.update(_ported_families().expected())
 SELECTED = list(EXPECTED)
 
 # Posteriors whose Stan program solves an ODE at loose tolerances: the check also runs the program with these
@@ -176,7 +187,6 @@ TIGHT = {"hudson_lynx_hare-lotka_volterra": ("0, 0), 1e-5, 1e-3, 5e2);", "0, 0),
 # ------------------------------------------------------------------------------------------------ export
 
 
-DRAWS_SHIPPED = 500  # reference draws per posterior, drawn at random from its chains (draws.npz)
 
 
 def _git_show(pdb, path):
@@ -189,7 +199,7 @@ def _unzip_json(raw):
     return json.loads(z.read(z.namelist()[0]))
 
 
-def export(pdb: Path):
+def export(pdb: Path, names=None):
     sys.path.insert(0, str(HERE))
     from harness.store import write_text
 
@@ -197,15 +207,15 @@ def export(pdb: Path):
                             text=True).stdout.strip()
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "LICENSE").write_bytes(_git_show(pdb, "LICENCE.md"))
-    for name in SELECTED:
+    for name in names or SELECTED:
         post = json.loads(_git_show(pdb, f"posterior_database/posteriors/{name}.json"))
         model_name, data_name = post["model_name"], post["data_name"]
         model_info = json.loads(_git_show(pdb, f"posterior_database/models/info/{model_name}.info.json"))
         data_info = json.loads(_git_show(pdb, f"posterior_database/data/info/{data_name}.info.json"))
         code = _git_show(pdb, f"posterior_database/models/stan/{model_name}.stan")
         data = _unzip_json(_git_show(pdb, f"posterior_database/data/data/{data_name}.json.zip"))
-        reference_name = post.get("reference_posterior_name") or name
-        reference, source = _reference(pdb, reference_name)
+        reference_name = post.get("reference_posterior_name")
+        reference, source = _reference(pdb, reference_name) if reference_name else ({}, "none")
         folder = OUT / name
         folder.mkdir(exist_ok=True)
         (folder / "model.stan").write_bytes(code)
@@ -225,9 +235,7 @@ def export(pdb: Path):
             "posteriordb_commit": commit,
         }
         write_text(folder / "info.json", json.dumps(info, indent=1))
-        draws = reference_draws(pdb, name, DRAWS_SHIPPED)
-        if draws is not None:  # for the bracketing bounds of benchmarks/posteriordb.py
-            np.savez_compressed(folder / "draws.npz", **draws)
+        ship_draws(pdb, name)
         print(f"{name}: {info['n_parameters']} parameters, {n_cases} cases, reference from {source}")
 
 
@@ -236,7 +244,8 @@ def _n_cases(name, data):
             "hudson_lynx_hare-lotka_volterra": lambda d: d["N"] + 1,
             "one_comp_mm_elim_abs-one_comp_mm_elim_abs": lambda d: d["N_t"],
             "eight_schools-eight_schools_noncentered": lambda d: d["J"],
-            "eight_schools-eight_schools_centered": lambda d: d["J"]}.get(name, lambda d: d["N"])(data)
+            "eight_schools-eight_schools_centered": lambda d: d["J"],
+            **_ported_families().n_cases()}.get(name, lambda d: d["N"])(data)
 
 
 def _reference(pdb, name):
@@ -261,6 +270,29 @@ def _reference(pdb, name):
         x = np.concatenate([np.asarray(c[k], float) for c in chains])
         out[k] = {"mean": float(x.mean()), "sd": float(x.std(ddof=1)), "n_draws": int(x.size)}
     return out, "draws"
+
+
+def ship_draws(pdb, name):
+    """Write every reference draw of ``name`` to ``draws.npz`` (flat name -> array, chains concatenated in order)
+    and their chain count to ``info.json`` (``reference_chains``); nothing when posteriordb lacks the draws."""
+    sys.path.insert(0, str(HERE))
+    from harness.store import write_text
+
+    post = json.loads(_git_show(pdb, f"posterior_database/posteriors/{name}.json"))
+    reference_name = post.get("reference_posterior_name")
+    if not reference_name:
+        return
+    try:
+        chains = _unzip_json(_git_show(
+            pdb, f"posterior_database/reference_posteriors/draws/draws/{reference_name}.json.zip"))
+    except (subprocess.CalledProcessError, zipfile.BadZipFile):
+        return
+    draws = {k: np.concatenate([np.asarray(c[k], float) for c in chains]) for k in chains[0]}
+    np.savez_compressed(OUT / name / "draws.npz", **draws)
+    info_path = OUT / name / "info.json"
+    info = json.loads(info_path.read_text())
+    info["reference_chains"] = len(chains)
+    write_text(info_path, json.dumps(info, indent=1))
 
 
 def reference_draws(pdb, name, n, seed=0):
@@ -457,7 +489,7 @@ def check(names, pdb, source, out_path=None):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["export", "check", "points", "stan"])
+    parser.add_argument("command", choices=["export", "draws", "check", "points", "stan"])
     parser.add_argument("--pdb", type=Path, help="posteriordb git directory (checkout or bare)")
     parser.add_argument("--names", nargs="+", default=None, help="posteriors (default: every shipped one)")
     parser.add_argument("--source", choices=["reference", "prior"], default="reference",
@@ -469,7 +501,10 @@ def main(argv=None):
     a = parser.parse_args(argv)
     names = a.names or SELECTED
     if a.command == "export":
-        export(a.pdb)
+        export(a.pdb, a.names)
+    elif a.command == "draws":
+        for name in names:
+            ship_draws(a.pdb, name)
     elif a.command == "check":
         check(names, a.pdb, a.source, a.out)
     elif a.command == "points":

@@ -69,7 +69,7 @@ class OrderedNormal(dist.Distribution):
         self.loc, self.scale, self.positive = np.asarray(loc, float), np.asarray(scale, float), positive
         if self.loc.shape != (2,) or self.scale.shape != (2,):
             raise ValueError("OrderedNormal handles two components")
-        self.log_mass = _log_ordered_mass(self.loc, self.scale, positive)
+        self.log_mass = log_ordered_mass(self.loc, self.scale, positive)
         super().__init__(batch_shape=(), event_shape=(2,), validate_args=validate_args)
 
     @constraints.dependent_property(is_discrete=False, event_dim=1)
@@ -90,7 +90,7 @@ class OrderedNormal(dist.Distribution):
         return jnp.take_along_axis(x, first[..., None, None], axis=-2)[..., 0, :]
 
 
-def _log_ordered_mass(loc, scale, positive):
+def log_ordered_mass(loc, scale, positive):
     from scipy import integrate, stats
 
     if not positive:  # P(X1 < X2)
@@ -100,7 +100,7 @@ def _log_ordered_mass(loc, scale, positive):
     return float(np.log(mass))
 
 
-def _half_student_t(df, scale):
+def half_student_t(df, scale):
     """Stan's ``student_t_lpdf(s | df, 0, scale) - student_t_lccdf(0 | df, 0, scale)`` on ``<lower=0>`` s."""
     return dist.FoldedDistribution(dist.StudentT(df, 0.0, scale))
 
@@ -129,7 +129,7 @@ def _hmm_predictive_logits(log_trans, log_emit):
     return jnp.concatenate([log_pred0[None], log_preds])
 
 
-def _flat(name, value):
+def flat_names(name, value):
     """Reference-style flat names (1-based, row-major) of a site value with a leading draw axis."""
     value = np.asarray(value)
     if value.ndim == 1:
@@ -140,8 +140,8 @@ def _flat(name, value):
     return out
 
 
-def _gather(flat, name, shape):
-    """The inverse of :func:`_flat`: stack flat names back into a site value (draw axis first)."""
+def gather(flat, name, shape):
+    """The inverse of :func:`flat_names`: stack flat names back into a site value (draw axis first)."""
     if not shape:
         return np.asarray(flat[name], float)
     cols = [np.asarray(flat[name + "[" + ",".join(str(i + 1) for i in index) + "]"], float)
@@ -149,7 +149,7 @@ def _gather(flat, name, shape):
     return np.stack(cols, -1).reshape(cols[0].shape + tuple(shape))
 
 
-def _f(x):
+def floats(x):
     return jnp.asarray(np.asarray(x, dtype=float))
 
 
@@ -295,7 +295,7 @@ def diamonds(Xc, Y=None):
     """brms linear regression on centred predictors (the Stan program's transformed data Xc)."""
     b = numpyro.sample("b", dist.Normal(0.0, 1.0).expand([Xc.shape[1]]).to_event(1))
     intercept = numpyro.sample("Intercept", dist.StudentT(3.0, 8.0, 10.0))
-    sigma = numpyro.sample("sigma", _half_student_t(3.0, 10.0))
+    sigma = numpyro.sample("sigma", half_student_t(3.0, 10.0))
     numpyro.sample("Y", dist.Normal(intercept + Xc @ b, sigma), obs=Y)
 
 
@@ -307,11 +307,11 @@ def _spd_cov_exp_quad(slambda, sdgp, lscale):
 def accel_gp(Xgp_1, slambda_1, Xgp_sigma_1, slambda_sigma_1, Y=None):
     """brms approximate (Hilbert-space) GP for the mean and the log sd of the mcycle accelerations."""
     intercept = numpyro.sample("Intercept", dist.StudentT(3.0, -13.0, 36.0))
-    sdgp_1 = numpyro.sample("sdgp_1", _half_student_t(3.0, 36.0))
+    sdgp_1 = numpyro.sample("sdgp_1", half_student_t(3.0, 36.0))
     lscale_1 = numpyro.sample("lscale_1", dist.InverseGamma(1.124909, 0.0177))
     zgp_1 = numpyro.sample("zgp_1", dist.Normal(0.0, 1.0).expand([Xgp_1.shape[1]]).to_event(1))
     intercept_sigma = numpyro.sample("Intercept_sigma", dist.StudentT(3.0, 0.0, 10.0))
-    sdgp_sigma_1 = numpyro.sample("sdgp_sigma_1", _half_student_t(3.0, 36.0))
+    sdgp_sigma_1 = numpyro.sample("sdgp_sigma_1", half_student_t(3.0, 36.0))
     lscale_sigma_1 = numpyro.sample("lscale_sigma_1", dist.InverseGamma(1.124909, 0.0177))
     zgp_sigma_1 = numpyro.sample("zgp_sigma_1",
                                  dist.Normal(0.0, 1.0).expand([Xgp_sigma_1.shape[1]]).to_event(1))
@@ -430,7 +430,7 @@ def _sites_params(sites, derived=None):
             value = np.asarray(value)
             if value.ndim == 0:
                 value = value[None]
-            out.update(_flat(name, value))
+            out.update(flat_names(name, value))
         return out
 
     return params
@@ -440,12 +440,12 @@ def _sites_latents(sites, inverse=None):
     def latents(flat, args):
         if inverse is not None:
             return inverse(flat, args)
-        return {name: _gather(flat, name, shape) for name, shape in sites.items()}
+        return {name: gather(flat, name, shape) for name, shape in sites.items()}
 
     return latents
 
 
-def _entry(name, model, observed, args, sites, *, params=None, latents=None, simulates=True):
+def build_entry(name, model, observed, args, sites, *, params=None, latents=None, simulates=True):
     return Entry(name=name, model=model, observed=tuple(observed), args=args,
                  params=params or _sites_params(sites), latents=latents or _sites_latents(sites),
                  sites=dict(sites), simulates=simulates)
@@ -454,14 +454,14 @@ def _entry(name, model, observed, args, sites, *, params=None, latents=None, sim
 def _eight_schools_params(samples):
     tau, mu = np.asarray(samples["tau"])[:, None], np.asarray(samples["mu"])[:, None]
     theta = np.asarray(samples["theta_trans"]) * tau + mu
-    out = _flat("theta", theta)
+    out = flat_names("theta", theta)
     out.update({"mu": np.asarray(samples["mu"]), "tau": np.asarray(samples["tau"])})
     return out
 
 
 def _eight_schools_latents(flat, args):
     mu, tau = np.asarray(flat["mu"], float), np.asarray(flat["tau"], float)
-    theta = _gather(flat, "theta", (len(args["sigma"]),))
+    theta = gather(flat, "theta", (len(args["sigma"]),))
     return {"theta_trans": (theta - mu[..., None]) / tau[..., None], "mu": mu, "tau": tau}
 
 
@@ -475,12 +475,12 @@ def _gp_pois_params(samples):
     rho, alpha, f_tilde = (np.asarray(samples[k], float) for k in ("rho", "alpha", "f_tilde"))
     x = np.asarray(load("gp_pois_regr-gp_pois_regr")[0]["x"], float)
     f = np.stack([_gp_pois_cholesky(x, a, r) @ ft for a, r, ft in zip(alpha, rho, f_tilde, strict=False)])
-    return {"rho": rho, "alpha": alpha, **_flat("f", f)}
+    return {"rho": rho, "alpha": alpha, **flat_names("f", f)}
 
 
 def _gp_pois_latents(flat, args):
     rho, alpha = np.asarray(flat["rho"], float), np.asarray(flat["alpha"], float)
-    f = _gather(flat, "f", (len(args["x"]),))
+    f = gather(flat, "f", (len(args["x"]),))
     x = np.asarray(args["x"], float)
     f_tilde = np.stack([np.linalg.solve(_gp_pois_cholesky(x, a, r), fi)
                         for a, r, fi in zip(alpha, rho, f, strict=False)])
@@ -488,94 +488,99 @@ def _gp_pois_latents(flat, args):
 
 
 def _gp_pois_args(d):
-    return {"x": _f(d["x"]), "k": jnp.asarray(np.asarray(d["k"], dtype=np.int32))}
+    return {"x": floats(d["x"]), "k": jnp.asarray(np.asarray(d["k"], dtype=np.int32))}
 
 
 def _arK_args(d):
     y, K = np.asarray(d["y"], float), int(d["K"])
     lags = np.stack([y[K - k:len(y) - k] for k in range(1, K + 1)], -1)
-    return {"lags": _f(lags), "y": _f(y[K:])}
+    return {"lags": floats(lags), "y": floats(y[K:])}
 
 
 def _hmm_drive_args(d, normal):
     uv = np.stack([np.asarray(d["u"], float), np.asarray(d["v"], float)], -1)
-    out = {"uv_series": _f(uv), "alpha": _f(d["alpha"])}
+    out = {"uv_series": floats(uv), "alpha": floats(d["alpha"])}
     if normal:
-        out.update(tau=_f(d["tau"]), rho=_f(d["rho"]))
-    out["uv"] = _f(uv)
+        out.update(tau=floats(d["tau"]), rho=floats(d["rho"]))
+    out["uv"] = floats(uv)
     return out
 
 
 def _diamonds_args(d):
     X = np.asarray(d["X"], float)
     Xc = X[:, 1:] - X[:, 1:].mean(0)
-    return {"Xc": _f(Xc), "Y": _f(d["Y"])}
+    return {"Xc": floats(Xc), "Y": floats(d["Y"])}
 
 
 def _accel_gp_args(d):
-    return {k: _f(d[k]) for k in ("Xgp_1", "slambda_1", "Xgp_sigma_1", "slambda_sigma_1", "Y")}
+    return {k: floats(d[k]) for k in ("Xgp_1", "slambda_1", "Xgp_sigma_1", "slambda_sigma_1", "Y")}
 
 
 def _lotka_volterra_args(d):
     y = np.concatenate([np.asarray(d["y_init"], float)[None], np.asarray(d["y"], float)])
-    return {"ts": _f(d["ts"]), "y": _f(y)}
+    return {"ts": floats(d["ts"]), "y": floats(y)}
 
 
 def _one_comp_args(d):
     if float(d["t0"]) != 0.0:
         raise ValueError("the port assumes t0 = 0")
-    return {"times": _f(d["times"]), "D": float(d["D"]), "V": float(d["V"]), "C_hat": _f(d["C_hat"])}
+    return {"times": floats(d["times"]), "D": float(d["D"]), "V": float(d["V"]), "C_hat": floats(d["C_hat"])}
 
 
 def _registry() -> dict:
     entries = [
-        _entry("eight_schools-eight_schools_noncentered", eight_schools_noncentered, ["y"],
-               lambda d: {"sigma": _f(d["sigma"]), "y": _f(d["y"])},
+        build_entry("eight_schools-eight_schools_noncentered", eight_schools_noncentered, ["y"],
+               lambda d: {"sigma": floats(d["sigma"]), "y": floats(d["y"])},
                {"theta_trans": (8,), "mu": (), "tau": ()},
                params=_eight_schools_params, latents=_eight_schools_latents),
-        _entry("eight_schools-eight_schools_centered", eight_schools_centered, ["y"],
-               lambda d: {"sigma": _f(d["sigma"]), "y": _f(d["y"])}, {"theta": (8,), "mu": (), "tau": ()}),
-        _entry("sblrc-blr", blr, ["y"], lambda d: {"X": _f(d["X"]), "y": _f(d["y"])},
+        build_entry("eight_schools-eight_schools_centered", eight_schools_centered, ["y"],
+               lambda d: {"sigma": floats(d["sigma"]), "y": floats(d["y"])}, {"theta": (8,), "mu": (), "tau": ()}),
+        build_entry("sblrc-blr", blr, ["y"], lambda d: {"X": floats(d["X"]), "y": floats(d["y"])},
                {"beta": (5,), "sigma": ()}),
-        _entry("sblri-blr", blr, ["y"], lambda d: {"X": _f(d["X"]), "y": _f(d["y"])},
+        build_entry("sblri-blr", blr, ["y"], lambda d: {"X": floats(d["X"]), "y": floats(d["y"])},
                {"beta": (5,), "sigma": ()}),
-        _entry("arK-arK", arK, ["y"], _arK_args, {"alpha": (), "beta": (5,), "sigma": ()}, simulates=False),
-        _entry("arma-arma11", arma11, ["y"], lambda d: {"series": _f(d["y"]), "y": _f(d["y"])},
+        build_entry("arK-arK", arK, ["y"], _arK_args, {"alpha": (), "beta": (5,), "sigma": ()}, simulates=False),
+        build_entry("arma-arma11", arma11, ["y"], lambda d: {"series": floats(d["y"]), "y": floats(d["y"])},
                {"mu": (), "phi": (), "theta": (), "sigma": ()}, simulates=False),
-        _entry("low_dim_gauss_mix-low_dim_gauss_mix", low_dim_gauss_mix, ["y"],
-               lambda d: {"N": int(d["N"]), "y": _f(d["y"])}, {"mu": (2,), "sigma": (2,), "theta": ()}),
-        _entry("gp_pois_regr-gp_regr", gp_regr, ["y"],
-               lambda d: {"x": _f(d["x"]), "series": _f(d["y"]), "y": _f(d["y"])},
+        build_entry("low_dim_gauss_mix-low_dim_gauss_mix", low_dim_gauss_mix, ["y"],
+               lambda d: {"N": int(d["N"]), "y": floats(d["y"])}, {"mu": (2,), "sigma": (2,), "theta": ()}),
+        build_entry("gp_pois_regr-gp_regr", gp_regr, ["y"],
+               lambda d: {"x": floats(d["x"]), "series": floats(d["y"]), "y": floats(d["y"])},
                {"rho": (), "alpha": (), "sigma": ()}, simulates=False),
-        _entry("gp_pois_regr-gp_pois_regr", gp_pois_regr, ["k"], _gp_pois_args,
+        build_entry("gp_pois_regr-gp_pois_regr", gp_pois_regr, ["k"], _gp_pois_args,
                {"rho": (), "alpha": (), "f_tilde": (11,)}, params=_gp_pois_params, latents=_gp_pois_latents),
-        _entry("hmm_example-hmm_example", hmm_example, ["y"],
-               lambda d: {"series": _f(d["y"]), "y": _f(d["y"])},
+        build_entry("hmm_example-hmm_example", hmm_example, ["y"],
+               lambda d: {"series": floats(d["y"]), "y": floats(d["y"])},
                {"theta1": (2,), "theta2": (2,), "mu": (2,)}, simulates=False),
-        _entry("bball_drive_event_0-hmm_drive_0", hmm_drive_0, ["uv"], lambda d: _hmm_drive_args(d, False),
+        build_entry("bball_drive_event_0-hmm_drive_0", hmm_drive_0, ["uv"], lambda d: _hmm_drive_args(d, False),
                {"theta1": (2,), "theta2": (2,), "phi": (2,), "lambda": (2,)}, simulates=False),
-        _entry("bball_drive_event_1-hmm_drive_1", hmm_drive_1, ["uv"], lambda d: _hmm_drive_args(d, True),
+        build_entry("bball_drive_event_1-hmm_drive_1", hmm_drive_1, ["uv"], lambda d: _hmm_drive_args(d, True),
                {"theta1": (2,), "theta2": (2,), "phi": (2,), "lambda": (2,)}, simulates=False),
-        _entry("diamonds-diamonds", diamonds, ["Y"], _diamonds_args,
+        build_entry("diamonds-diamonds", diamonds, ["Y"], _diamonds_args,
                {"b": (24,), "Intercept": (), "sigma": ()}),
-        _entry("mcycle_gp-accel_gp", accel_gp, ["Y"], _accel_gp_args,
+        build_entry("mcycle_gp-accel_gp", accel_gp, ["Y"], _accel_gp_args,
                {"Intercept": (), "sdgp_1": (), "lscale_1": (), "zgp_1": (40,), "Intercept_sigma": (),
                 "sdgp_sigma_1": (), "lscale_sigma_1": (), "zgp_sigma_1": (20,)}),
-        _entry("hudson_lynx_hare-lotka_volterra", lotka_volterra, ["y"], _lotka_volterra_args,
+        build_entry("hudson_lynx_hare-lotka_volterra", lotka_volterra, ["y"], _lotka_volterra_args,
                {"theta": (4,), "z_init": (2,), "sigma": (2,)}),
-        _entry("one_comp_mm_elim_abs-one_comp_mm_elim_abs", one_comp_mm_elim_abs, ["C_hat"], _one_comp_args,
+        build_entry("one_comp_mm_elim_abs-one_comp_mm_elim_abs", one_comp_mm_elim_abs, ["C_hat"], _one_comp_args,
                {"k_a": (), "K_m": (), "V_m": (), "sigma": ()}),
     ]
     return {e.name: e for e in entries}
 
 
+def stan_checks() -> dict:
+    """Every recorded check against Stan: ``stan_check.json`` and each family's ``stan_check_<family>.json``."""
+    checks = {}
+    for path in sorted(DATA_DIR.glob("stan_check*.json")):
+        checks.update(json.loads(path.read_text()))
+    return checks
+
+
 def _with_stan_check(entries: dict) -> dict:
-    path = DATA_DIR / "stan_check.json"
-    if not path.exists():
-        return entries
     import dataclasses
 
-    checks = json.loads(path.read_text())
+    checks = stan_checks()
     out = {}
     for name, entry in entries.items():
         check = checks.get(name)
@@ -587,7 +592,19 @@ def _with_stan_check(entries: dict) -> dict:
     return out
 
 
-POSTERIORS: dict[str, Entry] = _with_stan_check(_registry())
+def _all_entries() -> dict:
+    """The ports written here and those of :mod:`posteriordb_ports` (one module per family)."""
+    import posteriordb_ports  # imports this module: its helpers are defined by now
+
+    entries = _registry()
+    for entry in posteriordb_ports.entries():
+        if entry.name in entries:
+            raise ValueError(f"{entry.name} is ported twice")
+        entries[entry.name] = entry
+    return entries
+
+
+POSTERIORS: dict[str, Entry] = _with_stan_check(_all_entries())
 
 
 def load(name: str) -> tuple[dict, dict, dict]:

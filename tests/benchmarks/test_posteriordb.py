@@ -4,7 +4,6 @@ The full benchmark (16 posteriors, larger budgets) is ``benchmarks/posteriordb.p
 against the Stan programs' log densities by ``benchmarks/posteriordb_check.py`` (``stan_check.json``).
 """
 
-import json
 import math
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ import pytest
 pytest.importorskip("numpyro")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import posteriordb  # noqa: E402
-from posteriordb_models import DATA_DIR, POSTERIORS  # noqa: E402
+from posteriordb_models import POSTERIORS, stan_checks  # noqa: E402
 
 import bdmc  # noqa: E402
 
@@ -24,7 +23,7 @@ pytestmark = pytest.mark.float64
 
 
 def test_every_port_matches_its_stan_program_up_to_a_stated_constant():
-    checks = json.loads((DATA_DIR / "stan_check.json").read_text())
+    checks = stan_checks()
     assert len(POSTERIORS) >= 15
     for name, entry in POSTERIORS.items():
         check = checks[name]

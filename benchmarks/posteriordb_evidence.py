@@ -59,13 +59,17 @@ def census() -> list[dict]:
     return doc["posteriors"] if isinstance(doc, dict) else doc
 
 
-def reference_draws(entry, data_json) -> dict | None:
-    """posteriordb's reference draws as the port's constrained sites ({site: array with a leading draw axis})."""
+def reference_draws(entry, data_json):
+    """posteriordb's reference draws as the port's constrained sites, an ArviZ InferenceData with their chains
+    (10 of 1,000 draws), or None when posteriordb has none."""
+    import arviz as az
+
     path = DATA_DIR / entry.name / "draws.npz"
     if not path.exists():
         return None
+    chains = int(json.loads((DATA_DIR / entry.name / "info.json").read_text()).get("reference_chains", 1))
     sites = entry.latents(dict(np.load(path)), entry.args(data_json))
-    return {k: np.asarray(v) for k, v in sites.items()}
+    return az.from_dict(posterior={k: np.asarray(v).reshape((chains, -1) + np.shape(v)[1:]) for k, v in sites.items()})
 
 
 def run_posterior(name: str, settings: dict) -> dict:

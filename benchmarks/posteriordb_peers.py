@@ -76,7 +76,7 @@ def bridge_run(port, seed: int) -> dict:
     began = time.perf_counter()
     est = bdmc.estimators.bridge_sampling(jax.random.key(seed), port.model, port.data, draws=latents)
     return {"log_z": float(est.value), "stderr": float(est.stderr), "seconds": time.perf_counter() - began,
-            "num_draws": int(next(iter(port.sites.values())).shape[0])}
+            "num_draws": int(jax.tree.leaves(latents)[0].shape[0])}
 
 
 # ---------------------------------------------------------------------------------------------- BlackJAX

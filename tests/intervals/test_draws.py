@@ -177,8 +177,9 @@ def pdb():
     return import_benchmark("posteriordb_models")
 
 
-def posteriordb_chains(chains: int = 5) -> list:
-    """The shipped draws in posteriordb's reference format: a list of chains of {"theta[1]": [floats], ...}."""
+def posteriordb_chains(chains: int = 10) -> list:
+    """The shipped draws (posteriordb's 10 chains of 1,000, in order) in posteriordb's reference format: a list of
+    chains of {"theta[1]": [floats], ...}."""
     flat = dict(np.load(POSTERIORDB / EIGHT / "draws.npz"))
     return [{name: values.reshape(chains, -1)[c].tolist() for name, values in flat.items()} for c in range(chains)]
 
@@ -192,7 +193,8 @@ def test_posteriordb_reference_draws_map_to_the_ports_latents(pdb):
     centred = pdb.POSTERIORS["eight_schools-eight_schools_centered"]
     model = bdmc.ppl.from_numpyro(centred.model, observed=list(centred.observed), **centred.covariates(data_json))
     got = posterior_draws(model, chains, data=centred.observations(data_json))
-    assert got.num_chains == 5 and got.num_draws == 500 and "posteriordb reference posterior (5 chains)" in got.source
+    assert got.num_chains == 10 and got.num_draws == 10000
+    assert "posteriordb reference posterior (10 chains)" in got.source
     assert set(got.diagnostics) == {"rhat_max", "ess_bulk_min"}
     close(got.latents["theta"], theta, scale=10)
     close(got.latents["tau"], np.log(flat["tau"]))

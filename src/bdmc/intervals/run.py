@@ -9,7 +9,7 @@ budget where it buys most width: the temperatures (or the particles) when the ru
 disagreement dominate, the runs when the certificates' slack ``log(1/a) / n`` dominates.
 
 With posterior draws, a first stage fits a Gaussian to half of them and runs importance sampling from it forward
-and reciprocal importance sampling on the held-out half in reverse (:mod:`bdmc.intervals.proposal`): a few thousand
+and reciprocal importance sampling on the held-out half in reverse (:mod:`bdmc.intervals.proposal`): some 70,000
 density evaluations, enough where the posterior is close to Gaussian on the latent space.
 
 Every round's interval is certified at its own share of ``level``, fixed before any round runs: the proposal stage
@@ -45,7 +45,6 @@ METHODS = ("auto", "tempered-smc", "ais")
 CHECK_DRAWS = 64  # draws the stationarity check moves (spread over the chains)
 BRACKET_DRAWS = 2000  # the bracketing bound's own draws from its fitted Gaussian
 QUICK_ROUND = 5.0  # seconds: a round this short grows fourfold rather than twofold
-PROPOSAL_RUNS = 64  # runs per direction of the proposal stage (its held-out draws shared out among them)
 
 
 class DrawsCheckWarning(RunHealthWarning):
@@ -159,9 +158,7 @@ def evidence(key, model, data=None, *, draws=None, exact_latent=None, tolerance:
         # A proposal fitted to half the draws: cheap, and tight where the posterior is close to Gaussian.
         rest = level / 2
         began_stage = time.perf_counter()
-        # Reverse runs get 16 held-out draws each where the draws allow: a run's harmonic mean needs several.
-        fitted = proposal_runs(k_proposal, model, data, posterior, num_runs=PROPOSAL_RUNS,
-                               reverse_runs=max(1, min(PROPOSAL_RUNS, max(8, available // 32), available // 2)))
+        fitted = proposal_runs(k_proposal, model, data, posterior, level=level / 4)
         lower = certified_lower(fitted.forward, level=level / 4)
         upper = certified_upper(fitted.reverse, level=level / 4, independent=True)
         width = keep(EvidenceRound(round=0, kind="proposal", num_steps=0, num_runs=len(fitted.reverse),

@@ -19,6 +19,9 @@ FAMILIES = ("small", "radon", "hierarchical")
 
 
 def _modules():
+    # The family modules import posteriordb_models, whose POSTERIORS import the families: import it first, so a
+    # family module never runs while it is being imported (when this package is imported before it).
+    importlib.import_module("posteriordb_models")
     out = []
     for family in FAMILIES:
         try:

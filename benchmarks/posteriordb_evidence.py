@@ -4,8 +4,8 @@ Every one of posteriordb's 147 posteriors has a row of ``benchmarks/results/post
 
 - a posterior ported here (``benchmarks/posteriordb_models.py``, its port checked against the Stan program's log
   density) runs :func:`bdmc.evidence` on its data: forward runs for the certified lower side, reverse runs from
-  posteriordb's reference draws (or, where it ships none, NUTS draws) for the upper side, escalated until the
-  interval is narrower than ``--tolerance`` or ``--max-seconds`` is spent;
+  posteriordb's reference draws (or, where it ships none, 10,000 NUTS draws in 4 chains) for the upper side,
+  escalated until the interval is narrower than ``--tolerance`` or ``--max-seconds`` is spent;
 - any other posterior gets the reason from the census (``benchmarks/data/posteriordb/census.json``, by
   ``benchmarks/posteriordb_census.py``): an improper prior (log p(y) does not exist), an ODE, or no port here.
 
@@ -79,8 +79,11 @@ def run_posterior(name: str, settings: dict) -> dict:
     data_json, _, _ = load(name)
     model = bdmc.ppl.from_numpyro(entry.model, observed=list(entry.observed), **entry.covariates(data_json))
     data = {k: jnp.asarray(v) for k, v in entry.observations(data_json).items()}
-    draws = reference_draws(entry, data_json)
     began = time.perf_counter()
+    draws = reference_draws(entry, data_json)
+    if draws is None:  # no reference posterior: NUTS draws as many as posteriordb's references hold (10,000)
+        draws = bdmc.intervals.nuts_draws(jax.random.key(settings["seed"] + 1), model, data, num_chains=4,
+                                          num_draws=settings["nuts_draws"] // 4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the row states what the warnings said (the draws' check, the status)
         result = bdmc.evidence(jax.random.key(settings["seed"]), model, data, draws=draws,
@@ -116,6 +119,8 @@ def main() -> None:
     parser.add_argument("--level", type=float, default=0.01)
     parser.add_argument("--max-seconds", type=float, default=120.0, help="each posterior's escalation budget")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--nuts-draws", type=int, default=10000,
+                        help="NUTS draws (4 chains) where posteriordb holds no reference draws")
     parser.add_argument("--scheduler", default="local",
                         help="local (two Dask worker processes here), none (one after another here), or an address")
     parser.add_argument("--render", action="store_true", help="re-render the table and page from the rows and stop")
@@ -124,7 +129,8 @@ def main() -> None:
     if args.render:
         finish(rows_path)
         return
-    settings = {"tolerance": args.tolerance, "level": args.level, "max_seconds": args.max_seconds, "seed": args.seed}
+    settings = {"tolerance": args.tolerance, "level": args.level, "max_seconds": args.max_seconds, "seed": args.seed,
+                "nuts_draws": args.nuts_draws}
     settings_path = OUT / "evidence_settings.json"
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     if settings_path.exists() and load_rows(rows_path):
@@ -132,7 +138,9 @@ def main() -> None:
         if saved.get("settings", saved) != settings:
             raise SystemExit(f"{rows_path} holds rows of other settings ({settings_path}); delete both to start again")
     write_text(settings_path, json.dumps({"settings": settings, "commit": commit}, indent=2) + "\n")
-    done = {r["posterior"] for r in load_rows(rows_path)}
+    # A posterior recorded as not ported runs once it has a port.
+    done = {r["posterior"] for r in load_rows(rows_path)
+            if not (r["status"] == NOT_PORTED and r["posterior"] in POSTERIORS)}
     records = [r for r in census() if args.names is None or r["posterior"] in args.names]
 
     def save(row: dict) -> None:

@@ -111,10 +111,11 @@ def posterior_draws(model, draws, *, data=None, chain_axis: bool = False,
         itself, with a leading draw axis. A WebPPL program's sites have no names: give one array per site, in
         program order (a list), or a dict keyed ``"0"``, ``"1"``, ....
     draws
-        One of: a dict ``{name: array}`` with a leading draw axis (or ``(chains, draws, ...)`` with
-        ``chain_axis=True``); an ArviZ ``InferenceData`` (its ``posterior`` group) or that group alone; a
-        posteriordb reference posterior, the parsed JSON (a list of chains, each ``{"theta[1]": [...], ...}``),
-        or a dict of such flat names (Stan's 1-based indices) whose entries are gathered into arrays by name.
+        A :class:`PosteriorDraws` (returned as it is), or one of: a dict ``{name: array}`` with a leading draw
+        axis (or ``(chains, draws, ...)`` with ``chain_axis=True``); an ArviZ ``InferenceData`` (its
+        ``posterior`` group) or that group alone; a posteriordb reference posterior, the parsed JSON (a list of
+        chains, each ``{"theta[1]": [...], ...}``), or a dict of such flat names (Stan's 1-based indices) whose
+        entries are gathered into arrays by name.
     data : pytree, optional
         The data set. When given, every draw must have a finite log density at ``lam = 1`` (else only the
         log prior is checked).
@@ -136,6 +137,8 @@ def posterior_draws(model, draws, *, data=None, chain_axis: bool = False,
         parameters, are left out and listed in ``source``), a wrong shape (got, want), a NaN or inf value, a draw
         outside the support (which draw, which name or term), fewer than 2 draws or chains of unequal length.
     """
+    if isinstance(draws, PosteriorDraws) and transform is None:  # already read (nuts_draws, or an earlier call)
+        return draws
     if transform is not None and not callable(transform):
         raise OptionTypeError(f"transform must be a function of a dict of arrays, got {type(transform).__name__}")
     given, chains, source, divergences, strict = _read(draws, chain_axis)

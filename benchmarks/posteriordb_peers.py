@@ -1,7 +1,8 @@
 """Peers on the posteriordb evidence table: other tools' log p(y) on the same NumPyro ports, data and draws.
 
-For every ported posterior of ``benchmarks/posteriordb_models.py`` (the two ODE ports excepted: each density
-evaluation solves an ODE, beyond this table's budget), three peers, each on the port's own density and data:
+For every ported posterior of ``benchmarks/posteriordb_models.py`` with reference draws (the two ODE ports
+excepted: each density evaluation solves an ODE, beyond this table's budget), three peers, each on the port's own
+density and data:
 
 - ``bridge``: :func:`bdmc.estimators.bridge_sampling` (R's ``bridgesampling``, ``method="normal"``) from
   posteriordb's reference draws (``draws.npz``), mapped to the port's unconstrained space; its own stderr is
@@ -20,7 +21,7 @@ Each (posterior, peer, seed) is one row of ``benchmarks/results/posteriordb/peer
 so an interrupted run resumes; a peer that cannot run on a posterior gets one row saying why. The page ``peers.md``
 compares each peer's estimates with bdmc's interval in ``evidence.csv``.
 
-    python benchmarks/posteriordb_peers.py                              # every ported posterior (resumes)
+    python benchmarks/posteriordb_peers.py                              # those with reference draws (resumes)
     python benchmarks/posteriordb_peers.py --names sblrc-blr --seeds 2  # some
 """
 
@@ -45,7 +46,7 @@ from harness.pages import write_folder  # noqa: E402
 from harness.store import append_row, load_rows  # noqa: E402
 from peer_tools import blackjax_smc_fn  # noqa: E402
 from posteriordb_evidence import reference_draws  # noqa: E402
-from posteriordb_models import POSTERIORS, load  # noqa: E402
+from posteriordb_models import DATA_DIR, POSTERIORS, load  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.errors import MissingCapabilityError  # noqa: E402
@@ -314,7 +315,9 @@ def main() -> None:
     if not args.render:
         settings = {**DEFAULTS, "particles": args.particles, "n_live": args.n_live}
         rows = load_rows(args.out)
-        for name in args.names or sorted(POSTERIORS):
+        # By default the posteriors with reference draws (bridge sampling needs them; the others' draws are NUTS's).
+        names = args.names or sorted(n for n in POSTERIORS if (DATA_DIR / n / "draws.npz").exists())
+        for name in names:
             for peer in args.peers:
                 mine = [r for r in rows if r["posterior"] == name and r["peer"] == peer]
                 if any(r["seed"] is None or r["status"] != "ok" for r in mine):

@@ -56,6 +56,8 @@ def values(folder: Path) -> dict:
             for _, r in exact.iterrows() if bool(r["contains_exact"])]
     missed = [r["posterior"] for _, r in exact.iterrows() if not bool(r["contains_exact"])]
     wide = ran[ran["width"] > 0.5]
+    reference = ~ran["draws_source"].fillna("").str.contains("NUTS")  # else posteriordb's reference draws
+    ran_reference, ran_nuts = ran[reference], ran[~reference]
     settings = json.loads((folder / "evidence_settings.json").read_text())["settings"]
     loads = [r["load"] for r in (json.loads(line) for line in (folder / "evidence.jsonl").read_text().splitlines()
                                  if line.strip()) if r["posterior"] in set(ran["posterior"])]
@@ -68,8 +70,11 @@ def values(folder: Path) -> dict:
         "ev_improper_46": int(in_46["status"].str.startswith("improper prior").sum()),
         "ev_exact_known": len(exact), "ev_exact_held": len(held), "ev_exact_list": "; ".join(held) or "none",
         "ev_exact_missed": ", ".join(missed) or "none",
-        "ev_wide_list": ", ".join(f"{p} ({w:.2f} nats)" for p, w in zip(wide["posterior"], wide["width"], strict=True))
-                     or "none",
+        "ev_wide_list": "; ".join(f"{p} ({w:.2f} nats: {n})" for p, w, n in zip(
+            wide["posterior"], wide["width"], wide["note"].fillna(""), strict=True)) or "none",
+        "ev_ran_reference": len(ran_reference), "ev_narrow_reference": int((ran_reference["width"] <= 0.5).sum()),
+        "ev_ran_nuts": len(ran_nuts), "ev_narrow_nuts": int((ran_nuts["width"] <= 0.5).sum()),
+        "ev_median_seconds_reference": float(ran_reference["seconds"].median()) if len(ran_reference) else float("nan"),
         "ev_table": "\n".join(rows), "ev_reasons": "\n".join(reason_rows), "ev_improper_list": improper_list,
         "ev_commits": ", ".join(sorted(set(table["commit"].dropna().astype(str)))),
     }

@@ -18,9 +18,10 @@ densities) and Stan's ``log_prob(unconstrain_pars(values), adjust_transform=Fals
 points are draws of the full reference posterior (random chains and iterations, seed 0); without it, and for
 posteriors whose draws posteriordb does not hold, they are reference-like points: the shipped reference mean
 plus 0.2 times its sd times a standard normal, per flat name, projected onto each site's support (``--source prior``
-takes prior draws of the NumPyro program instead). The difference log p_numpyro - log p_stan must be constant
-across points (spread below 1e-6 relative to the median absolute log density); the constant is set against the
-constant the Stan program drops (``~`` statements drop every term that does not depend on a parameter;
+takes prior draws of the NumPyro program instead, ``--source posterior`` NUTS draws of it: for vague priors whose
+prior draws reach log densities where rounding swamps the comparison). The difference log p_numpyro - log p_stan
+must be constant across points (spread below 1e-6 relative to the median absolute log density); the constant is
+set against the constant the Stan program drops (``~`` statements drop every term that does not depend on a parameter;
 ``normal``/``cauchy`` on a ``<lower=0>`` parameter miss the half-distribution's log 2; ordered parameters miss
 their region's mass), computed independently in :data:`EXPECTED`.
 
@@ -358,13 +359,23 @@ def points_phase(names, pdb, source, tmp: Path):
         # --- points
         flat = reference_draws(pdb, name, N_POINTS) if (pdb is not None and source == "reference") else None
         origin = "reference draws"
-        if flat is None and source != "prior":
+        if flat is None and source == "reference":
             rng = np.random.default_rng(0)
             flat = {k: v["mean"] + JITTER * v["sd"] * rng.standard_normal(N_POINTS) for k, v in reference.items()}
             origin = f"reference mean + {JITTER} sd x N(0, 1) per name, projected onto the supports"
         if flat is not None:
             latents = entry.latents(flat, {k: np.asarray(v) for k, v in args.items()})
             latents = {n: _project(latents[n], supports[n]) for n in entry.sites}
+        elif source == "posterior":
+            # Where prior draws reach |log p| of 1e15 and beyond (vague priors), rounding swamps the comparison:
+            # posterior draws of the port itself (NumPyro NUTS, one chain), spaced out.
+            from numpyro.infer import MCMC, NUTS
+
+            mcmc = MCMC(NUTS(entry.model), num_warmup=300, num_samples=20 * 10, progress_bar=False)
+            mcmc.run(jax.random.key(2), **args)
+            drawn = mcmc.get_samples()
+            latents = {n: np.asarray(drawn[n])[::10] for n in entry.sites}
+            origin = "posterior draws of the NumPyro port (NUTS, one chain, every tenth of 200 after 300 warm-up)"
         else:
             origin = "prior draws of the NumPyro program"
             keys = jax.random.split(jax.random.key(1), N_POINTS)
@@ -492,8 +503,9 @@ def main(argv=None):
     parser.add_argument("command", choices=["export", "draws", "check", "points", "stan"])
     parser.add_argument("--pdb", type=Path, help="posteriordb git directory (checkout or bare)")
     parser.add_argument("--names", nargs="+", default=None, help="posteriors (default: every shipped one)")
-    parser.add_argument("--source", choices=["reference", "prior"], default="reference",
-                        help="points: reference draws / reference-like points (default) or prior draws")
+    parser.add_argument("--source", choices=["reference", "prior", "posterior"], default="reference",
+                        help="points: reference draws / reference-like points (default), prior draws, or the "
+                             "port's own NUTS draws")
     parser.add_argument("--tmp", type=Path)
     parser.add_argument("--name")
     parser.add_argument("--out", type=Path, help="check: results file (default data/posteriordb/stan_check.json)")

@@ -51,6 +51,7 @@ COLUMNS = ["posterior", "status", "lower", "upper", "estimate", "width", "exact"
            "upper_rule", "upper_rests_on", "draws_source", "draws_check_passed", "bracket", "method", "rounds",
            "num_steps", "num_runs", "seconds", "note", "commit"]
 NOT_PORTED = "not ported: no NumPyro port of its Stan program here"
+NOT_RUN = "not run: ported, but the sweep was stopped before it (rerun the command to resume)"
 # Why the posteriors without a port have none (the rest: NOT_PORTED).
 WHY_NOT_PORTED = {
     **{name: "not ported: over 1,000 parameters (beyond this table's per-posterior budget)" for name in (
@@ -221,6 +222,8 @@ def finish(rows_path: Path) -> None:
     latest = {}
     for row in load_rows(rows_path):
         latest[row["posterior"]] = row
+    for record in census():  # a sweep stopped before a ported posterior ran: said so, not left out
+        latest.setdefault(record["posterior"], {"posterior": record["posterior"], "status": NOT_RUN})
     table = pd.DataFrame([{c: r.get(c) for c in COLUMNS} for r in latest.values()], columns=COLUMNS)
     write_text(OUT / "evidence.csv", table.to_csv(index=False))
     write_folder("posteriordb")

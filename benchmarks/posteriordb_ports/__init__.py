@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 
-FAMILIES = ("small", "radon", "hierarchical")
+FAMILIES = ("small", "radon", "hierarchical", "extra")
 
 
 def _modules():

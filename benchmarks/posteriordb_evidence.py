@@ -175,6 +175,10 @@ def main() -> None:
             to_run.append(record["posterior"])
         else:
             save(reason_row(record))
+    # Cheapest first (reference draws need no NUTS run; then by parameter count), so that a sweep stopped early
+    # holds as many rows as it can.
+    size = {r["posterior"]: r.get("num_parameters") or 10**6 for r in records}
+    to_run.sort(key=lambda name: (not (DATA_DIR / name / "draws.npz").exists(), size[name], name))
     run_all(to_run, settings, args.scheduler, save)
     finish(rows_path)
 

@@ -2,7 +2,7 @@
 
 For every ported posterior of ``benchmarks/posteriordb_models.py`` with reference draws (the two ODE ports
 excepted: each density evaluation solves an ODE, beyond this table's budget), three peers, each on the port's own
-density and data:
+density and data, and a fourth on a PyMC port of the same posterior where one is written:
 
 - ``bridge``: :func:`bdmc.estimators.bridge_sampling` (R's ``bridgesampling``, ``method="normal"``) from
   posteriordb's reference draws (``draws.npz``), mapped to the port's unconstrained space; its own stderr is
@@ -16,6 +16,10 @@ density and data:
   parameter). Elsewhere the row says why not; no hand-written prior transform is used. ``n_live`` 500 and one
   neural network per bound (nautilus's defaults: 2,000 and 4), within this table's budget; a run still going
   after 30 s is stopped and the posterior gets no more seeds.
+- ``pymc-smc``: PyMC's ``pm.sample_smc`` (its default kernel: independent Metropolis-Hastings moves from a normal
+  fitted to the particles) with ``--pymc-draws`` particles (1,000) in one chain, on the PyMC port of the posterior
+  in ``benchmarks/posteriordb_pymc_ports.py`` (the same priors and likelihood, checked against the NumPyro port's
+  density); its log Z is the final stage's ``log_marginal_likelihood``. Only where a PyMC port is written.
 
 Each (posterior, peer, seed) is one row of ``benchmarks/results/posteriordb/peers.jsonl``, appended as it finishes,
 so an interrupted run resumes; a peer that cannot run on a posterior gets one row saying why. The page ``peers.md``
@@ -54,10 +58,10 @@ from bdmc.files import to_jsonable  # noqa: E402
 from bdmc.intervals.draws import posterior_draws  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "posteriordb"
-PEERS = ("bridge", "blackjax-smc", "nautilus")
+PEERS = ("bridge", "blackjax-smc", "nautilus", "pymc-smc")
 ODE = ("hudson_lynx_hare-lotka_volterra", "one_comp_mm_elim_abs-one_comp_mm_elim_abs")
 DEFAULTS = {"particles": 1000, "mcmc_steps": 10, "n_live": 500, "n_networks": 1, "max_blackjax_seconds": 60.0,
-            "max_nautilus_seconds": 30.0}
+            "max_nautilus_seconds": 30.0, "pymc_draws": 1000}
 
 
 def setup(name: str) -> SimpleNamespace:
@@ -245,6 +249,31 @@ def nautilus_runner(port, *, n_live: int, n_networks: int, timeout: float):
     return run
 
 
+# -------------------------------------------------------------------------------------------------- PyMC
+def pymc_smc_runner(name: str, *, draws: int):
+    """``seed -> row fields`` running ``pm.sample_smc`` on the PyMC port of ``name``, or None where none is written.
+
+    One chain in this process (``sample_smc`` forks only for several chains on several cores).
+    """
+    import posteriordb_pymc_ports
+    import pymc as pm
+
+    if name not in posteriordb_pymc_ports.PORTS:
+        return None
+    model = posteriordb_pymc_ports.pymc_model(name)
+
+    def run(seed):
+        began = time.perf_counter()
+        with model:
+            idata = pm.sample_smc(draws=draws, chains=1, cores=1, random_seed=seed, progressbar=False,
+                                  compute_convergence_checks=False)
+        seconds = time.perf_counter() - began
+        # (chain, stage): NaN at every stage but the last, where the temperature reaches 1
+        stages = np.asarray(idata.sample_stats["log_marginal_likelihood"].values, dtype=float)[0]
+        return {"log_z": float(stages[-1]), "stages": int(stages.size), "seconds": seconds}
+    return run
+
+
 # --------------------------------------------------------------------------------------------------- rows
 def peer_rows(name: str, peer: str, seeds, settings: dict, *, done=frozenset()):
     """The rows of one (posterior, peer): one per seed not in ``done``, or one row saying why it cannot run.
@@ -288,6 +317,11 @@ def peer_rows(name: str, peer: str, seeds, settings: dict, *, done=frozenset()):
         if isinstance(run, str):
             yield {**base, "seed": None, "status": f"skipped: no independent univariate prior: {run}"}
             return
+    elif peer == "pymc-smc":
+        run = pymc_smc_runner(name, draws=settings["pymc_draws"])
+        if run is None:
+            yield {**base, "seed": None, "status": "skipped: no PyMC port here"}
+            return
     else:
         raise MissingCapabilityError(f"no peer {peer!r}; the peers are {PEERS}")
     limit = {"blackjax-smc": settings["max_blackjax_seconds"]}.get(peer)
@@ -309,11 +343,12 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--particles", type=int, default=DEFAULTS["particles"])
     parser.add_argument("--n-live", type=int, default=DEFAULTS["n_live"])
+    parser.add_argument("--pymc-draws", type=int, default=DEFAULTS["pymc_draws"])
     parser.add_argument("--out", type=Path, default=OUT / "peers.jsonl")
     parser.add_argument("--render", action="store_true", help="re-render the pages from the rows and stop")
     args = parser.parse_args()
     if not args.render:
-        settings = {**DEFAULTS, "particles": args.particles, "n_live": args.n_live}
+        settings = {**DEFAULTS, "particles": args.particles, "n_live": args.n_live, "pymc_draws": args.pymc_draws}
         rows = load_rows(args.out)
         # By default the posteriors with reference draws (bridge sampling needs them; the others' draws are NUTS's).
         names = args.names or sorted(n for n in POSTERIORS if (DATA_DIR / n / "draws.npz").exists())

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 from harness.store import load_rows
 
-PEERS = ("bridge", "blackjax-smc", "nautilus")
+PEERS = ("bridge", "blackjax-smc", "nautilus", "pymc-smc")
 REACH = 2.0  # an estimate outside the interval "reaches" it when within REACH of its own ± (or the seeds' sd)
 
 
@@ -126,6 +126,9 @@ def values(folder: Path) -> dict:
         "peers_n_networks": settings.get("n_networks", 0),
         "peers_max_blackjax": settings.get("max_blackjax_seconds", 0.0),
         "peers_max_nautilus": settings.get("max_nautilus_seconds", 0.0),
+        # rows from before the PyMC peer carry no pymc_draws: read it from a row that has it
+        "peers_pymc_draws": next((r["settings"]["pymc_draws"] for r in rows
+                                  if "pymc_draws" in r.get("settings", {})), 0),
         "peers_reach": REACH,
         "peers_total_minutes": sum(r.get("seconds", 0.0) + (r.get("compile_seconds") or 0.0) * (r.get("seed") == 0)
                                    for r in rows if _finite(r.get("seconds"))) / 60.0,

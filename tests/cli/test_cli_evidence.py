@@ -48,6 +48,7 @@ def files(tmp_path_factory):
     s = np.abs(rng.normal(size=400))
     np.savez(d / "draws.npz", mu=mu, s=s)
     np.savez(d / "draws_misnamed.npz", m=mu, s=s)
+    np.savez(d / "draws_far.npz", mu=mu + 8 / np.sqrt(precision), s=s)  # eight posterior sds off
     np.savez(d / "draws_nan.npz", mu=np.where(np.arange(400) == 7, np.nan, mu), s=s)
     return d, y
 
@@ -64,6 +65,14 @@ def test_a_numpyro_program_with_the_users_draws_gets_an_interval_around_the_clos
     assert doc["draws"]["check"]["passed"] and "exact, independent posterior draws" in doc["upper_rests_on"]
     text = " ".join(result.output.split())
     assert "round 0:" in text and "with probability >= 0.99" in text and "rests on" in text
+
+
+def test_draws_far_from_the_posterior_give_no_interval_and_a_failing_exit_status(files):
+    d, _ = files
+    result = evidence("--numpyro", f"{d / 'tiny.py'}:tiny", "--observed", "y", "--data", str(d / "tiny.npz"),
+                      "--draws", str(d / "draws_far.npz"), "--max-rounds", "1", "--steps", "8", "--runs", "8")
+    assert result.exit_code == 1, result.output
+    assert "NO INTERVAL" in " ".join(result.output.split())
 
 
 def test_simulated_data_say_their_upper_side_rests_on_markov(tmp_path):

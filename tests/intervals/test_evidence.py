@@ -11,8 +11,8 @@ import pytest
 import bdmc
 from bdmc.errors import OptionError
 from bdmc.intervals.bounds import certified_upper
-from bdmc.intervals.result import INTERVAL, WIDE
-from bdmc.intervals.run import DrawsCheckWarning, evidence
+from bdmc.intervals.result import CROSSED, INTERVAL, WIDE
+from bdmc.intervals.run import BoundsCrossedWarning, DrawsCheckWarning, evidence
 from bdmc.models import GaussianMean
 
 MODEL = GaussianMean(n=20, dim=2)
@@ -101,6 +101,21 @@ def test_draws_of_another_data_set_are_flagged(simulated):
         result = evidence(jax.random.key(10), MODEL, data, draws={"mu": np.asarray(wrong["mu"])}, max_rounds=1,
                           num_steps=8, num_runs=16, bracket=False, progress=False)
     assert "FAILED" in result.upper_rests_on and not result.draws["check"]["passed"]
+
+
+def test_draws_far_from_the_posterior_cross_the_bounds_and_give_no_interval(simulated):
+    """Draws six posterior sds off: the reverse runs' upper side falls below the certified lower side (which rests on
+    the model's density alone). That is no interval but a failed assumption: status "crossed", a warning, and the
+    estimate from the forward runs."""
+    data, _, exact = simulated
+    mu = np.asarray(exact_draws(jax.random.key(1), MODEL, data, 400)["mu"])
+    shifted = {"mu": mu + 6 * mu.std(axis=0)}
+    with pytest.warns(BoundsCrossedWarning, match="crossed"), pytest.warns(DrawsCheckWarning):
+        result = evidence(jax.random.key(11), MODEL, data, draws=shifted, max_rounds=1, num_steps=8, num_runs=16,
+                          bracket=False, progress=False)
+    assert result.status == CROSSED and result.crossed and not result.converged
+    assert result.lower.value > result.upper.value and result.lower.value <= exact
+    assert "NO INTERVAL" in result.summary() and abs(result.estimate - exact) < 0.5
 
 
 @pytest.mark.parametrize("kwargs, needle", [

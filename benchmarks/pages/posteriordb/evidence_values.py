@@ -32,6 +32,8 @@ def values(folder: Path) -> dict:
     """Every number and pre-rendered table of evidence.md, from ``folder/evidence.csv`` and the census."""
     table, census = _table(folder), _census()
     ran = _ran(table)
+    crossed = ran[ran["status"] == "crossed"]
+    ran = ran[ran["status"] != "crossed"]  # no interval: listed apart
     narrow = ran[ran["width"] <= 0.5]
     exact = ran[ran["exact"].notna()]
     with_draws = [n for n, r in census.items() if r["has_reference_draws"]]
@@ -75,6 +77,11 @@ def values(folder: Path) -> dict:
         "ev_ran_reference": len(ran_reference), "ev_narrow_reference": int((ran_reference["width"] <= 0.5).sum()),
         "ev_ran_nuts": len(ran_nuts), "ev_narrow_nuts": int((ran_nuts["width"] <= 0.5).sum()),
         "ev_median_seconds_reference": float(ran_reference["seconds"].median()) if len(ran_reference) else float("nan"),
+        "ev_crossed": len(crossed),
+        "ev_crossed_list": "; ".join(
+            f"{r['posterior']} (lower {r['lower']:.2f} above upper {r['upper']:.2f}; draws: {r['draws_source']}; "
+            f"their check {'passed' if bool(r['draws_check_passed']) else 'FAILED'})" for _, r in crossed.iterrows())
+        or "none",
         "ev_table": "\n".join(rows), "ev_reasons": "\n".join(reason_rows), "ev_improper_list": improper_list,
         "ev_commits": ", ".join(sorted(set(table["commit"].dropna().astype(str)))),
     }

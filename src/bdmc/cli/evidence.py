@@ -117,12 +117,14 @@ def evidence_command(
                       level=level, max_seconds=max_seconds, max_rounds=max_rounds, method=method, num_steps=steps,
                       num_runs=runs, num_particles=particles, on_round=said,
                       progress=not no_progress and out.is_terminal)
-    style = "green" if result.converged else "yellow"
+    style = "green" if result.converged else "red" if result.crossed else "yellow"
     out.print(f"[{style}]{escape(result.summary())}[/]", soft_wrap=True)
     if json_out is not None:
         record = to_jsonable({**result.to_dict(), "model": name, "seed": seed}, nonfinite="string")
         write_atomic(json_out, json.dumps(record, indent=2) + "\n")
         wrote(out, json_out)
+    if result.crossed:  # no interval: the draws (or the model) failed; scripts see it in the exit status
+        raise typer.Exit(code=1)
 
 
 def read_draws(path: Path | None):

@@ -12,7 +12,8 @@ and posterior draws.
 from .bounds import CertifiedBound, certified_lower, certified_upper
 from .draws import PosteriorDraws, check_draws, nuts_draws, posterior_draws
 from .result import EvidenceResult, EvidenceRound
-from .run import DrawsCheckWarning, evidence
+from .run import BoundsCrossedWarning, DrawsCheckWarning, evidence
 
-__all__ = ["CertifiedBound", "DrawsCheckWarning", "EvidenceResult", "EvidenceRound", "PosteriorDraws",
-           "certified_lower", "certified_upper", "check_draws", "evidence", "nuts_draws", "posterior_draws"]
+__all__ = ["BoundsCrossedWarning", "CertifiedBound", "DrawsCheckWarning", "EvidenceResult", "EvidenceRound",
+           "PosteriorDraws", "certified_lower", "certified_upper", "check_draws", "evidence", "nuts_draws",
+           "posterior_draws"]

@@ -9,7 +9,8 @@ from typing import Any
 
 from .bounds import CertifiedBound
 
-INTERVAL, WIDE = "interval", "wide"  # the status: narrower than the tolerance, or the budget ran out first
+# The status: narrower than the tolerance; the budget ran out first; the certified sides crossed (no interval).
+INTERVAL, WIDE, CROSSED = "interval", "wide", "crossed"
 
 
 @dataclass(frozen=True)
@@ -73,9 +74,12 @@ class EvidenceResult:
     estimate : float
         The point estimate: the midpoint of the last round's combined forward and reverse estimates, within the
         interval.
-    status : {"interval", "wide"}
+    status : {"interval", "wide", "crossed"}
         ``interval`` when the width is at most ``tolerance``; ``wide`` when the budget (``max_seconds`` or
-        ``max_rounds``) ran out first: the interval still holds, it is only wider than asked.
+        ``max_rounds``) ran out first: the interval still holds, it is only wider than asked; ``crossed`` when the
+        certified lower side lies above the upper side: the upper side's assumption (``upper_rests_on``) fails, or
+        the model's density is not what its draws were drawn from, and there is no interval (``note`` says by how
+        much).
     tolerance, level : float
     method : str
         The estimator pair: ``"tempered-smc"`` or ``"ais"`` (forward runs and their reverse).
@@ -118,6 +122,11 @@ class EvidenceResult:
         return self.upper.value - self.lower.value
 
     @property
+    def crossed(self) -> bool:
+        """Whether the certified sides crossed: no interval, the upper side's assumption failed."""
+        return self.status == CROSSED
+
+    @property
     def converged(self) -> bool:
         """Whether the interval is at most ``tolerance`` wide."""
         return self.status == INTERVAL
@@ -129,6 +138,14 @@ class EvidenceResult:
     def summary(self) -> str:
         """The result in a few lines of plain words."""
         last = self.rounds[-1]
+        if self.crossed:
+            return "\n".join([
+                f"NO INTERVAL: the certified lower bound {self.lower.value:.3f} lies above the upper bound "
+                f"{self.upper.value:.3f}. {self.note}",
+                f"lower: {self.lower.rule} of {self.lower.num_runs} forward runs at level {self.lower.level:g} "
+                "(rests on nothing but the model's density)",
+                f"upper: {self.upper.rule} of {self.upper.num_runs} reverse runs; rested on {self.upper_rests_on}",
+                f"{len(self.rounds)} round(s); {self.seconds:.1f} s"])
         lines = [
             f"log p(y) in [{self.lower.value:.3f}, {self.upper.value:.3f}] (width {self.width:.3f} nats, estimate "
             f"{self.estimate:.3f}), with probability >= {1 - self.level:g}"

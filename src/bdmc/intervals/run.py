@@ -39,7 +39,7 @@ from ..errors import OptionError, RunHealthWarning, UntrustedStderrWarning
 from .bounds import certified_lower, certified_upper, order_ranks, order_statistic_margin
 from .draws import check_draws, nuts_draws, posterior_draws
 from .proposal import continuous, proposal_runs
-from .result import INTERVAL, WIDE, EvidenceResult, EvidenceRound
+from .result import CROSSED, INTERVAL, WIDE, EvidenceResult, EvidenceRound
 
 METHODS = ("auto", "tempered-smc", "ais")
 CHECK_DRAWS = 64  # draws the stationarity check moves (spread over the chains)
@@ -49,6 +49,10 @@ QUICK_ROUND = 5.0  # seconds: a round this short grows fourfold rather than twof
 
 class DrawsCheckWarning(RunHealthWarning):
     """The posterior draws failed the stationarity check: the upper side rests on draws that may not be exact."""
+
+
+class BoundsCrossedWarning(RunHealthWarning):
+    """The certified lower bound lies above the upper bound: the upper side's assumption failed; no interval."""
 
 
 def evidence(key, model, data=None, *, draws=None, exact_latent=None, tolerance: float = 0.5, level: float = 0.01,
@@ -186,7 +190,7 @@ def evidence(key, model, data=None, *, draws=None, exact_latent=None, tolerance:
                              lower=lower.value, upper=upper.value, forward=float(forward.value),
                              reverse=float(reverse.value), seconds=time.perf_counter() - round_began)
         width = keep(this, lower, upper)
-        if width <= tolerance:
+        if width <= tolerance:  # narrow, or crossed (negative): more rounds cannot mend a failed assumption
             break
         # The width is the certificates' slack (log(1/a) / n per side for the run-extreme rules, log(1/a) for
         # Markov's) plus what better runs remove: the runs' spread and the two directions' disagreement.
@@ -220,11 +224,21 @@ def evidence(key, model, data=None, *, draws=None, exact_latent=None, tolerance:
                 particles *= 2  # a run's variance falls as 1 / particles too: keep the two balanced
             else:
                 steps *= 2
-    narrow = width <= tolerance
     last = rounds[-1]
+    crossed = best_lower.value > best_upper.value
+    narrow = width <= tolerance and not crossed
     estimate = min(max(0.5 * (last.forward + last.reverse), best_lower.value), best_upper.value)
+    if crossed:
+        # The lower side rests on the model's density alone: the upper side's assumption is what failed.
+        estimate = last.forward
+        note = (f"the certified sides crossed by {best_lower.value - best_upper.value:.3g} nats, which happens with "
+                f"probability at most {level:g} if {rests_on}: they are not (MCMC stuck in one mode or a "
+                "label-switched copy, draws of another model or data set), or the draws' density differs from the "
+                "model's")
+        warnings.warn(BoundsCrossedWarning(note), stacklevel=2)
     return EvidenceResult(
-        lower=best_lower, upper=best_upper, estimate=float(estimate), status=INTERVAL if narrow else WIDE,
+        lower=best_lower, upper=best_upper, estimate=float(estimate),
+        status=CROSSED if crossed else INTERVAL if narrow else WIDE,
         tolerance=float(tolerance), level=float(level), method=method, upper_rests_on=rests_on, draws=record,
         note="" if narrow else note, bracket=bracket_value, rounds=tuple(rounds), seconds=time.perf_counter() - began,
         settings={"tolerance": tolerance, "level": level, "max_seconds": max_seconds, "max_rounds": max_rounds,

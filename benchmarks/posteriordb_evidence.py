@@ -228,6 +228,8 @@ def finish(rows_path: Path) -> None:
         latest[row["posterior"]] = row
     for record in census():  # a sweep stopped before a ported posterior ran: said so, not left out
         latest.setdefault(record["posterior"], {"posterior": record["posterior"], "status": NOT_RUN})
+        if latest[record["posterior"]]["status"].startswith("not ported") and record["posterior"] in POSTERIORS:
+            latest[record["posterior"]] = {"posterior": record["posterior"], "status": NOT_RUN}  # ported since
     table = pd.DataFrame([{c: r.get(c) for c in COLUMNS} for r in latest.values()], columns=COLUMNS)
     write_text(OUT / "evidence.csv", table.to_csv(index=False))
     write_folder("posteriordb")

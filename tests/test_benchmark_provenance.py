@@ -32,6 +32,8 @@ ALLOWED = {
                                                  "of `bdmc audit`, not results",
     ("posteriordb_check.py", "export"): "copies posteriordb's files into benchmarks/data/posteriordb/ (the shipped "
                                         "inputs: its licence, reference draws in NumPy's format), not results",
+    ("posteriordb_check.py", "ship_draws"): "copies posteriordb's reference draws into benchmarks/data/posteriordb/ "
+                                             "(shipped data, not a result)",
     ("posteriordb_check.py", "stan_phase"): "the PyStan child process hands its log densities to its parent in a "
                                             "temporary file; it imports no bdmc, which harness.store does",
 }

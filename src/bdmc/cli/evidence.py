@@ -9,6 +9,7 @@ posteriordb reference-posterior ``.json``; none: NUTS draws, said so). ``--simul
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import jax
@@ -18,7 +19,7 @@ from rich.markup import escape
 from ..checks.sandwich import simulated_data
 from ..contracts.observed import real_data_like
 from ..files import to_jsonable, write_atomic
-from ..intervals.run import METHODS, evidence
+from ..intervals.run import METHODS, BoundsCrossedWarning, evidence
 from ._common import (
     PPL_OPTIONS,
     CLIError,
@@ -113,10 +114,12 @@ def evidence_command(
         out.print(f"  round {r.round}: {r.describe()}  [{r.lower:.3f}, {r.upper:.3f}]  width {r.width:.3f}  "
                   f"({r.seconds:.1f} s)", soft_wrap=True)
 
-    result = evidence(jax.random.fold_in(key, 1), model_obj, observed_data, draws=user_draws, tolerance=tolerance,
-                      level=level, max_seconds=max_seconds, max_rounds=max_rounds, method=method, num_steps=steps,
-                      num_runs=runs, num_particles=particles, on_round=said,
-                      progress=not no_progress and out.is_terminal)
+    with warnings.catch_warnings():  # the summary below says it, once
+        warnings.simplefilter("ignore", BoundsCrossedWarning)
+        result = evidence(jax.random.fold_in(key, 1), model_obj, observed_data, draws=user_draws,
+                          tolerance=tolerance, level=level, max_seconds=max_seconds, max_rounds=max_rounds,
+                          method=method, num_steps=steps, num_runs=runs, num_particles=particles, on_round=said,
+                          progress=not no_progress and out.is_terminal)
     style = "green" if result.converged else "red" if result.crossed else "yellow"
     out.print(f"[{style}]{escape(result.summary())}[/]", soft_wrap=True)
     if json_out is not None:

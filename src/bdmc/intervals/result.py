@@ -141,7 +141,7 @@ class EvidenceResult:
         if self.crossed:
             return "\n".join([
                 f"NO INTERVAL: the certified lower bound {self.lower.value:.3f} lies above the upper bound "
-                f"{self.upper.value:.3f}. {self.note}",
+                f"{self.upper.value:.3f} by {self.lower.value - self.upper.value:.3g} nats. {self.note}",
                 f"lower: {self.lower.rule} of {self.lower.num_runs} forward runs at level {self.lower.level:g} "
                 "(rests on nothing but the model's density)",
                 f"upper: {self.upper.rule} of {self.upper.num_runs} reverse runs; rested on {self.upper_rests_on}",

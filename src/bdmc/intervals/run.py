@@ -231,11 +231,12 @@ def evidence(key, model, data=None, *, draws=None, exact_latent=None, tolerance:
     if crossed:
         # The lower side rests on the model's density alone: the upper side's assumption is what failed.
         estimate = last.forward
-        note = (f"the certified sides crossed by {best_lower.value - best_upper.value:.3g} nats, which happens with "
-                f"probability at most {level:g} if {rests_on}: they are not (MCMC stuck in one mode or a "
-                "label-switched copy, draws of another model or data set), or the draws' density differs from the "
-                "model's")
-        warnings.warn(BoundsCrossedWarning(note), stacklevel=2)
+        note = (f"Crossed sides happen with probability at most {level:g} when the upper side's assumption holds "
+                f"({rests_on}), so it does not: MCMC stuck in one mode or a label-switched copy, draws of another "
+                "model or data set, or draws of a density other than the model's")
+        warnings.warn(BoundsCrossedWarning(
+            f"no interval: the certified sides crossed by {best_lower.value - best_upper.value:.3g} nats. {note}"),
+            stacklevel=2)
     return EvidenceResult(
         lower=best_lower, upper=best_upper, estimate=float(estimate),
         status=CROSSED if crossed else INTERVAL if narrow else WIDE,

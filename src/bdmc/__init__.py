@@ -9,7 +9,6 @@ from .bracketing import bracket
 from .caching import cache_info, clear_caches
 from .checks.alarm import BugAlarm, bug_alarm
 from .checks.bread import BreadResult, bread
-from .checks.estimate_check import EstimateCheck, check_estimate
 from .checks.sandwich import SandwichResult, sandwich
 from .config import enable_compilation_cache, enable_x64
 from .contracts.capabilities import capabilities
@@ -35,6 +34,7 @@ from .errors import (
     ScheduleError,
     UntrustedStderrWarning,
 )
+from .intervals.estimate_check import EstimateCheck, check_estimate
 from .intervals.result import EvidenceResult
 from .intervals.run import evidence
 from .version import __version__

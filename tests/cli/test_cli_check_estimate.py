@@ -1,4 +1,5 @@
-"""``bdmc check-estimate``: write the simulated data, check a value on them both ways, and on real data one way."""
+"""``bdmc check-estimate``: write the simulated data, check a value on them, and on them as real data; bdmc's
+interval and estimate are printed beside the verdict, and a value called wrong exits with status 1."""
 
 import json
 
@@ -13,9 +14,9 @@ BASE = ["check-estimate", "--model", "gaussian-mean", "--option", "n=10", "--opt
         "--steps", "30", "--runs", "4"]
 
 
-def invoke(*args):
+def invoke(*args, code=0):
     result = runner.invoke(app, [*BASE, *args])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == code, result.output
     return " ".join(result.output.split())
 
 
@@ -23,14 +24,17 @@ def test_the_written_data_are_the_checked_data_and_the_verdicts_follow_the_value
     invoke("--write-data", str(tmp_path / "sim.npz"))
     y = np.load(tmp_path / "sim.npz")["data"]
     exact = float(GaussianMean(n=10, dim=2).exact_log_marginal(y))
-    assert "consistent" in invoke("--value", str(exact), "--json", str(tmp_path / "ok.json"))
+    ok = invoke("--value", str(exact), "--json", str(tmp_path / "ok.json"))
     saved = json.loads((tmp_path / "ok.json").read_text())
     assert saved["verdict"] == "consistent" and saved["exact"] == exact and saved["two_sided"]
     assert saved["certified_lower"] <= exact <= saved["certified_upper"]
-    assert "too high" in invoke("--value", str(exact + 20))
-    # The observed arrays as real data: only the lower side is certified.
-    assert "too low" in invoke("--value", str(exact - 20), "--real-data", "--data", str(tmp_path / "sim.npz"))
-    assert "consistent" in invoke("--value", str(exact + 20), "--real-data", "--data", str(tmp_path / "sim.npz"))
+    assert "consistent" in ok and f"estimate {saved['estimate']:.3f}" in ok  # bdmc's own estimate, printed
+    assert "too high" in invoke("--value", str(exact + 20), code=1)
+    # The observed arrays as real data: bdmc evidence's interval, its upper side from (here NUTS) draws.
+    low = invoke("--value", str(exact - 20), "--real-data", "--data", str(tmp_path / "sim.npz"), code=1)
+    assert "too low" in low and "certified tier" in low
+    high = invoke("--value", str(exact + 20), "--real-data", "--data", str(tmp_path / "sim.npz"), code=1)
+    assert "too high" in high and "draws" in high
 
 
 def test_value_or_write_data_is_required():

@@ -17,6 +17,10 @@ def _called(entry, shift: str) -> bool:
     return verdict == ("too high" if shift.startswith("+") else "too low")
 
 
+def _label(name: str, steps: int) -> str:
+    return name if "T =" in name else f"{name}, T = {steps}"
+
+
 def _rate(k: int, n: int) -> str:
     lo, hi = clopper_pearson(k, n)
     return f"{k}/{n} ({lo:.4f}-{hi:.4f})"
@@ -36,7 +40,7 @@ def after_table(stored: list[dict]) -> list[str]:
             flagged.append(f"{len(hits)} ({certified} certified)")
         slack = sorted(r["exact"] - r["certified_lower"] for r in cell)
         width = sorted(r["calibrated_upper"] - r["calibrated_lower"] for r in cell)
-        lines.append(f"| {name}, T = {cell[0]['num_steps']} | {len(cell)} | {_rate(len(wrong), len(cell))} | "
+        lines.append(f"| {_label(name, cell[0]['num_steps'])} | {len(cell)} | {_rate(len(wrong), len(cell))} | "
                      f"{sum(r['tier'] == 'calibrated' for r in wrong)} | " + " | ".join(flagged)
                      + f" | {slack[len(slack) // 2]:.2f} | {width[len(width) // 2]:.2f} |")
     return lines
@@ -51,7 +55,7 @@ def before_table(stored: list[dict]) -> list[str]:
         wrong = sum(r["verdict"] != "consistent" for r in cell)
         flagged = [sum(_called(r["shifted"][s], s) for r in cell) for s in BEFORE_SHIFTS]
         widths = sorted(r["certified_upper"] - r["certified_lower"] for r in cell)
-        lines.append(f"| {name}, T = {cell[0]['num_steps']} | {len(cell)} | {_rate(wrong, len(cell))} | "
+        lines.append(f"| {_label(name, cell[0]['num_steps'])} | {len(cell)} | {_rate(wrong, len(cell))} | "
                      + " | ".join(str(f) for f in flagged) + f" | {widths[len(widths) // 2]:.2f} |")
     return lines
 

@@ -17,7 +17,7 @@ LAYERS = (
     ("checks",),
     ("estimators", "generative", "intervals"),
     ("plotting", "interop"),
-    ("experiments", "realdata", "auditing"),
+    ("experiments", "realdata", "auditing", "calibration"),
     ("cli",),
     ("__init__",),
 )

@@ -39,7 +39,7 @@ from .intervals.result import EvidenceResult
 from .intervals.run import evidence
 from .version import __version__
 
-__all__ = ["audit",
+__all__ = ["audit", "calibrate_estimator",
     "AnnealResult", "BDMCError", "BreadResult", "BugAlarm", "DataError", "DivergenceWarning", "ESTIMATORS", "PAIRS",
     "Estimate", "EstimateCheck", "EvidenceResult",
     "MissingCapabilityError", "MissingExtraError", "NonFiniteLogDensityError", "NonFiniteLogWeightError",
@@ -58,8 +58,8 @@ __all__ = ["audit",
 # Subpackages reached as attributes (``bdmc.plotting.plot_bread(res)`` after ``import bdmc``) but imported on first
 # access (PEP 562): they load matplotlib, Dask, the data sets' sources or the command line, which ``import bdmc``
 # should not. The other subpackages are imported with bdmc itself.
-_LAZY_SUBPACKAGES = ("auditing", "cli", "datasets", "experiments", "files", "generative", "interop", "plotting",
-                    "realdata")
+_LAZY_SUBPACKAGES = ("auditing", "calibration", "cli", "datasets", "experiments", "files", "generative", "interop",
+                     "plotting", "realdata")
 
 
 def __getattr__(name: str):
@@ -82,3 +82,13 @@ def audit(key, model, **options):
     from .auditing import audit as run
 
     return run(key, model, **options)
+
+
+def calibrate_estimator(key, model, estimator, **options):
+    """Calibrate another tool's evidence against bdmc's ground truth (see :func:`bdmc.calibration.calibrate_estimator`).
+
+    Imported on first use, with the rest of :mod:`bdmc.calibration`.
+    """
+    from .calibration import calibrate_estimator as run
+
+    return run(key, model, estimator, **options)

@@ -14,6 +14,7 @@ from .audit import audit_command
 from .bench import bench_command
 from .bread import bread_command
 from .bread_real import bread_real_command
+from .calibrate import calibrate_command
 from .check_estimate import check_estimate_command
 from .evidence import evidence_command
 from .generative import generative_command
@@ -56,6 +57,7 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show the traceback 
 
 app.command(name="sandwich")(sandwich_command)
 app.command(name="evidence")(evidence_command)
+app.command(name="calibrate")(calibrate_command)
 app.command(name="models")(models_command)
 app.command(name="bread")(bread_command)
 app.command(name="bread-real")(bread_real_command)

@@ -404,6 +404,11 @@ def _read_array(npz, name: str, path: Path, option: str = "--data") -> np.ndarra
                    "(unpickling can run code); save it as numbers, e.g. numpy.asarray(x, dtype=float)")
 
 
+def load_object(spec: str, flag: str):
+    """The object ``NAME`` defined in the Python file of ``PATH:NAME`` (e.g. a user's prior transform)."""
+    return _load_attr(spec, flag)
+
+
 def _load_attr(spec: str, flag: str):
     """The object ``NAME`` defined in the Python file of ``PATH:NAME``; its failures to load name the file."""
     path, sep, name = spec.rpartition(":")

@@ -70,6 +70,11 @@ class DataError(BDMCError, ValueError):
     """Observed data has the wrong shape, dtype or contains non-finite values."""
 
 
+class ModelComparisonError(BDMCError, ValueError):
+    """Two programs whose evidences cannot be compared: different likelihood terms, or a prior that does not
+    integrate to one (:func:`bdmc.compare`)."""
+
+
 class NonFiniteLogWeightError(BDMCError, FloatingPointError):
     """A log-weight or an estimate became NaN or +inf (a bug, never a result).
 

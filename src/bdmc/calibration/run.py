@@ -35,8 +35,8 @@ from .result import Calibration
 
 def calibrate_estimator(key, model, estimator: Callable, *, num_datasets: int = 50, label: str | None = None,
                         level: float = 0.01, truth_steps: int | None = None, truth_runs: int = 16,
-                        method: str = "auto", path: str | Path | None = None, client=None,
-                        progress: Any = "auto") -> Calibration:
+                        method: str = "auto", path: str | Path | None = None, truths: str | Path | None = None,
+                        client=None, progress: Any = "auto") -> Calibration:
     """Run another tool's evidence estimator on data sets simulated from the model, against bdmc's truth.
 
     Parameters
@@ -61,6 +61,9 @@ def calibrate_estimator(key, model, estimator: Callable, *, num_datasets: int = 
     path : path, optional
         A JSON-lines file: each finished data set's row is appended as it finishes, and rows already there (same
         label and seed) are not recomputed; a truth already there for a seed (any label) is reused.
+    truths : path, optional
+        Another rows file of the same model and ``key`` (e.g. of another tool): its truths are reused, so tools
+        calibrated one after another share one ground truth per data set.
     client : dask.distributed.Client, optional
         Run the data sets as Dask tasks (:func:`bdmc.experiments.bench.connect` starts a local one).
     progress : bool or "auto"
@@ -85,7 +88,8 @@ def calibrate_estimator(key, model, estimator: Callable, *, num_datasets: int = 
     takes_seed = _takes_seed(estimator)
     stored = read_jsonl(path) if path is not None and Path(path).exists() else []
     done = {r["seed"]: r for r in stored if r.get("label") == label}
-    truths = {r["seed"]: {k: r[k] for k in TRUTH_COLUMNS} for r in stored if "truth" in r}
+    shared = read_jsonl(truths) if truths is not None and Path(truths).exists() else []
+    truths = {r["seed"]: {k: r[k] for k in TRUTH_COLUMNS} for r in shared + stored if "truth" in r}
     todo = [i for i in range(int(num_datasets)) if i not in done]
     settings = {"truth_steps": truth_steps, "truth_runs": truth_runs, "method": method, "level": level}
 

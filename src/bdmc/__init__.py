@@ -34,20 +34,22 @@ from .errors import (
     ScheduleError,
     UntrustedStderrWarning,
 )
+from .intervals.bayes_factor import BayesFactor, compare
 from .intervals.estimate_check import EstimateCheck, check_estimate
 from .intervals.result import EvidenceResult
 from .intervals.run import evidence
 from .version import __version__
 
 __all__ = ["audit", "calibrate_estimator",
-    "AnnealResult", "BDMCError", "BreadResult", "BugAlarm", "DataError", "DivergenceWarning", "ESTIMATORS", "PAIRS",
+    "AnnealResult", "BayesFactor",
+    "BDMCError", "BreadResult", "BugAlarm", "DataError", "DivergenceWarning", "ESTIMATORS", "PAIRS",
     "Estimate", "EstimateCheck", "EvidenceResult",
     "MissingCapabilityError", "MissingExtraError", "NonFiniteLogDensityError", "NonFiniteLogWeightError",
     "ReferencePath", "RunHealthWarning", "SandwichResult", "ScheduleError", "UntrustedStderrWarning", "Simulated",
     "StepInfo",
     "__version__", "anneal", "bracket", "bread",
     "bug_alarm", "cache_info", "capabilities",
-    "check_estimate", "checks", "clear_caches", "contracts", "enable_compilation_cache",
+    "check_estimate", "checks", "clear_caches", "compare", "contracts", "enable_compilation_cache",
     "enable_x64", "estimators", "evidence",
     "exact", "forward_ais", "gap", "kernels", "log_harmonic_mean", "log_mean_exp", "models", "ppl",
     "reference_path", "reverse_ais", "reverse_tempered_smc", "sandwich", "schedules", "shme", "simulate", "smc",

@@ -16,6 +16,7 @@ from .bread import bread_command
 from .bread_real import bread_real_command
 from .calibrate import calibrate_command
 from .check_estimate import check_estimate_command
+from .compare import compare_command
 from .evidence import evidence_command
 from .generative import generative_command
 from .models import models_command
@@ -58,6 +59,7 @@ def _root(debug: bool = typer.Option(False, "--debug", help="Show the traceback 
 app.command(name="sandwich")(sandwich_command)
 app.command(name="evidence")(evidence_command)
 app.command(name="calibrate")(calibrate_command)
+app.command(name="compare")(compare_command)
 app.command(name="models")(models_command)
 app.command(name="bread")(bread_command)
 app.command(name="bread-real")(bread_real_command)

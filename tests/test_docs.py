@@ -233,6 +233,13 @@ RUNS: dict[tuple[str, str], Run] = {
         after="assert Path('sbc_ecdf.png').is_file() and Path('sbc_ranks.png').is_file()\n"),
     ("docs/cli.md", "bdmc check-estimate --model gaussian-mean --seed 4 --write-data"): Run(
         files={"m.py": NUMPYRO, "real.npz": {"x": X20, "y": X20 @ [0.5, -1, 0.2, 0.1]}}, slow=True),
+    ("docs/calibrate.md", "bdmc calibrate --tool blackjax --model gaussian-mean"): Run(
+        subs=(("-k 50 --out out/cal_blackjax", "-k 2 --out out/cal_blackjax"), ("--budget 500", "--budget 50"),
+              ("cube -k 50", "cube -k 2")),
+        files={"prior.py": "from scipy import stats\n\n\ndef cube(u):\n    return stats.norm.ppf(u)\n"},
+        slow=True),
+    ("docs/compare.md", "python examples/compare_pima/write_data.py out/pima"): Run(
+        links=("examples",), slow=True, timeout=1200),
     ("docs/cluster.md", "dask scheduler --port 8786"): Run(
         skip="needs a cluster: a scheduler and workers on other machines"),
     ("docs/cluster.md", "SLURMCluster("): Run(skip="needs a SLURM cluster and dask-jobqueue"),
@@ -337,7 +344,7 @@ def as_run(command: str) -> tuple[str | None, Path | None]:
 def bdmc_argv(command: str) -> list[str] | None:
     """The arguments after ``bdmc`` of a command that runs the bdmc CLI (None for other commands)."""
     run, _ = as_run(command)
-    words = _words(run) if run else []
+    words = _words(run.split(" || ")[0]) if run else []  # `bdmc ... || echo ...`: the bdmc command alone
     return words[1:] if words[:1] == ["bdmc"] else None
 
 

@@ -42,6 +42,7 @@ bdmc.enable_x64()
 
 OUT = HERE / "results" / "evidence_bug_corpus"
 LEVEL = 0.01
+KEY = jax.random.key(0)  # data set i is simulated from fold_in(KEY, i), by every part alike
 
 
 def estimators() -> dict:
@@ -60,7 +61,7 @@ def check_rows(path: Path, num_datasets: int) -> None:
     for seed in range(num_datasets):
         if seed in done:
             continue
-        data, latent = bdmc.simulate(jax.random.key(seed), model)
+        data, latent = bdmc.simulate(jax.random.fold_in(KEY, seed), model)
         load_before, began = os.getloadavg()[0], time.perf_counter()
         values = {}
         for name, run in tools.items():
@@ -69,7 +70,7 @@ def check_rows(path: Path, num_datasets: int) -> None:
             values[name] = {"value": value, "stderr": stderr, "seconds": time.perf_counter() - t0}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            base = bdmc.check_estimate(jax.random.fold_in(jax.random.key(seed), 1), model, data,
+            base = bdmc.check_estimate(jax.random.fold_in(jax.random.fold_in(KEY, seed), 2), model, data,
                                        values["laplace-is"]["value"], exact_latent=latent, level=LEVEL,
                                        progress=False)
         for v in values.values():
@@ -89,6 +90,47 @@ def check_rows(path: Path, num_datasets: int) -> None:
                                                         for k, v in values.items()), flush=True)
 
 
+def calibrate_rows(path: Path, num_datasets: int) -> None:
+    """Every estimator through ``bdmc.calibrate_estimator`` on the same data sets (one truth per data set, shared
+    by every estimator through the rows file)."""
+    commit, clean = tree_state()
+    model = evidence_bugs.program_model()
+    for name, run in estimators().items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = bdmc.calibrate_estimator(KEY, model, run, num_datasets=num_datasets, label=name, level=LEVEL,
+                                              path=path, progress=False)
+        print(f"calibrate {name:22s}: {result.verdict} (bias {result.bias:+.3f}, {len(result.rows)} data sets)",
+              flush=True)
+    (path.parent / "calibrate_state.json").write_text(
+        f'{{"commit": "{commit}", "clean_tree": {str(clean).lower()}, "time": {time.time()}, '
+        f'"load": {os.getloadavg()[0]}}}\n')
+
+
+def compare_rows(path: Path) -> None:
+    """``bdmc.compare`` of each program bug's program against the correct program, on data set 0."""
+    commit, clean = tree_state()
+    done = {r["bug"] for r in load_rows(path)}
+    correct = evidence_bugs.program_model()
+    data, _ = bdmc.simulate(jax.random.fold_in(KEY, 0), correct)
+    for bug in evidence_bugs.BUGS:
+        if bug.kind != "program" or bug.name in done:
+            continue
+        began, load = time.perf_counter(), os.getloadavg()[0]
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                result = bdmc.compare(jax.random.fold_in(KEY, 3), evidence_bugs.program_model(bug.program), correct,
+                                      data, level=LEVEL, names=(bug.name, "correct"), progress=False)
+            outcome = {"refused": "", "lower": result.lower, "upper": result.upper, "estimate": result.estimate}
+        except bdmc.BDMCError as err:
+            outcome = {"refused": f"{type(err).__name__}: {err}"}
+        row = {"bug": bug.name, **outcome, "seconds": time.perf_counter() - began, "commit": commit,
+               "clean_tree": clean, "time": time.time(), "load_before": load, "load_after": os.getloadavg()[0]}
+        append_row(path, row)
+        print(f"compare {bug.name}: {outcome}", flush=True)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", type=int, default=50)
@@ -100,6 +142,9 @@ def main(argv=None) -> None:
         return
     args.out.mkdir(parents=True, exist_ok=True)
     check_rows(args.out / "check_rows.jsonl", args.datasets)
+    calibrate_rows(args.out / "calibrate_rows.jsonl", args.datasets)
+    compare_rows(args.out / "compare_rows.jsonl")
+    write_folder("evidence_bug_corpus", written_to=args.out)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,8 @@ by ±0.5, 1, 2, 3 and 6 nats. A verdict on the exact value other than "consisten
 level (0.01) bounds the certified tier's rate by ``level / 2``; the calibrated tier's rate is what this counts. The
 rates come with Clopper-Pearson 95% intervals; each shifted value's verdict is stored with the tier that called it.
 
-Configurations (models with a closed-form evidence; AIS with each model's own kernel, 32 runs per direction (the default)):
+Configurations (models with a closed-form evidence; AIS with each model's own kernel, 32 runs per direction, the
+default):
 ``LinearRegression(n=20, degree=2)`` and ``GaussianMean(n=10, dim=3)`` at the check's default T = 1,000, and the
 regression at T = 100, where AIS is further from converged.
 

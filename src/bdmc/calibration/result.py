@@ -108,10 +108,13 @@ class Calibration:
         return float(np.std(s["error"] / s["stderr"], ddof=1)) if len(s) > 1 else math.nan
 
     def coverage(self, nominal: str = "95%") -> Coverage:
-        """How often ``|error| <= multiple x stderr`` (``nominal`` "68%" or "95%"), over the data sets with a ±."""
+        """How often the tool's ``log_z ± multiple x stderr`` (``nominal`` "68%" or "95%") meets the truth, over the
+        data sets with a ±: with a closed form, ``|error| <= multiple x stderr``; with the sandwich's interval, the
+        tool gets the benefit of the truth's own doubt (a hit when the two intervals meet)."""
         s = self.stated
         multiple = COVERAGES[nominal]
-        hits = int((np.abs(s["error"]) <= multiple * s["stderr"]).sum())
+        hits = int(((s["log_z"] - multiple * s["stderr"] <= s["truth_upper"])
+                    & (s["log_z"] + multiple * s["stderr"] >= s["truth_lower"])).sum())
         return Coverage(float(nominal.rstrip("%")) / 100, multiple, hits, len(s), clopper_pearson(hits, len(s)))
 
     def worst(self, count: int = 3) -> pd.DataFrame:

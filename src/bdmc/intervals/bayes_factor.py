@@ -206,7 +206,8 @@ def compare(key, model_a, model_b, data, *, data_b=None, level: float = 0.01, dr
                     f"the prior of {name} does not integrate to one: log of its integral {check.estimate:+.3f} "
                     f"nats (in [{check.interval_low:+.3f}, {check.interval_high:+.3f}] at level {level:g}), which "
                     f"shifts its evidence and the Bayes factor by as much; write its normalizing constant (a "
-                    "half-normal's log 2, a truncation's normalizer), or pass check_prior=False (--no-check-prior) to compare anyway")
+                    "half-normal's log 2, a truncation's normalizer), or pass check_prior=False (--no-check-prior) "
+                    "to compare anyway")
             checks[name] = check
     options = {"level": level / 2, "tolerance": tolerance, "max_seconds": max_seconds, "progress": progress}
     ev_a = evidence(k_a, model_a, data_a, draws=draws_a, **options)

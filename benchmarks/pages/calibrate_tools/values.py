@@ -1,0 +1,41 @@
+"""Numbers quoted by README.md, recomputed from rows.jsonl and truths.jsonl (tests/test_results_pages.py checks
+them)."""
+
+import time
+from pathlib import Path
+
+import calibrate_tools
+import numpy as np
+from pages.calibrate_tools.table_values import calibrations  # noqa: I001
+from pages.tables import rows
+
+
+def _cells(folder, default=True):
+    cals = calibrations(folder)
+    return {k: c for k, c in cals.items() if (k[2] == calibrate_tools.BUDGETS[k[1]][0]) == default}
+
+
+def values(folder: Path) -> dict:
+    """Every number the pages of this folder quote, computed from the rows stored in ``folder``."""
+    stored = rows(folder)
+    truths = rows(folder, "truths.jsonl")
+    default = _cells(folder)
+    larger = _cells(folder, default=False)
+    sizes = [len(c.rows) for c in default.values()]
+    out = {"rows": len(stored), "cells": len(default), "larger_cells": len(larger),
+           "k_min": min(sizes), "k_max": max(sizes),
+           "miscalibrated": sum(c.verdict == "miscalibrated" for c in default.values()),
+           "failed": sum(c.num_failed for c in default.values()),
+           "truth_gap_median": float(np.median([abs(r["truth_upper"] - r["truth_lower"]) for r in truths])),
+           "truth_gap_max": float(np.max([abs(r["truth_upper"] - r["truth_lower"]) for r in truths])),
+           "load_min": min(r["load_before"] for r in stored), "load_max": max(r["load_after"] for r in stored),
+           "began": time.strftime("%H:%M", time.gmtime(min(r["time"] for r in stored))),
+           "ended": time.strftime("%H:%M UTC on %Y-%m-%d", time.gmtime(max(r["time"] for r in stored)))}
+    for tool in calibrate_tools.TOOLS:
+        cells = [c for (m, t, b), c in default.items() if t == tool]
+        slug = tool.replace("-", "_")
+        out[f"{slug}_models"] = len(cells)
+        out[f"{slug}_miscalibrated"] = sum(c.verdict == "miscalibrated" for c in cells)
+        out[f"{slug}_k_min"] = min((len(c.rows) for c in cells), default=0)
+        out[f"{slug}_rmse_max"] = max((c.rmse for c in cells), default=float("nan"))
+    return out

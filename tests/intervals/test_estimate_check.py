@@ -8,6 +8,8 @@ data bdmc.evidence's interval judges, its upper side resting on the draws.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -15,7 +17,7 @@ import pytest
 from scipy import stats
 
 import bdmc
-from bdmc.intervals.estimate_check import CALIBRATED, CERTIFIED, CONSISTENT, DRAWS, TOO_HIGH, TOO_LOW
+from bdmc.intervals.estimate_check import CALIBRATED, CERTIFIED, CONSISTENT, DRAWS, TOO_HIGH, TOO_LOW, UNDECIDED
 
 MODEL = bdmc.models.GaussianMean(n=20, dim=2)
 SEEDS = 40
@@ -113,3 +115,16 @@ def test_another_value_is_judged_against_the_same_runs_as_a_fresh_call(simulated
         fresh = _check(value, simulated)
         assert (again.verdict, again.tier) == (fresh.verdict, fresh.tier)
         assert again.certified_lower == pytest.approx(fresh.certified_lower)
+
+
+def test_crossed_certified_sides_judge_nothing(simulated):
+    """Reverse runs that failed (far below the forward runs: no correct run produces that) void bdmc's own
+    interval: the verdict is undecided, never a value called wrong."""
+    exact = simulated[2]
+    first = _check(exact, simulated)
+    runs = first.details["forward_runs"]
+    broken = dataclasses.replace(first, details={"forward_runs": runs, "reverse_runs": runs - 500.0})
+    for value in (exact, exact + 5.0, exact - 5.0):
+        again = broken.for_value(value)
+        assert again.verdict == UNDECIDED and not again.wrong and again.tier is None
+    assert "runs failed" in broken.for_value(exact).summary()

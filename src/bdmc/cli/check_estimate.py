@@ -137,5 +137,5 @@ def check_estimate_command(
         record = to_jsonable({**result.to_dict(), "model": name, "seed": seed}, nonfinite="string")
         json_out.write_text(json.dumps(record, indent=2) + "\n")
         wrote(out, json_out)
-    if result.verdict != CONSISTENT:  # scripts see a value called wrong in the exit status
+    if result.verdict != CONSISTENT:  # scripts see a value called wrong (or not judged) in the exit status
         raise typer.Exit(code=1)

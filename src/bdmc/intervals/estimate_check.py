@@ -48,7 +48,7 @@ from ..errors import BDMCError
 from .bounds import certified_lower, certified_upper
 from .run import evidence
 
-CONSISTENT, TOO_HIGH, TOO_LOW = "consistent", "too high", "too low"
+CONSISTENT, TOO_HIGH, TOO_LOW, UNDECIDED = "consistent", "too high", "too low", "undecided"
 CERTIFIED, CALIBRATED, DRAWS = "certified", "calibrated", "draws"
 TIER_MEANS = {
     CERTIFIED: "certified: holds at its level whatever the model and kernel",
@@ -63,7 +63,9 @@ class EstimateCheck:
 
     Attributes
     ----------
-    verdict : {"consistent", "too high", "too low"}
+    verdict : {"consistent", "too high", "too low", "undecided"}
+        ``undecided`` when bdmc's own certified sides cross (or its interval on the user's data crossed): its runs
+        failed, and no value is judged against them.
     tier : {"certified", "calibrated", "draws"} or None
         What called the value wrong (None when consistent): the certified bounds, the calibrated interval
         (simulated data), or the upper side from posterior draws (the user's data). :data:`TIER_MEANS` says what
@@ -124,7 +126,7 @@ class EstimateCheck:
     @property
     def wrong(self) -> bool:
         """Whether the value was called wrong (too high or too low)."""
-        return self.verdict != CONSISTENT
+        return self.verdict in (TOO_HIGH, TOO_LOW)
 
     @property
     def width(self) -> float:
@@ -145,7 +147,10 @@ class EstimateCheck:
         """The verdict, the tier that called it, bdmc's interval and estimate, in a few lines."""
         given = f"{self.value:.3f}" + (f" ± {self.stderr:.3g}" if self.stderr > 0 else "")
         head = f"{self.verdict}: log p(y) = {given}"
-        if self.tier is not None:
+        if self.verdict == UNDECIDED:
+            head += (f"; bdmc's own certified sides cross ({self.certified_lower:.3f} above {self.certified_upper:.3f}"
+                     "): its runs failed (a bug alarm on bdmc's side), and no value is judged against them")
+        elif self.tier is not None:
             head += f", called by the {self.tier} tier ({TIER_MEANS[self.tier]})"
         lines = [head,
                  f"bdmc: log p(y) in [{self.certified_lower:.3f}, {self.certified_upper:.3f}] with probability >= "
@@ -292,6 +297,8 @@ def _judge(value: float, stderr: float, sides: dict, *, two_sided: bool) -> dict
     sides on the user's data, no calibrated tier there) never calls."""
     allow = sides["z"] * stderr
     upper_tier = CERTIFIED if two_sided else DRAWS
+    if sides["certified_upper"] < sides["certified_lower"]:
+        return {"verdict": UNDECIDED, "tier": None}
     if value + allow < sides["certified_lower"]:
         return {"verdict": TOO_LOW, "tier": CERTIFIED}
     if value - allow > sides["certified_upper"]:

@@ -20,6 +20,7 @@ estimator and the two correct controls give a ``log p(y)`` (with their stated ±
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -34,7 +35,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE / "bug_corpus"))
 import evidence_bugs  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
-from harness.store import append_row, load_rows, tree_state  # noqa: E402
+from harness.store import append_row, load_rows, tree_state, write_text  # noqa: E402
 
 import bdmc  # noqa: E402
 
@@ -102,9 +103,10 @@ def calibrate_rows(path: Path, num_datasets: int) -> None:
                                               path=path, progress=False)
         print(f"calibrate {name:22s}: {result.verdict} (bias {result.bias:+.3f}, {len(result.rows)} data sets)",
               flush=True)
-    (path.parent / "calibrate_state.json").write_text(
-        f'{{"commit": "{commit}", "clean_tree": {str(clean).lower()}, "time": {time.time()}, '
-        f'"load": {os.getloadavg()[0]}}}\n')
+    # The library's rows name no commit: stamp the new ones, as every benchmark row is.
+    stamped = [r if "commit" in r else {**r, "commit": commit, "clean_tree": clean, "time": time.time(),
+                                        "load": os.getloadavg()[0]} for r in load_rows(path)]
+    write_text(path, "".join(json.dumps(r) + "\n" for r in stamped))
 
 
 def compare_rows(path: Path) -> None:

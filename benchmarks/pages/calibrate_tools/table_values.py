@@ -15,10 +15,17 @@ LEVEL = 0.01
 
 
 def calibrations(folder: Path) -> dict:
-    """``{(model, tool, budget): Calibration}`` over the stored rows."""
+    """``{(model, tool, budget): Calibration}`` over the stored rows, each row's truth the one in
+    ``truths.jsonl`` (computed once per model and data set; rows written before a truth was recomputed carry an
+    older copy)."""
     frame = pd.DataFrame(rows(folder))
-    for column in ("log_z", "stderr", "truth", "truth_lower", "truth_upper", "error"):
+    truths = pd.DataFrame(rows(folder, "truths.jsonl")).drop_duplicates(["model", "seed"], keep="last")
+    truth_columns = ["truth", "truth_lower", "truth_upper", "truth_source"]
+    frame = frame.drop(columns=truth_columns).merge(truths[["model", "seed", *truth_columns]], on=["model", "seed"],
+                                                    how="inner")
+    for column in ("log_z", "stderr", "truth", "truth_lower", "truth_upper"):
         frame[column] = pd.to_numeric(frame[column], errors="coerce")
+    frame["error"] = frame["log_z"] - frame["truth"]
     out = {}
     for (model, tool, budget), cell in frame.groupby(["model", "tool", "budget"], sort=False):
         cell = cell.drop_duplicates("seed", keep="last").sort_values("seed").reset_index(drop=True)

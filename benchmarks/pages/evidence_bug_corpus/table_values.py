@@ -36,8 +36,8 @@ def corpus(folder: Path) -> list[dict]:
     out = []
     for name in checks[0]["tools"]:
         verdicts = [r["tools"][name] for r in checks]
-        flagged = [i for i, v in enumerate(verdicts) if v["verdict"] not in ("consistent",)]
-        tiers = sorted({verdicts[i]["tier"] or "non-finite" for i in flagged})
+        flagged = [i for i, v in enumerate(verdicts) if v["verdict"] in ("too high", "too low")]
+        tiers = sorted({verdicts[i]["tier"] for i in flagged})
         full = _calibration(frame, name, len(checks))
         first_cal = next((k for k in PREFIXES if k <= len(full.rows)
                           and _calibration(frame, name, k).verdict == "miscalibrated"), None)
@@ -46,6 +46,7 @@ def corpus(folder: Path) -> list[dict]:
                     "reported": "correct" if bug is None else bug.reported,
                     "error": float(np.median([v["error"] for v in verdicts])), "datasets": len(verdicts),
                     "check_flagged": len(flagged), "check_first": flagged[0] + 1 if flagged else None,
+                    "check_undecided": sum(v["verdict"] == "undecided" for v in verdicts),
                     "check_tiers": tiers, "calibrate": full.verdict, "calibrate_first": first_cal,
                     "calibrate_bias": full.bias, "compare": compared.get(name)})
     return out
@@ -65,12 +66,12 @@ def _compare_cell(record) -> str:
 
 def table(folder: Path) -> str:
     lines = ["| estimator | bug from the wild | median error (nats) | check-estimate: flagged (first at data set; "
-             "tier) | calibrate: verdict (first flagged after k data sets) | compare |", "|---" * 6 + "|"]
+             "tiers) | undecided | calibrate: verdict (first flagged after k data sets) | compare |", "|---" * 7 + "|"]
     for r in corpus(folder):
         first = f"first at {r['check_first']}; {', '.join(r['check_tiers'])}" if r["check_flagged"] else "never"
         cal = r["calibrate"] + (f" (after {r['calibrate_first']})" if r["calibrate_first"] else "")
         lines.append(f"| {r['name']} | {r['reported']} | {r['error']:+.2f} | {r['check_flagged']}/{r['datasets']} "
-                     f"({first}) | {cal} | {_compare_cell(r)} |")
+                     f"({first}) | {r['check_undecided']} | {cal} | {_compare_cell(r)} |")
     stored = rows(folder, "check_rows.jsonl")
     lines.append(f"\nCommits: {', '.join(sorted({r['commit'] for r in stored}))}; clean trees: "
                  f"{all(r['clean_tree'] for r in stored)}; produced by `python benchmarks/evidence_bug_corpus.py "

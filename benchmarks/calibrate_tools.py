@@ -113,6 +113,32 @@ def run(out: Path, datasets: int, tools, models, budgets) -> None:
                           f"± {row['stderr']:.3f}  {row['tool_seconds']:6.1f}s {row['failed'][:60]}", flush=True)
 
 
+def draw(out: Path) -> None:
+    """``figure.png``: each tool's error against its stated ±, every model's data sets at the default budget."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+    from pages.calibrate_tools.table_values import calibrations
+
+    from bdmc.calibration import Calibration
+
+    cells = {k: c for k, c in calibrations(out).items() if k[2] == BUDGETS[k[1]][0]}
+    fig, axes = plt.subplots(2, 4, figsize=(16, 7.5))
+    for ax, tool in zip(axes.flat, TOOLS, strict=False):
+        rows = [c.rows for (m, t, b), c in cells.items() if t == tool]
+        if rows:
+            Calibration(label=f"{tool} (default)", rows=pd.concat(rows, ignore_index=True), level=0.01).plot(ax=ax)
+        else:
+            ax.set_title(f"{tool}: not run yet", fontsize=10)
+            ax.axis("off")
+    axes.flat[-1].axis("off")
+    fig.tight_layout()
+    fig.savefig(out / "figure.png", dpi=110)
+    plt.close(fig)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", type=int, default=50)
@@ -124,6 +150,7 @@ def main(argv=None) -> None:
     parser.add_argument("--render", action="store_true", help="re-render the page from the stored rows and stop")
     args = parser.parse_args(argv)
     if args.render:
+        draw(args.out)
         write_folder("calibrate_tools")
         return
     args.out.mkdir(parents=True, exist_ok=True)

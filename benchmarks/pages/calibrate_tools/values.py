@@ -31,11 +31,7 @@ def values(folder: Path) -> dict:
            "load_min": min(r["load_before"] for r in stored), "load_max": max(r["load_after"] for r in stored),
            "began": time.strftime("%H:%M", time.gmtime(min(r["time"] for r in stored))),
            "ended": time.strftime("%H:%M UTC on %Y-%m-%d", time.gmtime(max(r["time"] for r in stored)))}
-    for tool in calibrate_tools.TOOLS:
-        cells = [c for (m, t, b), c in default.items() if t == tool]
-        slug = tool.replace("-", "_")
-        out[f"{slug}_models"] = len(cells)
-        out[f"{slug}_miscalibrated"] = sum(c.verdict == "miscalibrated" for c in cells)
-        out[f"{slug}_k_min"] = min((len(c.rows) for c in cells), default=0)
-        out[f"{slug}_rmse_max"] = max((c.rmse for c in cells), default=float("nan"))
+    (worst_model, worst_tool, _), worst = max(default.items(), key=lambda kv: kv[1].rmse)
+    out.update({"worst_model": worst_model, "worst_tool": worst_tool, "worst_rmse": worst.rmse,
+                "worst_bias": worst.bias, "worst_k": len(worst.rows)})
     return out

@@ -3,8 +3,9 @@ from the model, against bdmc's ground truth on each.
 
 Per data set (seed ``i``: the data are ``bdmc.simulate(fold_in(key, i), model)``, so any one reruns alone) the
 truth is the model's closed form where it has one, else the midpoint of bdmc's forward and reverse estimates from
-the latent that simulated the data (AIS, or the pair the sandwich picks for the model), whose gap is the truth's
-own uncertainty and is carried into every row and test. The tool is a callable ``estimator(data) -> (log_z,
+the latent that simulated the data (AIS, or the pair the sandwich picks for the model), with an interval spanning
+both estimates widened by ``TRUTH_Z`` standard errors of each: the truth's own uncertainty, carried into every row
+and test. The tool is a callable ``estimator(data) -> (log_z,
 stderr)`` (``stderr`` NaN when it states none); one that takes a ``seed`` keyword gets the data set's seed. An
 exception or a non-finite value is a failed row, kept with its message.
 """
@@ -22,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import jax
-import numpy as np
 import pandas as pd
 
 from ..checks.sandwich import exact_log_marginal_or_none, plan_sandwich
@@ -202,8 +202,3 @@ def _takes_seed(estimator) -> bool:
     except (TypeError, ValueError):  # a builtin without a signature
         return False
     return "seed" in parameters or any(p.kind is p.VAR_KEYWORD for p in parameters.values())
-
-
-def as_array_dict(data) -> dict:
-    """A data set's leaves as NumPy arrays (what a host-side tool reads)."""
-    return jax.tree.map(np.asarray, data)

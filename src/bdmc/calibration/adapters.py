@@ -198,7 +198,14 @@ def pymc_smc_adapter(build: Callable, *, draws: int = 2000, chains: int = 4) -> 
             idata = pm.sample_smc(draws=int(draws), chains=int(chains), cores=1, random_seed=int(seed),
                                   progressbar=False, compute_convergence_checks=False)
         lml = np.asarray(idata.sample_stats["log_marginal_likelihood"])
-        per_chain = np.array([_last_finite(chain) for chain in lml.reshape(lml.shape[0], -1)])
+        # One entry per chain: a list of its stage values (an object array of lists, (1, chains) or (chains, 1),
+        # when the chains ran different numbers of stages), else a row of the (chains, stages) values.
+        chains_run = int(idata.posterior.sizes["chain"])
+        if lml.dtype == object and any(np.ndim(v) > 0 for v in lml.ravel()):
+            entries = lml.ravel()
+        else:
+            entries = np.asarray(lml, dtype=float).reshape(chains_run, -1)
+        per_chain = np.array([_last_finite(entry) for entry in entries])
         stderr = float(np.std(per_chain, ddof=1) / math.sqrt(len(per_chain))) if len(per_chain) > 1 else math.nan
         return float(np.mean(per_chain)), stderr
 
@@ -207,8 +214,8 @@ def pymc_smc_adapter(build: Callable, *, draws: int = 2000, chains: int = 4) -> 
 
 
 def _last_finite(values) -> float:
-    """The last finite entry of one chain's ``log_marginal_likelihood`` (PyMC pads stages with NaN)."""
-    flat = np.concatenate([np.atleast_1d(np.asarray(v, dtype=float)).ravel() for v in np.asarray(values).ravel()])
+    """The last finite value of one chain's ``log_marginal_likelihood`` stages (PyMC pads them with NaN)."""
+    flat = np.atleast_1d(np.asarray(values, dtype=float)).ravel()
     flat = flat[np.isfinite(flat)]
     return float(flat[-1]) if flat.size else math.nan
 

@@ -31,6 +31,9 @@ def values(folder: Path) -> dict:
            "load_min": min(r["load_before"] for r in stored), "load_max": max(r["load_after"] for r in stored),
            "began": time.strftime("%H:%M", time.gmtime(min(r["time"] for r in stored))),
            "ended": time.strftime("%H:%M UTC on %Y-%m-%d", time.gmtime(max(r["time"] for r in stored)))}
+    pymc = [r for r in stored if r["tool"] == "pymc-smc"]
+    out["pymc_rows"] = len(pymc)
+    out["pymc_no_se"] = sum(not isinstance(r["stderr"], float) or not np.isfinite(r["stderr"]) for r in pymc)
     (worst_model, worst_tool, _), worst = max(default.items(), key=lambda kv: kv[1].rmse)
     out.update({"worst_model": worst_model, "worst_tool": worst_tool, "worst_rmse": worst.rmse,
                 "worst_bias": worst.bias, "worst_k": len(worst.rows)})

@@ -69,6 +69,7 @@ def test_the_interval_holds_the_exact_log_bayes_factor(data):
     assert result.prior_checks["narrow"].verdict == "normalized"
     summary = result.summary()
     assert "log BF(narrow : wide)" in summary and "the same 12 observations" in summary
+    assert result.evidence_a.upper_rests_on in summary and "being exact" in summary
     assert result.favours in (None, "narrow")  # the data come from the narrow prior
 
 

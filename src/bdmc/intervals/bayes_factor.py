@@ -85,11 +85,17 @@ class BayesFactor:
         lines = [f"log BF({a} : {b}) in [{self.lower:.3f}, {self.upper:.3f}] with probability >= "
                  f"{1 - self.level:g}, estimate {self.estimate:.3f}; {verdict}",
                  f"{a}: log p(y) in [{self.evidence_a.lower.value:.3f}, {self.evidence_a.upper.value:.3f}]; "
-                 f"{b}: [{self.evidence_b.lower.value:.3f}, {self.evidence_b.upper.value:.3f}]; each upper side "
-                 f"rests on its posterior draws being exact ({self.evidence_a.upper_rests_on})",
+                 f"{b}: [{self.evidence_b.lower.value:.3f}, {self.evidence_b.upper.value:.3f}]; {self._rests_on()}",
                  f"the same {self.num_cases} observations (sha256 {self.digest[:16]}); priors: "
                  + ", ".join(f"{n} {_prior_word(self.prior_checks.get(n))}" for n in self.names)]
         return "\n".join(lines)
+
+    def _rests_on(self) -> str:
+        # Each evidence says what its upper side assumes; said once when both programs' draws came the same way.
+        rests_a, rests_b = self.evidence_a.upper_rests_on, self.evidence_b.upper_rests_on
+        if rests_a == rests_b:
+            return f"both upper sides rest on {rests_a}"
+        return f"{self.names[0]}'s upper side rests on {rests_a}; {self.names[1]}'s on {rests_b}"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready."""

@@ -36,5 +36,6 @@ def values(folder: Path) -> dict:
     out["pymc_no_se"] = sum(not isinstance(r["stderr"], float) or not np.isfinite(r["stderr"]) for r in pymc)
     (worst_model, worst_tool, _), worst = max(default.items(), key=lambda kv: kv[1].rmse)
     out.update({"worst_model": worst_model, "worst_tool": worst_tool, "worst_rmse": worst.rmse,
-                "worst_bias": worst.bias, "worst_k": len(worst.rows)})
+                "worst_bias": worst.bias, "worst_k": len(worst.rows),
+                "worst_over_1": int((worst.ok["error"].abs() > 1).sum()), "worst_min": float(worst.ok["error"].min())})
     return out

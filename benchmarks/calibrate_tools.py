@@ -11,6 +11,8 @@ data sets.
 
     python benchmarks/calibrate_tools.py --datasets 50                 # every tool
     python benchmarks/calibrate_tools.py --datasets 50 --tools dynesty nautilus ultranest   # a second process
+    python benchmarks/calibrate_tools.py --datasets 50 --workers 2      # on 2 Dask worker processes
+    python benchmarks/calibrate_tools.py --quick --workers 2            # a trial: K = 2, default budgets
     python benchmarks/calibrate_tools.py --render
 """
 
@@ -20,6 +22,7 @@ import argparse
 import math
 import os
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -33,8 +36,9 @@ from harness.pages import write_folder  # noqa: E402
 from harness.store import append_row, load_rows, tree_state  # noqa: E402
 
 import bdmc  # noqa: E402
+from bdmc.caching import cached  # noqa: E402
 from bdmc.calibration import adapters  # noqa: E402
-from bdmc.calibration.run import calibration_row  # noqa: E402
+from bdmc.calibration.run import TRUTH_COLUMNS, calibration_row  # noqa: E402
 
 bdmc.enable_x64()
 
@@ -67,50 +71,126 @@ def make(tool: str, entry, budget: int):
     return adapters.nested_adapter(tool, model, prior_transform=entry.prior_transform, live=budget)
 
 
-def truth_rows(path: Path, entry, seeds) -> dict:
-    """The truth of every data set (computed once, stored in ``truths.jsonl``)."""
-    stored = {(r["model"], r["seed"]): r for r in load_rows(path)}
-    for seed in seeds:
-        if (entry.name, seed) in stored:
-            continue
-        began = time.time()
-        row = calibration_row(KEY, entry.model, lambda data: (math.nan, math.nan), seed, label="truth",
-                              takes_seed=False, truth_steps=TRUTH_STEPS, truth_runs=TRUTH_RUNS)
-        row = {k: row[k] for k in ("seed", "truth", "truth_lower", "truth_upper", "truth_source", "truth_seconds")}
-        row.update({"model": entry.name, "time": began, "load": os.getloadavg()[0]})
-        append_row(path, row)
-        stored[(entry.name, seed)] = row
-    return stored
+@cached(maxsize=8)
+def entry_of(name: str):
+    """One model's entry per process (a Dask worker builds its own)."""
+    return calibration_models.build(name)
 
 
-def run(out: Path, datasets: int, tools, models, budgets) -> None:
+@cached(maxsize=64)
+def runner(name: str, tool: str, budget: int):
+    """One adapter per (model, tool, budget) per process: its compiled programs are reused across data sets."""
+    return make(tool, entry_of(name), budget)
+
+
+def truth_task(name: str, seed: int) -> dict:
+    """The truth of one data set (bdmc's sandwich from the simulating latent, or the closed form)."""
+    began = time.time()
+    row = calibration_row(KEY, entry_of(name).model, lambda data: (math.nan, math.nan), seed, label="truth",
+                          takes_seed=False, truth_steps=TRUTH_STEPS, truth_runs=TRUTH_RUNS)
+    row = {k: row[k] for k in ("seed", *TRUTH_COLUMNS)}
+    row.update({"model": name, "time": began, "load": os.getloadavg()[0]})
+    return row
+
+
+def tool_task(name: str, tool: str, budget: int, seed: int, truth: dict) -> dict:
+    """One tool's run on one data set, against its stored truth."""
+    load = os.getloadavg()[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        row = calibration_row(KEY, entry_of(name).model, runner(name, tool, budget), seed, label=f"{tool} ({budget})",
+                              takes_seed=True, truth={k: truth[k] for k in TRUTH_COLUMNS})
+    row.update({"model": name, "tool": tool, "budget": budget, "default_budget": budget == BUDGETS[tool][0],
+                "time": time.time(), "load_before": load, "load_after": os.getloadavg()[0]})
+    return row
+
+
+def run(out: Path, datasets: int, tools, models, budgets, client=None) -> None:
+    """Every missing truth and row, data set by data set with the tools interleaved; each row appended (with the
+    commit) as it finishes. With a Dask ``client`` the same tasks run on its workers, lower seeds first."""
     commit, clean = tree_state()
-    entries = {name: calibration_models.build(name) for name in models}
     rows_path, truth_path = out / "rows.jsonl", out / "truths.jsonl"
+    truths = {(r["model"], r["seed"]): r for r in load_rows(truth_path)}
     done = {(r["model"], r["tool"], r["budget"], r["seed"]) for r in load_rows(rows_path)}
-    runners = {}
+
+    def tool_jobs(name, seed):
+        return [(name, tool, budget, seed) for tool in tools for budget in budgets(tool)
+                if (name, tool, budget, seed) not in done]
+
+    def stored_truth(row):
+        append_row(truth_path, row)
+        truths[(row["model"], row["seed"])] = row
+        print(f"{row['model']:10s} truth             seed {row['seed']:3d}: {row['truth']:+10.3f} "
+              f"[{row['truth_lower']:.3f}, {row['truth_upper']:.3f}]  {row['truth_seconds']:6.1f}s", flush=True)
+
+    def stored_row(row):
+        row.update({"commit": commit, "clean_tree": clean})
+        append_row(rows_path, row)
+        print(f"{row['model']:10s} {row['tool']:10s} {row['budget']:6d} seed {row['seed']:3d}: error "
+              f"{row['error']:+8.3f} ± {row['stderr']:.3f}  {row['tool_seconds']:6.1f}s {row['failed'][:60]}",
+              flush=True)
+
+    if client is None:
+        for seed in range(datasets):
+            for name in models:
+                jobs = tool_jobs(name, seed)
+                if jobs and (name, seed) not in truths:
+                    stored_truth(truth_task(name, seed))
+                for job in jobs:
+                    stored_row(tool_task(*job, truths[(name, seed)]))
+        return
+    import calibrate_tools as module  # by name, so the workers unpickle the tasks from their own import
+    from dask.distributed import as_completed
+
+    def submit_tools(name, seed):
+        return [client.submit(module.tool_task, *job, truths[(name, seed)], pure=False, priority=-seed)
+                for job in tool_jobs(name, seed)]
+
+    futures = []
     for seed in range(datasets):
-        for name, entry in entries.items():
-            truth = truth_rows(truth_path, entry, [seed])[(name, seed)]
-            for tool in tools:
-                for budget in budgets(tool):
-                    if (name, tool, budget, seed) in done:
-                        continue
-                    if (name, tool, budget) not in runners:
-                        runners[(name, tool, budget)] = make(tool, entry, budget)
-                    load = os.getloadavg()[0]
-                    with warnings.catch_warnings():
-                        warnings.simplefilter("ignore")
-                        row = calibration_row(KEY, entry.model, runners[(name, tool, budget)], seed,
-                                              label=f"{tool} ({budget})", takes_seed=True,
-                                              truth={k: truth[k] for k in ("truth", "truth_lower", "truth_upper",
-                                                                           "truth_source", "truth_seconds")})
-                    row.update({"model": name, "tool": tool, "budget": budget,
-                                "default_budget": budget == BUDGETS[tool][0], "commit": commit, "clean_tree": clean,
-                                "time": time.time(), "load_before": load, "load_after": os.getloadavg()[0]})
-                    append_row(rows_path, row)
-                    print(f"{name:10s} {tool:10s} {budget:6d} seed {seed:3d}: error {row['error']:+8.3f} "
-                          f"± {row['stderr']:.3f}  {row['tool_seconds']:6.1f}s {row['failed'][:60]}", flush=True)
+        for name in models:
+            if not tool_jobs(name, seed):
+                continue
+            if (name, seed) in truths:
+                futures += submit_tools(name, seed)
+            else:
+                futures.append(client.submit(module.truth_task, name, seed, pure=False, priority=-seed))
+    pending = as_completed(futures, with_results=False)
+    for future in pending:
+        try:
+            row = future.result()
+        except Exception as err:  # one task's crash is reported, the others go on
+            print(f"task {future.key} failed: {type(err).__name__}: {err}", flush=True)
+            continue
+        if "tool" in row:
+            stored_row(row)
+        else:
+            stored_truth(row)
+            for job in submit_tools(row["model"], row["seed"]):
+                pending.add(job)
+
+
+def timings(out: Path) -> None:
+    """Median seconds a run, by model and tool (and the truths'), from the rows in ``out``."""
+    import pandas as pd
+
+    rows, truths = pd.DataFrame(load_rows(out / "rows.jsonl")), pd.DataFrame(load_rows(out / "truths.jsonl"))
+    if len(truths):
+        print("\ntruth seconds (median, max) by model:")
+        print(truths.groupby("model")["truth_seconds"].agg(["count", "median", "max"]).round(1).to_string())
+    if len(rows):
+        print("\ntool seconds a run (median, max) by tool, budget and model:")
+        table = rows.groupby(["tool", "budget", "model"])["tool_seconds"].agg(["count", "median", "max"])
+        print(table.round(1).to_string())
+
+
+def connect_workers(workers: int):
+    """A local Dask cluster of ``workers`` processes, one thread each. Dask starts them by spawn (no fork of a
+    process that has started JAX); they find this folder's modules through ``PYTHONPATH``."""
+    from dask.distributed import Client
+
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), os.environ.get("PYTHONPATH", "")) if p)
+    return Client(n_workers=workers, threads_per_worker=1, processes=True, memory_limit=0, dashboard_address=None)
 
 
 def draw(out: Path) -> None:
@@ -148,14 +228,32 @@ def main(argv=None) -> None:
     parser.add_argument("--default-only", action="store_true", help="only each tool's default budget")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--render", action="store_true", help="re-render the page from the stored rows and stop")
+    parser.add_argument("--workers", type=int, default=0,
+                        help="run the tasks on a local Dask cluster of this many processes (0: in this process)")
+    parser.add_argument("--quick", action="store_true",
+                        help="a trial: 2 data sets, default budgets, rows in a temporary folder (unless --out); "
+                             "prints the seconds a run by tool and model")
     args = parser.parse_args(argv)
     if args.render:
         draw(args.out)
         write_folder("calibrate_tools")
         return
+    if args.quick:
+        args.datasets, args.default_only = 2, True
+        if args.out == OUT:
+            args.out = Path(tempfile.mkdtemp(prefix="calibrate_tools_quick_"))
+        print(f"--quick: rows in {args.out}", flush=True)
     args.out.mkdir(parents=True, exist_ok=True)
     budgets = (lambda tool: BUDGETS[tool][:1]) if args.default_only else (lambda tool: BUDGETS[tool])
-    run(args.out, args.datasets, args.tools, args.models, budgets)
+    client = connect_workers(args.workers) if args.workers > 0 else None
+    began = time.time()
+    try:
+        run(args.out, args.datasets, args.tools, args.models, budgets, client=client)
+    finally:
+        if client is not None:
+            client.close()
+    print(f"\nwall time {time.time() - began:.0f} s ({args.workers or 'no'} Dask workers)", flush=True)
+    timings(args.out)
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ from .intervals.result import EvidenceResult
 from .intervals.run import evidence
 from .version import __version__
 
-__all__ = ["audit", "calibrate_estimator",
+__all__ = ["audit", "calibrate_estimator", "Calibration",
     "AnnealResult", "BayesFactor",
     "BDMCError", "BreadResult", "BugAlarm", "DataError", "DivergenceWarning", "ESTIMATORS", "PAIRS",
     "Estimate", "EstimateCheck", "EvidenceResult",
@@ -69,6 +69,10 @@ def __getattr__(name: str):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")  # also binds it here, so this runs once per name
+    if name == "Calibration":  # calibrate_estimator's result, imported with it on first use
+        from .calibration import Calibration
+
+        return Calibration
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

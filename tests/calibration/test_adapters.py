@@ -41,6 +41,7 @@ def test_a_nested_sampler_lands_within_its_stated_error(tool, data_and_exact):
     assert 0 < stderr < 1 and abs(log_z - exact) < 4 * stderr + 0.1
 
 
+@pytest.mark.slow  # 10-25 s; dynesty and UltraNest stand for the nested samplers in the default suite
 def test_nautilus_lands_near_the_exact_value(data_and_exact):
     pytest.importorskip("nautilus")
     data, exact = data_and_exact
@@ -76,3 +77,26 @@ def test_pymc_smc_states_the_spread_of_its_chains(data_and_exact):
 
     log_z, stderr = adapters.pymc_smc_adapter(build, draws=500, chains=2)(data, seed=3)
     assert 0 < stderr < 1 and abs(log_z - exact) < 0.5
+
+
+def test_a_prior_transform_is_built_from_gaussian_prior_blocks_and_checked_against_the_prior():
+    model = bdmc.models.LowRank(n=3, d=2, k=1, sigma_u=0.5, sigma_v=2.0)
+    u = np.random.default_rng(1).uniform(size=(20_000, 5))
+    z = adapters.blocks_prior_transform(model)(u)  # ravel order: U (3 x 1), then V (1 x 2)
+    assert np.allclose(z.std(axis=0), [0.5, 0.5, 0.5, 2.0, 2.0], rtol=0.03)
+    with pytest.raises(bdmc.MissingCapabilityError, match="gaussian_prior_blocks"):
+        adapters.blocks_prior_transform(MODEL)
+
+    class Misdeclared(bdmc.models.LowRank):
+        def gaussian_prior_blocks(self):
+            return (("U", 0, 1.0), ("V", 1, 3.0))  # V's prior std is 2, not 3
+
+    with pytest.raises(bdmc.BDMCError, match="not the product of its declared Gaussian blocks"):
+        adapters.blocks_prior_transform(Misdeclared(n=3, d=2, k=1, sigma_u=1.0, sigma_v=2.0))
+
+    class Partial(bdmc.models.LowRank):
+        def gaussian_prior_blocks(self):
+            return (("U", 0, 1.0),)
+
+    with pytest.raises(bdmc.BDMCError, match=r"do not cover its latent \['V'\]"):
+        adapters.blocks_prior_transform(Partial(n=3, d=2, k=1))

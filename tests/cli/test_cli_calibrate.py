@@ -27,6 +27,7 @@ def test_rows_summary_and_figure_and_a_resumed_run(tmp_path):
 def test_a_nested_sampler_needs_a_prior_transform_and_an_unknown_tool_is_named(tmp_path):
     nested = runner.invoke(app, [*BASE, "--tool", "dynesty"])
     assert nested.exit_code == 1 and "--prior-transform" in nested.output
+    assert "declares no Gaussian prior blocks" in " ".join(nested.output.split())
     unknown = runner.invoke(app, [*BASE, "--tool", "multinest"])
     assert unknown.exit_code == 1 and "multinest" in unknown.output
 
@@ -38,3 +39,13 @@ def test_a_nested_sampler_with_a_prior_transform_runs(tmp_path):
                                  f"{transform}:cube"])
     assert result.exit_code in (0, 1), result.output
     assert "dynesty (50)" in " ".join(result.output.split())
+
+
+def test_a_nested_sampler_takes_its_prior_transform_from_the_model_s_gaussian_blocks(tmp_path):
+    args = ["calibrate", "--model", "low-rank", "--option", "n=3", "--option", "d=2", "--option", "k=1", "-k", "2",
+            "--tool", "dynesty", "--budget", "50", "--out", str(tmp_path)]
+    result = runner.invoke(app, args)
+    assert result.exit_code in (0, 1), result.output  # 1 would be a verdict, not an error
+    assert "dynesty (50)" in " ".join(result.output.split())
+    rows = [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and all(row["failed"] == "" and abs(row["error"]) < 2.0 for row in rows)

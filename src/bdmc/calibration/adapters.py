@@ -230,3 +230,42 @@ def normal_prior_transform(model, scales) -> Callable:
     if scales.shape != (dim,):
         raise OptionError(f"scales must have one entry per latent coordinate ({dim}), got shape {scales.shape}")
     return lambda u: stats.norm.ppf(np.clip(u, 1e-16, 1 - 1e-16)) * scales
+
+
+def blocks_prior_transform(model, *, checks: int = 3) -> Callable:
+    """The unit-cube transform of a model whose prior is its declared zero-mean Gaussian blocks
+    (:class:`~bdmc.contracts.capabilities.GaussianPriorBlocks`): what the nested samplers need, built from the
+    model.
+
+    The blocks must cover every latent leaf, and the model's ``log_prior`` must equal the sum of those Normals'
+    log densities at ``checks`` prior draws (a declared block is a move's hint, not a promise that it is the
+    whole prior); otherwise the error says which, and a transform must be given by hand
+    (:func:`normal_prior_transform` or one's own).
+
+    Raises
+    ------
+    bdmc.errors.MissingCapabilityError
+        The model declares no Gaussian prior blocks.
+    bdmc.errors.OptionError
+        A leaf not covered by a block, or a prior that is not the product of the declared Normals.
+    """
+    from ..contracts.capabilities import GaussianPriorBlocks, require
+
+    require(model, GaussianPriorBlocks, purpose="a nested sampler's prior transform built from the model")
+    stds = {name: float(std) for name, _, std in model.gaussian_prior_blocks()}
+    draw = model.sample_prior(jax.random.key(0))
+    if not isinstance(draw, dict) or set(draw) - set(stds):
+        leaves = sorted(set(draw) - set(stds)) if isinstance(draw, dict) else [type(draw).__name__]
+        raise OptionError(f"{type(model).__name__}'s Gaussian prior blocks do not cover its latent {leaves}: "
+                          "give the prior transform by hand")
+    scales, _ = ravel_pytree({name: jnp.full(jnp.shape(leaf), stds[name]) for name, leaf in draw.items()})
+    scales = np.asarray(scales, dtype=np.float64)
+    for i in range(checks):
+        latent = model.sample_prior(jax.random.key(i + 1))
+        flat = np.asarray(ravel_pytree(latent)[0], dtype=np.float64)
+        declared = float(np.sum(-0.5 * (flat / scales) ** 2 - np.log(scales) - 0.5 * math.log(2 * math.pi)))
+        own = float(model.log_prior(latent))
+        if not math.isclose(own, declared, rel_tol=1e-6, abs_tol=1e-6):
+            raise OptionError(f"{type(model).__name__}'s log_prior ({own:.6g}) is not the product of its declared "
+                              f"Gaussian blocks ({declared:.6g}) at a prior draw: give the prior transform by hand")
+    return normal_prior_transform(model, scales)

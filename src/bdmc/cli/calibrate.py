@@ -18,9 +18,9 @@ TOOLS = {
     "bdmc-ais": "bdmc's forward AIS (budget: T, default 1,000; 16 runs)",
     "bdmc-tsmc": "bdmc's tempered SMC (budget: temperatures, default 100; 16 runs)",
     "blackjax": "BlackJAX adaptive tempered SMC (budget: particles, default 1,000)",
-    "dynesty": "dynesty NestedSampler (budget: live points; needs --prior-transform)",
-    "nautilus": "nautilus Sampler (budget: live points; needs --prior-transform)",
-    "ultranest": "UltraNest ReactiveNestedSampler (budget: live points; needs --prior-transform)",
+    "dynesty": "dynesty NestedSampler (budget: live points; prior transform below)",
+    "nautilus": "nautilus Sampler (budget: live points; prior transform below)",
+    "ultranest": "UltraNest ReactiveNestedSampler (budget: live points; prior transform below)",
 }
 
 
@@ -35,8 +35,14 @@ def make_tool(tool: str, model, budget: int | None, prior_transform):
     if tool == "blackjax":
         return adapters.blackjax_adapter(model, num_particles=budget or 1000)
     if prior_transform is None:
-        raise CLIError(f"--tool {tool} is a nested sampler: give --prior-transform FILE.py:FN, a function mapping "
-                       "unit-cube rows (n, d) to the model's flat latent (its unconstrained coordinates)")
+        from ..contracts.capabilities import GaussianPriorBlocks, supports
+
+        if not supports(model, GaussianPriorBlocks):
+            raise CLIError(f"--tool {tool} is a nested sampler and needs the prior as a map from the unit cube: "
+                           f"{type(model).__name__} declares no Gaussian prior blocks (GaussianPriorBlocks: "
+                           "gaussian_prior_blocks()) to build it from, so give --prior-transform FILE.py:FN, a "
+                           "function mapping unit-cube rows (n, d) to the model's flat latent")
+        prior_transform = adapters.blocks_prior_transform(model)
     return adapters.nested_adapter(tool, model, prior_transform=prior_transform, live=budget)
 
 
@@ -54,7 +60,9 @@ def calibrate_command(
     data: Path | None = typer.Option(None, "--data", metavar="FILE.npz", help="Arguments of the PPL program."),
     budget: int | None = typer.Option(None, "--budget", "-b", help="The tool's knob (see --tool)."),
     prior_transform: str | None = typer.Option(None, "--prior-transform", metavar="FILE.py:FN",
-                                                  help="The nested samplers' prior: unit cube to the flat latent."),
+                                                  help="The nested samplers' prior: unit cube to the flat latent "
+                                                       "(default: built from the model's Gaussian prior blocks, "
+                                                       "where it declares them)."),
     num_datasets: int = typer.Option(50, "--num-datasets", "-k", help="K, the simulated data sets."),
     seed: int = seed_option("Simulates the data sets (data set i from fold_in(key(seed), i))."),
     level: float = typer.Option(0.01, "--level", help="The verdict's false-alarm level."),

@@ -22,7 +22,6 @@ one. Three gates run before any evidence, each refusing with a :class:`bdmc.Data
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -225,9 +224,3 @@ def compare(key, model_a, model_b, data, *, data_b=None, level: float = 0.01, dr
     return BayesFactor(lower=ev_a.lower.value - ev_b.upper.value, upper=ev_a.upper.value - ev_b.lower.value,
                        estimate=ev_a.estimate - ev_b.estimate, level=level, digest=digest, num_cases=cases[a],
                        evidence_a=ev_a, evidence_b=ev_b, prior_checks=checks, names=(a, b))
-
-
-def log_bf_width(result: BayesFactor) -> float:
-    """The interval's width in nats (``inf`` if a side is unbounded)."""
-    width = result.upper - result.lower
-    return width if math.isfinite(width) else math.inf

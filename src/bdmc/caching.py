@@ -48,12 +48,24 @@ class CompiledCache:
                 self._entries.move_to_end(key)
                 return self._entries[key], False
         value = build()
+        self.put(key, value)
+        return value, True
+
+    def get(self, key: Hashable, default: Any = None) -> Any:
+        """The cached value for ``key`` (now the most recently used), or ``default``."""
+        with self._lock:
+            if key not in self._entries:
+                return default
+            self._entries.move_to_end(key)
+            return self._entries[key]
+
+    def put(self, key: Hashable, value: Any) -> None:
+        """Store ``value`` under ``key``, dropping the least recently used entry beyond ``maxsize``."""
         with self._lock:
             self._entries[key] = value
             self._entries.move_to_end(key)
             while len(self._entries) > self.maxsize:
                 self._entries.popitem(last=False)
-        return value, True
 
     def clear(self) -> None:
         with self._lock:

@@ -46,3 +46,16 @@ def test_forward_ais_on_a_correct_model_has_no_stragglers():
     for steps in (5, 50):
         est = forward_ais(jax.random.key(1), model, data, num_steps=steps, num_runs=32)
         assert est.straggler_warning is None, (steps, est.runs)
+
+
+@pytest.mark.parametrize("values", [
+    [1.0, 2.0, 3.0], [-np.inf, -np.inf], [-np.inf, 0.5], [np.inf, 1.0], [np.nan, 1.0], [np.inf, np.nan],
+    [1e308, 1e308], [-1e308, -1e308], list(np.random.default_rng(0).normal(0, 50, 257)), [7.0]])
+def test_logsumexp_agrees_with_scipys_on_every_kind_of_run(values):
+    from scipy.special import logsumexp as scipy_logsumexp
+
+    got, want = weight_health.logsumexp(np.array(values)), float(scipy_logsumexp(np.array(values)))
+    if np.isnan(want):
+        assert np.isnan(got)
+    else:
+        assert got == pytest.approx(want, rel=1e-13, abs=0.0) or got == want

@@ -1,5 +1,6 @@
 """Pilot-tuned, then frozen: the pilot's choice keeps AIS's guarantees; in-chain adaptation would not."""
 
+import dataclasses
 import itertools
 
 import jax
@@ -95,7 +96,9 @@ def test_the_run_uses_the_pilots_choice_frozen_and_its_own_keys(problem):
     data, _, _ = problem
     key = jax.random.key(3)
     tuned = bdmc.forward_ais(key, MODEL, data, num_steps=20, num_runs=4, kernel=HMC(MODEL), tune=PILOT)
-    choice = tune(key, MODEL, bdmc.contracts.model.validate_data(MODEL, data), HMC(MODEL), 20, pilot=PILOT)
+    # A new pilot on the same key (the first call's is kept, and a call with reuse would hand it on at no cost).
+    choice = tune(key, MODEL, bdmc.contracts.model.validate_data(MODEL, data), HMC(MODEL), 20,
+                  pilot=dataclasses.replace(PILOT, reuse=False))
     assert isinstance(choice.kernel.step_size, StepSizeTable)
     frozen = bdmc.forward_ais(key, MODEL, data, num_runs=4, kernel=choice.kernel, schedule=choice.path,
                               num_steps=None, tune="off")
@@ -109,6 +112,52 @@ def test_the_run_uses_the_pilots_choice_frozen_and_its_own_keys(problem):
     assert tuned.settings["pilot_evals"] == choice.n_evals
     pilot_run = tuned.settings["pilot_seconds"] - tuned.settings["pilot_compile_seconds"]
     assert pilot_run > 0 and tuned.seconds == pytest.approx(tuned.details.seconds + pilot_run, rel=1e-12)
+
+
+def test_a_frozen_pilot_is_reused_on_equal_model_data_and_options_only(problem):
+    data, _, _ = problem
+    bdmc.clear_caches()
+    run = lambda seed, d=data, **kw: bdmc.forward_ais(  # noqa: E731
+        jax.random.key(seed), MODEL, d, num_steps=20, num_runs=4, kernel=HMC(MODEL), **({"tune": PILOT} | kw))
+    first, second = run(0), run(1)
+    assert not first.settings["pilot_reused"] and second.settings["pilot_reused"]
+    # The same frozen choice (path and step-size table), and it costs the second call nothing.
+    assert second.settings["step_sizes"] == first.settings["step_sizes"]
+    np.testing.assert_array_equal(second.details.info.mean_increment.shape, first.details.info.mean_increment.shape)
+    assert second.settings["pilot_evals"] == 0 and second.n_evals == first.n_evals - first.settings["pilot_evals"]
+    # Its run is the run of that frozen choice on the second key, bit for bit.
+    choice = tune(jax.random.key(0), MODEL, bdmc.contracts.model.validate_data(MODEL, data), HMC(MODEL), 20,
+                  pilot=dataclasses.replace(PILOT, reuse=False))
+    frozen = bdmc.forward_ais(jax.random.key(1), MODEL, data, num_runs=4, kernel=choice.kernel,
+                              schedule=choice.path, num_steps=None, tune="off")
+    np.testing.assert_array_equal(second.runs, frozen.runs)
+    # Other data values (same shapes), another T, other pilot settings: a new pilot each.
+    other = jax.tree.map(lambda a: a + 0.5, data)
+    assert not run(2, d=other).settings["pilot_reused"]
+    assert not bdmc.forward_ais(jax.random.key(3), MODEL, data, num_steps=21, num_runs=4, kernel=HMC(MODEL),
+                                tune=PILOT).settings["pilot_reused"]
+    assert not run(4, tune=dataclasses.replace(PILOT, target_acceptance=0.8)).settings["pilot_reused"]
+    # reuse=False forces a new pilot; clear_caches forgets them all.
+    assert not run(5, tune=dataclasses.replace(PILOT, reuse=False)).settings["pilot_reused"]
+    assert run(6).settings["pilot_reused"]
+    bdmc.clear_caches()
+    assert not run(7).settings["pilot_reused"]
+
+
+def test_a_pilot_that_met_a_nonfinite_density_is_never_reused(monkeypatch):
+    from bdmc.core import pilot as pilot_module
+
+    bad = pilot_module.Tuned(path=np.linspace(0, 1, 5), kernel=HMC(MODEL), seconds=1.0, compile_seconds=0.5,
+                             n_evals=10, variances=np.zeros(0), acceptance=np.zeros(0), pilot=PILOT, healthy=False)
+    assert bad.reuse().n_evals == 0 and bad.reuse().reused
+    # tune() stores only healthy pilots: an untuned choice is not found by a later call.
+    data = bdmc.contracts.model.validate_data(MODEL, bdmc.simulate(jax.random.key(0), MODEL)[0])
+    bdmc.clear_caches()
+    with monkeypatch.context() as patch:
+        patch.setattr(pilot_module, "_new_pilot", lambda *a, **k: bad)
+        assert tune(jax.random.key(0), MODEL, data, HMC(MODEL), 5, pilot=PILOT) is bad
+    again = tune(jax.random.key(1), MODEL, data, HMC(MODEL), 5, pilot=PILOT)
+    assert not again.reused and again.healthy
 
 
 def test_pilot_tuned_bounds_hold_and_sandwich_the_truth(problem):

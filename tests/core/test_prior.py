@@ -22,3 +22,19 @@ def test_every_count_gets_the_draws_of_a_program_of_its_own_size_from_one_progra
     _, first = timed_prior_pool(jax.random.key(0), MODEL, 7)
     _, second = timed_prior_pool(jax.random.key(1), MODEL, 300)
     assert second == 0.0
+
+
+def test_a_count_asked_again_and_again_gets_its_own_program_with_the_same_numbers():
+    from bdmc.core.prior import EXACT_AFTER
+
+    num, key = 37, jax.random.key(5)
+    pooled, _ = timed_prior_pool(key, MODEL, num)  # a fresh count: the pool's program
+    for _ in range(EXACT_AFTER - 2):
+        timed_prior_pool(key, MODEL, num)
+    own, compiled = timed_prior_pool(key, MODEL, num)  # the EXACT_AFTER-th call builds a program of 37 draws
+    assert compiled > 0.0
+    again, compiled_again = timed_prior_pool(jax.random.key(6), MODEL, num)
+    assert compiled_again == 0.0
+    for a, b in zip(jax.tree.leaves(pooled), jax.tree.leaves(own), strict=True):
+        assert a.shape == b.shape == (num,) + a.shape[1:]
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12)

@@ -22,10 +22,10 @@ from typing import Any, Literal
 
 import jax
 import numpy as np
-from scipy.special import logsumexp
 
 from ..errors import NonFiniteLogWeightError, OptionError, OptionTypeError
 from . import weight_health
+from .weight_health import logsumexp
 
 Side = Literal["lower", "upper"]
 Combine = Literal["log-mean-exp", "log-harmonic-mean", "mean-log", "max"]

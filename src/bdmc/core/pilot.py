@@ -24,6 +24,7 @@ and nudges the step size toward ``target_acceptance`` (a Robbins-Monro step on l
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -50,7 +51,7 @@ from . import schedules
 from .chain_stats import chain_moments, move_correlation
 from .engine import anneal
 from .prior import timed_prior_draws
-from .prior_check import PRIOR_CHECK_DRAWS, check_prior
+from .prior_check import PRIOR_CHECK_DRAWS, check_prior, data_fingerprint
 from .resampling import AdaptiveResampling
 
 PILOT_STREAM = 0x9E3779B9  # folded into the caller's key: the pilot's randomness is not the run's
@@ -84,6 +85,12 @@ class Pilot:
         The preconditioner fitted for kernels that take one (an ``inverse_mass`` or a ``proposal`` left None):
         the chains' covariance at each level, diagonal or dense; "auto" is dense up to ``DENSE_MAX_DIM``
         coordinates (and half the pilot's chains), diagonal above; "identity" fits none.
+    reuse : bool
+        Reuse the frozen choice of an earlier pilot on the same model, data (by value), kernel, number of
+        distributions and pilot settings, instead of running a new one (``tune=Pilot(reuse=False)`` forces a
+        new pilot; :func:`bdmc.clear_caches` forgets them all). The pilot draws on its own keys, never the run's,
+        so a reused choice is as independent of the run as a new one: no guarantee changes. The result's
+        settings say which it was (``pilot_reused``).
     """
 
     num_steps: int = 32
@@ -93,6 +100,7 @@ class Pilot:
     warmup: int = 8
     moves_per_level: int = 3
     mass: str = "auto"
+    reuse: bool = True
 
     def __post_init__(self):
         if int(self.num_steps) < 4 or int(self.num_chains) < 2:
@@ -124,6 +132,11 @@ class Tuned:
     healthy: bool = True
     grid: np.ndarray | None = None
     correlations: np.ndarray | None = None
+    reused: bool = False
+
+    def reuse(self) -> Tuned:
+        """This frozen choice, handed to a later run: it costs that run nothing."""
+        return dataclasses.replace(self, seconds=0.0, compile_seconds=0.0, n_evals=0, reused=True)
 
     def moves_for(self, *, target: float = MOVES_TARGET_CORRELATION, most: int = MAX_MOVES) -> int:
         """Moves per temperature that bring a particle's correlation with where it started below ``target``:
@@ -140,11 +153,16 @@ class Tuned:
         return int(min(most, max(1, np.ceil(np.log(target) / np.log(rho)))))
 
     def settings(self) -> dict:
-        """What the run records of its pilot."""
+        """What the run records of its pilot (computed once per choice: the tables' reprs cost a warm call)."""
+        return dict(self._settings)
+
+    @functools.cached_property
+    def _settings(self) -> dict:
         table = self.kernel.step_size if supports(self.kernel, TunableStepSize) else None
         return {"tuned": "pilot" if self.healthy else "pilot saw a NaN or +inf density: run untuned",
                 "pilot_steps": int(self.pilot.num_steps),
-                "pilot_chains": int(self.pilot.num_chains), "pilot_seconds": self.seconds,
+                "pilot_chains": int(self.pilot.num_chains), "pilot_reused": bool(self.reused),
+                "pilot_seconds": self.seconds,
                 "pilot_compile_seconds": self.compile_seconds, "pilot_evals": int(self.n_evals),
                 "step_sizes": repr(table) if isinstance(table, StepSizeTable) else table,
                 "pilot_move_correlation": (float(np.median(self.correlations)) if self.correlations is not None
@@ -194,7 +212,8 @@ def jitter_of(kernel) -> dict:
 
 def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None,
          prior_check: int = PRIOR_CHECK_DRAWS) -> Tuned:
-    """Run a pilot and return the frozen path of ``num_steps`` distributions and the tuned kernel.
+    """Run a pilot (or reuse an earlier one's frozen choice) and return the path of ``num_steps`` distributions
+    and the tuned kernel.
 
     Parameters
     ----------
@@ -211,8 +230,40 @@ def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None
     prior_check : int
         Exact prior draws checked for a NaN or +inf density term before the pilot compiles
         (:mod:`bdmc.core.prior_check`; the run checks again, on its own keys, with the compiled program).
+
+    A healthy pilot's choice is kept (bounded, :func:`bdmc.clear_caches` forgets) and handed to later calls
+    with equal model, data values, kernel, ``num_steps``, pilot settings and ``prior_check`` when
+    ``pilot.reuse`` (:meth:`Tuned.reuse`); a new pilot (``reuse=False``) replaces the one kept. A model or kernel
+    that cannot be hashed gets a new pilot every call.
     """
     pilot = Pilot() if pilot is None else pilot
+    frozen = _frozen_key(model, data, kernel, num_steps, pilot, prior_check)
+    if pilot.reuse and frozen is not None and (earlier := _FROZEN.get(frozen)) is not None:
+        return earlier
+    tuned = _new_pilot(key, model, data, kernel, num_steps, pilot, prior_check)
+    if frozen is not None and tuned.healthy:  # a pilot that met a NaN or +inf is never handed on
+        _FROZEN.put(frozen, tuned.reuse())  # kept as later calls get it (its settings computed once)
+    return tuned
+
+
+_FROZEN = CompiledCache("frozen pilots", maxsize=64)
+
+
+def _frozen_key(model, data, kernel, num_steps, pilot: Pilot, prior_check) -> tuple | None:
+    """What a pilot's choice depends on, hashable, or None when the model or kernel cannot be hashed (a kernel
+    holding arrays, say): such a call runs a new pilot."""
+    leaves, treedef = jax.tree.flatten(data)
+    key = (model, kernel, int(num_steps), dataclasses.replace(pilot, reuse=True), int(prior_check), treedef,
+           tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves), data_fingerprint(data))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _new_pilot(key, model, data, kernel, num_steps: int, pilot: Pilot, prior_check: int) -> Tuned:
+    """The pilot itself (:func:`tune` without the reuse)."""
     # What the pilot tunes (step size, preconditioner, jitter) follows from the kernel and the model's shape.
     steer = tunes_step_size(kernel)
     kind, field = mass_kind(pilot, kernel, _dimension(model))

@@ -5,7 +5,8 @@ about 0.7 s to compile), and a run needs prior draws in several places: the prio
 chains, the run's chains. So every count up to :data:`POOL` is served by one compiled program per model that
 draws :data:`POOL` of them: ``jax.random.split(key, POOL)[:num]`` equals ``jax.random.split(key, num)`` (JAX's
 partitionable threefry), so the first ``num`` of the pool are exactly the draws of ``num`` keys and every
-caller's numbers are those of a program of its own size. A model whose sampler runs outside JAX (Stan,
+caller's numbers are those of a program of its own size. A count asked for again and again (a sweep of warm
+calls) gets a program of its own size from its third call, so it no longer pays for the pool's draws. A model whose sampler runs outside JAX (Stan,
 WebPPL, PyMC: the ``HostPrior`` capability) has nothing to compile and draws only what is asked.
 """
 
@@ -49,7 +50,7 @@ def timed_prior_pool(key, model, num: int = POOL):
     program, 0 when cached: for a model sampled in JAX, the first ``num`` of the one compiled program of
     :data:`POOL` draws (``num <= POOL``); otherwise a program of ``num`` draws."""
     num = int(num)
-    pooled = num <= POOL and not supports(model, HostPrior)
+    pooled = num <= POOL and not supports(model, HostPrior) and not _repeated(model, num)
     size = POOL if pooled else num
     fn, built = _DRAWS.get_or_build((model, size, "keys"), lambda: jax.jit(
         lambda k: jax.vmap(model.sample_prior)(jax.random.split(k, size))))
@@ -64,6 +65,19 @@ def timed_prior_pool(key, model, num: int = POOL):
 
 
 _DRAWS = CompiledCache("prior draws", maxsize=64)
+_USES = CompiledCache("prior draw counts", maxsize=256)  # (model, num) -> calls so far
+EXACT_AFTER = 3  # the call at which a count asked again and again gets a program of its own size
+
+
+def _repeated(model, num: int) -> bool:
+    """Whether ``num`` draws of ``model`` were asked often enough to get their own program: a sweep of warm calls
+    then draws only what it uses (the pool's 1,024 draws cost a small run milliseconds every call), while one-off
+    counts share the pool's program. Both give the same numbers (the module docstring)."""
+    if num == POOL:
+        return False
+    uses = _USES.get((model, num), 0) + 1
+    _USES.put((model, num), uses)
+    return uses >= EXACT_AFTER
 
 
 def prior_draws_batch(keys, model, num: int):

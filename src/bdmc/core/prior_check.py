@@ -65,7 +65,7 @@ def check_prior(key, model, data, lams, *, num_draws: int, batch_axes, axes_sign
     signature = (treedef, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves), axes_signature)
     # A model and data that passed are not checked again (a warm call then pays nothing for the check):
     # the guarantee is per model and data set, from the first run's draws.
-    passed = (model, int(num_draws), signature, _fingerprint(data, ends))
+    passed = (model, int(num_draws), signature, data_fingerprint(data, ends))
 
     def check():
         return _check(key, model, data, lams, ends, signature, num_draws=int(num_draws), batch_axes=batch_axes,
@@ -105,7 +105,7 @@ def _check(key, model, data, lams, ends, signature, *, num_draws, batch_axes, ba
 _PASSED = CompiledCache("prior checks passed", maxsize=256)  # (model, data) -> seconds the check spent
 
 
-def _fingerprint(data, ends) -> str:
+def data_fingerprint(data, ends=()) -> str:
     """The data's values and the path's ends, hashed: a check is reused only for equal data. The ends in either
     order check the same terms, so a reverse run reuses a forward run's verdict."""
     def digest_of(leaves):

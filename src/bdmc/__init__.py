@@ -1,7 +1,11 @@
 """bdmc: sandwich log marginal likelihoods with bidirectional Monte Carlo.
 
-Importing bdmc changes no global JAX state. The estimators follow JAX's active dtype; call
-:func:`enable_x64` (as the ``bdmc`` command does) for the float64 the paper's numbers were computed in.
+Importing bdmc changes one global JAX setting, and only one the user has not set: JAX's persistent compilation
+cache, pointed at ``~/.cache/bdmc/jax`` (``$BDMC_CACHE_DIR/jax``) so that a second process on the same model and
+sizes loads its programs instead of compiling them (:func:`bdmc.config.default_compilation_cache`;
+``BDMC_COMPILE_CACHE=0`` opts out, a ``JAX_COMPILATION_CACHE_DIR`` of the user's is kept). The estimators follow
+JAX's active dtype; call :func:`enable_x64` (as the ``bdmc`` command does) for the float64 the paper's numbers
+were computed in.
 """
 
 from . import checks, contracts, estimators, exact, kernels, models, ppl
@@ -10,6 +14,7 @@ from .caching import cache_info, clear_caches
 from .checks.alarm import BugAlarm, bug_alarm
 from .checks.bread import BreadResult, bread
 from .checks.sandwich import SandwichResult, sandwich
+from .config import default_compilation_cache as _default_compilation_cache
 from .config import enable_compilation_cache, enable_x64
 from .contracts.capabilities import capabilities
 from .contracts.estimate import ESTIMATORS, Estimate, gap, log_harmonic_mean, log_mean_exp
@@ -39,6 +44,8 @@ from .intervals.estimate_check import EstimateCheck, check_estimate
 from .intervals.result import EvidenceResult
 from .intervals.run import evidence
 from .version import __version__
+
+_default_compilation_cache()
 
 __all__ = ["audit", "calibrate_estimator", "Calibration",
     "AnnealResult", "BayesFactor",

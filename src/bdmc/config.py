@@ -1,4 +1,4 @@
-"""Process-wide settings bdmc changes only when asked."""
+"""Process-wide settings: bdmc changes only those a user has not set, and only the compilation cache unasked."""
 
 import os
 from pathlib import Path
@@ -39,4 +39,35 @@ def enable_compilation_cache(directory: str | os.PathLike | None = None) -> Path
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    return path
+
+
+COMPILE_CACHE_SWITCH = "BDMC_COMPILE_CACHE"  # "0": importing bdmc leaves JAX's compilation cache off
+JAX_MIN_COMPILE_SECONDS = 1.0  # JAX's own default of jax_persistent_cache_min_compile_time_secs
+
+
+def default_compilation_cache() -> Path | None:
+    """Turn JAX's persistent compilation cache on (:func:`enable_compilation_cache`) unless the user chose:
+    a cache directory already set (``JAX_COMPILATION_CACHE_DIR`` or ``jax.config``), or
+    ``BDMC_COMPILE_CACHE=0``. Called when bdmc is imported; returns the directory, or None when left alone.
+
+    JAX decides at a process's first compilation whether it uses the cache, so this takes effect when bdmc is
+    imported before anything is compiled (a later ``jax.config.update("jax_compilation_cache_dir", ...)`` still
+    wins, if it comes first). The thresholds that keep JAX from caching small programs are lowered only where
+    they still hold JAX's defaults.
+    """
+    if os.environ.get(COMPILE_CACHE_SWITCH, "1").strip().lower() in ("0", "false", "no", "off"):
+        return None
+    if jax.config.jax_compilation_cache_dir or os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return None
+    try:
+        path = cache_dir() / "jax"
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:  # a read-only home: run without the cache rather than fail the import
+        return None
+    jax.config.update("jax_compilation_cache_dir", str(path))
+    if jax.config.jax_persistent_cache_min_compile_time_secs == JAX_MIN_COMPILE_SECONDS:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    if jax.config.jax_persistent_cache_min_entry_size_bytes == 0:
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     return path

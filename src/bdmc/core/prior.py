@@ -6,8 +6,9 @@ chains, the run's chains. So every count up to :data:`POOL` is served by one com
 draws :data:`POOL` of them: ``jax.random.split(key, POOL)[:num]`` equals ``jax.random.split(key, num)`` (JAX's
 partitionable threefry), so the first ``num`` of the pool are exactly the draws of ``num`` keys and every
 caller's numbers are those of a program of its own size. A count asked for again and again (a sweep of warm
-calls) gets a program of its own size from its third call, so it no longer pays for the pool's draws. A model whose sampler runs outside JAX (Stan,
-WebPPL, PyMC: the ``HostPrior`` capability) has nothing to compile and draws only what is asked.
+calls) gets a program of its own size from its third call, so it no longer pays for the pool's draws. A model
+whose sampler runs outside JAX (Stan, WebPPL, PyMC: the ``HostPrior`` capability) has nothing to compile and
+draws only what is asked.
 """
 
 from __future__ import annotations

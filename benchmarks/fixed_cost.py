@@ -24,6 +24,7 @@ from pathlib import Path
 import jax
 
 import bdmc
+from bdmc.core.pilot import Pilot
 from bdmc.kernels import HMC
 from bdmc.models import GaussianMean, LinearRegression
 
@@ -43,12 +44,17 @@ def cases():
     gm = GaussianMean(n=20, dim=5)
     gm_data, _ = bdmc.simulate(jax.random.key(0), gm)
     hmc = HMC(lin, step_size=0.05, num_integration_steps=10)
+    fresh = Pilot(reuse=False)
     return [
         ("forward_ais T=30, 1 run (Gibbs)", lambda k: bdmc.forward_ais(k, lin, lin_data, num_steps=30, num_runs=1)),
         ("forward_ais T=30, 1 run (HMC, tune off)",
          lambda k: bdmc.forward_ais(k, lin, lin_data, num_steps=30, num_runs=1, kernel=hmc, tune="off")),
         ("forward_ais T=30, 1 run (HMC, pilot-tuned)",
          lambda k: bdmc.forward_ais(k, lin, lin_data, num_steps=30, num_runs=1, kernel=hmc, tune="pilot")),
+        ("forward_ais T=30, 1 run (HMC, a new pilot every call)",
+         lambda k: bdmc.forward_ais(k, lin, lin_data, num_steps=30, num_runs=1, kernel=hmc, tune=fresh)),
+        ("tempered_smc T=30, 16 particles (defaults: HMC, pilot-tuned)",
+         lambda k: bdmc.tempered_smc(k, lin, lin_data, num_steps=30, num_particles=16, num_runs=1)),
         ("reverse_ais T=30, 1 run (Gibbs)",
          lambda k: bdmc.reverse_ais(k, lin, lin_data, exact_latent=lin_latent, num_steps=30, num_runs=1)),
         ("smc, 1 run of 1 particle (Gibbs)", lambda k: bdmc.smc(k, gm, gm_data, num_runs=1)),

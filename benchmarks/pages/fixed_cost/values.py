@@ -10,12 +10,20 @@ def values(folder: Path) -> dict:
     """The calls per case, the load averages around the run, and the table of medians per call."""
     out = json.loads((Path(folder) / "fixed_cost.json").read_text())
     rows = out["rows"]
+    before_path = Path(folder) / "fixed_cost_before.json"
+    before = json.loads(before_path.read_text()) if before_path.exists() else None
+    earlier = {r["case"]: r for r in before["rows"]} if before else {}
     calls = sorted({r["calls"] for r in rows})
-    table = ["| call | wall ms | engine run ms | pilot run ms | fixed ms (median) | fixed ms (90th pct) |",
-             "|---|---|---|---|---|---|"]
-    table += [f"| {r['case']} | {r['wall_ms']:.2f} | {r['engine_ms']:.2f} | {r['pilot_ms']:.2f} | "
-              f"{r['fixed_ms']:.2f} | {r['fixed_ms_p90']:.2f} |" for r in rows]
+    table = ["| call | wall ms | engine run ms | pilot run ms | fixed ms (median) | fixed ms (90th pct) | "
+             "wall ms before | fixed ms before |", "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        b = earlier.get(r["case"])
+        then = f"{b['wall_ms']:.2f} | {b['fixed_ms']:.2f}" if b else "- | -"
+        table.append(f"| {r['case']} | {r['wall_ms']:.2f} | {r['engine_ms']:.2f} | {r['pilot_ms']:.2f} | "
+                     f"{r['fixed_ms']:.2f} | {r['fixed_ms_p90']:.2f} | {then} |")
+    stamp = out.get("provenance", {})
     return {"calls": "/".join(map(str, calls)),
+            "commit": str(stamp.get("commit", "?")),
             "load_before": str(tuple(round(x, 2) for x in out["load_before"])),
             "load_after": str(tuple(round(x, 2) for x in out["load_after"])),
             "table": "\n".join(table)}

@@ -52,7 +52,7 @@ BUDGETS = {
     "blackjax": (1000, 4000),          # particles
     "dynesty": (500, 2000),            # nlive (default 500)
     "nautilus": (500, 2000),           # n_live (default 2,000: reduced, 30-190 s a run here)
-    "ultranest": (400, 1600),          # min_num_live_points (default 400)
+    "ultranest": (400, 800),           # min_num_live_points (default 400; 1,600 would take ~4x: 20-90 s a run here)
     "pymc-smc": (2000, 8000),          # draws per chain, 4 chains (default 2,000)
 }
 TOOLS = tuple(BUDGETS)

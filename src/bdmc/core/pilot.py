@@ -132,8 +132,10 @@ class Tuned:
     reused: bool = False
 
     def reuse(self) -> Tuned:
-        """This frozen choice, handed to a later run: it costs that run nothing."""
-        return dataclasses.replace(self, seconds=0.0, compile_seconds=0.0, n_evals=0, reused=True)
+        """This frozen choice, handed to a later run: it costs that run no time. Its evaluations still count in
+        the run's ``n_evals`` (the evaluations behind the estimate), so a stored row's numbers do not depend on
+        what the process ran before."""
+        return dataclasses.replace(self, seconds=0.0, compile_seconds=0.0, reused=True)
 
     def moves_for(self, *, target: float = MOVES_TARGET_CORRELATION, most: int = MAX_MOVES) -> int:
         """Moves per temperature that bring a particle's correlation with where it started below ``target``:

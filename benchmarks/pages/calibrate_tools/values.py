@@ -40,7 +40,10 @@ def values(folder: Path) -> dict:
     out["unclean_commits"] = ", ".join(sorted({r["commit"] for r in stored if not r.get("clean_tree", True)})) or "none"
     out["short_cells"] = "; ".join(f"{k[1]} on {k[0]} ({len(c.rows)})" for k, c in sorted(short.items())) or "none"
     larger_sizes = [len(c.rows) for c in larger.values()] or [0]
-    out.update({"larger_k_min": min(larger_sizes), "larger_k_max": max(larger_sizes),
+    lo, hi = min(larger_sizes), max(larger_sizes)
+    out["larger_k"] = f"{lo}" if lo == hi else f"{lo} to {hi}"
+    out["larger_todo"] = "" if lo >= 50 else ", and the larger budgets at K = 50"
+    out.update({
                 "larger_tools": ", ".join(sorted({k[1] for k in larger})),
                 "larger_miscalibrated": sum(c.verdict == "miscalibrated" for c in larger.values()),
                 "miscalibrated_cells": "; ".join(f"{k[1]} on {k[0]}" for k, c in sorted(default.items())

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+
+import numpy as np
 from pathlib import Path
 
 
@@ -22,8 +24,10 @@ def values(folder: Path) -> dict:
         table.append(f"| {r['case']} | {r['wall_ms']:.2f} | {r['engine_ms']:.2f} | {r['pilot_ms']:.2f} | "
                      f"{r['fixed_ms']:.2f} | {r['fixed_ms_p90']:.2f} | {then} |")
     stamp = out.get("provenance", {})
+    same = [(r["engine_ms"], earlier[r["case"]]["engine_ms"]) for r in rows if r["case"] in earlier]
+    ratio = float(np.median([now / then for now, then in same])) if same else float("nan")
     return {"calls": "/".join(map(str, calls)),
-            "commit": str(stamp.get("commit", "?")),
+            "commit": str(stamp.get("commit", "?")), "engine_ratio": ratio,
             "load_before": str(tuple(round(x, 2) for x in out["load_before"])),
             "load_after": str(tuple(round(x, 2) for x in out["load_after"])),
             "table": "\n".join(table)}

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
-from pathlib import Path
 
 
 def values(folder: Path) -> dict:

@@ -106,20 +106,6 @@ def make_blackjax_ns(problem, num_live):
     return run
 
 
-def make_dynesty(problem, nlive):
-    import dynesty
-
-    loglike = peer_tools.NestedLoglike(problem)
-
-    def run(seed):
-        sampler = dynesty.NestedSampler(loglike, problem.prior_transform, problem.dim, nlive=int(nlive),
-                                        rstate=np.random.default_rng(seed))
-        sampler.run_nested(print_progress=False)
-        res = sampler.results
-        return {"log_z": float(res.logz[-1]), "stderr": float(res.logzerr[-1]), "n_evals": int(np.sum(res.ncall))}
-    return run
-
-
 def make(tool, problem, budget):
     if tool == "bdmc":
         return make_bdmc(problem, budget)
@@ -129,7 +115,7 @@ def make(tool, problem, budget):
         return make_blackjax_ns(problem, budget)
     if tool == "nautilus":
         return peer_tools.make_nautilus(problem, budget)
-    return make_dynesty(problem, budget)
+    return peer_tools.make_dynesty(problem, budget)
 
 
 def judged(row: dict, truth: float) -> dict:

@@ -240,7 +240,7 @@ def make_dynesty(problem, nlive):
                                         rstate=np.random.default_rng(seed))
         sampler.run_nested(print_progress=False)
         res = sampler.results
-        return {"log_z": float(res.logz[-1]), "n_evals": int(np.sum(res.ncall))}
+        return {"log_z": float(res.logz[-1]), "stderr": float(res.logzerr[-1]), "n_evals": int(np.sum(res.ncall))}
     return run
 
 

@@ -191,12 +191,13 @@ def sequential_monte_carlo(
     kernel = default_kernel(model) if kernel is None else kernel
     begun = runner.start(side, key, model, data, chains=num_runs * num_particles, exact_latent=exact_latent,
                          name=name)
-    kernel = kernel if num_moves == 1 else repeat(kernel, int(num_moves))
     refined = None
     if piloted:
         refined = refine_data_path(key, model, data, kernel, num_cases=num_cases, order=order,
-                                   pilot=tune if isinstance(tune, DataPathPilot) else None)
-        path = refined.path
+                                   pilot=tune if isinstance(tune, DataPathPilot) else None, moves=int(num_moves))
+        path, kernel = refined.path, refined.kernel
+    else:
+        kernel = kernel if num_moves == 1 else repeat(kernel, int(num_moves))
     settings = {"method": name.lower(), "direction": side.name, "num_moves": int(num_moves),
                 "num_particles": int(num_particles), "num_runs": int(num_runs), "proposal": proposal,
                 "resampling": resampling, "ess_threshold": float(ess_threshold), "kernel": type(kernel).__name__,

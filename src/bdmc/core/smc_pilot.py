@@ -17,10 +17,21 @@ fraction ``sqrt(target_variance / v)`` that meets the target. The pilot then res
 as the run will, and goes on. The run follows the rows the pilot chose, frozen, so SMC keeps its lower-bound
 guarantee (the path depends on the pilot, never on the run's own particles). A run then costs
 ``O(N x steps)`` evaluations, with as many steps as the posterior's concentration needs, not ``N``.
+
+The same walk tunes the kernel as the particles concentrate. A fixed step size that suits the prior is
+hundreds of times too large for a posterior of many cases: on posteriordb's sblrc (100 cases) HMC's acceptance
+fell to 2% by the last steps and the estimate sat 340 nats low. For a kernel with a step size and an inverse
+mass (HMC, MALA, NUTS), the pilot moves its particles at step t with the mean and covariance of its particles
+before that step (weighted by the step's increments: an importance estimate of the moments at the step's
+row) as the inverse mass, and with a step size that a Robbins-Monro rule steers toward ``target_acceptance``
+(after ``warmup`` rounds at the prior). The run reads both, frozen, from tables keyed by the share of data
+switched on (the mean of the path's row, which rises strictly along the path), so its kernel at each step is
+fixed before it starts and the bounds keep their guarantee.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from dataclasses import dataclass
@@ -28,11 +39,18 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.flatten_util import ravel_pytree
 
 from ..caching import CompiledCache
 from ..contracts.kernel import evals_per_step
 from ..errors import BDMCError
+from ..kernels import repeat
+from ..kernels.mass import GaussianTable, table_from_moments
+from ..kernels.step_sizes import StepSizeTable
 from . import schedules
+from .chain_stats import chain_moments
+from .pilot import mass_kind, padded, smoothed_table, tunes_step_size
+from .pilot_policy import jitter_of
 from .prior import prior_draws
 
 SMC_PILOT_STREAM = 0x5BD1E995  # folded into the caller's key: the pilot's randomness is not the run's
@@ -52,12 +70,37 @@ class DataPathPilot:
         regression of the module docstring 1.2 nats low with 64 particles, 0.1 0.5 nats, 0.02 0.4 nats at
         twice the cost).
     max_substeps : int
-        No step raises a case's weight by less than ``1 / max_substeps``.
+        No step raises a case's weight by less than ``1 / max_substeps``. A case under a broad prior in natural
+        units can vary across prior draws by 10^12 (posteriordb's sblrc): its first step must be about 10^-7 of
+        it, and the next ones grow geometrically as the particles concentrate.
+    max_steps : int
+        Steps the pilot takes at most; past them it switches every remaining case on in one last step (the
+        path stays valid; ``settings["data_path"]`` says so).
+    mass : {"auto", "diagonal", "dense", "identity"}
+        The preconditioner fitted at each step for a kernel with an ``inverse_mass`` left None (module
+        docstring); "auto" is dense up to ``min(16, num_particles // 2)`` coordinates, else diagonal;
+        "identity" fits none.
+    steer : bool
+        Steer the step size of a kernel with a ``step_size`` field toward ``target_acceptance``.
+    target_acceptance : float
+        The acceptance the step size is steered toward.
+    warmup : int
+        Rounds of moves at the prior that steer the first step size before the path starts.
     """
 
     num_particles: int = 32
     target_variance: float = 0.1
-    max_substeps: int = 64
+    max_substeps: int = 10**9
+    max_steps: int = 4096
+    mass: str = "auto"
+    steer: bool = True
+    target_acceptance: float = 0.8
+    warmup: int = 8
+
+    @property
+    def num_chains(self) -> int:
+        """The pilot's particles (the name :func:`bdmc.core.pilot.mass_kind` reads)."""
+        return int(self.num_particles)
 
     def __post_init__(self):
         if int(self.num_particles) != self.num_particles or self.num_particles < 2:
@@ -66,13 +109,23 @@ class DataPathPilot:
             raise BDMCError(f"DataPathPilot.target_variance must be positive, got {self.target_variance}")
         if int(self.max_substeps) != self.max_substeps or self.max_substeps < 1:
             raise BDMCError(f"DataPathPilot.max_substeps must be a positive integer, got {self.max_substeps}")
+        if int(self.max_steps) != self.max_steps or self.max_steps < 1:
+            raise BDMCError(f"DataPathPilot.max_steps must be a positive integer, got {self.max_steps}")
+        if self.mass not in ("auto", "diagonal", "dense", "identity"):
+            raise BDMCError(f"DataPathPilot.mass must be 'auto', 'diagonal', 'dense' or 'identity', got "
+                            f"{self.mass!r}")
+        if not 0.0 < self.target_acceptance < 1.0:
+            raise BDMCError(f"DataPathPilot.target_acceptance must lie in (0, 1), got {self.target_acceptance}")
+        if int(self.warmup) != self.warmup or self.warmup < 0:
+            raise BDMCError(f"DataPathPilot.warmup must be a non-negative integer, got {self.warmup}")
 
 
 @dataclass(frozen=True)
 class RefinedPath:
     """The pilot's choice: the frozen path, the steps in which each case's weight rises, the variance of each
-    case's log-likelihood across the pilot's particles when it was first switched on, and what the pilot
-    cost (``healthy`` False: the pilot met a NaN or +inf and left the plain data path)."""
+    case's log-likelihood across the pilot's particles when it was first switched on, the run's kernel (its
+    step sizes and preconditioner frozen in tables, moves included), and what the pilot cost (``healthy``
+    False: the pilot met a NaN or +inf and left the plain data path and the kernel as given)."""
 
     substeps: np.ndarray
     path: np.ndarray
@@ -82,17 +135,32 @@ class RefinedPath:
     n_evals: int
     healthy: bool
     pilot: DataPathPilot
+    kernel: object = None
+    acceptance: np.ndarray | None = None
+    stopped: bool = False
 
     def settings(self) -> dict:
         """What a result's ``settings`` records of the refinement."""
         per_step = np.count_nonzero(np.diff(self.path, axis=0), axis=1)
-        return {"data_path": "pilot-chosen" if self.healthy else
-                "pilot saw a NaN or +inf density: plain data path",
+        return {"data_path": ("pilot saw a NaN or +inf density: plain data path" if not self.healthy else
+                              f"pilot-chosen; its last step switched on every remaining case (max_steps = "
+                              f"{self.pilot.max_steps})" if self.stopped else "pilot-chosen"),
                 "path_steps": int(self.path.shape[0] - 1), "substeps_max": int(self.substeps.max()),
                 "cases_per_step_max": int(per_step.max()),
                 "data_pilot_particles": int(self.pilot.num_particles),
                 "data_pilot_target_variance": float(self.pilot.target_variance),
-                "data_pilot_seconds": self.seconds, "data_pilot_evals": int(self.n_evals)}
+                "data_pilot_seconds": self.seconds, "data_pilot_evals": int(self.n_evals),
+                "step_sizes": repr(_field(self.kernel, "step_size")),
+                "preconditioner": repr(_field(self.kernel, "inverse_mass")),
+                "data_pilot_acceptance": (float(np.mean(self.acceptance)) if self.acceptance is not None
+                                          and self.acceptance.size else None)}
+
+
+def _field(kernel, name):
+    """A tuned field of the run's kernel (through a repeat), or None."""
+    inner = getattr(kernel, "kernel", kernel)
+    value = getattr(inner, name, None)
+    return value if isinstance(value, (StepSizeTable, GaussianTable)) else None
 
 
 def next_row(terms, lam, remaining, *, target_variance: float, max_substeps: int) -> tuple[np.ndarray, float]:
@@ -118,8 +186,12 @@ def next_row(terms, lam, remaining, *, target_variance: float, max_substeps: int
     share = 1.0 - lam[remaining]
     with np.errstate(invalid="ignore", over="ignore"):
         steps = np.cumsum(np.where(share == 0, 0.0, terms * share), axis=1)
-        v = np.var(steps, axis=0)
-    v = np.where(np.isfinite(v), v, np.inf)
+        # A particle of zero likelihood dies at any positive weight: the step's size is the survivors' business.
+        alive = np.isfinite(steps)
+        kept = np.maximum(alive.sum(axis=0), 1)
+        centre = np.where(alive, steps, 0.0).sum(axis=0) / kept
+        v = np.where(alive, (steps - centre) ** 2, 0.0).sum(axis=0) / kept
+    v = np.where(np.isfinite(v) & (alive.sum(axis=0) > 0), v, np.inf)
     fits = np.cumprod(v <= target_variance).astype(bool)  # the leading run of blocks within the target
     row = np.array(lam, float)
     if fits[0]:
@@ -133,8 +205,8 @@ def next_row(terms, lam, remaining, *, target_variance: float, max_substeps: int
 
 
 def refine_data_path(key, model, data, kernel, *, num_cases: int, order=None,
-                     pilot: DataPathPilot | None = None) -> RefinedPath:
-    """Run the pilot and return the frozen data path it chose (module docstring).
+                     pilot: DataPathPilot | None = None, moves: int = 1) -> RefinedPath:
+    """Run the pilot and return the frozen data path and kernel it chose (module docstring).
 
     Parameters
     ----------
@@ -143,13 +215,16 @@ def refine_data_path(key, model, data, kernel, *, num_cases: int, order=None,
     model, data
         The model and its validated data.
     kernel
-        The run's kernel (moves included), applied after every step as in the run.
+        The run's kernel, one move; a kernel with a ``step_size`` field is steered and one with an
+        ``inverse_mass`` left None is preconditioned (``pilot.steer``, ``pilot.mass``), others are kept.
     num_cases : int
         Data cases N.
     order : sequence of int, optional
         The order in which cases are added.
     pilot : DataPathPilot, optional
         Pilot settings (default ``DataPathPilot()``).
+    moves : int
+        Applications of the kernel after every step, in the pilot as in the run.
 
     The pilot resamples after every step (multinomially), so that its particles are equally weighted when it
     chooses the next step, whatever the run's resampling.
@@ -157,18 +232,36 @@ def refine_data_path(key, model, data, kernel, *, num_cases: int, order=None,
     pilot = DataPathPilot() if pilot is None else pilot
     plain = schedules.data_path(num_cases, order=order)
     order = np.arange(num_cases) if order is None else np.asarray(order, int)
+    moved_kernel = kernel if moves == 1 else repeat(kernel, int(moves))
     key_pilot = jax.random.fold_in(key, SMC_PILOT_STREAM)
     latents, key_run = prior_draws(key_pilot, model, pilot.num_particles)
-    (terms_of, advance), compile_seconds = _programs(model, kernel, data, latents)
+    flats = jax.vmap(lambda x: ravel_pytree(x)[0])(latents)
+    steer = bool(pilot.steer) and tunes_step_size(kernel)
+    kind, field = mass_kind(pilot, kernel, int(flats.shape[1]))
+    kind = kind if field == "inverse_mass" else "identity"  # a fitted proposal is the AIS pilot's business
+    (terms_of, advance), compile_seconds = _programs(model, kernel, data, latents, moves=int(moves), steer=steer,
+                                                     kind=kind)
     began = time.perf_counter()
+    log_step = _initial_log_step(kernel) if steer else 0.0
+    mass = _moments(flats, kind, pilot) if kind != "identity" else (jnp.zeros(1), jnp.zeros(1))
     lam = np.zeros(num_cases)
-    rows, variances = [lam], np.full(num_cases, np.nan)
     terms = np.asarray(terms_of(latents, data))
-    position, t = 0, 0
+    for w in range(int(pilot.warmup) if steer else 0):  # rounds at the prior steer the first step size
+        latents, terms, accepted, _ = advance(jax.random.fold_in(key_run, _WARMUP_OFFSET + w), latents,
+                                              jnp.zeros(pilot.num_particles), data, jnp.asarray(lam),
+                                              log_step, mass[1])
+        log_step = _steered(log_step, accepted, pilot)
+    terms = np.asarray(terms)
+    rows, variances = [lam], np.full(num_cases, np.nan)
+    sizes, means, covariances, acceptance = [math.exp(log_step)], [mass[0]], [mass[1]], []
+    position, t, stopped = 0, 0, False
     while position < num_cases:
         remaining = order[position:]
-        row, variance = next_row(terms, lam, remaining, target_variance=pilot.target_variance,
-                                 max_substeps=pilot.max_substeps)
+        if t + 1 >= pilot.max_steps:
+            row, stopped = np.ones(num_cases), True
+        else:
+            row, _ = next_row(terms, lam, remaining, target_variance=pilot.target_variance,
+                              max_substeps=pilot.max_substeps)
         switched = np.flatnonzero(row != lam)
         fresh = switched[np.isnan(variances[switched])]
         variances[fresh] = np.var(np.asarray(terms, float)[:, fresh], axis=0)
@@ -177,9 +270,16 @@ def refine_data_path(key, model, data, kernel, *, num_cases: int, order=None,
         if not np.any(np.isfinite(increments)) or np.any(np.isnan(increments)) or np.any(increments == np.inf):
             # The run must meet and report the bug itself, on its own keys: it goes unrefined.
             return RefinedPath(np.ones(num_cases, int), plain, np.full(num_cases, np.nan),
-                               time.perf_counter() - began + compile_seconds, compile_seconds, 0, False, pilot)
-        latents, terms = advance(jax.random.fold_in(key_run, t), latents, jnp.asarray(increments), data,
-                                 jnp.asarray(row))
+                               time.perf_counter() - began + compile_seconds, compile_seconds, 0, False, pilot,
+                               moved_kernel)
+        latents, terms, accepted, mass = advance(jax.random.fold_in(key_run, t), latents,
+                                                 jnp.asarray(increments), data, jnp.asarray(row), log_step,
+                                                 mass[1])
+        sizes.append(math.exp(log_step))
+        means.append(mass[0])
+        covariances.append(mass[1])
+        acceptance.append(float(accepted))
+        log_step = _steered(log_step, accepted, pilot) if steer else log_step
         terms = np.asarray(terms)
         lam, t = row, t + 1
         rows.append(lam)
@@ -187,17 +287,63 @@ def refine_data_path(key, model, data, kernel, *, num_cases: int, order=None,
             position += 1
     path = np.stack(rows)
     substeps = np.count_nonzero(np.diff(path, axis=0), axis=0)
-    n_evals = pilot.num_particles * (1 + t * (1 + evals_per_step(kernel)))
+    rounds = t + (int(pilot.warmup) if steer else 0)
+    n_evals = pilot.num_particles * (1 + rounds * (1 + evals_per_step(moved_kernel)))
+    tuned = _tuned_kernel(kernel, path, sizes, means, covariances, steer=steer, kind=kind)
+    tuned = tuned if moves == 1 else repeat(tuned, int(moves))
     seconds = time.perf_counter() - began + compile_seconds
-    return RefinedPath(substeps, path, variances, seconds, compile_seconds, n_evals, True, pilot)
+    return RefinedPath(substeps, path, variances, seconds, compile_seconds, n_evals, True, pilot, tuned,
+                       np.asarray(acceptance), stopped)
 
 
-def _programs(model, kernel, data, latents):
-    """The pilot's two compiled functions, built once per (model, kernel, shapes): every particle's likelihood
-    terms, and one step (resample by the increments, move at the new row, the new terms)."""
+_WARMUP_OFFSET = 1 << 30  # the warm-up's keys, apart from the path steps' fold_in(key_run, t)
+
+
+def _initial_log_step(kernel) -> float:
+    size = kernel.step_size
+    return float(np.log(np.mean(size.sizes) if isinstance(size, StepSizeTable) else size))
+
+
+def _steered(log_step: float, accepted, pilot: DataPathPilot) -> float:
+    """A Robbins-Monro step on log step size: larger when accepting more than the target, smaller when less."""
+    accepted = float(accepted)
+    return log_step + ((accepted if math.isfinite(accepted) else 0.0) - float(pilot.target_acceptance))
+
+
+def _moments(flats, kind: str, pilot: DataPathPilot):
+    return chain_moments(flats, kind == "dense", int(pilot.num_particles))
+
+
+def _tuned_kernel(kernel, path, sizes, means, covariances, *, steer: bool, kind: str):
+    """The run's kernel: the pilot's step sizes and moments, frozen in tables keyed by the share of data on.
+
+    The tables are padded to a power of two of entries, so data sets whose pilots chose paths of similar length
+    share one compiled run."""
+    if not steer and kind == "identity":
+        return kernel
+    shares = np.mean(path, axis=1)  # rises strictly: every step raises some case's weight
+    length = 1 << int(np.ceil(np.log2(len(shares))))
+    changes = {}
+    if steer:
+        table = smoothed_table(shares, sizes)
+        lams, smoothed = padded(table.lams, table.sizes, length=length)
+        changes["step_size"] = StepSizeTable(tuple(map(float, lams)), tuple(map(float, smoothed)))
+    if kind != "identity":
+        lams, m, c = padded(shares, np.stack([np.asarray(x) for x in means]),
+                            np.stack([np.asarray(x) for x in covariances]), length=length)
+        changes["inverse_mass"] = table_from_moments(lams, m, c)
+        changes.update(jitter_of(kernel))
+    return dataclasses.replace(kernel, **changes)
+
+
+def _programs(model, kernel, data, latents, *, moves: int, steer: bool, kind: str):
+    """The pilot's two compiled functions, built once per (model, kernel, tuning, shapes): every particle's
+    likelihood terms, and one step (resample by the increments, fit the moments, move at the new row with the
+    step size and preconditioner given, the new terms and the moves' mean acceptance)."""
     leaves = jax.tree.leaves((data, latents))
-    signature = (model, kernel, jax.tree.structure((data, latents)),
+    signature = (model, kernel, moves, steer, kind, jax.tree.structure((data, latents)),
                  tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves))
+    count = jax.tree.leaves(latents)[0].shape[0]
 
     def build():
         began = time.perf_counter()
@@ -205,19 +351,32 @@ def _programs(model, kernel, data, latents):
         def terms_of(latents, data):
             return jax.vmap(model.log_likelihood, in_axes=(0, None))(latents, data)
 
-        def advance(key, latents, increments, data, lam):
+        def advance(key, latents, increments, data, lam, log_step, inverse_mass):
             k_resample, k_move = jax.random.split(key)
-            count = increments.shape[0]
             pick = jax.random.categorical(k_resample, increments, shape=(count,))
             latents = jax.tree.map(lambda a: a[pick], latents)
-            moved, _ = jax.vmap(kernel, in_axes=(0, 0, None, None))(jax.random.split(k_move, count), latents,
-                                                                   data, lam)
-            return moved, terms_of(moved, data)
+            flats = jax.vmap(lambda x: ravel_pytree(x)[0])(latents)
+            if kind != "identity":
+                mean, inverse_mass = chain_moments(flats, kind == "dense", count)
+            else:
+                mean = jnp.zeros(1)
+            k = kernel
+            if steer:
+                k = dataclasses.replace(k, step_size=jnp.exp(log_step))
+            if kind != "identity":
+                k = dataclasses.replace(k, inverse_mass=inverse_mass, **jitter_of(kernel))
+            k = k if moves == 1 else repeat(k, moves)
+            moved, info = jax.vmap(k, in_axes=(0, 0, None, None))(jax.random.split(k_move, count), latents,
+                                                                 data, lam)
+            accepted = jnp.mean(jnp.where(jnp.isfinite(info.acceptance), info.acceptance, 0.0))
+            return moved, terms_of(moved, data), accepted, (mean, inverse_mass)
 
         lam = jnp.zeros(jax.eval_shape(terms_of, latents, data).shape[1])
-        count = jax.tree.leaves(latents)[0].shape[0]
+        dim = jax.eval_shape(lambda x: ravel_pytree(x)[0], jax.tree.map(lambda a: a[0], latents)).shape[0]
+        mass = jnp.zeros((dim, dim) if kind == "dense" else (dim,) if kind == "diagonal" else (1,))
         programs = (jax.jit(terms_of).lower(latents, data).compile(),
-                    jax.jit(advance).lower(jax.random.key(0), latents, jnp.zeros(count), data, lam).compile())
+                    jax.jit(advance).lower(jax.random.key(0), latents, jnp.zeros(count), data, lam,
+                                           jnp.zeros(()), mass).compile())
         return programs, time.perf_counter() - began
 
     (programs, seconds), built = _PROGRAMS.get_or_build(signature, build)

@@ -1,0 +1,86 @@
+"""Numbers quoted by README.md, recomputed from rows.jsonl (tests/test_results_pages.py checks them)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+TARGETS = {"regression": "RMSE < 0.1 nat", "sblrc": "every run within 1 nat"}
+
+
+def _rows(folder: Path) -> list[dict]:
+    return [json.loads(line) for line in (folder / "rows.jsonl").read_text().splitlines() if line.strip()]
+
+
+def _cells(rows):
+    cells = {}
+    for r in rows:
+        cells.setdefault((r["problem"], r["estimator"], r["particles"], r["moves"], r["pilot"]), []).append(r)
+    return cells
+
+
+def _reached(problem, errors) -> bool:
+    return bool(np.sqrt(np.mean(errors**2)) < 0.1) if problem == "regression" else bool(np.max(np.abs(errors)) < 1)
+
+
+def _summary(cell):
+    errors = np.array([r["error"] for r in cell])
+    warm = [r["wall_seconds"] for r in cell if not r["cold"]]
+    return {"runs": len(cell), "rmse": float(np.sqrt(np.mean(errors**2))), "bias": float(errors.mean()),
+            "sd": float(errors.std(ddof=1)) if len(cell) > 1 else float("nan"),
+            "worst": float(errors[np.argmax(np.abs(errors))]),
+            "warm": float(np.median(warm)) if warm else float("nan"),
+            "cold": next((r["wall_seconds"] for r in cell if r["cold"]), float("nan")),
+            "steps": int(np.median([r["path_steps"] for r in cell])),
+            "acceptance": float(np.median([r["data_pilot_acceptance"] or np.nan for r in cell])),
+            "reached": _reached(cell[0]["problem"], errors)}
+
+
+def _table(cells) -> str:
+    lines = ["| problem | estimator | pilot | particles x moves | runs | RMSE (nats) | mean error | sd | worst error | "
+             "target | reached | warm s / run (median) | cold s | path steps (median) | pilot's acceptance |",
+             "|---" * 15 + "|"]
+    for (problem, estimator, particles, moves, pilot), cell in cells.items():
+        s = _summary(cell)
+        lines.append(f"| {problem} | {estimator.upper()} | {pilot} | {particles}x{moves} | {s['runs']} | "
+                     f"{s['rmse']:.3g} | {s['bias']:+.3g} | {s['sd']:.3g} | {s['worst']:+.3g} | "
+                     f"{TARGETS[problem]} | {'yes' if s['reached'] else 'no'} | {s['warm']:.3g} | {s['cold']:.3g} | "
+                     f"{s['steps']} | {s['acceptance']:.2f} |")
+    return "\n".join(lines)
+
+
+def _first_reached(cells, problem, estimator) -> str:
+    for (p, e, particles, moves, pilot), cell in cells.items():
+        if p == problem and e == estimator and pilot == "default" and _summary(cell)["reached"]:
+            s = _summary(cell)
+            return (f"{particles} particles x {moves} move{'s' if moves > 1 else ''} per step "
+                    f"(RMSE {s['rmse']:.3g} nats over {s['runs']} runs, {s['warm']:.3g} s a warm run)")
+    return "not reached at the budgets run"
+
+
+def _cell(cells, key):
+    return _summary(cells[key]) if key in cells else {"rmse": float("nan"), "bias": float("nan"), "runs": 0}
+
+
+def values(folder: Path) -> dict:
+    rows = _rows(folder)
+    cells = _cells(rows)
+    commits = sorted({r["commit"] for r in rows})
+    loads = [r["load"] for r in rows]
+    before = _cell(cells, ("sblrc", "smc", 256, 1, "previous"))
+    after = _cell(cells, ("sblrc", "smc", 256, 1, "default"))
+    return {
+        "table": _table(cells),
+        "rows": len(rows), "commits": ", ".join(commits),
+        "clean": "yes" if all(r["clean_tree"] for r in rows) else "no (some rows)",
+        "first_date": min(r["date"] for r in rows), "last_date": max(r["date"] for r in rows),
+        "load_min": min(loads), "load_max": max(loads),
+        "smc_regression": _first_reached(cells, "regression", "smc"),
+        "shme_regression": _first_reached(cells, "regression", "shme"),
+        "smc_sblrc": _first_reached(cells, "sblrc", "smc"),
+        "shme_sblrc": _first_reached(cells, "sblrc", "shme"),
+        "sblrc_before_bias": before["bias"], "sblrc_after_bias": after["bias"],
+        "sblrc_before_rmse": before["rmse"], "sblrc_after_rmse": after["rmse"],
+    }

@@ -1,0 +1,172 @@
+"""SMC over data cases (BDMC paper, Alg. 2) and its SHME twin (Alg. 3): the budget at which each is accurate.
+
+Two problems with ``log p(y)`` known:
+
+* ``regression``: the peers' conjugate linear regression (n = 200, d = 10, closed form); SHME starts from the
+  latent that drew the data (an exact posterior sample of the simulated data set).
+* ``sblrc``: posteriordb's ``sblrc-blr`` (100 real cases, 5 coefficients with N(0, 10^2) priors, a half-normal
+  noise scale), ``log p(y)`` by quadrature over the scale (``bdmc.exact``); SHME starts from an exact
+  posterior draw: the log scale by inverse CDF on a grid of 40,001 points over +-12 of its posterior sds,
+  the coefficients from their Gaussian given it.
+
+Each row is ONE run (``num_runs=1``) of ``bdmc.smc`` or ``bdmc.shme`` with its defaults (the data-path pilot
+choosing the path, the step sizes and the preconditioner, all frozen before the run) at a budget of
+``particles x moves per step``, seeds 0..R-1 in turn, so the first seed's call compiles and the others are
+warm: its error against ``log p(y)``, its wall seconds, and the pilot's choices. ``previous pilot`` rows run
+the pilot as it was before it tuned the kernel (``DataPathPilot(max_substeps=64, steer=False,
+mass="identity")``): the before. Rows are appended as they finish; a rerun resumes.
+
+    python benchmarks/smc_data_path.py                    # every problem, budget and estimator, 10 seeds
+    python benchmarks/smc_data_path.py --render
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+import bdmc
+from bdmc.core.smc_pilot import DataPathPilot
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from harness.store import append_row, load_rows, stamp  # noqa: E402
+
+bdmc.enable_x64()
+OUT = HERE / "results" / "smc_data_path"
+# (estimator, particles, moves, pilot) per problem; "previous" is the pilot before it tuned the kernel.
+BUDGETS = {
+    "regression": [("smc", 256, 1, "previous"), ("smc", 256, 1, "default"), ("smc", 1024, 1, "default"),
+                   ("smc", 4096, 1, "default"), ("shme", 256, 1, "default"), ("shme", 1024, 1, "default"),
+                   ("shme", 4096, 1, "default")],
+    "sblrc": [("smc", 256, 1, "previous"), ("smc", 256, 1, "default"), ("smc", 256, 5, "default"),
+              ("smc", 1024, 5, "default"), ("shme", 256, 1, "default"), ("shme", 256, 5, "default"),
+              ("shme", 1024, 5, "default")],
+}
+PILOTS = {"default": None, "previous": DataPathPilot(max_substeps=64, steer=False, mass="identity")}
+
+
+def regression():
+    """(model, data, log p(y), exact latent) of the peers' regression."""
+    import peer_problems
+
+    problem = peer_problems.get_problem("regression")
+    info = problem.info
+    # harness.problems draws the coefficients first from default_rng(data_seed), scaled by the prior sd.
+    beta = info["prior_sd"] * np.random.default_rng(info["data_seed"]).standard_normal(info["dim"])
+    return problem.model, jnp.asarray(problem.data), float(problem.exact), {"x": jnp.asarray(beta)}
+
+
+def sblrc(seed: int = 0):
+    """(model, data, log p(y), exact posterior draw) of posteriordb's sblrc-blr."""
+    import posteriordb
+
+    entry, model, data, data_json, _, _ = posteriordb.build("sblrc-blr")
+    X, y = np.asarray(data_json["X"], float), np.asarray(data_json["y"], float)
+    beta, sigma = blr_posterior_draw(np.random.default_rng(seed), X, y, prior_sd=10.0, sigma_scale=10.0)
+    latent = model.unconstrain({"beta": jnp.asarray(beta), "sigma": jnp.asarray(sigma)})
+    return model, data, float(posteriordb.exact_log_evidence("sblrc-blr", data_json)), latent
+
+
+def blr_posterior_draw(rng, X, y, *, prior_sd: float, sigma_scale: float, points: int = 40_001):
+    """One draw from the posterior of ``beta ~ N(0, prior_sd^2 I)``, ``sigma ~ HalfNormal(sigma_scale)``,
+    ``y ~ N(X beta, sigma^2 I)``: log sigma by inverse CDF on a grid (its density from the Gaussian marginal of
+    y given sigma), then beta given sigma from its Gaussian conditional.
+
+    Returns
+    -------
+    (beta, sigma)
+    """
+    n, d = X.shape
+    eigvals, eigvecs = np.linalg.eigh(prior_sd**2 * X @ X.T)
+    eigvals = np.maximum(eigvals, 0.0)
+    proj = eigvecs.T @ y
+
+    def log_density(log_sigma):  # of log sigma: the marginal likelihood, the prior, the Jacobian
+        var = eigvals[None, :] + np.exp(2 * log_sigma)[:, None]
+        sigma = np.exp(log_sigma)
+        return (-0.5 * (np.sum(np.log(var), 1) + np.sum(proj**2 / var, 1)) - 0.5 * (sigma / sigma_scale) ** 2
+                + log_sigma)
+
+    coarse = np.linspace(math.log(sigma_scale) - 15, math.log(sigma_scale) + 6, 4001)
+    dens = log_density(coarse)
+    w = np.exp(dens - dens.max())
+    mean = np.sum(w * coarse) / w.sum()
+    sd = math.sqrt(np.sum(w * (coarse - mean) ** 2) / w.sum())
+    grid = np.linspace(mean - 12 * sd, mean + 12 * sd, points)
+    dens = log_density(grid)
+    cdf = np.concatenate([[0.0], np.cumsum(0.5 * (np.exp(dens[1:] - dens.max()) + np.exp(dens[:-1] - dens.max())))])
+    log_sigma = float(np.interp(rng.uniform() * cdf[-1], cdf, grid))
+    sigma = math.exp(log_sigma)
+    precision = X.T @ X / sigma**2 + np.eye(d) / prior_sd**2
+    cov = np.linalg.inv(precision)
+    beta = rng.multivariate_normal(cov @ X.T @ y / sigma**2, cov)
+    return beta, sigma
+
+
+PROBLEMS = {"regression": regression, "sblrc": sblrc}
+
+
+def one_run(problem: str, estimator: str, particles: int, moves: int, pilot: str, seed: int, loaded) -> dict:
+    model, data, exact, latent = loaded
+    fn = bdmc.smc if estimator == "smc" else bdmc.shme
+    extra = {"exact_latent": latent} if estimator == "shme" else {}
+    tune = PILOTS[pilot] if PILOTS[pilot] is not None else "auto"
+    began = time.perf_counter()
+    est = fn(jax.random.key(seed), model, data, num_particles=particles, num_moves=moves, num_runs=1, tune=tune,
+             progress=False, **extra)
+    wall = time.perf_counter() - began
+    s = est.settings
+    return {"problem": problem, "estimator": estimator, "particles": particles, "moves": moves, "pilot": pilot,
+            "seed": seed, "log_z": float(est.value), "exact": exact, "error": float(est.value) - exact,
+            "wall_seconds": wall, "run_seconds": float(est.seconds), "n_evals": int(est.n_evals),
+            "path_steps": s.get("path_steps"), "data_pilot_seconds": s.get("data_pilot_seconds"),
+            "data_pilot_acceptance": s.get("data_pilot_acceptance"), "step_sizes": s.get("step_sizes"),
+            "preconditioner": s.get("preconditioner"),
+            "acceptance_last10": float(np.mean(np.asarray(est.details.info.acceptance)[-10:])),
+            "cold": seed == 0, **stamp()}
+
+
+def run(out: Path, seeds: int, problems) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "rows.jsonl"
+    done = {(r["problem"], r["estimator"], r["particles"], r["moves"], r["pilot"], r["seed"])
+            for r in load_rows(path)}
+    for problem in problems:
+        loaded = None
+        for estimator, particles, moves, pilot in BUDGETS[problem]:
+            for seed in range(seeds):
+                if (problem, estimator, particles, moves, pilot, seed) in done:
+                    continue
+                loaded = PROBLEMS[problem]() if loaded is None else loaded
+                row = one_run(problem, estimator, particles, moves, pilot, seed, loaded)
+                append_row(path, row)
+                print(f"{problem} {estimator} {particles}x{moves} {pilot} seed {seed}: error {row['error']:+.3f} "
+                      f"in {row['wall_seconds']:.1f} s ({row['path_steps']} steps)", flush=True)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--problems", nargs="+", default=list(PROBLEMS), choices=list(PROBLEMS))
+    parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument("--render", action="store_true", help="only re-render the page from the stored rows")
+    args = parser.parse_args(argv)
+    from harness.pages import write_folder
+
+    if not args.render:
+        run(args.out, args.seeds, args.problems)
+    write_folder("smc_data_path", written_to=args.out)
+    if (args.out / "README.md").exists():
+        print((args.out / "README.md").read_text())
+
+
+if __name__ == "__main__":
+    main()

@@ -45,7 +45,8 @@ OUT = HERE / "results" / "smc_data_path"
 BUDGETS = {
     "regression": [("smc", 256, 1, "previous"), ("smc", 256, 1, "default"), ("smc", 1024, 1, "default"),
                    ("smc", 4096, 1, "default"), ("shme", 256, 1, "default"), ("shme", 1024, 1, "default"),
-                   ("shme", 4096, 1, "default")],
+                   ("shme", 4096, 1, "default"), ("smc", 1024, 3, "default"), ("shme", 1024, 3, "default"),
+                   ("smc", 4096, 3, "default"), ("shme", 4096, 3, "default")],
     "sblrc": [("smc", 256, 1, "previous"), ("smc", 256, 1, "default"), ("smc", 256, 5, "default"),
               ("smc", 1024, 5, "default"), ("shme", 256, 1, "default"), ("shme", 256, 5, "default"),
               ("shme", 1024, 5, "default")],

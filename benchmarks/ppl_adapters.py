@@ -17,6 +17,14 @@ one thread and ``--stan-threads``; the shipped program with ``normal_id_glm_lpdf
 in-process path's first build (shim and program compiled into an empty cache):
 
     python benchmarks/ppl_adapters.py --nhefs --steps 200 --chains 32
+
+``--small-cost`` measures the cost on the 20-case regression above, where the data are too small to hide a
+per-evaluation overhead: seconds per 1,000 chain-steps of forward AIS with HMC (10 leapfrog steps) in NumPyro
+and Stan in-process (one thread; ``--stan-threads``; the likelihood as ``normal_id_glm_lpdf``), the contenders
+alternating over ``--repeats`` runs (compilation and a warm-up run excluded), and microseconds per chain of one
+value and gradient alone (for Stan also at a lambda new to every call, which builds a model object each time):
+
+    python benchmarks/ppl_adapters.py --small-cost --steps 1000 --chains 32 --repeats 15 --stan-threads 1
 """
 
 from __future__ import annotations
@@ -56,6 +64,10 @@ model {
 }
 """
 
+# The same density with the likelihood as Stan's GLM function, whose gradient is analytic (no tape node per row).
+STAN_GLM_PROGRAM = STAN_PROGRAM.replace("normal_lpdf(y | x * beta, sqrt(s2))",
+                                        "normal_id_glm_lpdf(y | x, 0, beta, sqrt(s2))")
+
 
 def numpyro_model():
     import numpyro
@@ -80,7 +92,7 @@ def pymc_model():
     return bdmc.ppl.from_pymc(regression)
 
 
-def stan_model():
+def stan_model(program=STAN_PROGRAM, **options):
     def simulate(rng, params=None):
         if params is None:
             s2 = 1.0 / rng.gamma(1.0)
@@ -88,8 +100,8 @@ def stan_model():
         y = X @ np.asarray(params["beta"]) + np.sqrt(params["s2"]) * rng.normal(size=X.shape[0])
         return params, {"y": y}
 
-    return bdmc.ppl.from_stan(STAN_PROGRAM, data={"N": X.shape[0], "x": X, "y": np.zeros(X.shape[0])},
-                              observed="y", simulate=simulate)
+    return bdmc.ppl.from_stan(program, data={"N": X.shape[0], "x": X, "y": np.zeros(X.shape[0])},
+                              observed="y", simulate=simulate, **options)
 
 
 WEBPPL_PROGRAM = """
@@ -136,6 +148,8 @@ def main(argv=None) -> None:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/ppl_adapters"))
     parser.add_argument("--nhefs", action="store_true", help="cost per chain-step on the NHEFS regression")
     parser.add_argument("--stan-threads", type=int, default=2, help="threads of the second in-process Stan row")
+    parser.add_argument("--small-cost", action="store_true", help="cost per chain-step on the 20-case regression")
+    parser.add_argument("--repeats", type=int, default=5, help="--small-cost: timed runs of each contender")
     parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args(argv)
     if args.render:
@@ -143,6 +157,8 @@ def main(argv=None) -> None:
         return
     if args.nhefs:
         return nhefs_cost(args)
+    if args.small_cost:
+        return small_cost(args)
     y, latent = bdmc.simulate(jax.random.key(args.seed), BUILTIN)
     exact = float(BUILTIN.exact_log_marginal(y))
     rows = []
@@ -280,6 +296,85 @@ def nhefs_cost(args) -> None:
                       f"then loaded): {first:.1f} s."]
     print("\n".join(lines))
     write_folder("ppl_adapters", written_to=args.out)  # nhefs_cost.md, from its template
+
+
+def gradient_loop(model, data, latents, *, new_lambda: bool = False, value_only: bool = False, calls: int = 200):
+    """A compiled loop of ``calls`` values and gradients of ``log f(x; lam)`` over the batch ``latents``, at
+    ``lam = 0.5`` or (``new_lambda``) at a lambda new to every call, or of values alone (``value_only``);
+    returns ``run() -> seconds per call and chain``. It times the model's own evaluation, without the kernel and
+    the annealing around it."""
+    from bdmc.contracts.model import log_density
+
+    def grad(xs, lam):
+        if value_only:
+            values = jax.vmap(lambda x: log_density(model, x, data, lam))(xs)
+            return values, jax.tree.map(lambda x: jnp.broadcast_to(values.reshape((-1,) + (1,) * (x.ndim - 1)),
+                                                                   x.shape), xs)
+        return jax.vmap(jax.value_and_grad(lambda x: log_density(model, x, data, lam)))(xs)
+
+    @jax.jit
+    def loop(xs):
+        def body(i, carry):
+            xs, total = carry
+            lam = 0.25 + 0.5 * i / calls if new_lambda else 0.5
+            value, g = grad(xs, lam)  # the next point depends on this gradient: no call is hoisted or dropped
+            return jax.tree.map(lambda x, d: x + 1e-9 * d, xs, g), total + jnp.sum(value)
+        return jax.lax.fori_loop(0, calls, body, (xs, 0.0))
+
+    chains = jax.tree.leaves(latents)[0].shape[0]
+    jax.block_until_ready(loop(latents))  # compile
+
+    def run() -> float:
+        start = time.perf_counter()
+        jax.block_until_ready(loop(latents))
+        return (time.perf_counter() - start) / (calls * chains)
+    return run
+
+
+def small_cost(args) -> None:
+    """Seconds per 1,000 chain-steps on the 20-case regression, contenders interleaved; ``small_cost.json``."""
+    y, _ = bdmc.simulate(jax.random.key(args.seed), BUILTIN)
+    data = {"y": jnp.asarray(y)}
+    stan = stan_model()
+    contenders = [("NumPyro", numpyro_model()), ("Stan in-process", stan),
+                  ("Stan in-process, normal_id_glm_lpdf", stan_model(STAN_GLM_PROGRAM))]
+    if args.stan_threads > 1:
+        contenders.append((f"Stan in-process, {args.stan_threads} threads", stan_model(num_threads=args.stan_threads)))
+
+    def run(model):
+        kernel = HMC(model, step_size=0.05, num_integration_steps=10)
+        return bdmc.forward_ais(jax.random.key(args.seed + 1), model, data, num_steps=args.steps,
+                                num_runs=args.chains, kernel=kernel, progress=False)
+
+    def row(measure, name, repeat, **fields):
+        out = {"measure": measure, "implementation": name, "repeat": repeat, "chains": args.chains, **fields,
+               "loadavg": list(os.getloadavg()), **stamp()}
+        print(json.dumps(out), flush=True)
+        return out
+
+    compile_seconds = {name: run(model).compile_seconds for name, model in contenders}  # and a warm-up run
+    keys = jax.random.split(jax.random.key(args.seed + 2), args.chains)
+    loops = [("value and gradient", name, gradient_loop(model, data, jax.vmap(model.sample_prior)(keys)))
+             for name, model in contenders]
+    # The same at a lambda new to every call: Stan builds a model object per lambda.
+    loops.append(("value and gradient, a new lambda per call", "Stan in-process",
+                  gradient_loop(stan, data, jax.vmap(stan.sample_prior)(keys), new_lambda=True)))
+    loops.append(("value alone", "Stan in-process",
+                  gradient_loop(stan, data, jax.vmap(stan.sample_prior)(keys), value_only=True)))
+    rows = []
+    for repeat in range(args.repeats):
+        # Alternate the order, so that no contender always runs right after the same other one.
+        for name, model in contenders if repeat % 2 == 0 else contenders[::-1]:
+            res = run(model)
+            rows.append(row("forward AIS", name, repeat, steps=args.steps, log_ml_lower=res.value,
+                            seconds=res.seconds, compile_seconds=compile_seconds[name],
+                            seconds_per_1000_chain_steps=1000 * res.seconds / (args.steps * args.chains)))
+        for measure, name, timed in loops if repeat % 2 == 0 else loops[::-1]:
+            rows.append(row(measure, name, repeat, microseconds_per_chain=1e6 * timed()))
+    write_text(args.out / "small_cost.json", json.dumps({"rows": rows}, indent=1) + "\n")
+    write_folder("ppl_adapters", written_to=args.out)  # small_cost.md, from its template
+    if (args.out / "small_cost.md").exists():
+        print((args.out / "small_cost.md").read_text())
 
 
 if __name__ == "__main__":

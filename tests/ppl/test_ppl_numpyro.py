@@ -131,7 +131,8 @@ def test_missing_numpyro_names_the_extra(monkeypatch):
         return real(name, *args)
 
     monkeypatch.setattr(errors.importlib, "import_module", fake)
-    with pytest.raises(bdmc.MissingExtraError, match=r"pip install 'bdmc\[numpyro\]'"):
+    with pytest.raises(bdmc.MissingExtraError,
+                       match=r"pip install 'numpyro>=0\.15' \(or pip install -e '\.\[numpyro\]'"):
         from_numpyro(regression, X, observed="y")
     assert math.isfinite(float(MODEL.log_prior(MODEL.sample_prior(jax.random.key(0)))))
 

@@ -203,7 +203,7 @@ def test_missing_extra_names_pymc(monkeypatch, program):
         return real(name, *args, **kwargs)
 
     monkeypatch.setattr(bdmc.errors.importlib, "import_module", without_pymc)
-    with pytest.raises(bdmc.MissingExtraError, match=r"pip install 'bdmc\[pymc\]'"):
+    with pytest.raises(bdmc.MissingExtraError, match=r"pip install 'pymc>=5\.21' \(or pip install -e '\.\[pymc\]'"):
         bdmc.ppl.from_pymc(program)
 
 

@@ -127,7 +127,7 @@ def test_syntax_errors_come_from_stanc():
 
 def test_missing_extra_names_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "stan", None)  # makes `import stan` fail
-    with pytest.raises(bdmc.MissingExtraError, match=r"bdmc\[stan\]"):
+    with pytest.raises(bdmc.MissingExtraError, match=r"pip install 'pystan>=3\.9'.*\(or pip install -e '\.\[stan\]'"):
         from_stan(PROGRAM, data=DATA, observed="y")
 
 

@@ -143,7 +143,7 @@ def nested_adapter(tool: str, model, *, prior_transform: Callable, live: int | N
     try:
         module = __import__(tool)
     except ImportError:
-        raise MissingExtraError(f"{tool} is not installed: pip install 'bdmc[bench]'") from None
+        raise MissingExtraError(f"{tool} is not installed: pip install -e '.[bench]' in bdmc's checkout") from None
     dim, unravel = _flat(model)
     single = lambda z, data: jnp.sum(model.log_likelihood(unravel(z), data))  # noqa: E731
     batch, one = jax.jit(jax.vmap(single, in_axes=(0, None))), jax.jit(single)  # compiled once per data shape
@@ -187,7 +187,7 @@ def pymc_smc_adapter(build: Callable, *, draws: int = 2000, chains: int = 4) -> 
     try:
         import pymc as pm
     except ImportError:
-        raise MissingExtraError("PyMC is not installed: pip install 'bdmc[pymc]'") from None
+        raise MissingExtraError("PyMC is not installed: pip install -e '.[pymc]' in bdmc's checkout") from None
     import logging
     import warnings
 

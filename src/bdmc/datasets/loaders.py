@@ -174,7 +174,7 @@ def _shipped_pima() -> tuple[pd.DataFrame, str]:
     resource = importlib.resources.files(__package__) / PIMA_CSV
     if not resource.is_file():
         raise MissingExtraError(f"this installation of bdmc lacks its shipped Pima file {PIMA_CSV}; "
-                                "reinstall bdmc (pip install --force-reinstall bdmc), or pass path= a CSV")
+                                "reinstall bdmc from its checkout (pip install -e .), or pass path= a CSV")
     with resource.open("r", encoding="ascii") as handle:
         frame = pd.read_csv(handle, comment="#")
     return frame, f"bdmc: datasets/{PIMA_CSV} (UCI Pima Indians Diabetes, as in mlbench)"

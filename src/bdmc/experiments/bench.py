@@ -195,7 +195,7 @@ def connect(scheduler: str = "local"):
     Raises
     ------
     bdmc.MissingExtraError
-        When ``dask.distributed`` is not installed (``pip install 'bdmc[distributed]'``).
+        When ``dask.distributed`` is not installed (``pip install -e '.[distributed]'``).
     """
     distributed = require("dask.distributed", extra="distributed")
     if scheduler == "local":

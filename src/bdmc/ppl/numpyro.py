@@ -239,7 +239,7 @@ def from_numpyro(model_fn: Callable, *args, observed: str | Sequence[str], **kwa
     Raises
     ------
     bdmc.MissingExtraError
-        When NumPyro is not installed (``pip install 'bdmc[numpyro]'``).
+        When NumPyro is not installed (``pip install -e '.[numpyro]'``).
     bdmc.BDMCError
         When an observed site is missing, or a latent site is discrete.
     bdmc.errors.UserProgramError

@@ -440,7 +440,7 @@ def from_pymc(model, *, observed: str | Sequence[Any] | None = None) -> PyMCMode
     Raises
     ------
     bdmc.MissingExtraError
-        When PyMC is not installed (``pip install 'bdmc[pymc]'``).
+        When PyMC is not installed (``pip install -e '.[pymc]'``).
     bdmc.BDMCError
         When an observed variable is unknown or left out, a free variable is discrete, or the model has
         ``pm.Potential`` terms (forward simulation cannot honor them).

@@ -28,8 +28,8 @@ class PPL:
     suffixes : tuple of str
         The suffixes of its program files (a Python file holds a NumPyro function or a PyMC model).
     extra : str or None
-        The pip extra that installs it (``pip install 'bdmc[numpyro]'``); None where it is no Python package
-        (WebPPL runs in node and installs itself into bdmc's cache).
+        The pip extra that installs it (``pip install -e '.[numpyro]'`` in bdmc's checkout); None where it is no
+        Python package (WebPPL runs in node and installs itself into bdmc's cache).
     module : str
         The adapter's module, where its model class and ``from_<flag>`` live (``bdmc.ppl.from_<flag>`` calls it).
     metavar : str

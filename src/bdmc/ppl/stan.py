@@ -470,7 +470,7 @@ def from_stan(program_code: str, *, data: Mapping[str, Any], observed: str | Seq
     Raises
     ------
     bdmc.MissingExtraError
-        When pystan is not installed (``pip install 'bdmc[stan]'``).
+        When pystan is not installed (``pip install -e '.[stan]'``).
     bdmc.BDMCError
         When ``bdmc_lambda`` is not a real scalar, an observed name is not a data variable, ``data`` misses or
         adds variables, or (on first use) the log density is not affine in ``bdmc_lambda``, or the simulator's

@@ -48,7 +48,8 @@ def httpstan_dir() -> Path:
     try:
         return Path(str(importlib.resources.files("httpstan")))
     except ModuleNotFoundError as err:
-        raise StanBuildError("httpstan is not installed (pip install 'bdmc[stan]')") from err
+        raise StanBuildError("httpstan is not installed (pip install 'pystan>=3.9', or pip install -e '.[stan]' "
+                              "in bdmc's checkout)") from err
 
 
 def compiler() -> str:

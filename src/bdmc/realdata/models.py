@@ -179,7 +179,8 @@ def linear_regression(x):
     Raises
     ------
     bdmc.MissingExtraError
-        When the PPL is not installed (``pip install 'bdmc[numpyro]'``, ``'bdmc[pymc]'``, ``'bdmc[stan]'``).
+        When the PPL is not installed (``pip install -e '.[numpyro]'``, ``'.[pymc]'``, ``'.[stan]'`` in bdmc's
+        checkout).
     bdmc.DataError
         When ``x`` is not a finite, non-empty 2-d array.
     """

@@ -40,8 +40,8 @@ def _regression(x, *, logistic: bool):
 def linear_regression(x):
     """:func:`bdmc.realdata.linear_regression` (NHEFS in the paper) in PyMC, for a design ``x`` (N, K).
 
-    The model, its argument and its errors are the NumPyro builder's; PyMC is needed (``pip install
-    'bdmc[pymc]'``).
+    The model, its argument and its errors are the NumPyro builder's; PyMC is needed (``pip install -e
+    '.[pymc]'``).
 
     Returns
     -------

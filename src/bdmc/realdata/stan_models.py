@@ -129,8 +129,8 @@ def _stan_model(program: str, simulator: Callable, x, y_placeholder):
 def linear_regression(x):
     """:func:`bdmc.realdata.linear_regression` (NHEFS in the paper) as a Stan program, for a design ``x`` (N, K).
 
-    The model, its argument and its errors are the NumPyro builder's; pystan is needed (``pip install
-    'bdmc[stan]'``). The program compiles on first use (a minute or two, then cached).
+    The model, its argument and its errors are the NumPyro builder's; pystan is needed (``pip install -e
+    '.[stan]'``). The program compiles on first use (a minute or two, then cached).
 
     Returns
     -------

@@ -17,8 +17,9 @@ import smc_data_path  # noqa: E402
 from bdmc.exact import regression_half_normal_scale_log_marginal  # noqa: E402
 
 
-def test_the_regression_latent_draws_its_data():
-    model, data, exact, latent = smc_data_path.regression()
+def test_the_regression_latent_draws_its_data_and_its_posterior_draws_are_the_conjugate_posterior():
+    model, data, exact, draw = smc_data_path.regression()
+    latent = smc_data_path.generating_latent()
     import peer_problems
 
     info = peer_problems.get_problem("regression").info
@@ -27,6 +28,17 @@ def test_the_regression_latent_draws_its_data():
     noise = rng.standard_normal(info["n"])
     np.testing.assert_array_equal(np.asarray(latent["x"]), beta)
     np.testing.assert_allclose(np.asarray(data), info["design_matrix"] @ beta + noise, rtol=0, atol=1e-12)
+    # The posterior draws: the gradient of the log joint at their mean is zero, and their spread is the
+    # inverse Hessian's (Gaussian posterior).
+    import jax
+
+    draws = np.stack([np.asarray(draw(seed)["x"]) for seed in range(4000)])
+    problem = peer_problems.get_problem("regression")
+    grad = jax.grad(problem.log_joint)(jax.numpy.asarray(draws.mean(0)))
+    hessian = jax.hessian(problem.log_joint)(jax.numpy.asarray(draws.mean(0)))
+    np.testing.assert_allclose(np.cov(draws.T), np.linalg.inv(-np.asarray(hessian)), atol=4e-4)
+    assert np.max(np.abs(np.linalg.solve(-np.asarray(hessian), np.asarray(grad)))) < 4 * np.sqrt(
+        np.max(np.diag(np.cov(draws.T))) / 4000)
 
 
 def _problem(seed=0, n=12, d=2):

@@ -55,7 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from ..caching import CompiledCache
+from ..caching import CompiledCache, compile_quickly
 from ..contracts.capabilities import supports
 from ..contracts.kernel import CachedTransition, evals_per_step, join_kernel, split_kernel
 from ..contracts.model import increment_from_terms, log_density, log_density_increment, weighted_sum
@@ -489,9 +489,11 @@ def _compile(statics, batch_axes, shapes):
             chunk = jax.vmap(chunk, in_axes=(None, 0, batch_axes, 0, None, None, None, None))
         start, finish, chunk = jax.jit(start), jax.jit(finish), jax.jit(chunk)
         state = jax.eval_shape(start, params, data, init_latents, policy_args)
-        programs = (start.lower(params, data, init_latents, policy_args).compile(),
-                    finish.lower(params, data, state, lam_end, np.int32(0)).compile(),
-                    chunk.lower(params, key, data, state, *first).compile())
+        # The start and finish run once per call, a pilot's steps once per model and data: compiled quickly.
+        lowered = chunk.lower(params, key, data, state, *first)
+        programs = (compile_quickly(start.lower(params, data, init_latents, policy_args)),
+                    compile_quickly(finish.lower(params, data, state, lam_end, np.int32(0))),
+                    lowered.compile() if policy is None else compile_quickly(lowered))
         return programs, time.perf_counter() - began
 
     (programs, seconds), built = _COMPILED.get_or_build((statics, signature), build)

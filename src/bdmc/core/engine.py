@@ -55,7 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from ..caching import CompiledCache, compile_quickly
+from ..caching import CompiledCache, compile_quickly, compile_run
 from ..contracts.capabilities import supports
 from ..contracts.kernel import CachedTransition, evals_per_step, join_kernel, split_kernel
 from ..contracts.model import increment_from_terms, log_density, log_density_increment, weighted_sum
@@ -493,7 +493,7 @@ def _compile(statics, batch_axes, shapes):
         lowered = chunk.lower(params, key, data, state, *first)
         programs = (compile_quickly(start.lower(params, data, init_latents, policy_args)),
                     compile_quickly(finish.lower(params, data, state, lam_end, np.int32(0))),
-                    lowered.compile() if policy is None else compile_quickly(lowered))
+                    compile_run(lowered) if policy is None else compile_quickly(lowered))
         return programs, time.perf_counter() - began
 
     (programs, seconds), built = _COMPILED.get_or_build((statics, signature), build)

@@ -169,3 +169,32 @@ def test_clear_caches_empties_every_registered_cache(key):
     bdmc.clear_caches()
     assert {name: entries for name, (entries, _) in cache_info().items() if entries} == {}
     assert set(functions) <= set(cache_info())  # still registered, now empty
+
+
+def test_quick_and_run_compilation_keep_what_xla_flags_set(monkeypatch):
+    """Options a process set in XLA_FLAGS win over the library's per-program ones; the numbers are the same."""
+    import jax
+    import jax.numpy as jnp
+
+    from bdmc import caching
+
+    seen = []
+
+    class Lowered:
+        def compile(self, compiler_options=None):
+            seen.append(compiler_options)
+            return "compiled"
+
+    monkeypatch.setattr(jax, "default_backend", lambda: "cpu")
+    monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=0")
+    assert caching.compile_run(Lowered()) == "compiled" and seen[-1] is None
+    caching.compile_quickly(Lowered())
+    assert seen[-1] == {"xla_cpu_use_fusion_emitters": False}
+    monkeypatch.setenv("XLA_FLAGS", "")
+    caching.compile_run(Lowered())
+    assert seen[-1] == caching.RUN_COMPILE
+    monkeypatch.undo()
+    f = jax.jit(lambda x: jnp.sum(jnp.sin(x) * jnp.cos(x[::-1])))
+    x = jnp.linspace(0.0, 3.0, 101)
+    for compiled in (caching.compile_quickly(f.lower(x)), caching.compile_run(f.lower(x))):
+        assert abs(float(compiled(x)) - float(f(x))) < 1e-6 * max(1.0, abs(float(f(x))))

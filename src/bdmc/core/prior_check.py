@@ -19,8 +19,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..caching import CompiledCache
+from ..caching import CompiledCache, compile_quickly
 from ..contracts.capabilities import CollapsedDensity, supports
+from ..errors import DataError
 from .failures import raise_prior_failure
 from .prior import timed_prior_pool
 
@@ -39,15 +40,22 @@ def prior_check_flags(key, data, ends, *, model, num_draws):
 
 def illegal_at(draws, data, ends, *, model):
     """Per draw (a leading axis), whether a density term is NaN or +inf there."""
-    def illegal(x):
+    return _checked_at(draws, data, ends, model=model)[0]
+
+
+def _checked_at(draws, data, ends, *, model):
+    """Per draw, whether a density term is NaN or +inf there; and per data case, whether its likelihood term is
+    zero (-inf) at every draw (none for a model with a collapsed density only)."""
+    def terms(x):
         if supports(model, CollapsedDensity):
             values = jnp.stack([model.log_density(x, data, lam) for lam in ends])
-        else:
-            values = jnp.concatenate([jnp.atleast_1d(model.log_prior(x)),
-                                      jnp.ravel(model.log_likelihood(x, data))])
-        return jnp.any(jnp.isnan(values) | (values == jnp.inf))
+            return jnp.any(jnp.isnan(values) | (values == jnp.inf)), jnp.zeros((0,), bool)
+        likelihood = jnp.ravel(model.log_likelihood(x, data))
+        values = jnp.concatenate([jnp.atleast_1d(model.log_prior(x)), likelihood])
+        return jnp.any(jnp.isnan(values) | (values == jnp.inf)), likelihood == -jnp.inf
 
-    return jax.vmap(illegal)(draws)
+    bad, zero = jax.vmap(terms)(draws)
+    return bad, jnp.all(zero, axis=0)
 
 
 _CHECKS = CompiledCache("prior check", maxsize=64)
@@ -82,12 +90,13 @@ def _check(key, model, data, lams, ends, signature, *, num_draws, batch_axes, ba
 
         def build():
             began = time.perf_counter()
-            fn = jax.jit(functools.partial(illegal_at, model=model))
-            return fn.lower(draws, data, ends).compile(), time.perf_counter() - began
+            fn = jax.jit(functools.partial(_checked_at, model=model))
+            return compile_quickly(fn.lower(draws, data, ends)), time.perf_counter() - began
 
         (compiled, seconds), built = _CHECKS.get_or_build((model, int(num_draws), signature, "pool"), build)
-        bad = compiled(draws, data, ends)
+        bad, outside = compiled(draws, data, ends)
         spent = (seconds if built else 0.0) + drawn  # drawn: the shared program's compile, when this call built it
+        raise_if_outside_support(np.asarray(outside), data, num_draws=int(num_draws), description=description)
     else:  # one program draws and checks every data set's draws
         def build():
             began = time.perf_counter()
@@ -103,6 +112,38 @@ def _check(key, model, data, lams, ends, signature, *, num_draws, batch_axes, ba
 
 
 _PASSED = CompiledCache("prior checks passed", maxsize=256)  # (model, data) -> seconds the check spent
+
+
+def raise_if_outside_support(outside, data, *, num_draws: int, description: str) -> None:
+    """Refuse data a case of which has zero likelihood under every exact prior draw of the check: it lies outside
+    the model's support (a negative count, a category the model does not have), and every run would give
+    ``-inf``. A correct model whose prior puts less than about 1/num_draws of its mass where the data lie would
+    be refused too; the message says so."""
+    cases = np.flatnonzero(outside)
+    if not cases.size:
+        return
+    shown = ", ".join(describe_case(data, int(i), outside.size) for i in cases[:3])
+    more = f" (and {cases.size - 3} more cases)" if cases.size > 3 else ""
+    raise DataError(f"{description}: {shown}{more} has zero density under every one of {num_draws:,} prior draws: "
+                    "the data lie outside the model's support (a negative or non-integer count, a category or "
+                    "value range the model does not have). If the model is right, its prior puts almost no mass "
+                    "where these data lie.")
+
+
+def describe_case(data, i: int, num_cases: int) -> str:
+    """Data case ``i`` as its values: ``y[0] = -4`` (each data leaf whose leading axis holds the cases)."""
+    if isinstance(data, dict):
+        items = list(data.items())
+    else:
+        items = [("y", data)] if not isinstance(data, (list, tuple)) else [(f"data[{k}]", v)
+                                                                         for k, v in enumerate(data)]
+    parts = []
+    for name, leaf in items:
+        array = np.asarray(leaf)
+        if array.ndim and array.shape[0] == num_cases:
+            value = array[i]
+            parts.append(f"{name}[{i}] = {value.item() if value.ndim == 0 else value.tolist()}")
+    return ", ".join(parts) if parts else f"data case {i}"
 
 
 def data_fingerprint(data, ends=()) -> str:

@@ -53,7 +53,7 @@ BUDGETS = {
                    ("shme", 8192, 3, "default")],
     "sblrc": [("smc", 256, 1, "previous"), ("smc", 256, 1, "default"), ("smc", 256, 5, "default"),
               ("smc", 1024, 5, "default"), ("shme", 256, 1, "default"), ("shme", 256, 5, "default"),
-              ("shme", 1024, 5, "default")],
+              ("shme", 1024, 5, "default"), ("shme", 256, 20, "default")],
 }
 PILOTS = {"default": None, "previous": DataPathPilot(max_substeps=64, steer=False, mass="identity")}
 

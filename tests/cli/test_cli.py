@@ -190,6 +190,8 @@ def test_bad_option_key_names_valid_fields(tmp_path):
     (["--until-gap", "-1"], "--until-gap"), (["--particles", "4"], "--particles"),
     (["--until-gap", "1", "--steps", "5,10"], "--until-gap"), (["--max-steps", "100"], "--max-steps"),
     (["--method", "mcmc"], "--method"), (["--data", "x.npz"], "--data"),
+    (["--steps", "100000000000"], "--steps 100000000000 is above"),
+    (["--steps", "200000", "--until-gap", "1"], "pass --max-steps"),
 ])
 def test_bad_input_is_one_red_line_before_any_work(tmp_path, args, needle):
     out = tmp_path / "run"

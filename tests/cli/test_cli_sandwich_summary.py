@@ -145,3 +145,12 @@ def test_an_untrusted_stderr_is_said_once_in_bdmcs_words(tmp_path):
     assert result.exit_code == 0, result.output
     assert result.output.count("the ± is not to be trusted") == 1
     assert "UntrustedStderrWarning" not in result.output and "return self.fn" not in result.output
+
+
+def test_one_knob_value_reads_as_a_sentence():
+    """One number of temperatures: no "not the one number of temperatures" (the old wording)."""
+    held = check(table([(EXACT - 1.0, EXACT + 1.0)], steps=(10,))).lines()[1]
+    assert held == "the exact value lies between the bounds at the one chain length", held
+    missed = printed(table([(EXACT + 0.05, EXACT + 0.1)], steps=(10,)))
+    assert "the exact value does not lie between the bounds at the one chain length" in missed
+    assert "not the one" not in missed

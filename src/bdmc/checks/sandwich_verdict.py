@@ -141,12 +141,19 @@ class ExactCheck:
     def _counts(self) -> str:
         """How many knob values have the exact value between the bounds, and within noise of them."""
         holds, within, n = int(self.table["holds"].sum()), int(self.table["within_noise"].sum()), len(self.table)
-        text = f"the exact value lies between the bounds at {_of(holds, n, self.knob_names)}"
+        if n == 1:  # one knob value: a plain sentence, not a count
+            text = (f"the exact value {'lies' if holds else 'does not lie'} between the bounds at the one "
+                    f"{self.knob_names[0]}")
+        else:
+            text = f"the exact value lies between the bounds at {_of(holds, n, self.knob_names)}"
         if not np.isfinite(self.table[["lower_stderr", "upper_stderr"]].to_numpy(dtype=float)).any():
             return text + "; one run per direction gives no standard errors (they need 2 or more runs)"
         if within > holds:
-            text += (f", and within noise of them ({self.noise_stderrs:.2g} standard errors, what chance allows "
-                     f"over the {self.bounds_checked} bounds) at {_of(within, n)}")
+            at = "" if n == 1 else f" at {_of(within, n)}"
+            text += (f", but within noise of them ({self.noise_stderrs:.2g} standard errors, what chance allows "
+                     f"over the {self.bounds_checked} bounds){at}") if n == 1 else (
+                f", and within noise of them ({self.noise_stderrs:.2g} standard errors, what chance allows over the "
+                f"{self.bounds_checked} bounds){at}")
         return text
 
     def _beyond_lines(self, mark) -> list[str]:

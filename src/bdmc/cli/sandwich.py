@@ -51,6 +51,7 @@ from ._limits import check_memory, runs_count, size_option
 from ._models import builtin_model, load_npz, load_ppl_model, model_settings, ppl_given, ppl_label
 
 PNG_NAME = "sandwich.png"
+MOST_STEPS = 10**8  # the longest --steps value: the engine counts steps in int32, and 10^8 already takes hours
 STATE_STYLE = {HOLDS: "green", WITHIN_NOISE: "yellow", NOT_HELD: "yellow", VIOLATED: "bold red"}  # against the exact
 
 
@@ -147,9 +148,15 @@ def sandwich_command(
     if max_steps is not None and until_gap is None:
         raise CLIError("--max-steps bounds the doubling of --until-gap; without --until-gap list the lengths in "
                        "--steps")
-    max_steps = 100_000 if max_steps is None else max_steps
-    if max_steps < step_list[0]:
+    if until_gap is not None and max_steps is not None and max_steps < step_list[0]:
         raise CLIError(f"--max-steps must be >= the --steps value {step_list[0]}, got {max_steps}")
+    if until_gap is not None and max_steps is None and step_list[0] > 100_000:
+        raise CLIError(f"--until-gap doubles T up to --max-steps, 100,000 by default, below the --steps value "
+                       f"{step_list[0]}: pass --max-steps")
+    if max(step_list) > MOST_STEPS:
+        raise CLIError(f"--steps {max(step_list)} is above the {MOST_STEPS:,} steps one command runs (a chain that "
+                       "long would take days, and steps are counted in 32 bits); give smaller values")
+    max_steps = 100_000 if max_steps is None else max_steps
 
     # The table marks an untrusted ± with "?" and its summary names each such row: said once, there.
     warnings.filterwarnings("ignore", category=UntrustedStderrWarning)

@@ -305,6 +305,7 @@ def test_method_auto_resolves_from_the_model_and_checks_particles_against_the_pa
     result = run("--model", "gaussian-mean", "--method", "auto", "--steps", "3", "--runs", "2", "--out", str(out))
     assert result.exit_code == 0, result.output
     assert set(pd.read_csv(out / "sandwich.csv").method) == {"ais"}  # the model ships its own kernel
+    assert "method auto: ais (the model has a kernel of its own)" in result.output  # said on the terminal
     refused = run("--model", "gaussian-mean", "--method", "auto", "--particles", "8", "--steps", "3",
                   "--out", str(tmp_path / "refused"))
     assert refused.exit_code != 0 and "--particles" in refused.output and "ais" in refused.output

@@ -207,7 +207,11 @@ def sandwich_command(
                      f"{escape(str(data))}", soft_wrap=True)
     lengths = (f"until single-run gap < {until_gap:g} nats ({pair.symbol} = {step_list[0]}, doubling, <= {max_steps})"
                if until_gap is not None else f"{pair.symbol} = {', '.join(map(str, step_list))}")
-    stdout.print(f"runs {runs} · seed {seed} · kernel {kernel} · schedule {schedule} · {lengths}", soft_wrap=True)
+    # "auto" says what it chose, here and in settings.json.
+    chosen = pair.name if method != "auto" else (
+        f"auto: {pair.name} ({'the model has a kernel of its own' if pair.name == 'ais' else 'no kernel of its own'})")
+    stdout.print(f"method {chosen} · runs {runs} · seed {seed} · kernel {kernel} · schedule {schedule} · {lengths}",
+                 soft_wrap=True)
     if store.resumed:
         stdout.print(f"[dim]resuming from {escape(str(store.csv))}: {store.resumed} row(s) already done[/]",
                      soft_wrap=True)

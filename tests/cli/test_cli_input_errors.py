@@ -255,10 +255,20 @@ def test_a_pymc_builder_that_wants_the_observed_array_is_told_why(files, no_work
     result = sandwich("--pymc", f"{files / 'build.py'}:build", "--observed", "y", "--data", str(files / "data.npz"),
                       "--out", str(files / "out"))
     refused(result, "build.py:build raised TypeError", "missing 1 required positional argument: 'y'",
-            "it was called with x (10, 3) float64", "are not passed to the program (bdmc simulates them)")
+            "it was called with x (10, 3) float64",
+            "are not passed to the program (bdmc sets them itself: the --data values under --real-data, simulated "
+            "ones otherwise)")
 
 
 def test_an_error_while_jax_traces_the_program_is_the_programs(files):
     (files / "model.py").write_text(BRANCHES_ON_A_TRACER)
     refused(sandwich(*regression_args(files, files / "data.npz")), "error in your program",
             "model.py:7 (regression): TracerBoolConversionError")
+
+
+def test_a_stan_program_without_a_simulator_is_told_why_even_on_real_data(files, no_work):
+    (files / "model.stan").write_text("parameters { real mu; } model { mu ~ normal(0, 1); }")
+    np.savez(files / "y.npz", y=np.zeros(3))
+    result = sandwich("--stan", str(files / "model.stan"), "--observed", "y", "--data", str(files / "y.npz"),
+                      "--real-data", "--out", str(files / "out"))
+    refused(result, "--simulator", "cannot draw from its prior", "--real-data too")

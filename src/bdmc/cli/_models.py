@@ -204,7 +204,9 @@ def load_ppl_model(flag: str, spec: str, *, data: Path | None, observed: str | N
             raise CLIError(f"--{flag}: no {language.name} program at {spec}; give the path of a "
                            f"{language.suffixes[0]} file")
         if language.simulator == "required" and not simulator:
-            raise CLIError(f"--simulator: a {language.name} program needs a Python simulator, --simulator path.py:fn")
+            raise CLIError(f"--simulator: a {language.name} program needs a Python simulator, --simulator path.py:fn: "
+                           "bdmc cannot draw from its prior, and every run starts from prior draws (forward AIS, "
+                           "--real-data too), besides the simulated data of a sandwich")
     build = language.loader()
     if flag == "numpyro":
         fn = _load_attr(spec, "--numpyro")
@@ -266,7 +268,8 @@ def _call_hint(err: BaseException, fn, *, flag: str, data: Path | None, observed
         placeholder = ("" if flag == "numpyro" else
                        ", and give the observed variable a placeholder of its shape when it is None "
                        "(observed=numpy.zeros(n))")
-        return (f"the --observed array(s) {simulated} are not passed to the program (bdmc simulates them): give "
+        return (f"the --observed array(s) {simulated} are not passed to the program (bdmc sets them itself: the "
+                f"--data values under --real-data, simulated ones otherwise): give "
                 f"{simulated[0]} a default, e.g. {simulated[0]}=None{placeholder}")
     where = f"--data {data}" if data is not None else "a --data FILE.npz (none was given)"
     return f"give {', '.join(names)} as {'an array' if len(names) == 1 else 'arrays'} in {where}"

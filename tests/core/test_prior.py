@@ -38,3 +38,18 @@ def test_a_count_asked_again_and_again_gets_its_own_program_with_the_same_number
     for a, b in zip(jax.tree.leaves(pooled), jax.tree.leaves(own), strict=True):
         assert a.shape == b.shape == (num,) + a.shape[1:]
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12)
+
+
+def test_an_estimate_that_built_its_prior_program_says_it_compiled():
+    """The call whose count of chains gets its own prior program reports compiling (its seconds counted in
+    compile_seconds), and the next warm call does not: a warm call's timing is never a hidden compile."""
+    import bdmc
+    from bdmc.core.prior import EXACT_AFTER
+
+    data, _ = bdmc.simulate(jax.random.key(0), MODEL)
+    flags = []
+    for s in range(EXACT_AFTER + 1):
+        est = bdmc.forward_ais(jax.random.key(s), MODEL, data, num_steps=4, num_runs=23, tune="off", progress=False)
+        flags.append((bool(est.compiled), est.compile_seconds > 0))
+    assert flags[EXACT_AFTER - 1] == (True, True), flags  # the exact-size prior program, built
+    assert flags[EXACT_AFTER] == (False, False), flags

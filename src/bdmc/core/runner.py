@@ -28,7 +28,7 @@ from ..contracts.pairs import Direction
 from ..errors import BDMCError, NonFiniteLogDensityError
 from .engine import anneal
 from .health import divergence_fields, warn_if_unhealthy
-from .prior import prior_draws, prior_draws_batch
+from .prior import prior_draws_batch, timed_prior_draws
 from .prior_check import PRIOR_CHECK_DRAWS
 
 # Frames between the health warning and the caller of a registered estimator: warn_if_unhealthy, run, the
@@ -37,11 +37,13 @@ CALLER = 6
 
 
 class Start(NamedTuple):
-    """The chains' starting states, the key the run draws on, and the caller's key (recorded as the seed)."""
+    """The chains' starting states, the key the run draws on, the caller's key (recorded as the seed), and the
+    seconds spent compiling the prior draws' program when this call built it."""
 
     init: Any
     key: Any
     caller: Any
+    compile_seconds: float = 0.0
 
 
 class Route(NamedTuple):
@@ -89,8 +91,8 @@ def start(direction: Direction, key, model, data, *, chains: int, exact_latent=N
     found before any pilot runs. ``name`` names the estimator in errors.
     """
     if direction.forward:
-        init, key_run = prior_draws(key, model, chains)
-        return Start(init, key_run, key)
+        init, key_run, drawn = timed_prior_draws(key, model, chains)
+        return Start(init, key_run, key, drawn)
     require_exact_latent(exact_latent, name)
     own = broadcast_latent(model, exact_latent, chains // copies)
     check_exact_latent(model, data, exact_latent, own, 1.0, description=name)
@@ -122,9 +124,12 @@ def run(direction: Direction, model, data, begun: Start, route: Route, *, name: 
     evidence = result.log_weights if resampler is None else result.log_evidence
     settings = dict(settings) | (route.pilot.settings() if route.pilot is not None else {})
     settings.setdefault("tuned", "off")
+    cost = costs(result, route.pilot)
+    cost["compile_seconds"] += begun.compile_seconds  # a prior draws' program built by this call
     estimate = Estimate.from_runs(direction.sign * evidence, bound=direction.bound, who=name, settings=settings,
-                                  seed=seed_of(begun.caller), details=result, compiled=result.compiled,
-                                  **costs(result, route.pilot), **divergence_fields(result))
+                                  seed=seed_of(begun.caller), details=result,
+                                  compiled=result.compiled or begun.compile_seconds > 0, **cost,
+                                  **divergence_fields(result))
     return warn_if_unhealthy(estimate, f"{name} {detail}", stacklevel=CALLER)
 
 

@@ -309,3 +309,11 @@ def test_method_auto_resolves_from_the_model_and_checks_particles_against_the_pa
     refused = run("--model", "gaussian-mean", "--method", "auto", "--particles", "8", "--steps", "3",
                   "--out", str(tmp_path / "refused"))
     assert refused.exit_code != 0 and "--particles" in refused.output and "ais" in refused.output
+
+
+def test_two_programs_of_one_file_get_labels_of_their_own():
+    from bdmc.cli._models import ppl_label
+
+    assert ppl_label("numpyro", "models/coal.py:trend") == "numpyro:coal:trend"
+    assert ppl_label("numpyro", "models/coal.py:constant") == "numpyro:coal:constant"
+    assert ppl_label("stan", "coal.stan") == "stan:coal"

@@ -187,8 +187,10 @@ def program_flags() -> str:
 
 
 def ppl_label(flag: str, spec: str) -> str:
-    """The model's name in settings and default output paths, e.g. ``numpyro:regression``."""
-    return f"{flag}:{Path(spec.split(':')[0]).stem}"
+    """The model's name in settings and default output paths: the file's stem and, for a program that names an
+    object in its file, that object (two models of one file are told apart), e.g. ``numpyro:coal:trend``."""
+    path, _, attr = spec.partition(":")
+    return f"{flag}:{Path(path).stem}" + (f":{attr}" if attr else "")
 
 
 def load_ppl_model(flag: str, spec: str, *, data: Path | None, observed: str | None, simulator: str | None):

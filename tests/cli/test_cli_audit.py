@@ -5,6 +5,7 @@ import dataclasses
 import json
 import struct
 import textwrap
+import warnings
 import zlib
 
 import numpy as np
@@ -55,6 +56,9 @@ def test_quick_audit_writes_the_report(program, tmp_path):
                                                   "evidence"}
     assert doc["sampler"] == "NumPyro's NUTS"
     assert "audit verdict" in result.output
+    # The terminal says only what matters: no run-health warnings between the stage lines, no source lines.
+    assert "warning:" not in result.output and "the ± is not to be trusted" not in result.output, result.output
+    assert ".py:" not in result.output.replace(f"{program / 'tiny.py'}:tiny", ""), result.output
 
 
 def _png(width: int = 2, height: int = 1) -> bytes:
@@ -80,7 +84,14 @@ RECORDED = AuditResult(
 def test_options_reach_the_audit_and_the_report_is_written(tmp_path, monkeypatch):
     """The command is thin: its options become the audit's arguments, and the result becomes the files."""
     calls = []
-    monkeypatch.setattr(bdmc.auditing, "audit", lambda key, model, **kw: calls.append((model, kw)) or RECORDED)
+
+    def audit(key, model, **kw):
+        calls.append((model, kw))
+        # A check's inner estimate with an untrusted ± (the BDMC check at T = 10): not printed between stages.
+        warnings.warn("forward AIS T=10: the ± is not to be trusted", bdmc.UntrustedStderrWarning, stacklevel=2)
+        return RECORDED
+
+    monkeypatch.setattr(bdmc.auditing, "audit", audit)
     out = tmp_path / "report"
     result = runner.invoke(app, ["audit", "--model", "gaussian-mean", "--option", "n=3", "--option", "dim=1",
                                  "--sampler", "gibbs", "--quick", "--sbc-replications", "20", "--steps", "5,20",
@@ -100,6 +111,7 @@ def test_options_reach_the_audit_and_the_report_is_written(tmp_path, monkeypatch
     html = (out / "report.html").read_text()
     assert "data:image/png;base64," in html and "BUG ALARM" in html
     assert "audit verdict: fail" in " ".join(result.output.split())
+    assert "not to be trusted" not in result.output and "warning:" not in result.output, result.output
 
 
 def test_observed_without_a_program_is_refused(tmp_path):

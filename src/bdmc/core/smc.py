@@ -144,9 +144,10 @@ def sequential_monte_carlo(
         the data path, switching on as many cases at once as keep the step's increment variance near the
         target and splitting a case the particles disagree about into partial steps; the run follows that
         path frozen, so the bound keeps its guarantee, and costs O(N) likelihood terms per step over as many
-        steps as the posterior's concentration needs, not N (the step size stays the kernel's: the AIS
-        pilot's table, read at the share of data switched on, made the peer benchmark's regression and
-        correlated Gaussian less accurate, RMSE 0.79 and 0.94 against 0.58 and 0.50 at 64 particles). "auto"
+        steps as the posterior's concentration needs, not N; the same pilot steers the kernel's step size and
+        fits its preconditioner at each step, frozen in tables keyed by the share of data switched on
+        (:mod:`bdmc.core.smc_pilot`: on posteriordb's sblrc a fixed step size left SMC hundreds of nats
+        low). "auto"
         pilots models without a kernel of their own under the "prior" proposal (the paper's models, with their
         own kernels and predictive proposals, run the plain data path); the pilot's time and evaluations are
         included in the estimate's, and ``settings`` records its choice.

@@ -59,3 +59,25 @@ def test_logsumexp_agrees_with_scipys_on_every_kind_of_run(values):
         assert np.isnan(got)
     else:
         assert got == pytest.approx(want, rel=1e-13, abs=0.0) or got == want
+
+
+def test_an_untrusted_stderr_warning_points_at_the_callers_line(key):
+    """In Python a warning names the user's line, not bdmc's (stacklevel), for each estimator entry point."""
+    import warnings
+
+    import bdmc
+    from bdmc.models import LinearRegression
+
+    model = LinearRegression()
+    data, _ = bdmc.simulate(jax.random.key(0), model)
+    calls = {"forward_ais": lambda: bdmc.forward_ais(key, model, data, num_steps=3, num_runs=16, progress=False),
+             "smc": lambda: bdmc.smc(key, model, data, num_runs=16, progress=False),
+             "tempered_smc": lambda: bdmc.tempered_smc(key, model, data, num_steps=2, num_particles=2, num_runs=16,
+                                                       progress=False)}
+    for name, call in calls.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        untrusted = [w for w in caught if issubclass(w.category, bdmc.UntrustedStderrWarning)]
+        assert untrusted, name  # runs this short (one SMC move per case) carry their weight on a few runs
+        assert all(w.filename == __file__ for w in untrusted), (name, [(w.filename, w.lineno) for w in untrusted])

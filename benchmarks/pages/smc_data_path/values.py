@@ -54,12 +54,24 @@ def _table(cells) -> str:
 
 
 def _first_reached(cells, problem, estimator) -> str:
-    for (p, e, particles, moves, pilot), cell in cells.items():
-        if p == problem and e == estimator and pilot == "default" and _summary(cell)["reached"]:
-            s = _summary(cell)
-            return (f"{particles} particles x {moves} move{'s' if moves > 1 else ''} per step "
+    """The cheapest budget (particles x moves) whose runs meet the target, and any costlier one that missed it."""
+    mine = sorted(((particles * moves, particles, moves, cell) for (p, e, particles, moves, pilot), cell
+                   in cells.items() if p == problem and e == estimator and pilot == "default"), key=lambda c: c[:3])
+    for i, (_, particles, moves, cell) in enumerate(mine):
+        s = _summary(cell)
+        if s["reached"]:
+            text = (f"{particles} particles x {moves} move{'s' if moves > 1 else ''} per step "
                     f"(RMSE {s['rmse']:.3g} nats over {s['runs']} runs, {s['warm']:.3g} s a warm run)")
+            missed = [(pp, mm, _summary(c)) for _, pp, mm, c in mine[i + 1:] if not _summary(c)["reached"]]
+            if missed:
+                text += "; but " + ", ".join(f"{pp}x{mm} missed it (RMSE {t['rmse']:.3g})" for pp, mm, t in missed)
+                text += f": over {s['runs']} runs the RMSE itself is uncertain by about a quarter"
+            return text
     return "not reached at the budgets run"
+
+
+def _median_abs(cells, key):
+    return _summary(cells[key])["median_abs"] if key in cells else float("nan")
 
 
 def _cell(cells, key):
@@ -87,4 +99,8 @@ def values(folder: Path) -> dict:
         "shme_sblrc": _first_reached(cells, "sblrc", "shme"),
         "sblrc_before_median": before["median_abs"], "sblrc_after_median": after["median_abs"],
         "sblrc_before_worst": before["worst"], "sblrc_after_worst": after["worst"],
+        "shme_sblrc_1": _median_abs(cells, ("sblrc", "shme", 256, 1, "default")),
+        "shme_sblrc_5": _median_abs(cells, ("sblrc", "shme", 256, 5, "default")),
+        "shme_sblrc_1024x5": _median_abs(cells, ("sblrc", "shme", 1024, 5, "default")),
+        "shme_sblrc_20": _median_abs(cells, ("sblrc", "shme", 256, 20, "default")),
     }

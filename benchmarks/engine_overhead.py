@@ -5,6 +5,8 @@ interface, ``init_state`` / ``step``: the engine's own lean path), on ``bdmc.mod
 
 * hand     -- one ``jax.jit`` of a ``lax.scan`` over the T - 1 transitions, chains under ``vmap``: the weight
               increment from the cached likelihood terms, then one ``kernel.step``. Nothing else.
+* hand-run-options -- the same scan compiled with the XLA options the engine gives a run's steps
+              (``bdmc.caching.RUN_COMPILE``): the engine's overhead net of the compiler's settings.
 * anneal   -- ``bdmc.anneal`` on the same start, path and key (the engine: failure and divergence bookkeeping,
               ESS and acceptance records, chunked compiled calls, the finish program).
 * estimator -- ``bdmc.forward_ais(tune="off")`` (the engine plus the prior draws, the prior check at 1,024
@@ -18,7 +20,7 @@ too, in the order hand, anneal, estimator: the estimator's first call reuses the
 compiled, so only hand against anneal is like for like cold. The numbers agree: ``anneal``'s and the
 estimator's log-weights equal the hand scan's to 1e-9 (checked on every run of the script).
 
-    python benchmarks/engine_overhead.py                 # T = 1000, 16 and 256 chains, 7 repeats
+    python benchmarks/engine_overhead.py                 # T = 1000 (7 repeats) and T = 10 (41), 16 and 256 chains
     python benchmarks/engine_overhead.py --quick
 """
 
@@ -31,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import time
+import warnings
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -39,6 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import bdmc
+from bdmc.caching import compile_run
 from bdmc.core import schedules
 from bdmc.core.prior import prior_draws
 from bdmc.kernels import HMC
@@ -49,6 +53,8 @@ from harness.pages import write_folder  # noqa: E402
 from harness.store import append_row, write_text  # noqa: E402
 
 bdmc.enable_x64()
+# A T = 10 estimate's ± is untrusted on every call; the timing, not the warning, is measured here.
+warnings.filterwarnings("ignore", category=bdmc.UntrustedStderrWarning)
 OUT = Path(__file__).resolve().parent / "results" / "engine_overhead"
 
 
@@ -115,8 +121,12 @@ def measure(num_steps: int, chains: int, repeats: int, *, rows_path: Path | None
     lams = jnp.asarray(schedules.linear(num_steps))
     latents, key_run = prior_draws(jax.random.key(1), model, chains)
     hand = hand_scan(kernel, model)
+    # The same scan compiled with the options the engine compiles a run's steps with (bdmc.caching.RUN_COMPILE):
+    # the engine's overhead net of the compiler's settings.
+    hand_run = compile_run(hand.lower(key_run, latents, data, lams))
     contenders = {
         "hand": lambda: hand(key_run, latents, data, lams)[0],
+        "hand-run-options": lambda: hand_run(key_run, latents, data, lams)[0],
         "anneal": lambda: bdmc.anneal(key_run, model, data, kernel, np.asarray(lams), latents,
                                       progress=False).log_weights,
         # Apportioning: the engine in one chunk (no chunking), and without its failure recording.
@@ -161,6 +171,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--chains", default="16,256")
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--short-steps", type=int, default=10, help="T of the short runs (a call's fixed cost)")
+    parser.add_argument("--short-repeats", type=int, default=41)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = parser.parse_args()
@@ -184,6 +196,16 @@ def main() -> None:
                   f"cold {s['cold_s']:.2f} s", flush=True)
     if not args.quick:
         write_text(OUT / "summary.json", json.dumps(all_summary, indent=1) + "\n")
+        # Short runs, where a call's fixed cost (dispatches, checks, the Estimate) is most of its time.
+        short_path, short_summary = OUT / "short_rows.jsonl", []
+        write_text(short_path, "")
+        for chains in map(int, args.chains.split(",")):
+            _, summary = measure(args.short_steps, chains, args.short_repeats, rows_path=short_path)
+            short_summary += summary
+            for s in summary:
+                print(f"T={s['num_steps']} chains={s['chains']:4d} {s['contender']:9s} warm "
+                      f"{1e3 * s['warm_median_s']:.3f} ms ({s['warm_ratio_to_hand']:.3f}x hand)", flush=True)
+        write_text(OUT / "short_summary.json", json.dumps(short_summary, indent=1) + "\n")
     write_folder("engine_overhead")
 
 

@@ -5,8 +5,11 @@ import json
 import statistics
 from pathlib import Path
 
-CONTENDERS = {"hand": "hand", "anneal": "anneal", "chunk": "anneal-1chunk", "unrec": "anneal-unrecorded",
-              "est": "estimator"}
+CONTENDERS = {"hand": "hand", "handopt": "hand-run-options", "anneal": "anneal", "chunk": "anneal-1chunk",
+              "unrec": "anneal-unrecorded", "est": "estimator"}
+LABELS = {"hand": "hand scan", "hand-run-options": "hand scan, the engine's compile options",
+          "anneal": "`bdmc.anneal`", "anneal-1chunk": "`anneal`, one chunk",
+          "anneal-unrecorded": "`anneal`, no failure recording", "estimator": "`bdmc.forward_ais`"}
 
 
 def _rows(folder: Path):
@@ -87,8 +90,92 @@ def us_per_step_16(folder):
     return 1e6 * (warm(folder, 16, "anneal") - warm(folder, 16, "hand")) / (_num_steps(folder) - 1)
 
 
+def _short(folder: Path):
+    return [json.loads(line) for line in (folder / "short_rows.jsonl").read_text().splitlines() if line.strip()]
+
+
+def _short_warm(folder, chains, contender):
+    return statistics.median(r["seconds"] for r in _short(folder) if r["chains"] == chains
+                             and r["contender"] == contender)
+
+
+def short_table(folder):
+    """The short runs: each contender's median warm milliseconds and its excess over the two hand scans."""
+    lines = ["| chains | contender | warm median (ms) | over the hand scan (ms) | over the hand scan with the engine's "
+             "options (ms) |", "|---|---|---|---|---|"]
+    for chains in sorted({r["chains"] for r in _short(folder)}):
+        hand, handopt = _short_warm(folder, chains, "hand"), _short_warm(folder, chains, "hand-run-options")
+        for contender in CONTENDERS.values():
+            w = _short_warm(folder, chains, contender)
+            lines.append(f"| {chains} | {LABELS[contender]} | {1e3 * w:.3f} | {1e3 * (w - hand):+.3f} | "
+                         f"{1e3 * (w - handopt):+.3f} |")
+    return "\n".join(lines)
+
+
+def short_steps(folder):
+    (steps,) = {r["num_steps"] for r in _short(folder)}
+    return steps
+
+
+def short_repeats(folder):
+    return max(r["repeat"] for r in _short(folder)) + 1
+
+
+def _excess_ms(folder, chains, contender, base):
+    return 1e3 * (warm(folder, chains, contender) - warm(folder, chains, base))
+
+
+def est_over_hand_16(folder):
+    return _excess_ms(folder, 16, "estimator", "hand")
+
+
+def est_over_hand_256(folder):
+    return _excess_ms(folder, 256, "estimator", "hand")
+
+
+def est_over_handopt_16(folder):
+    return _excess_ms(folder, 16, "estimator", "hand-run-options")
+
+
+def est_over_handopt_256(folder):
+    return _excess_ms(folder, 256, "estimator", "hand-run-options")
+
+
+def short_est_over_hand_16(folder):
+    return 1e3 * (_short_warm(folder, 16, "estimator") - _short_warm(folder, 16, "hand"))
+
+
+def short_est_over_hand_256(folder):
+    return 1e3 * (_short_warm(folder, 256, "estimator") - _short_warm(folder, 256, "hand"))
+
+
+def short_anneal_over_hand_16(folder):
+    return 1e3 * (_short_warm(folder, 16, "anneal") - _short_warm(folder, 16, "hand"))
+
+
+def commit(folder):
+    (c,) = {r["commit"] for r in _rows(folder) + _short(folder)}
+    return c
+
+
+def first_time(folder):
+    return min(r["time"] for r in _rows(folder) + _short(folder))
+
+
+def last_time(folder):
+    return max(r["time"] for r in _rows(folder) + _short(folder))
+
+
+def load_range(folder):
+    loads = [r["load"] for r in _rows(folder) + _short(folder)]
+    return f"{min(loads):.1f} to {max(loads):.1f}"
+
+
 QUOTES = tuple(_made) + ("repeats", "over_256", "over_16", "recording_points", "chunking_points",
-                         "us_per_step_16")
+                         "us_per_step_16", "short_table", "short_steps", "short_repeats", "est_over_hand_16",
+                         "est_over_hand_256", "est_over_handopt_16", "est_over_handopt_256", "short_est_over_hand_16",
+                         "short_est_over_hand_256", "short_anneal_over_hand_16", "commit", "first_time", "last_time",
+                         "load_range")
 
 
 def values(folder: Path) -> dict:

@@ -162,7 +162,7 @@ def measure(num_steps: int, chains: int, repeats: int, *, rows_path: Path | None
         med = statistics.median(warm[name])
         summary.append({"num_steps": num_steps, "chains": chains, "contender": name, "warm_median_s": med,
                         "warm_ratio_to_hand": med / base, "cold_s": cold[name],
-                        "us_per_chain_step": 1e6 * med / (chains * (num_steps - 1))})
+                        "us_per_chain_step": 1e6 * med / (chains * (num_steps - 1)), "commit": commit})
     return rows, summary
 
 

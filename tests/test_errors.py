@@ -91,7 +91,7 @@ def test_nan_log_weight_names_step_lambda_and_chain(key):
 
 
 def test_missing_extra_names_the_extra():
-    with pytest.raises(MissingExtraError, match=r"pip install 'bdmc\[numpyro\]'"):
+    with pytest.raises(MissingExtraError, match=r"pip install 'numpyro>=0\.15' \(or pip install -e '\.\[numpyro\]'"):
         require("surely_not_an_installed_module", extra="numpyro")
 
 

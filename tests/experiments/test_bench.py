@@ -205,7 +205,8 @@ def test_dask_gives_the_in_process_numbers(sweep):
 
 def test_missing_dask_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "dask.distributed", None)
-    with pytest.raises(bdmc.MissingExtraError, match=r"bdmc\[distributed\]"):
+    with pytest.raises(bdmc.MissingExtraError,
+                       match=r"pip install 'dask\[distributed\]>=2024\.1' \(or pip install -e '\.\[distributed\]'"):
         bench.connect("local")
 
 

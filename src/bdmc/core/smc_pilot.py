@@ -138,6 +138,8 @@ class RefinedPath:
     kernel: object = None
     acceptance: np.ndarray | None = None
     stopped: bool = False
+    step_sizes: StepSizeTable | None = None
+    preconditioner: GaussianTable | None = None
 
     def settings(self) -> dict:
         """What a result's ``settings`` records of the refinement."""
@@ -150,17 +152,10 @@ class RefinedPath:
                 "data_pilot_particles": int(self.pilot.num_particles),
                 "data_pilot_target_variance": float(self.pilot.target_variance),
                 "data_pilot_seconds": self.seconds, "data_pilot_evals": int(self.n_evals),
-                "step_sizes": repr(_field(self.kernel, "step_size")),
-                "preconditioner": repr(_field(self.kernel, "inverse_mass")),
+                "step_sizes": repr(self.step_sizes), "preconditioner": repr(self.preconditioner),
                 "data_pilot_acceptance": (float(np.mean(self.acceptance)) if self.acceptance is not None
                                           and self.acceptance.size else None)}
 
-
-def _field(kernel, name):
-    """A tuned field of the run's kernel (through a repeat), or None."""
-    inner = getattr(kernel, "kernel", kernel)
-    value = getattr(inner, name, None)
-    return value if isinstance(value, (StepSizeTable, GaussianTable)) else None
 
 
 def next_row(terms, lam, remaining, *, target_variance: float, max_substeps: int) -> tuple[np.ndarray, float]:
@@ -289,11 +284,13 @@ def refine_data_path(key, model, data, kernel, *, num_cases: int, order=None,
     substeps = np.count_nonzero(np.diff(path, axis=0), axis=0)
     rounds = t + (int(pilot.warmup) if steer else 0)
     n_evals = pilot.num_particles * (1 + rounds * (1 + evals_per_step(moved_kernel)))
-    tuned = _tuned_kernel(kernel, path, sizes, means, covariances, steer=steer, kind=kind)
+    tables = _tables(path, sizes, means, covariances, steer=steer, kind=kind)
+    tuned = dataclasses.replace(kernel, **tables, **(jitter_of(kernel) if "inverse_mass" in tables else {})) \
+        if tables else kernel
     tuned = tuned if moves == 1 else repeat(tuned, int(moves))
     seconds = time.perf_counter() - began + compile_seconds
     return RefinedPath(substeps, path, variances, seconds, compile_seconds, n_evals, True, pilot, tuned,
-                       np.asarray(acceptance), stopped)
+                       np.asarray(acceptance), stopped, tables.get("step_size"), tables.get("inverse_mass"))
 
 
 _WARMUP_OFFSET = 1 << 30  # the warm-up's keys, apart from the path steps' fold_in(key_run, t)
@@ -314,26 +311,24 @@ def _moments(flats, kind: str, pilot: DataPathPilot):
     return chain_moments(flats, kind == "dense", int(pilot.num_particles))
 
 
-def _tuned_kernel(kernel, path, sizes, means, covariances, *, steer: bool, kind: str):
-    """The run's kernel: the pilot's step sizes and moments, frozen in tables keyed by the share of data on.
+def _tables(path, sizes, means, covariances, *, steer: bool, kind: str) -> dict:
+    """The run kernel's new fields: the pilot's step sizes and moments, frozen in tables keyed by the share of
+    data switched on (none for what the pilot did not tune).
 
     The tables are padded to a power of two of entries, so data sets whose pilots chose paths of similar length
     share one compiled run."""
-    if not steer and kind == "identity":
-        return kernel
     shares = np.mean(path, axis=1)  # rises strictly: every step raises some case's weight
     length = 1 << int(np.ceil(np.log2(len(shares))))
-    changes = {}
+    tables = {}
     if steer:
         table = smoothed_table(shares, sizes)
         lams, smoothed = padded(table.lams, table.sizes, length=length)
-        changes["step_size"] = StepSizeTable(tuple(map(float, lams)), tuple(map(float, smoothed)))
+        tables["step_size"] = StepSizeTable(tuple(map(float, lams)), tuple(map(float, smoothed)))
     if kind != "identity":
         lams, m, c = padded(shares, np.stack([np.asarray(x) for x in means]),
                             np.stack([np.asarray(x) for x in covariances]), length=length)
-        changes["inverse_mass"] = table_from_moments(lams, m, c)
-        changes.update(jitter_of(kernel))
-    return dataclasses.replace(kernel, **changes)
+        tables["inverse_mass"] = table_from_moments(lams, m, c)
+    return tables
 
 
 def _programs(model, kernel, data, latents, *, moves: int, steer: bool, kind: str):

@@ -344,8 +344,8 @@ def headline(settings, missing) -> str:
 
 
 def summary_table(summary, problem) -> list[str]:
-    head = ["tool", "budget", "knob", "runs", "RMSE", "bias", "sd", "warm s/run", "of it bdmc's pilot", "cold s",
-            "evals/run", "load"]
+    head = ["tool", "budget", "knob", "runs", "RMSE", "bias", "sd", "warm s/run", "of it bdmc's pilot (0: reused)",
+            "cold s", "evals/run", "load"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for s in (s for s in summary if s["problem"] == problem):
         lines.append("| " + " | ".join([s["tool"], s["budget"], s["knob"], str(s["n"]), fmt(s["rmse"]),
@@ -432,7 +432,8 @@ def markdown_page(summary, truths, settings, machine, diagnosis_rows, missing, c
         for threshold, b in zip(THRESHOLDS, best, strict=False):
             if b["ratio"] is not None:
                 lines.append(f"Warm, to < {threshold:g} nat: bdmc's best ({b['bdmc']['tool']} {b['bdmc']['budget']}, "
-                             f"{fmt(b['bdmc']['warm_s'])} s, its pilot included) / the best peer's "
+                             f"{fmt(b['bdmc']['warm_s'])} s, the pilot of the cell's first call reused) / the best "
+                             f"peer's "
                              f"({b['peer']['tool']} {b['peer']['budget']}, {fmt(b['peer']['warm_s'])} s) = "
                              f"**{fmt(b['ratio'])}x**.")
             else:

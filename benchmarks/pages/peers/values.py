@@ -64,6 +64,51 @@ def _best(path, problem, threshold, bdmc):
     return min(hits, key=lambda h: h["warm"], default=None)
 
 
+def _pilot_run(path, problem, tool, budget):
+    """The pilot's run seconds (compilation excluded) in the cell's first call: what a warm call that pilots
+    anew would add (warm calls reuse that pilot; data-path SMC's pilot is never reused, so it is in its time)."""
+    first = [r for r in _jsonl(path) if (r["problem"], r["tool"], r["budget"]) == (problem, tool, budget)
+             and r["kind"] == "cold" and isinstance(r.get("settings"), dict)]
+    settings = first[0]["settings"] if first else {}
+    if tool == "bdmc-smc" or settings.get("pilot_seconds") is None:
+        return 0.0
+    return max(settings["pilot_seconds"] - (settings.get("pilot_compile_seconds") or 0.0), 0.0)
+
+
+def _pilot_inside_ratio(path, problem, threshold):
+    """bdmc's best warm time with a new pilot every call over the best peer's warm time (None if either
+    reached nothing)."""
+    peer = _best(path, problem, threshold, False)
+    mine = [h["warm"] + _pilot_run(path, problem, h["tool"], h["budget"])
+            for h in (_reach(path, problem, t, threshold) for t in _tools(path, problem, True)) if h]
+    return min(mine) / peer["warm"] if mine and peer else None
+
+
+def pilot_inside_row(folder):
+    """The targets table's row of warm ratios with a new pilot in every call."""
+    path, cells, met, counted = folder / "peers.jsonl", [], 0, 0
+    for problem in PROBLEMS:
+        parts = []
+        for threshold in (1.0, 0.1):
+            r = _pilot_inside_ratio(path, problem, threshold)
+            parts.append("-" if r is None else f"{r:.2f}x")
+            counted += r is not None
+            met += r is not None and r <= 1.0
+        cells.append("; ".join(parts))
+    return ("| warm with a new pilot in every call (< 1 nat; < 0.1 nat), <= 1.0 | " + " | ".join(cells)
+            + f" | on {met} of {counted} |")
+
+
+def cc1_lo(folder):
+    """The least cold (caches warm) ratio to 1 nat over the problems."""
+    return min(v for v in (globals()[f"cc1_{p}"](folder) for p in PROBLEMS) if v is not None)
+
+
+def cc1_hi(folder):
+    """... and the most."""
+    return max(v for v in (globals()[f"cc1_{p}"](folder) for p in PROBLEMS) if v is not None)
+
+
 def _warm_ratio(path, problem, threshold):
     mine, peer = _best(path, problem, threshold, True), _best(path, problem, threshold, False)
     return mine["warm"] / peer["warm"] if mine and peer else None
@@ -164,31 +209,32 @@ def _cell(folder, problem, tool, budget):
     return _summary(folder / "peers.jsonl")[(problem, tool, budget)]
 
 
-def narrow_ais_T(folder):
-    """T of the AIS budget that is bdmc's best to 1 nat on the narrow problem."""
-    best = _best(folder / "peers.jsonl", "narrow", 1.0, True)
-    assert best["tool"] == "bdmc-ais"
-    return float(best["budget"])
+def _narrow_best(folder):
+    return _best(folder / "peers.jsonl", "narrow", 1.0, True)
 
 
-def narrow_ais_s(folder):
-    """Its warm seconds a run."""
-    return _best(folder / "peers.jsonl", "narrow", 1.0, True)["warm"]
+def narrow_best_label(folder):
+    """bdmc's best method and budget to 1 nat on the narrow problem."""
+    best = _narrow_best(folder)
+    return f"{best['tool']} {best['budget']}"
 
 
-def narrow_ais_ms(folder):
-    """The same in ms."""
-    return 1000 * narrow_ais_s(folder)
+def narrow_best_ms(folder):
+    """Its warm ms a run."""
+    return 1000 * _narrow_best(folder)["warm"]
 
 
-def narrow_ais_pilot_ms(folder):
-    """Of it, bdmc's pilot (ms)."""
-    return 1000 * _best(folder / "peers.jsonl", "narrow", 1.0, True)["pilot"]
 
+def best_methods(folder):
+    """bdmc's fastest method warm to each threshold on each problem, as a sentence."""
+    parts = []
+    for threshold in (1.0, 0.1):
+        for problem in PROBLEMS:
+            best = _best(folder / "peers.jsonl", problem, threshold, True)
+            if best is not None:
+                parts.append(f"{problem} < {threshold:g} nat: {best['tool']} {best['budget']}")
+    return "; ".join(parts)
 
-def narrow_tsmc_s(folder):
-    """Warm seconds of tempered SMC's first budget under 1 nat on the narrow problem."""
-    return _reach(folder / "peers.jsonl", "narrow", "bdmc-tsmc", 1.0)["warm"]
 
 
 def schools_peer_ms(folder):
@@ -201,24 +247,12 @@ def schools_bdmc_ms(folder):
     return 1000 * _best(folder / "peers.jsonl", "schools", 1.0, True)["warm"]
 
 
-def schools_pilot_ms(folder):
-    """Of it, the pilot (ms)."""
-    return 1000 * _best(folder / "peers.jsonl", "schools", 1.0, True)["pilot"]
-
-
-def schools_pilot_pct(folder):
-    """The pilot's share of that call, percent."""
-    return 100 * schools_pilot_ms(folder) / schools_bdmc_ms(folder)
 
 
 def correlated_bdmc_ms(folder):
     """Correlated Gaussian: bdmc's best warm ms to 1 nat."""
     return 1000 * _best(folder / "peers.jsonl", "correlated", 1.0, True)["warm"]
 
-
-def correlated_pilot_ms(folder):
-    """Of it, the pilot (ms)."""
-    return 1000 * _best(folder / "peers.jsonl", "correlated", 1.0, True)["pilot"]
 
 
 def narrow_big_rmse(folder):
@@ -241,18 +275,61 @@ def pima_smc_pilot_s(folder):
     return _cell(folder, "pima", "bdmc-smc", "64x1")["pilot"]
 
 
-def _narrow_smc_errors(folder):
-    return [r["error"] for r in _jsonl(folder / "peers.jsonl") if r["problem"] == "narrow" and r["tool"] == "bdmc-smc"]
+def _smc_errors(folder, problem, budget):
+    return [r["error"] for r in _jsonl(folder / "peers.jsonl")
+            if r["problem"] == problem and r["tool"] == "bdmc-smc" and r["budget"] == budget]
 
 
-def narrow_smc_err_small(folder):
-    """Data-path SMC on the narrow problem: its error closest to zero, in millions of nats."""
-    return max(_narrow_smc_errors(folder)) / 1e6
+def narrow_smc64_worst(folder):
+    """Data-path SMC on the narrow problem at 64 particles: its error furthest from zero."""
+    return min(_smc_errors(folder, "narrow", "64x1"), key=lambda e: -abs(e))
 
 
-def narrow_smc_err_large(folder):
-    """Its error furthest from zero, in millions of nats."""
-    return min(_narrow_smc_errors(folder)) / 1e6
+def narrow_smc64_best(folder):
+    """... and closest to zero."""
+    return min(_smc_errors(folder, "narrow", "64x1"), key=abs)
+
+
+def narrow_smc256_worst_abs(folder):
+    """At 256 particles: its largest absolute error."""
+    return max(abs(e) for e in _smc_errors(folder, "narrow", "256x1"))
+
+
+def commits(folder):
+    """The commits of the warm and cold rows."""
+    return ", ".join(sorted({r["commit"] for r in _jsonl(folder / "peers.jsonl") + _jsonl(folder / "cold.jsonl")}))
+
+
+def all_clean(folder):
+    """Whether every row says its tree was clean."""
+    rows = _jsonl(folder / "peers.jsonl") + _jsonl(folder / "cold.jsonl")
+    return "yes" if all(r["clean_tree"] for r in rows) else "no (some rows)"
+
+
+def _times(path):
+    from datetime import UTC, datetime
+
+    ts = []
+    for r in _jsonl(path):
+        t = r["time"]
+        ts.append(datetime.fromtimestamp(t, UTC) if isinstance(t, (int, float)) else datetime.fromisoformat(t))
+    return min(ts).strftime("%Y-%m-%d %H:%M"), max(ts).strftime("%H:%M")
+
+
+def warm_from(folder):
+    return _times(folder / "peers.jsonl")[0]
+
+
+def warm_to(folder):
+    return _times(folder / "peers.jsonl")[1]
+
+
+def cold_from(folder):
+    return _times(folder / "cold.jsonl")[0]
+
+
+def cold_to(folder):
+    return _times(folder / "cold.jsonl")[1]
 
 
 def _pymc_01(problem):

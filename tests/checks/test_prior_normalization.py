@@ -89,3 +89,25 @@ def test_a_builtin_model_with_a_constrained_latent_is_normalized():
                             num_runs=16)
     assert r.verdict == NORMALIZED, r.summary()
     assert np.isfinite(r.certified_low) and np.isfinite(r.certified_high)
+
+
+def test_a_nan_in_a_prior_site_is_named_as_the_programs_prior_not_a_likelihood_case():
+    """The path's one "likelihood" term is the program's prior density: a NaN there names the program's prior
+    site, not ``log_likelihood case 0`` (the old wording)."""
+    pytest.importorskip("numpyro")
+    import numpyro
+    import numpyro.distributions as dist
+
+    from bdmc.checks.prior_normalization import whitened_path
+    from bdmc.contracts.nonfinite import describe_nonfinite
+
+    def program(y=None):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 1.0))
+        numpyro.sample("scale", dist.Normal(jnp.where(mu > 0, jnp.nan, 0.0), 1.0))  # NaN for mu > 0
+        numpyro.sample("y", dist.Normal(mu, 1.0), obs=y)
+
+    model = bdmc.ppl.from_numpyro(program, observed="y")
+    path = whitened_path(model, 2, 5.0)
+    reference = {"mean": jnp.array([1.0, 0.0]), "scale_tril": jnp.eye(2)}  # mu = 1 at z = 0: the NaN branch
+    term, case, _ = describe_nonfinite(path, jnp.zeros(2), reference, 1.0)
+    assert "the program's log_prior" in term and "'scale'" in term and "log_likelihood" not in term, term

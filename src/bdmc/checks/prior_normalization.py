@@ -36,6 +36,7 @@ from jax.scipy.special import gammaln
 from scipy import stats
 
 from ..caching import CompiledCache
+from ..contracts.capabilities import NamesTerms, supports
 from ..contracts.estimate import log_harmonic_mean, log_mean_exp
 from ..core.ais import forward_ais, reverse_ais
 from ..core.pilot import tune
@@ -96,6 +97,16 @@ class WhitenedPriorPath:
         x = data["mean"] + tril @ z
         return jnp.atleast_1d(self.model.log_prior(self._unravel(x)) + jnp.sum(jnp.log(jnp.diag(tril)))
                               - self.log_prior(z))
+
+    def describe_nonfinite_term(self, z, data, term: str, case: int | None) -> str:
+        """Name a NaN or +inf term as the program's: the path's one "likelihood" term is the program's prior
+        density (a NaN in a prior site must not read as ``log_likelihood case 0``), its "prior" the reference."""
+        if term != "log_likelihood":
+            return f"{term} of the Student-t reference"
+        x = self._unravel(data["mean"] + data["scale_tril"] @ z)
+        inner = (self.model.describe_nonfinite_term(x, None, "log_prior", None) if supports(self.model, NamesTerms)
+                 else "log_prior")
+        return f"the program's {inner}, at the reference's point m + L z"
 
     def __repr__(self):
         return f"WhitenedPriorPath({self.model!r}, Student-t df={self.df:g} on {self.dim} coordinates)"

@@ -238,13 +238,12 @@ def refine_data_path(key, model, data, kernel, *, num_cases: int, order=None,
                                                      kind=kind)
     began = time.perf_counter()
     log_step = _initial_log_step(kernel) if steer else 0.0
-    mass = _moments(flats, kind, pilot) if kind != "identity" else (jnp.zeros(1), jnp.zeros(1))
+    mass = chain_moments(flats, kind == "dense", int(pilot.num_particles)) if kind != "identity" else (None, None)
     lam = np.zeros(num_cases)
     terms = np.asarray(terms_of(latents, data))
     for w in range(int(pilot.warmup) if steer else 0):  # rounds at the prior steer the first step size
         latents, terms, accepted, _ = advance(jax.random.fold_in(key_run, _WARMUP_OFFSET + w), latents,
-                                              jnp.zeros(pilot.num_particles), data, jnp.asarray(lam),
-                                              log_step, mass[1])
+                                              jnp.zeros(pilot.num_particles), data, jnp.asarray(lam), log_step)
         log_step = _steered(log_step, accepted, pilot)
     terms = np.asarray(terms)
     rows, variances = [lam], np.full(num_cases, np.nan)
@@ -268,8 +267,7 @@ def refine_data_path(key, model, data, kernel, *, num_cases: int, order=None,
                                time.perf_counter() - began + compile_seconds, compile_seconds, 0, False, pilot,
                                moved_kernel)
         latents, terms, accepted, mass = advance(jax.random.fold_in(key_run, t), latents,
-                                                 jnp.asarray(increments), data, jnp.asarray(row), log_step,
-                                                 mass[1])
+                                                 jnp.asarray(increments), data, jnp.asarray(row), log_step)
         sizes.append(math.exp(log_step))
         means.append(mass[0])
         covariances.append(mass[1])
@@ -307,10 +305,6 @@ def _steered(log_step: float, accepted, pilot: DataPathPilot) -> float:
     return log_step + ((accepted if math.isfinite(accepted) else 0.0) - float(pilot.target_acceptance))
 
 
-def _moments(flats, kind: str, pilot: DataPathPilot):
-    return chain_moments(flats, kind == "dense", int(pilot.num_particles))
-
-
 def _tables(path, sizes, means, covariances, *, steer: bool, kind: str) -> dict:
     """The run kernel's new fields: the pilot's step sizes and moments, frozen in tables keyed by the share of
     data switched on (none for what the pilot did not tune).
@@ -346,32 +340,26 @@ def _programs(model, kernel, data, latents, *, moves: int, steer: bool, kind: st
         def terms_of(latents, data):
             return jax.vmap(model.log_likelihood, in_axes=(0, None))(latents, data)
 
-        def advance(key, latents, increments, data, lam, log_step, inverse_mass):
+        def advance(key, latents, increments, data, lam, log_step):
             k_resample, k_move = jax.random.split(key)
             pick = jax.random.categorical(k_resample, increments, shape=(count,))
             latents = jax.tree.map(lambda a: a[pick], latents)
-            flats = jax.vmap(lambda x: ravel_pytree(x)[0])(latents)
-            if kind != "identity":
-                mean, inverse_mass = chain_moments(flats, kind == "dense", count)
-            else:
-                mean = jnp.zeros(1)
-            k = kernel
+            k, moments = kernel, (None, None)
             if steer:
                 k = dataclasses.replace(k, step_size=jnp.exp(log_step))
-            if kind != "identity":
-                k = dataclasses.replace(k, inverse_mass=inverse_mass, **jitter_of(kernel))
+            if kind != "identity":  # the resampled particles' moments: this step's preconditioner
+                moments = chain_moments(jax.vmap(lambda x: ravel_pytree(x)[0])(latents), kind == "dense", count)
+                k = dataclasses.replace(k, inverse_mass=moments[1], **jitter_of(kernel))
             k = k if moves == 1 else repeat(k, moves)
             moved, info = jax.vmap(k, in_axes=(0, 0, None, None))(jax.random.split(k_move, count), latents,
                                                                  data, lam)
             accepted = jnp.mean(jnp.where(jnp.isfinite(info.acceptance), info.acceptance, 0.0))
-            return moved, terms_of(moved, data), accepted, (mean, inverse_mass)
+            return moved, terms_of(moved, data), accepted, moments
 
         lam = jnp.zeros(jax.eval_shape(terms_of, latents, data).shape[1])
-        dim = jax.eval_shape(lambda x: ravel_pytree(x)[0], jax.tree.map(lambda a: a[0], latents)).shape[0]
-        mass = jnp.zeros((dim, dim) if kind == "dense" else (dim,) if kind == "diagonal" else (1,))
         programs = (jax.jit(terms_of).lower(latents, data).compile(),
                     jax.jit(advance).lower(jax.random.key(0), latents, jnp.zeros(count), data, lam,
-                                           jnp.zeros(()), mass).compile())
+                                           jnp.zeros(())).compile())
         return programs, time.perf_counter() - began
 
     (programs, seconds), built = _PROGRAMS.get_or_build(signature, build)

@@ -18,12 +18,12 @@ as the run will, and goes on. The run follows the rows the pilot chose, frozen, 
 guarantee (the path depends on the pilot, never on the run's own particles). A run then costs
 ``O(N x steps)`` evaluations, with as many steps as the posterior's concentration needs, not ``N``.
 
-The same walk tunes the kernel as the particles concentrate. A fixed step size that suits the prior is
-hundreds of times too large for a posterior of many cases: on posteriordb's sblrc (100 cases) HMC's acceptance
-fell to 2% by the last steps and the estimate sat 340 nats low. For a kernel with a step size and an inverse
-mass (HMC, MALA, NUTS), the pilot moves its particles at step t with the mean and covariance of its particles
-before that step (weighted by the step's increments: an importance estimate of the moments at the step's
-row) as the inverse mass, and with a step size that a Robbins-Monro rule steers toward ``target_acceptance``
+The same walk tunes the kernel as the particles concentrate. A fixed step size that suits the prior is far too
+large for a posterior of many cases: on posteriordb's sblrc (100 cases) single runs with the kernel untuned were
+a median of thousands of nats off (``benchmarks/results/smc_data_path/``, the "previous" rows). For a kernel with
+a step size and an inverse mass (HMC, MALA, NUTS), the pilot moves its particles at step t with the mean and
+covariance of its particles resampled by that step's increments (the moments at the step's row) as the inverse
+mass, and with a step size that a Robbins-Monro rule steers toward ``target_acceptance``
 (after ``warmup`` rounds at the prior). The run reads both, frozen, from tables keyed by the share of data
 switched on (the mean of the path's row, which rises strictly along the path), so its kernel at each step is
 fixed before it starts and the bounds keep their guarantee.

@@ -202,3 +202,13 @@ def test_auto_runs_ais_on_a_model_with_its_own_kernel_and_tempered_smc_on_any_ot
     assert result.method == "tempered-smc" and set(result.table.method) == {"tempered-smc"}
     t = result.table.set_index("direction")
     assert t.loc["forward", "certified_b3"] <= exact <= t.loc["reverse", "certified_b3"]
+
+
+def test_the_default_rests_its_plus_minus_on_as_many_runs_as_forward_ais():
+    """The ± is the spread of the runs; tempered SMC's default once gave it 4 numbers (3 degrees of freedom)
+    where every other estimator of a pair gives it 16."""
+    import inspect
+
+    defaults = {fn.__name__: inspect.signature(fn).parameters["num_runs"].default
+                for fn in (bdmc.tempered_smc, bdmc.reverse_tempered_smc, bdmc.forward_ais, bdmc.reverse_ais)}
+    assert set(defaults.values()) == {16}, defaults

@@ -53,7 +53,7 @@ def tempered_sequential_monte_carlo(
     exact_latent=None,
     num_steps: int = 100,
     num_particles: int | str = "auto",
-    num_runs: int = 4,
+    num_runs: int = 16,
     num_moves: int | str = "auto",
     kernel: Any = None,
     schedule="auto",
@@ -84,7 +84,8 @@ def tempered_sequential_monte_carlo(
     num_particles : int or "auto"
         Particles per run ("auto": :data:`PARTICLES`).
     num_runs : int
-        Independent runs, each one estimate of ``log p(y)``.
+        Independent runs, each one estimate of ``log p(y)``; the ± is their spread, so the default (16, as for
+        forward AIS) gives it 15 degrees of freedom.
     num_moves : int or "auto"
         Kernel transitions per particle at each temperature. "auto": the pilot's choice
         (:meth:`bdmc.core.pilot.Tuned.moves_for`: enough moves that a particle keeps at most 0.2 of its
@@ -146,7 +147,7 @@ def tempered_sequential_monte_carlo(
 
 FORWARD_DOC = """Tempered SMC from prior draws: an unbiased estimate of ``p(y)``, a stochastic lower bound on its log.
 
-    ``tempered_smc(key, model, data, *, num_steps=100, num_particles="auto", num_runs=4, num_moves="auto",
+    ``tempered_smc(key, model, data, *, num_steps=100, num_particles="auto", num_runs=16, num_moves="auto",
     kernel=None, schedule="auto", tune="auto", resampling="systematic", ess_threshold=0.5, progress="auto")``:
     the parameters are those of :func:`tempered_sequential_monte_carlo` (``exact_latent`` is accepted and not
     used); runs combine by log-mean-exp.

@@ -15,7 +15,7 @@ from bdmc.models import GaussianMean
 def test_each_check_has_its_own_fixed_stream():
     """The numbers every stored audit was run with: changing one changes that check's results."""
     assert AUDIT_STREAMS == {"simulator": 1, "sbc": 2, "geweke": 3, "bdmc": 4, "real_data": 5, "evidence_draws": 6,
-                             "evidence": 7, "prior": 8, "evidence_data": 9, "sampler": 100}
+                             "evidence": 7, "prior": 8, "evidence_data": 9, "sampler": 100, "labels": 101}
     key = jax.random.key(7)
     keys = AuditKeys.of(key)
     assert keys._fields == tuple(AUDIT_STREAMS)

@@ -8,6 +8,7 @@ the unconstrained space) add an upper bound (valid in expectation for exact post
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -16,6 +17,8 @@ import numpy as np
 import pandas as pd
 
 from ..bracketing import bracket_model, posterior_draws_flat
+from ..bracketing.model_draws import label_symmetric_bounds
+from ..checks.labels import Exchangeable, permutations, relabel_latent
 from ..checks.sandwich import exact_log_marginal_or_none
 from ..checks.sbc import chain_diagnostics
 from ..core.ais import forward_ais
@@ -37,6 +40,22 @@ REMEDY = (
     "A low or noisy bound: run longer chains (more intermediate distributions) or more of them. An AIS lower "
     "bound above the bracketing upper bound means the posterior draws miss part of the posterior (the upper "
     "bound needs exact draws): check the sampler's convergence (SBC) before using them.")
+
+
+def _symmetric(key, model, data, draws, br, spec: Exchangeable, num_draws: int) -> dict:
+    """The label-symmetrized bracketing, or a ``note`` saying why the plain bounds stand alone."""
+    try:
+        sym = label_symmetric_bounds(jax.random.fold_in(key, 1), model, data, draws, br.q_upper,
+                                     relabel=functools.partial(relabel_latent, model, spec),
+                                     permutations=permutations(spec.num_components), num_draws=num_draws)
+    except TypeError:  # a program whose constrain leaves JAX (Stan's): the relabelling cannot be compiled
+        return {"note": f"not symmetrized over the labellings of {spec.describe()}: this program's values are "
+                        "mapped on the host; from draws that keep one labelling the bounds may sit up to "
+                        f"log {spec.num_components}! = {spec.log_labellings:.2f} low"}
+    if not all(math.isfinite(v) for v in sym.values()):
+        return {"note": "the label-symmetrized bounds were not finite (a relabelled draw outside the support): the "
+                        f"plain bounds may sit up to log {spec.num_components}! = {spec.log_labellings:.2f} low"}
+    return sym
 
 
 def draw_diagnostics(draws, sampler_stats: dict | None = None) -> dict:
@@ -66,7 +85,8 @@ def describe_draws(d: dict) -> str:
 
 def evidence_outcome(key, model, data, *, kernel, num_steps: int, num_runs: int, data_label: str,
                      draws=None, num_draws: int = 2000, sampler_stats: dict | None = None, sampler: str = "the sampler",
-                     exact: float | None | str = "compute", progress=False) -> CheckOutcome:
+                     exact: float | None | str = "compute", progress=False,
+                     exchangeable: Exchangeable | None = None) -> CheckOutcome:
     """The certified lower bound on ``log p(y)`` and, with ``draws``, the bracketing bounds.
 
     Parameters
@@ -91,6 +111,10 @@ def evidence_outcome(key, model, data, *, kernel, num_steps: int, num_runs: int,
     exact : float, None or "compute"
         The exact ``log p(y)`` of these data where a check found it already (None: the model has none), or
         ``"compute"``: ask the model.
+    exchangeable : Exchangeable, optional
+        Exchangeable components: the bracketing's Gaussian is then symmetrized over their ``K!`` labellings
+        (:func:`bdmc.bracketing.model_draws.label_symmetric_bounds`), so draws that keep one labelling do not
+        leave the bounds ``log K!`` low.
 
     Returns
     -------
@@ -129,13 +153,30 @@ def evidence_outcome(key, model, data, *, kernel, num_steps: int, num_runs: int,
             extra += (f"; no bracketing bounds from the {count} posterior draws ({err}: draws that repeat one state, "
                       "as a stuck chain's do, make the fitted Gaussian singular)")
     if br is not None:
-        for label, e in (("bracketing upper bound U (Gaussian fit to the draws)", br.upper),
-                         ("bracketing lower bound L (draws of that Gaussian)", br.lower)):
-            rows.append({"label": label, "side": e.bound, "value": e.value, "stderr": e.stderr,
-                         "certified": math.nan, "seconds": e.seconds})
+        upper, upper_stderr = br.upper.value, br.upper.stderr
+        sym = None if exchangeable is None else _symmetric(k_bracket, model, data, draws, br, exchangeable, num_draws)
+        if sym is None or "note" not in sym:
+            for label, e in (("bracketing upper bound U (Gaussian fit to the draws)", br.upper),
+                             ("bracketing lower bound L (draws of that Gaussian)", br.lower)):
+                rows.append({"label": label, "side": e.bound, "value": e.value, "stderr": e.stderr,
+                             "certified": math.nan, "seconds": e.seconds})
         details.update(bracket_upper=br.upper.value, bracket_lower=br.lower.value, num_posterior_draws=count)
         extra += f"; bracketing from {count} posterior draws: {br.lower.value:.2f} .. {br.upper.value:.2f}"
-        if certified > br.upper.value + 2 * br.upper.stderr:
+        if sym is not None and "note" in sym:
+            extra += f" ({sym['note']})"
+            details["label_symmetry"] = sym
+        elif sym is not None:
+            upper, upper_stderr = sym["upper"], sym["upper_stderr"]
+            for label, side in (("bracketing upper bound U, Gaussian symmetrized over the labellings", "upper"),
+                                ("bracketing lower bound L, Gaussian symmetrized over the labellings", "lower")):
+                rows.append({"label": label, "side": side, "value": sym[side], "stderr": sym[f"{side}_stderr"],
+                             "certified": math.nan, "seconds": math.nan})
+            details["label_symmetry"] = sym
+            extra += (f"; components {exchangeable.describe()} are exchangeable, and with the Gaussian symmetrized "
+                      f"over their {math.factorial(exchangeable.num_components)} labellings the bracketing is "
+                      f"{sym['lower']:.2f} .. {sym['upper']:.2f} (draws that keep one labelling leave the plain "
+                      f"bounds up to log {exchangeable.num_components}! = {exchangeable.log_labellings:.2f} low)")
+        if certified > upper + 2 * upper_stderr:
             verdict = "inconclusive"
             extra += " (the certified AIS bound lies above the bracketing upper bound: the draws miss posterior mass)"
     exact = exact_log_marginal_or_none(model, data) if exact == "compute" else exact

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..checks.labels import Exchangeable
 from ..checks.sbc import sbc
 from ..contracts.capabilities import supports
 from ..contracts.sampler import Thinned
@@ -39,10 +40,13 @@ REMEDY = (
     "draws make ranks look miscalibrated (the verdict is then inconclusive), so thin more or run longer (the "
     "audit picks the thinning of a fixed kernel from a pilot unless the budget's sbc_thin is given). Then run "
     "longer warm-up, a smaller step size "
-    "or a higher target acceptance. A chain that stays in a minor mode fails SBC too (a mixture's label-swapped "
-    "mode, where Stan's random initial values can start it): run several chains from dispersed starts and compare "
-    "them. If the failure persists at every budget, suspect the kernel's invariance "
-    "(the Geweke test localizes it) or a simulator that does not match the density.")
+    "or a higher target acceptance. A mixture's components: where they are exchangeable (the same prior on each), "
+    "a sampler that keeps one labelling is correct and the audit tests label-invariant quantities (it finds such "
+    "components by permuting them; name them with exchangeable= or --exchangeable); where their priors differ, a "
+    "chain started in the label-swapped minor mode stays there: order the means (an ordered vector) so that "
+    "only one labelling exists, or compare label-invariant quantities. If the failure persists at every budget, "
+    "suspect the kernel's invariance (the Geweke test localizes it) or a simulator that does not match the "
+    "density.")
 
 
 def pilot_thin(key, model, sampler, *, num_draws: int, cap: int = MAX_THIN) -> tuple[int, dict]:
@@ -88,7 +92,8 @@ def pilot_thin(key, model, sampler, *, num_draws: int, cap: int = MAX_THIN) -> t
 
 def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replications: int,
                 num_draws: int, thinning: dict | None = None,
-                on_progress: Callable[[int, int], None] | None = None) -> CheckOutcome:
+                on_progress: Callable[[int, int], None] | None = None,
+                exchangeable: Exchangeable | None = None) -> CheckOutcome:
     """Run SBC and describe it as a :class:`CheckOutcome`.
 
     The rank test assumes independent draws. When the worst quantity's median effective sample size is below
@@ -111,13 +116,16 @@ def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replicatio
         How the sampler's thinning was chosen (:func:`pilot_thin`), recorded in the details.
     on_progress : callable, optional
         ``on_progress(done, num_replications)`` as data sets finish (:func:`bdmc.checks.sbc`).
+    exchangeable : Exchangeable, optional
+        Exchangeable components: the verdict rests on label-invariant quantities, and a sampler that keeps one
+        labelling while those are calibrated is reported as such (a pass), not as a failure.
 
     Returns
     -------
     CheckOutcome
     """
     res = sbc(key, model, sampler, num_replications=int(num_replications), num_draws=int(num_draws), level=level,
-              chain_diagnostics_of=DIAGNOSED_DATA_SETS, on_progress=on_progress)
+              chain_diagnostics_of=DIAGNOSED_DATA_SETS, on_progress=on_progress, exchangeable=exchangeable)
     frame = res.to_frame()
     bad = res.miscalibrated
     worst, gamma = res.worst
@@ -157,8 +165,12 @@ def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replicatio
     else:
         verdict = "pass"
         summary = f"ranks of all {len(res.names)} quantities are uniform within their bands"
+        if res.labelling is not None:
+            summary = f"ranks of all {len(res.names)} label-invariant quantities are uniform within their bands"
         if autocorrelated:
             summary += f" ({ess_text}: autocorrelated, which lowers the test's power; thin more / run longer)"
+    if res.labelling is not None:
+        summary += "; " + _labelling_finding(res.labelling)
     diagnostics = _arviz_summary(res)
     if diagnostics:
         statistic += (f"; worst quantity's median over {DIAGNOSED_DATA_SETS} data sets: split R-hat "
@@ -175,6 +187,19 @@ def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replicatio
                  "worst_ess_quantity": res.names[low_q], "autocorrelated": autocorrelated, "thin": thin,
                  "stuck_replications": stuck, "arviz": diagnostics,
                  "thinning": dict(thinning) if thinning is not None else None})
+
+
+def _labelling_finding(lab: dict) -> str:
+    """What the sampler's own labels show, beside the label-invariant verdict."""
+    R = lab["num_replications"]
+    text = (f"{', '.join(lab['sites'])} hold {lab['num_components']} exchangeable components (checked by permuting "
+            "them), so the tested quantities are label-invariant: every site with its components ordered by "
+            f"{lab['by']}, and the log-likelihood; the sampler kept one labelling on {lab['one_labelling']} of {R} "
+            "data sets")
+    if lab["raw_miscalibrated"]:
+        text += (f". In its own labels, ranks of {_listed(lab['raw_miscalibrated'])} are not uniform: it explores "
+                 "one labelling, as a correct sampler of well separated modes does (not tested)")
+    return text
 
 
 def _arviz_summary(res) -> dict | None:

@@ -23,11 +23,12 @@ from typing import Any, NamedTuple
 
 import jax
 
+from ..checks.labels import Exchangeable, find_exchangeable
 from ..contracts.capabilities import ConditionalPrior, GibbsConditionals, supports
 from ..contracts.estimate import seed_of
 from ..contracts.model import simulate, validate_data
 from ..contracts.sampler import DiagnosedDraws
-from ..errors import OptionError
+from ..errors import BDMCError, OptionError
 from ..files import to_jsonable
 from ..ppl.registry import ppl_of
 from ..version import __version__
@@ -68,6 +69,7 @@ class AuditKeys(NamedTuple):
     prior: Any
     evidence_data: Any  # a data set for the evidence when the BDMC check raised before simulating one
     sampler: Any  # the sampler's pilot (step sizes, thinning)
+    labels: Any  # the check that exchangeable components are a symmetry of the posterior
 
     @classmethod
     def of(cls, key) -> AuditKeys:
@@ -75,7 +77,7 @@ class AuditKeys(NamedTuple):
 
 
 AUDIT_STREAMS = {"simulator": 1, "sbc": 2, "geweke": 3, "bdmc": 4, "real_data": 5, "evidence_draws": 6,
-                 "evidence": 7, "prior": 8, "evidence_data": 9, "sampler": 100}
+                 "evidence": 7, "prior": 8, "evidence_data": 9, "sampler": 100, "labels": 101}
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,7 @@ class AuditPlan:
     statistical: tuple[str, ...]
     each: float
     budget: Budget
+    exchangeable: Exchangeable | None = None
 
     @property
     def kernel(self):
@@ -102,7 +105,8 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
           ppl: str | None = None, on_stage: Callable[[str], None] | None = None,
           on_outcome: Callable[[CheckOutcome], None] | None = None,
           on_progress: Callable[[str], None] | None = None, progress: bool = False,
-          report_dir: str | os.PathLike | None = None, provenance: Mapping[str, Any] | None = None) -> AuditResult:
+          report_dir: str | os.PathLike | None = None, provenance: Mapping[str, Any] | None = None,
+          exchangeable: str | Sequence[str] | None = "auto") -> AuditResult:
     """Run the project's checks on ``model`` and ``sampler`` (see ``docs/audit.md``).
 
     Parameters
@@ -145,6 +149,11 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
     provenance : mapping, optional
         What was run, for the report (command line, files, function, observed names, data file); the date,
         bdmc's version, the budget's name and the seed are added.
+    exchangeable : "auto", sequence of str or None
+        Latent sites whose leading axis indexes exchangeable components (a mixture's ``("mu", "w")``), so that SBC
+        tests label-invariant quantities and the evidence's bracketing is corrected for the ``K!`` labellings
+        (:mod:`bdmc.checks.labels`). "auto" finds them by permuting groups of sites (a program's sites only);
+        named sites that are not a symmetry of the posterior are refused before anything runs; None: none.
 
     A check that raises becomes that check's ``"error"`` verdict, with its message and what to try; the other
     checks still run. Only a wrong choice of sampler (refused before anything runs) and an interrupt propagate.
@@ -162,7 +171,9 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
     data = validate_data(model, data) if data is not None else None
     choice = sampler_choice(model, sampler, language=own)  # a wrong choice is refused before anything runs
     keys = AuditKeys.of(key)
+    components = _exchangeable(keys.labels, model, exchangeable)  # named sites that are not one: refused here
     plan = _plan(keys, model, sampler, choice, budget=budget, level=level, real=data is not None)
+    plan = dataclasses.replace(plan, exchangeable=components)
     stamp = {"date": datetime.now(UTC).isoformat(timespec="seconds"), "bdmc_version": __version__,
              "budget": budget_name, "seed": _seed_int(key), **dict(provenance or {})}
     record = _Record(model=name or repr(model), ppl=ppl or language_name(own), sampler=plan.label,
@@ -202,7 +213,25 @@ def _settings(plan: AuditPlan, key, sampler, level: float, hyperparameters) -> d
             "sampler": dict(plan.resolved.settings) if plan.resolved is not None else {"sampler": str(sampler)},
             "overall_level": f"each statistical check at {each:.3g} = {level:g} / {len(statistical)}: the audit "
                              f"fails a correct model and sampler with probability at most {level:g}",
-            "hyperparameters": list(hyperparameters or ())}
+            "hyperparameters": list(hyperparameters or ()),
+            "exchangeable": plan.exchangeable.describe() if plan.exchangeable is not None else None}
+
+
+def _exchangeable(key, model, exchangeable) -> Exchangeable | None:
+    """The exchangeable components to use: found ("auto"), named and checked, or none."""
+    if exchangeable is None:
+        return None
+    if isinstance(exchangeable, str):
+        if exchangeable != "auto":
+            raise OptionError(f'exchangeable must be "auto", a sequence of site names or None, got {exchangeable!r}')
+        try:
+            return find_exchangeable(key, model)
+        except Exception:  # noqa: BLE001  a program that fails here fails its checks, each with its own error
+            return None
+    try:
+        return find_exchangeable(key, model, tuple(exchangeable))
+    except BDMCError as err:
+        raise OptionError(f"exchangeable={list(exchangeable)}: {err}") from err
 
 
 class _Record:
@@ -268,7 +297,7 @@ def _sbc_check(key, model, plan: AuditPlan, on_progress) -> CheckOutcome:
     return guarded(checks_sbc.NAME, title, lambda: checks_sbc.sbc_outcome(
         key, model, resolved.sampler, label=resolved.label, level=plan.each,
         num_replications=plan.budget.sbc_replications, num_draws=plan.budget.sbc_draws,
-        thinning=resolved.settings.get("thinning"), on_progress=counted))
+        thinning=resolved.settings.get("thinning"), on_progress=counted, exchangeable=plan.exchangeable))
 
 
 def _geweke_check(key, model, plan: AuditPlan, say) -> CheckOutcome:
@@ -306,7 +335,8 @@ def _evidence_check(keys: AuditKeys, model, plan: AuditPlan, *, data, simulated,
     return checks_evidence.evidence_outcome(
         keys.evidence, model, evidence_data, kernel=plan.kernel, num_steps=budget.evidence_steps,
         num_runs=budget.evidence_runs, data_label=data_label, draws=draws, sampler_stats=sampler_stats,
-        sampler=plan.label, num_draws=budget.evidence_bracket_draws, exact=exact, progress=progress)
+        sampler=plan.label, num_draws=budget.evidence_bracket_draws, exact=exact, progress=progress,
+        exchangeable=plan.exchangeable)
 
 
 def _real_data_check(key, model, data, hyperparameters, *, budget: Budget, say, progress) -> CheckOutcome:

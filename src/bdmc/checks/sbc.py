@@ -32,6 +32,7 @@ from ..contracts.capabilities import NamedCoordinates, supports
 from ..contracts.kernel import join_kernel, split_kernel
 from ..contracts.sampler import replication_batch
 from ..errors import BDMCError
+from .labels import Exchangeable, canonical_quantities, labellings
 from .samplers import Sampler
 
 NULL_SIMULATIONS = 4000  # uniform-rank data sets behind the (informational) p-values
@@ -68,6 +69,14 @@ class SBCResult:
         extreme ranks) even for a correct sampler: raise the sampler's ``thin`` until it is.
     settings : dict
         The options of the run and of the sampler.
+    diagnostics : dict, optional
+        ArviZ's chain diagnostics of the first data sets (:func:`chain_diagnostics`).
+    labelling : dict, optional
+        With exchangeable components (``sbc(..., exchangeable=...)``): the quantities above are label-invariant
+        (components in canonical order), and this holds what the sampler's own labels show: ``components``,
+        ``raw_names``, ``raw_miscalibrated`` (quantities in the sampler's labels whose ranks fail, reported, not
+        tested), ``one_labelling`` (data sets on which every draw had the same ordering of the components) and
+        ``matched`` (data sets on which the draws' most common ordering was the true latent's).
     """
 
     names: tuple
@@ -81,6 +90,7 @@ class SBCResult:
     ess: np.ndarray
     settings: dict = field(default_factory=dict)
     diagnostics: dict | None = None
+    labelling: dict | None = None
 
     @property
     def num_replications(self) -> int:
@@ -173,7 +183,8 @@ class SBCResult:
         """JSON-ready summary (no ranks)."""
         return {"verdict": self.verdict, "level": self.level, "num_replications": self.num_replications,
                 "num_draws": self.num_draws, "miscalibrated": list(self.miscalibrated),
-                "quantities": self.to_frame().to_dict("records"), "settings": self.settings}
+                "quantities": self.to_frame().to_dict("records"), "settings": self.settings,
+                "labelling": self.labelling}
 
 
 def sbc(
@@ -187,6 +198,7 @@ def sbc(
     batch_size: int | None = None,
     chain_diagnostics_of: int = 0,
     on_progress: Callable[[int, int], None] | None = None,
+    exchangeable: Exchangeable | None = None,
 ) -> SBCResult:
     """Simulation-based calibration of ``sampler`` on ``model``.
 
@@ -219,6 +231,11 @@ def sbc(
         chains, in ``SBCResult.diagnostics`` (0, the default: none; ArviZ takes about 5 ms a chain and quantity).
     on_progress : callable, optional
         Called as ``on_progress(done, num_replications)`` after each compiled batch or replication.
+    exchangeable : Exchangeable, optional
+        Exchangeable components of the latent (:func:`bdmc.checks.labels.find_exchangeable`). The tested
+        quantities are then label-invariant: every site on its natural space with the components in canonical
+        order, and the log-likelihood; a correct sampler that stays in one labelling passes, one that is wrong
+        in any label-invariant way still fails. What the sampler's own labels show is in ``labelling``.
 
     Returns
     -------
@@ -232,15 +249,15 @@ def sbc(
         raise BDMCError(f"sbc: level must be in (0, 1), got {level}")
     batch = num_replications if batch_size is None else max(1, min(int(batch_size), num_replications))
     keys = jax.random.split(key, num_replications)
-    ranks, values = [], []
+    ranks, values, truths = [], [], []
     if sampler.traceable:
         for start in range(0, num_replications, batch):
             chunk = keys[start:start + batch]
             if chunk.shape[0] < batch:  # pad, so every chunk reuses the one compiled program
                 pad = jnp.broadcast_to(chunk[:1], (batch - chunk.shape[0],) + chunk.shape[1:])
                 chunk = jnp.concatenate([chunk, pad])
-            r, v = _replications(chunk, model=model, sampler=sampler, num_draws=num_draws)
-            ranks.append(np.asarray(r)), values.append(np.asarray(v))
+            r, v, t = _replications(chunk, model=model, sampler=sampler, num_draws=num_draws)
+            ranks.append(np.asarray(r)), values.append(np.asarray(v)), truths.append(np.asarray(t))
             if on_progress is not None:
                 on_progress(min(start + batch, num_replications), num_replications)
     else:
@@ -248,25 +265,62 @@ def sbc(
             k_sim, k_draw, k_tie = jax.random.split(k, 3)
             latent, data = _simulate(k_sim, model=model)
             draws = sampler.draws(k_draw, data, num_draws=num_draws)
-            r, v = _ranks(k_tie, latent, data, draws, model=model)
-            ranks.append(np.asarray(r)[None]), values.append(np.asarray(v)[None])
+            r, v, t = _ranks(k_tie, latent, data, draws, model=model)
+            ranks.append(np.asarray(r)[None]), values.append(np.asarray(v)[None]), truths.append(np.asarray(t)[None])
             if on_progress is not None:
                 on_progress(len(ranks), num_replications)
     ranks = np.concatenate(ranks)[:num_replications]
     values = np.concatenate(values)[:num_replications]
+    truths = np.concatenate(truths)[:num_replications]
     names = quantity_names(model.sample_prior(jax.random.key(0)))
     own = model.coordinate_names if supports(model, NamedCoordinates) else None  # a flat latent's (Stan)
     if own is not None and len(own) == len(names) - 1:
         names = tuple(own) + (LOG_LIKELIHOOD,)
+    labelling = None
+    if exchangeable is not None:
+        raw = uniformity_test(ranks, num_draws, level=level)
+        labelling = _labelling(model, exchangeable, values, truths, names, raw)
+        names, ranks, values = _label_invariant(key, model, exchangeable, values, truths, ranks)
 
     test = uniformity_test(ranks, num_draws, level=level)
     ess = _ess(values)
     diagnostics = chain_diagnostics(values[:chain_diagnostics_of]) if chain_diagnostics_of > 0 else None
     settings = {"num_replications": num_replications, "num_draws": num_draws, "level": level,
                 "test": "simultaneous ECDF band (Sailynoja et al. 2022, ArviZ), Bonferroni over quantities",
-                "sampler": sampler.settings(), "model": repr(model)}
+                "sampler": sampler.settings(), "model": repr(model),
+                "exchangeable": None if exchangeable is None else exchangeable.describe()}
     return SBCResult(names=names, ranks=ranks, num_draws=num_draws, level=float(level), ess=ess,
-                     settings=settings, diagnostics=diagnostics, **test)
+                     settings=settings, diagnostics=diagnostics, labelling=labelling, **test)
+
+
+def _label_invariant(key, model, spec: Exchangeable, values, truths, ranks):
+    """Names, ranks and draws' values of the label-invariant quantities: the canonical natural-space values of
+    every site, and the log-likelihood (invariant already: its ranks are kept)."""
+    R, D, Q = values.shape
+    unravel = ravel_pytree(model.sample_prior(jax.random.key(0)))[1]
+    drawn, names = canonical_quantities(model, spec, values[..., :-1].reshape(R * D, Q - 1), unravel)
+    true, _ = canonical_quantities(model, spec, truths[:, :-1], unravel)
+    drawn = drawn.reshape(R, D, -1)
+    less = np.sum(drawn < true[:, None], axis=1)
+    ties = np.sum(drawn == true[:, None], axis=1)
+    u = np.random.default_rng(np.asarray(jax.random.key_data(key)).ravel()).uniform(size=less.shape)
+    invariant = less + np.floor(u * (ties + 1)).astype(less.dtype)
+    return (names + (LOG_LIKELIHOOD,), np.concatenate([invariant, ranks[:, -1:]], axis=1),
+            np.concatenate([drawn, values[..., -1:]], axis=2))
+
+
+def _labelling(model, spec: Exchangeable, values, truths, names, raw: dict) -> dict:
+    """What the sampler's own labels show (``SBCResult.labelling``)."""
+    R, D, Q = values.shape
+    unravel = ravel_pytree(model.sample_prior(jax.random.key(0)))[1]
+    drawn = labellings(spec, model, values[..., :-1].reshape(R * D, Q - 1), unravel).reshape(R, D)
+    true = labellings(spec, model, truths[:, :-1], unravel)
+    common = np.asarray([np.bincount(row).argmax() for row in drawn])
+    return {"components": spec.describe(), "sites": list(spec.sites), "by": spec.by,
+            "num_components": spec.num_components, "raw_names": list(names),
+            "raw_miscalibrated": [n for n, o in zip(names, raw["outside"], strict=False) if o],
+            "one_labelling": int(np.sum(np.all(drawn == drawn[:, :1], axis=1))),
+            "matched": int(np.sum(common == true)), "num_replications": int(R)}
 
 
 def chain_diagnostics(values) -> dict | None:
@@ -407,7 +461,7 @@ def _ranks(key, latent, data, draws, *, model):
     ties = jnp.sum(values == truth, axis=0)
     # Ties (discrete quantities, a sampler that never moved) are broken uniformly at random.
     u = jax.random.uniform(key, truth.shape)
-    return less + jnp.floor(u * (ties + 1)).astype(less.dtype), values
+    return less + jnp.floor(u * (ties + 1)).astype(less.dtype), values, truth
 
 
 def _replications(keys, *, model, sampler, num_draws):

@@ -67,6 +67,11 @@ def audit_command(
                                     "included: about 1 minute under NumPyro, PyMC or Stan; about 20 minutes under "
                                     "WebPPL, whose every density runs the program in node)."),
     level: float = typer.Option(0.01, "--level", help="False-alarm level of the whole audit (Bonferroni over checks)."),
+    exchangeable: str = typer.Option(
+        "auto", "--exchangeable", metavar="SITES",
+        help="A mixture's exchangeable components: the sites whose leading axis indexes them, comma-separated "
+             "(mu,w), checked by permuting them; SBC then tests label-invariant quantities. auto: found by "
+             "permuting groups of sites; none: no symmetry."),
     replications: int | None = typer.Option(None, "--sbc-replications", help="SBC: simulated data sets."),
     draws: int | None = typer.Option(None, "--sbc-draws", help="SBC: posterior draws per data set."),
     warmup: int | None = typer.Option(None, "--warmup", help="Sampler warm-up transitions per data set."),
@@ -169,10 +174,22 @@ def audit_command(
     with live:
         result = audit(jax.random.key(seed), model_obj, sampler=sampler, data=real, budget=budget, level=level,
                        hyperparameters=hyper, name=name, on_stage=live.stage, on_progress=live.count,
-                       on_outcome=finished, report_dir=out, provenance=provenance)
+                       on_outcome=finished, report_dir=out, provenance=provenance,
+                       exchangeable=_exchangeable_option(exchangeable))
     paths = write_report(result, out)
     print_summary(stdout, result)
     wrote(stdout, *paths.values())
+
+
+def _exchangeable_option(text: str):
+    """``--exchangeable``: "auto", "none" or comma-separated site names."""
+    word = text.strip().lower()
+    if word in ("auto", "none"):
+        return None if word == "none" else "auto"
+    sites = [s.strip() for s in text.split(",") if s.strip()]
+    if not sites:
+        raise CLIError(f"--exchangeable takes auto, none or comma-separated site names (mu,w), got {text!r}")
+    return sites
 
 
 class LiveStatus:

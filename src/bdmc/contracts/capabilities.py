@@ -166,6 +166,16 @@ class NamedCoordinates(Protocol):
     def coordinate_names(self) -> tuple | None: ...
 
 
+@runtime_checkable
+class NamedValues(Protocol):
+    """Maps its latent to and from named values on their natural (constrained) space: the PPL adapters
+    (``constrain(latent) -> values``, ``unconstrain(values) -> latent``)."""
+
+    def constrain(self, latent) -> Any: ...
+
+    def unconstrain(self, values) -> Any: ...
+
+
 class Capability(NamedTuple):
     """A row of the capability table: the protocol, its short name and what it enables."""
 
@@ -193,6 +203,7 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability(HostPrior, "host prior", "prior draws outside JAX, made only as asked (not pooled)"),
     Capability(InitialPoints, "initial points", "starts of a reference path's fit without a simulator"),
     Capability(NamedCoordinates, "coordinate names", "SBC's names for a flat latent's coordinates"),
+    Capability(NamedValues, "named values", "posterior draws by name; exchangeable components found by permuting"),
 )
 _BY_PROTOCOL = {c.protocol: c for c in CAPABILITIES}
 

@@ -16,14 +16,14 @@ import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..checks.samplers import NumPyroNUTS
-from ..contracts.capabilities import InitialPoints, supports
+from ..contracts.capabilities import InitialPoints, NamedValues, supports
 from ..contracts.model import log_density, validate_data
 from ..contracts.nonfinite import describe_nonfinite
 from ..contracts.observed import data_array_names
@@ -36,16 +36,6 @@ __all__ = ["DrawsCheck", "NamedValues", "PosteriorDraws", "check_draws", "log_de
 MIN_DRAWS = 2
 # A bracketed flat name as posteriordb and Stan write them: "beta[2]", "Sigma[1,3]" (1-based indices).
 _FLAT_NAME = re.compile(r"^(?P<base>[^\[\]]+)\[(?P<index>\d+(?:,\d+)*)\]$")
-
-
-@runtime_checkable
-class NamedValues(Protocol):
-    """Maps its latent to and from named values on their natural (constrained) space: the PPL adapters
-    (``constrain(latent) -> values``, ``unconstrain(values) -> latent``)."""
-
-    def constrain(self, latent) -> Any: ...
-
-    def unconstrain(self, values) -> Any: ...
 
 
 def spaced_indices(total: int, n: int, num_chains: int | None = None) -> np.ndarray:

@@ -7,12 +7,14 @@ import math
 import warnings
 from collections.abc import Callable
 
+import jax
 import numpy as np
 
 from ..checks.labels import Exchangeable
 from ..checks.sbc import sbc
 from ..contracts.capabilities import supports
-from ..contracts.sampler import Thinned
+from ..contracts.model import simulate
+from ..contracts.sampler import DiagnosedDraws, Thinned
 from ..errors import BDMCError
 from ..plotting.audit import png_bytes
 from ..plotting.sbc import plot_sbc_ecdf, plot_sbc_histograms
@@ -23,6 +25,7 @@ NAME = "sbc"
 # so the test's level does not hold and a failure is "inconclusive".
 LOW_ESS = 0.5
 DIAGNOSED_DATA_SETS = 20  # chains whose ArviZ R-hat and ESS the audit reports (ArviZ: ~5 ms a chain and quantity)
+DIVERGENCE_DATA_SETS = 4  # data sets a NUTS that failed SBC runs on again to count its divergent transitions
 MAX_THIN = 50  # cap on the automatic thinning
 PILOT_REPLICATIONS = 2  # data sets of the thinning pilot (sbc needs two; the ESS is their median)
 PILOT_DRAWS = 200  # at least this many unthinned draws per pilot chain, so lags up to MAX_THIN are seen
@@ -169,6 +172,15 @@ def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replicatio
             summary = f"ranks of all {len(res.names)} label-invariant quantities are uniform within their bands"
         if autocorrelated:
             summary += f" ({ess_text}: autocorrelated, which lowers the test's power; thin more / run longer)"
+    divergences = None
+    if verdict in ("fail", "inconclusive") and supports(sampler, DiagnosedDraws):
+        divergences = _divergences(jax.random.fold_in(key, 1), model, sampler, int(num_draws))
+        if divergences["divergences"]:
+            summary += (f"; the sampler reported {divergences['divergences']} divergent transitions of "
+                        f"{divergences['transitions']} on {divergences['data_sets']} data sets simulated again: it "
+                        "does not sample these posteriors (a funnel's neck, curvature its step size cannot "
+                        "follow), which SBC sees; that is the sampler's failure here, not a bug shown in the model: "
+                        "reparametrize (non-centred), or raise the target acceptance")
     if res.labelling is not None:
         summary += "; " + _labelling_finding(res.labelling)
     diagnostics = _arviz_summary(res)
@@ -185,8 +197,18 @@ def sbc_outcome(key, model, sampler, *, label: str, level: float, num_replicatio
         figures=_figures(res), table=tuple(frame.to_dict("records")),
         details={**res.to_dict(), "median_ess": ess, "worst_median_ess": low_ess,
                  "worst_ess_quantity": res.names[low_q], "autocorrelated": autocorrelated, "thin": thin,
-                 "stuck_replications": stuck, "arviz": diagnostics,
+                 "stuck_replications": stuck, "arviz": diagnostics, "divergences": divergences,
                  "thinning": dict(thinning) if thinning is not None else None})
+
+
+def _divergences(key, model, sampler, num_draws: int) -> dict:
+    """Divergent transitions of a NUTS on ``DIVERGENCE_DATA_SETS`` data sets simulated afresh."""
+    found, transitions = 0, 0
+    for k in jax.random.split(key, DIVERGENCE_DATA_SETS):
+        k_sim, k_draw = jax.random.split(k)
+        _, stats = sampler.diagnosed_draws(k_draw, simulate(k_sim, model).data, num_draws=num_draws)
+        found, transitions = found + int(stats["divergences"]), transitions + int(stats["transitions"])
+    return {"divergences": found, "transitions": transitions, "data_sets": DIVERGENCE_DATA_SETS}
 
 
 def _labelling_finding(lab: dict) -> str:

@@ -218,9 +218,11 @@ def _labelling_finding(lab: dict) -> str:
             "them), so the tested quantities are label-invariant: every site with its components ordered by "
             f"{lab['by']}, and the log-likelihood; the sampler kept one labelling on {lab['one_labelling']} of {R} "
             "data sets")
-    if lab["raw_miscalibrated"]:
+    if lab["raw_miscalibrated"] and 2 * lab["one_labelling"] >= R:
         text += (f". In its own labels, ranks of {_listed(lab['raw_miscalibrated'])} are not uniform: it explores "
                  "one labelling, as a correct sampler of well separated modes does (not tested)")
+    elif lab["raw_miscalibrated"]:
+        text += f". In its own labels, ranks of {_listed(lab['raw_miscalibrated'])} are not uniform (not tested)"
     return text
 
 

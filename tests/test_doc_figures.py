@@ -192,14 +192,294 @@ FIGURES += [
                                  r"and warns on (?P<fw>\d+)% of those within one stderr")),
 ]
 
+# ------------------------------------------------------------------------------------------------ README.md
+
+R = "benchmarks/results"
+WORDS = {2: "two", 3: "three", 4: "four", 5: "five"}
+
+
+def table_rows(path: str, first_cells: int = 1) -> dict[tuple[str, ...], dict[str, str]]:
+    """A Markdown page's table rows (every table whose header matches the first one's), by their first cells."""
+    lines = [line for line in read(path).splitlines() if line.startswith("| ")]
+    head = [c.strip() for c in lines[0].strip("|").split("|")]
+    out = {}
+    for line in lines[1:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == len(head) and cells != head:
+            out[tuple(cells[:first_cells])] = dict(zip(head, cells, strict=True))
+    return out
+
+
+def _alarm(path):
+    row = table_rows(path, 2)[("all", "all")]
+    return {"n": f"{int(row['sandwiches']):,}",
+            "fired": "never fired" if row["alarm"] == "0" else f"fired {row['alarm']} times"}
+
+
+def _check_estimate(path):
+    rows = [r for key, r in table_rows(path).items() if key[0].endswith("T = 1000")]
+    caught = [int(r[col].split()[0]) for r in rows for col in ("-1 nats", "+1 nats")]
+    seeds = {int(r["seeds"]) for r in rows}
+    return {"lo": f"{min(caught):,}", "hi": f"{max(caught):,}", "n": f"{seeds.pop():,}", "models": WORDS[len(rows)]}
+
+
+def _fixed_cost(data):
+    rows = {r["case"]: r["fixed_ms"] for r in data["rows"]}
+    anew = [v for case, v in rows.items() if "a new pilot every call" in case]
+    rest = [v for case, v in rows.items() if "a new pilot every call" not in case]
+    return {"lo": f"{min(rest):.2f}", "hi": f"{max(rest):.2f}", "new": f"{anew[0]:.2f}"}
+
+
+def _throughput(data):
+    got = {(r["implementation"], r["schedule"].split()[0]): r for r in data["results"]}
+    bdmc, bdmc_s = got["bdmc", "linear"], got["bdmc", "sigmoidal"]
+    tfp, refreshed, numpy = got["TFP", "linear"], got["TFP (refreshed)", "linear"], got["NumPy", "sigmoidal"]
+    rate = "chain_steps_per_sec"
+    return {"tfp": f"{bdmc[rate] / tfp[rate]:.2f}", "refreshed": f"{bdmc[rate] / refreshed[rate]:.2f}",
+            "numpy": f"{bdmc_s[rate] / numpy[rate]:.2f}", "cold": f"{bdmc[rate + '_cold'] / tfp[rate + '_cold']:.2f}",
+            "first": f"{bdmc['cold_seconds']:.1f}", "first_tfp": f"{tfp['cold_seconds']:.1f}",
+            "compile": f"{bdmc['cold_seconds'] - bdmc['run_seconds']:.1f}",
+            "compile_tfp": f"{tfp['compile_seconds']:.1f}"}
+
+
+def _ratios(cell: str) -> list[float]:
+    """The ratios a peers target cell quotes before its bracketed earlier run: ``1.49x; 0.73x (2.09x; 0.93x)``."""
+    return [float(x) for x in re.findall(r"([\d.]+)x", cell.split("(")[0])]
+
+
+def _peers(path):
+    rows = {key[0]: r for key, r in table_rows(path).items()}
+    problems = ["regression", "eight schools", "correlated", "Pima", "narrow"]
+
+    def span(target, which=0, only=None):
+        found = [(_ratios(rows[target][p]) + [None, None])[which] for p in (only or problems)]
+        found = [x for x in found if x is not None]
+        return f"{min(found):.2f}", f"{max(found):.2f}"
+
+    warm1 = "warm, RMSE < 1 nat, best bdmc / best peer <= 1.0"
+    warm01 = "warm, RMSE < 0.1 nat, <= 1.0 where a peer reaches it"
+    pilot = "warm with a new pilot in every call (< 1 nat; < 0.1 nat), <= 1.0"
+    cold = "cold, no disk caches, <= 1.5x (< 1 nat; < 0.1 nat)"
+    cached = "cold, caches warm, <= 1.0x (< 1 nat; < 0.1 nat)"
+    both = [p for p in problems if len(_ratios(rows[cold][p])) > 1]
+    worst = max(problems, key=lambda p: _ratios(rows[pilot][p])[0])
+    out = {}
+    for name, (lo, hi) in {"w1": span(warm1), "w01": span(warm01), "pilot": span(pilot), "cold": span(cold),
+                           "cached": span(cached), "cold01": span(cold, 1, both),
+                           "cached01": span(cached, 1, both)}.items():
+        out[f"{name}_lo"], out[f"{name}_hi"] = lo, hi
+    return {**out, "both": WORDS[len(both)], "worst": worst}
+
+
+def _ttr_row(path, model, estimator, target):
+    return table_rows(path, 3)[(model, estimator, target)]
+
+
+def _paper_ais(path):
+    out = {}
+    for short, model, target in (("c", "clustering", "7"), ("l", "low-rank", "8.6"), ("b", "binary", "7.5")):
+        row = _ttr_row(path, model, "AIS", target)
+        paper_rmse, paper_s = re.fullmatch(r"([\d.]+) in ([\d.]+) s", row["paper: RMSE in one run's time"]).groups()
+        out.update({f"{short}_excl": row["one run s, excl. compile"].split()[0],
+                    f"{short}_incl": row["one run s, incl. compile"].split()[0], f"{short}_paper_s": paper_s,
+                    f"{short}_paper": paper_rmse, f"{short}_ours": row["our knob (RMSE [90%], runs)"].split()[1][1:]})
+    return out
+
+
+def _ns_spread(path):
+    rows = [json.loads(line) for line in read(path).splitlines() if line.strip()]
+    run = [r for r in rows if r.get("estimator") == "ns" and len(r.get("runs", [])) == 25][-1]
+    mean = sum(run["runs"]) / len(run["runs"])
+    return {"sd": f"{math.sqrt(sum((x - mean) ** 2 for x in run['runs']) / (len(run['runs']) - 1)):.1f}"}
+
+
+def _binary_smc(path):
+    text = read(path)
+    section = text[text.index("## SMC"):text.index("## NS")]
+    rows = [[c.strip() for c in line.strip("|").split("|")] for line in section.splitlines()
+            if re.match(r"\| \d", line)]
+    rmse = [float(r[1].split()[0]) for r in rows]
+    errors = [float(r[2]) for r in rows]
+    return {"lo": f"{min(rmse):.1f}", "hi": f"{max(rmse):.1f}", "k0": f"{int(rows[0][0]):,}",
+            "k1": f"{int(rows[-1][0]):,}", "k1b": f"{int(rows[-1][0]):,}", "s": rows[-1][4].split()[0],
+            "e_hi": f"{max(errors):.2f}", "e_lo": f"{min(errors):.2f}"}
+
+
+def _loads(path):
+    lo, hi, warm_lo, warm_hi = (float(x) for x in one(
+        r"at a 1-minute load average of ([\d.]+) to ([\d.]+) \(warm: ([\d.]+) to ([\d.]+)\)", collapse(read(path)),
+        path).groups())
+    return {"lo": f"{min(lo, warm_lo):.1f}", "hi": f"{max(hi, warm_hi):.1f}"}
+
+
+TTR = f"{R}/time_to_rmse/time_to_rmse.md"
+FIGURES += [
+    Figure("README.md", r"narrower than 0\.5 nat on (?P<k>\d+) of (?P<n>\d+) posteriors",
+           f"{R}/posteriordb/evidence.md",
+           stored(r"\((?P<k>\d+) of (?P<n>\d+) from reference draws")),
+    Figure("README.md", r"the table over all (?P<n>\d+) of posteriordb's posteriors", f"{R}/posteriordb/evidence.md",
+           stored(r"Every one of posteriordb's (?P<n>\d+) posteriors has a row")),
+    Figure("README.md", r"Over (?P<n>[\d,]+) seeded sandwiches of correct models \(AIS, SMC and tempered SMC\) it "
+                        r"(?P<fired>never fired|fired \d+ times)", f"{R}/alarm_calibration/table.md", _alarm),
+    Figure("README.md", r"called a value 1 nat too low or too high wrong on (?P<lo>[\d,]+) to (?P<hi>[\d,]+) of "
+                        r"(?P<n>[\d,]+) simulated data sets of each of (?P<models>\w+) models",
+           f"{R}/check_estimate_level/table.md", _check_estimate),
+    Figure("README.md", r"a median (?P<lo>[\d.]+) to (?P<hi>[\d.]+) ms of host work per warm call whose pilot is "
+                        r"reused or absent, (?P<new>[\d.]+) ms with a new pilot in every call",
+           f"{R}/fixed_cost/fixed_cost.json", from_json(_fixed_cost)),
+    Figure("README.md", r"bdmc runs at (?P<tfp>[\d.]+)x the chain-steps per second of TensorFlow Probability's "
+                        r"`sample_annealed_importance_chain` \((?P<refreshed>[\d.]+)x its refreshed-kernel variant\) "
+                        r"and at (?P<numpy>[\d.]+)x a vectorized NumPy loop; counting compilation, a single cold run "
+                        r"is (?P<cold>[\d.]+)x TFP \(linear schedule: first call (?P<first>[\d.]+) s against "
+                        r"(?P<first_tfp>[\d.]+) s; first call less warm run, how the page times TFP's compilation, "
+                        r"(?P<compile>[\d.]+) s against (?P<compile_tfp>[\d.]+) s;",
+           f"{R}/ais_throughput/ais_throughput.json", from_json(_throughput)),
+    Figure("README.md", r"reached RMSE < 1 nat warm at (?P<w1_lo>[\d.]+)x to (?P<w1_hi>[\d.]+)x the best peer's time, "
+                        r"and < 0\.1 nat at (?P<w01_lo>[\d.]+)x to (?P<w01_hi>[\d.]+)x where a peer and bdmc both "
+                        r"reached it; .*? it is (?P<pilot_lo>[\d.]+)x to (?P<pilot_hi>[\d.]+)x at < 1 nat "
+                        r"\((?P<worst>[\w ]+) the worst\)\. .*? reached RMSE < 1 nat in (?P<cold_lo>[\d.]+)x to "
+                        r"(?P<cold_hi>[\d.]+)x the best peer's time without disk caches and (?P<cached_lo>[\d.]+)x to "
+                        r"(?P<cached_hi>[\d.]+)x with them; to < 0\.1 nat, on the (?P<both>\w+) problems where both "
+                        r"reached it, (?P<cold01_lo>[\d.]+)x to (?P<cold01_hi>[\d.]+)x and (?P<cached01_lo>[\d.]+)x to "
+                        r"(?P<cached01_hi>[\d.]+)x", f"{R}/peers/README.md", _peers),
+    Figure("README.md", r"forward AIS in (?P<c_excl>[\d.]+) s \(clustering\), (?P<l_excl>[\d.]+) s \(low rank\) and "
+                        r"(?P<b_excl>[\d.]+) s \(binary\) with compilation excluded, and in (?P<c_incl>[\d.]+) s, "
+                        r"(?P<l_incl>[\d.]+) s and (?P<b_incl>[\d.]+) s counting compilation, against the paper's "
+                        r"(?P<c_paper_s>[\d.]+) s, (?P<l_paper_s>[\d.]+) s and (?P<b_paper_s>[\d.]+) s \(its RMSEs "
+                        r"(?P<c_paper>[\d.]+), (?P<l_paper>[\d.]+) and (?P<b_paper>[\d.]+) nats; ours "
+                        r"(?P<c_ours>[\d.]+), (?P<l_ours>[\d.]+) and (?P<b_ours>[\d.]+)\)", TTR, _paper_ais),
+    Figure("README.md", r"on clustering SMC has (?P<smc>[\d.]+) over (?P<smc_runs>\d+) runs at (?P<smc_knob>\d+) moves "
+                        r"per case but (?P<smc_bench>[\d.]+) in the bench \(paper (?P<smc_paper>[\d.]+)\), nested "
+                        r"sampling (?P<ns>[\d.]+) over (?P<ns_runs>\d+) runs but (?P<ns_bench>[\d.]+) in the bench "
+                        r"\(paper (?P<ns_paper>[\d.]+)\)", TTR,
+           stored(r"\| clustering \| SMC \| [\d.]+ \| (?P<smc_paper>[\d.]+) in [\d.]+ s \| not counted: "
+                  r"(?P<smc>[\d.]+) \[[^]]*\] at (?P<smc_knob>\d+) \((?P<smc_runs>\d+) runs, commit \w+\), but the "
+                  r"bench's 25 trials at \d+ give (?P<smc_bench>[\d.]+) \|.*\| clustering \| NS \| [\d.]+ \| "
+                  r"(?P<ns_paper>[\d.]+) in [\d.]+ s \| not counted: (?P<ns>[\d.]+) \[[^]]*\] at \d+ "
+                  r"\((?P<ns_runs>\d+) runs, commit \w+\), but the bench's 25 trials at \d+ give "
+                  r"(?P<ns_bench>[\d.]+) \|")),
+    Figure("README.md", r"nested sampling \(two live particles\) has (?P<rmse>[\d.]+) over (?P<runs>\d+) runs at "
+                        r"(?P<knob>\d+) moves per step \(paper (?P<paper>[\d.]+)\)", TTR,
+           stored(r"\| binary \| NS \| 10 \| first below 10: (?P<paper>[\d.]+) in \d+ s \| not reached: best "
+                  r"(?P<rmse>[\d.]+) \[[^]]*\] at (?P<knob>\d+) \((?P<runs>\d+) runs")),
+    Figure("README.md", r"its runs' standard deviation (?P<sd>[\d.]+) nats",
+           f"{R}/time_to_rmse/time_to_rmse_binary.jsonl", _ns_spread),
+    Figure("README.md", r"four live particles bring to an RMSE of (?P<rmse>[\d.]+) over (?P<runs>\d+) runs "
+                        r"\((?P<s>[\d.]+) s a run", f"{R}/time_to_rmse_ns_particles/time_to_rmse.md",
+           stored(r"\| binary \| NS \| 10 \| [^|]* \| \d+ \((?P<rmse>[\d.]+) \[[^]]*\], (?P<runs>\d+) runs\) \| "
+                  r"(?P<s>[\d.]+) ")),
+    Figure("README.md", r"SMC \(one particle\) stays at (?P<lo>[\d.]+) to (?P<hi>[\d.]+) nats from (?P<k0>[\d,]+) to "
+                        r"(?P<k1>[\d,]+) moves per case \(paper 11\.9 in 1230 s; ours (?P<s>[\d.]+) s a run at "
+                        r"(?P<k1b>[\d,]+) moves\), its mean error (?P<e_hi>-[\d.]+) to (?P<e_lo>-[\d.]+) nats",
+           f"{R}/time_to_rmse/time_to_rmse_binary.md", _binary_smc),
+    Figure("README.md", r"SMC \(one particle\) stays at [^(]*\(paper (?P<paper>[\d.]+) in (?P<paper_s>\d+) s;", TTR,
+           # the paper's own SMC row (its RMSE as the target), the one before the 10-nat row
+           stored(r"\| binary \| SMC \| (?P<paper>[\d.]+) \| (?P=paper) in (?P<paper_s>\d+) s \| not reached[^|]*"
+                  r"(?:\| )+binary \| SMC \| 10 \|")),
+    Figure("README.md", r"a 1-minute load average of (?P<ttr>[\d.]+-[\d.]+) during the time_to_rmse rows", TTR,
+           stored(r"the 1-minute load average was (?P<ttr>[\d.]+-[\d.]+) during these rows")),
+    Figure("README.md", r"and (?P<lo>[\d.]+) to (?P<hi>[\d.]+) during the peers' rows", f"{R}/peers/README.md", _loads),
+]
+
+# ----------------------------------------------------------------------------------------- docs/architecture.md
+
+
+def _cold_fell(path):
+    row = next(r for key, r in table_rows(path).items() if key[0].startswith("cold, no disk caches"))
+    problems = ["regression", "eight schools", "correlated", "Pima", "narrow"]
+    now = [_ratios(row[p])[0] for p in problems]
+    before = [float(re.search(r"\(([\d.]+)x", row[p]).group(1)) for p in problems]
+    return {"b_lo": f"{min(before):.2f}", "b_hi": f"{max(before):.2f}", "lo": f"{min(now):.2f}",
+            "hi": f"{max(now):.2f}"}
+
+
+def _preconditioning(path):
+    rows = {key[0]: r for key, r in table_rows(path).items()}
+    return {"identity": f"{float(rows['hmc-identity']['median_gap']):.1f}",
+            "fitted": f"{max(float(rows[k]['max_gap']) for k in ('hmc-diagonal', 'hmc-dense')):.2f}",
+            "imh": f"{float(rows['imh']['acceptance']):.2f}"}
+
+
+def _shme(path):
+    rows = {key[0]: r for key, r in table_rows(path).items()}
+    without, with_ = rows["pilot path, no dispersal"], rows["pilot path, dispersal (default)"]
+    return {"sd": f"{float(without['sd of d across data sets']):.2f}", "low": without["d < -3 stderr"].split("/")[0],
+            "n": without["d < -3 stderr"].split("/")[1], "sd_with": f"{float(with_['sd of d across data sets']):.2f}",
+            "low_with": with_["d < -3 stderr"].split("/")[0]}
+
+
+FIXED_COST = f"{R}/fixed_cost/fixed_cost.json"
+FIGURES += [
+    Figure("docs/architecture.md", r"A warm call's host work outside them is a median (?P<lo>[\d.]+) to (?P<hi>[\d.]+) "
+                                   r"ms where the pilot is reused or absent", FIXED_COST, from_json(_fixed_cost)),
+    Figure("docs/architecture.md", r"its host fixed cost \(a median (?P<lo>[\d.]+) to (?P<hi>[\d.]+) ms, above\)",
+           FIXED_COST, from_json(_fixed_cost)),
+    Figure("docs/architecture.md", r"page fell from (?P<b_lo>[\d.]+)x-(?P<b_hi>[\d.]+)x to (?P<lo>[\d.]+)x-"
+                                   r"(?P<hi>[\d.]+)x the best peer's at < 1 nat without disk caches",
+           f"{R}/peers/README.md", _cold_fell),
+    Figure("docs/architecture.md", r"falls from a median of (?P<identity>[\d.]+) nats \(identity\) to at most "
+                                   r"(?P<fitted>[\d.]+) \(diagonal and dense\)\. .*?acceptance (?P<imh>[\d.]+)\)",
+           f"{R}/preconditioning/README.md", _preconditioning),
+    Figure("docs/architecture.md", r"\((?P<cases>[\d,]+) cases of a Gaussian mean: under (?P<steps>\d+) steps, "
+                                   r"`tests/core/test_smc_pilot\.py`\)", "tests/core/test_smc_pilot.py",
+           lambda path: {k: f"{int(v):,}" for k, v in one(
+               r"\((?P<cases>\d+),\)\)\n.*num_cases=(?P=cases)\)\n.*shape\[0\] - 1 < (?P<steps>\d+)", read(path),
+               path).groupdict().items()}),
+    Figure("docs/architecture.md", r"a Gamma-Poisson's SHME spread by (?P<sd>[\d.]+) nats from data set to data set "
+                                   r"and fell three standard errors below `log p\(y\)` on (?P<low>\d+) of (?P<n>\d+) "
+                                   r"\((?P<sd_with>[\d.]+) and (?P<low_with>\d+) with them",
+           f"{R}/shme_one_latent/table.md", _shme),
+]
+
+# ------------------------------------------------------------------- the test suites' timing (contributing, CI)
+
+SUITES = f"{R}/suite_timing/rows.jsonl"
+
+
+def _suite(name: str) -> Callable[[str], dict[str, str]]:
+    """The last stored run of a suite, as docs/contributing.md and .ci/run write it."""
+    def reader(path: str) -> dict[str, str]:
+        runs = [r for r in map(json.loads, filter(str.strip, read(path).splitlines())) if r["suite"] == name]
+        last, whole = runs[-1], round(runs[-1]["seconds"])
+        return {"tests": f"{last['tests']:,}", "passed": f"{last['passed']:,}", "skipped": f"{last['skipped']:,}",
+                "time": f"{whole // 60} min {whole % 60} s", "commit": last["commit"]}
+    return reader
+
+
+FIGURES += [
+    Figure("docs/contributing.md", r"(?P<tests>[\d,]+) tests \((?P<passed>[\d,]+) passed and (?P<skipped>[\d,]+) "
+                                   r"skipped\) in (?P<time>\d+ min \d+ s) on two cores from a fresh clone with empty "
+                                   r"caches at commit (?P<commit>\w+)", SUITES, _suite("default")),
+    Figure("docs/contributing.md", r"tests/checks`: (?P<tests>[\d,]+) tests \((?P<passed>[\d,]+) passed, "
+                                   r"(?P<skipped>[\d,]+) skipped\), (?P<time>\d+ min \d+ s) from a fresh clone at "
+                                   r"commit (?P<commit>\w+)\)", SUITES, _suite("float32-core")),
+    Figure("docs/contributing.md", r"The slow suite: (?P<tests>[\d,]+) tests \((?P<passed>[\d,]+) passed, "
+                                   r"(?P<skipped>[\d,]+) skipped\) in (?P<time>\d+ min \d+ s) on two workers at commit "
+                                   r"(?P<commit>\w+)\.", SUITES, _suite("slow")),
+    Figure(".ci/run", r"\(the default suite: (?P<time>\d+ min \d+ s) from a fresh clone # with empty caches at the "
+                      r"last measurement, docs/contributing\.md\)", SUITES, _suite("default")),
+]
+
 COPIES: list[Copy] = [Copy("docs/ppl.md", NHEFS), Copy("docs/ppl.md", SMALL)]
 
 # Docs whose every measurement-like number must lie in a declared sentence, a copied table or a setting.
-AUDITED = ("docs/ppl.md",)
+AUDITED = ("README.md", "docs/architecture.md", "docs/contributing.md", "docs/ppl.md")
 
 # Numbers with units that are settings, defaults or tolerances (chosen, not measured), with the phrase that shows it.
 SETTINGS: dict[str, list[str]] = {
-    "docs/ppl.md": [],
+    "README.md": [
+        r"narrower than `--tolerance` \(0\.5 nat\)",  # bdmc evidence's default tolerance
+        r"the single-run gap is below 0\.1 nat",  # the until_gap example's argument
+        r"a warning above 10%",  # the divergence warning's threshold
+        r"`--truth-tol` \(1 nat\)",  # bench's default
+        r"25 batched trials, mean with a 95% interval",  # bench's settings
+        r"a \"time to RMSE < 10 and < 1 nat\" summary",  # bench's thresholds
+        r"reached RMSE < 1 nat warm|and < 0\.1 nat at|at < 1 nat|reached RMSE < 1 nat in|to < 0\.1 nat, on",
+        r"under 10 nats|reaches 10 nats",  # the paper's 10-nat criterion
+    ],
+    "docs/architecture.md": [
+        r"widened 1\.5x",  # the reference's widening, a setting
+    ],
 }
 
 
@@ -274,8 +554,15 @@ def test_a_changed_figure_or_an_undeclared_one_fails():
     assert figure_problems(texts) == [] and copy_problems(texts) == []
     changed = dict(texts, **{"docs/ppl.md": texts["docs/ppl.md"].replace("202.0 times through", "200 times through")})
     assert any("http = '200'" in p for p in figure_problems(changed))
+    readme = dict(texts, **{"README.md": texts["README.md"].replace("warm at 0.11x to", "warm at 0.10x to")})
+    assert [p.split(" where ")[0] for p in figure_problems(readme)] == ["README.md: w1_lo = '0.10'"]
+    suite = re.search(r"the default suite: (\d+ min \d+ s)", texts[".ci/run"]).group(1)
+    ci = dict(texts, **{".ci/run": texts[".ci/run"].replace(suite, "9 min 59 s")})
+    assert [p.split(" where ")[0] for p in figure_problems(ci)] == [".ci/run: time = '9 min 59 s'"]
+    gone = dict(texts, **{"README.md": texts["README.md"].replace("never fired", "did not fire")})
+    assert len(figure_problems(gone)) == 1 and "0 matches" in figure_problems(gone)[0]
     table = dict(texts, **{"docs/ppl.md": texts["docs/ppl.md"].replace("| 0.061 |", "| 0.060 |")})
     assert copy_problems(table) == [f"docs/ppl.md does not quote {NHEFS} as stored"]
-    added = texts["docs/ppl.md"] + "\nThe first audit took 12 s on this machine, and failed 2 of 9 times.\n"
-    assert [p.split(" in ")[0] for p in uncovered("docs/ppl.md", added)] == ["docs/ppl.md: '12 s'",
-                                                                             "docs/ppl.md: '2 of 9'"]
+    added = texts["README.md"] + "\nThe first audit took 12 s on this machine, and failed 2 of 9 times.\n"
+    assert uncovered("README.md", texts["README.md"]) == []
+    assert [p.split(" in ")[0] for p in uncovered("README.md", added)] == ["README.md: '12 s'", "README.md: '2 of 9'"]

@@ -8,17 +8,20 @@ stated level 0.01.
 
 Samplers and programs:
 
-- ``numpyro-nuts``: NumPyro's NUTS on the three NumPyro programs;
-- ``pymc-nuts``: ``pymc.sample`` on the three PyMC programs;
-- ``stan-nuts``: Stan's NUTS through pystan on the three Stan programs;
-- ``hmc``: bdmc's HMC (step sizes and preconditioner from the audit's pilot) on the three NumPyro programs.
+- ``numpyro-nuts``: NumPyro's NUTS on the NumPyro programs;
+- ``pymc-nuts``: ``pymc.sample`` on the PyMC programs;
+- ``stan-nuts``: Stan's NUTS through pystan on the Stan programs;
+- ``hmc``: bdmc's HMC (step sizes and preconditioner from the audit's pilot) on the NumPyro programs.
+
+The programs are ``calibration_programs.PROGRAMS`` (``--programs`` picks some); the page says which the stored rows
+cover and which they leave out.
 
 Cells are visited round-robin, seed by seed, so a run cut short has the same number of audits in every cell.
 Each finished audit appends one JSON row to ``rows.jsonl`` (sampler, program, seed, verdict, every check's
 verdict and numbers, the seconds, the commit, whether the tree was clean, the time and the load); a rerun skips
 the (sampler, program, seed) triples already there.
 
-    python benchmarks/audit_calibration.py --quick --seeds 67           # 201 audits per sampler (resumes)
+    python benchmarks/audit_calibration.py --quick --seeds 67           # 67 seeds per (sampler, program) (resumes)
     python benchmarks/audit_calibration.py --quick --seeds 2 --samplers stan-nuts   # a first look
     python benchmarks/audit_calibration.py --table-only
     python benchmarks/audit_calibration.py --quick --seeds 67 --workers 14 --until 480   # a many-core machine

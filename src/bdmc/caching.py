@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 import functools
 import os
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Hashable
@@ -120,6 +121,40 @@ def cached(*, maxsize: int = DEFAULT_MAXSIZE) -> Callable[[Callable], Callable]:
     return wrap
 
 
+def jit_static(*, static: tuple[str, ...], maxsize: int = DEFAULT_MAXSIZE) -> Callable[[Callable], Callable]:
+    """Decorator: ``jax.jit`` with the keyword arguments ``static`` static, their compiled programs held in a bdmc
+    cache (one jitted closure per tuple of static values) rather than in JAX's caches of a module-level function.
+
+    JAX keeps what it traced for a static argument (a model) for as long as the jitted function lives, up to
+    thousands of entries: a module-level function compiled for many models holds every one of them.
+    Here each model's closure is dropped with the cache (:func:`release_compiled`, :func:`clear_caches`, or
+    least recently used first), and JAX's entries for it go with it.
+
+    Parameters
+    ----------
+    static : tuple of str
+        Keyword arguments treated as static (hashable; every call passes them by name).
+    maxsize : int
+        Closures kept.
+    """
+
+    def wrap(function: Callable) -> Callable:
+        def program(*values):
+            return jax.jit(functools.partial(function, **dict(zip(static, values, strict=True))))
+
+        program.__module__, program.__qualname__ = function.__module__, f"{function.__qualname__}.program"
+        programs = cached(maxsize=maxsize)(program)
+
+        @functools.wraps(function)
+        def call(*args, **kwargs):
+            values = tuple(kwargs.pop(name) for name in static)
+            return programs(*values)(*args, **kwargs)
+
+        return call
+
+    return wrap
+
+
 def cache_info() -> dict[str, tuple[int, int]]:
     """``{cache name: (entries, maxsize)}`` for every live cache."""
     return {c.name: (len(c), c.maxsize) for c in list(_CACHES)}
@@ -130,6 +165,25 @@ def clear_caches() -> None:
     for cache in list(_CACHES):
         cache.clear()
     jax.clear_caches()
+
+
+def release_compiled() -> None:
+    """Drop every compiled program bdmc holds: its caches and the caches of its own jitted functions (those it
+    defines at module level, whose static arguments hold the models they were compiled for). JAX's other caches,
+    the user's programs among them, are left alone (:func:`clear_caches` empties those too).
+
+    An audit compiles dozens of programs for its model, each held for as long as the process lives: a process
+    that audits many models grew by hundreds of MB an audit. ``bdmc.audit(..., release=True)`` calls this as it
+    ends, so memory stays flat (``benchmarks/audit_memory.py``); the next call compiles again, from the
+    persistent compilation cache where it is on.
+    """
+    for cache in list(_CACHES):
+        cache.clear()
+    for name, module in list(sys.modules.items()):
+        if module is not None and (name == "bdmc" or name.startswith("bdmc.")):
+            for value in list(vars(module).values()):
+                if isinstance(value, jax.stages.Wrapped):
+                    value.clear_cache()
 
 
 def compile_quickly(lowered):

@@ -23,8 +23,9 @@ from typing import Any, NamedTuple
 
 import jax
 
+from ..caching import release_compiled
 from ..checks.labels import Exchangeable, find_exchangeable
-from ..contracts.capabilities import ConditionalPrior, GibbsConditionals, supports
+from ..contracts.capabilities import ConditionalPrior, GibbsConditionals, ReleasesResources, supports
 from ..contracts.estimate import seed_of
 from ..contracts.model import simulate, validate_data
 from ..contracts.sampler import DiagnosedDraws
@@ -106,7 +107,7 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
           on_outcome: Callable[[CheckOutcome], None] | None = None,
           on_progress: Callable[[str], None] | None = None, progress: bool = False,
           report_dir: str | os.PathLike | None = None, provenance: Mapping[str, Any] | None = None,
-          exchangeable: str | Sequence[str] | None = "auto") -> AuditResult:
+          exchangeable: str | Sequence[str] | None = "auto", release: bool = True) -> AuditResult:
     """Run the project's checks on ``model`` and ``sampler`` (see ``docs/audit.md``).
 
     Parameters
@@ -154,6 +155,10 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
         tests label-invariant quantities and the evidence's bracketing is corrected for the ``K!`` labellings
         (:mod:`bdmc.checks.labels`). "auto" finds them by permuting groups of sites (a program's sites only);
         named sites that are not a symmetry of the posterior are refused before anything runs; None: none.
+    release : bool
+        Drop the compiled programs bdmc holds when the audit ends (:func:`bdmc.caching.release_compiled`; JAX's
+        caches of the user's own programs are left alone), so that a process auditing many models keeps a flat
+        memory (``benchmarks/audit_memory.py``). False keeps them, for a second audit of the same model object.
 
     A check that raises becomes that check's ``"error"`` verdict, with its message and what to try; the other
     checks still run. Only a wrong choice of sampler (refused before anything runs) and an interrupt propagate.
@@ -181,8 +186,14 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
                      settings=_settings(plan, key, sampler, level, hyperparameters), provenance=stamp, began=began,
                      report_dir=report_dir, on_outcome=on_outcome)
     say = on_stage or (lambda _: None)
-    _run_checks(keys, model, plan, record, data=data, hyperparameters=hyperparameters, say=say,
-                on_progress=on_progress, progress=progress)
+    try:
+        _run_checks(keys, model, plan, record, data=data, hyperparameters=hyperparameters, say=say,
+                    on_progress=on_progress, progress=progress)
+    finally:
+        if release:  # an interrupted audit releases its programs too
+            if supports(model, ReleasesResources):
+                model.release()
+            release_compiled()
     return record.result()
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..caching import jit_static
 from ..contracts.model import log_density
 
 
@@ -34,7 +34,7 @@ class ConsistencyResult:
         return bool(self.worst <= self.tol)
 
 
-@partial(jax.jit, static_argnames=("model", "conditional", "sample_latent"))
+@jit_static(static=("model", "conditional", "sample_latent"))
 def _violations(keys, data, lam, *, model, conditional, sample_latent):
     """Compiled once per (model, conditional, sampler, shapes): lam and data are traced."""
 
@@ -50,7 +50,7 @@ def _violations(keys, data, lam, *, model, conditional, sample_latent):
     return jax.vmap(one)(keys)
 
 
-@partial(jax.jit, static_argnames=("model", "conditional", "sample_latent"))
+@jit_static(static=("model", "conditional", "sample_latent"))
 def _largest_log_density(keys, data, lam, *, model, conditional, sample_latent):
     """The largest ``|log density|`` :func:`_violations` compares, at the same triples (its rounding scale)."""
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -27,7 +26,7 @@ import pandas as pd
 from jax.flatten_util import ravel_pytree
 from scipy import stats as st
 
-from ..caching import cached
+from ..caching import cached, jit_static
 from ..contracts.capabilities import NamedCoordinates, supports
 from ..contracts.kernel import join_kernel, split_kernel
 from ..contracts.sampler import replication_batch
@@ -453,7 +452,7 @@ def _quantities(model, latent, data):
     return jnp.concatenate([flat, ll[None].astype(flat.dtype)])
 
 
-@partial(jax.jit, static_argnames=("model",))
+@jit_static(static=("model",))
 def _ranks(key, latent, data, draws, *, model):
     truth = _quantities(model, latent, data)
     values = jax.vmap(lambda d: _quantities(model, d, data))(draws)
@@ -472,7 +471,7 @@ def _replications(keys, *, model, sampler, num_draws):
     return _compiled_replications(keys, params, model=model, sampler_def=sampler_def, num_draws=num_draws)
 
 
-@partial(jax.jit, static_argnames=("model", "sampler_def", "num_draws"))
+@jit_static(static=("model", "sampler_def", "num_draws"))
 def _compiled_replications(keys, params, *, model, sampler_def, num_draws):
     sampler = join_kernel(sampler_def, params)
 

@@ -18,6 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..caching import jit_static
+
 REAL, POSITIVE, UNIT = 0, 1, 2  # support of a data coordinate, judged from simulated values
 PROPOSAL_INFLATION = 1.5  # proposal scale over the simulated spread, so the weights p/q stay bounded
 MAX_CROSS = 10  # largest case (or latent) dimension for which the off-diagonal identities are formed
@@ -197,7 +199,7 @@ def _mixed(y):
 
 # ---------------------------------------------------------------------------------------- the program
 
-@partial(jax.jit, static_argnames=("model", "cases", "latent", "sizes"))
+@jit_static(static=("model", "cases", "latent", "sizes"))
 def cells(key, *, model, cases, latent, sizes):
     """All cell statistics of one call; ``cases`` (``latent``) is None when the likelihood (prior) is not
     checked. One set of prior draws serves both: the first ``num_latents`` condition the likelihood."""

@@ -176,6 +176,14 @@ class NamedValues(Protocol):
     def unconstrain(self, values) -> Any: ...
 
 
+@runtime_checkable
+class ReleasesResources(Protocol):
+    """Drops what it built to evaluate itself (a compiled library, functions JAX compiled for it), building them
+    again when next used: what a process that audits many models calls when done with one."""
+
+    def release(self) -> None: ...
+
+
 class Capability(NamedTuple):
     """A row of the capability table: the protocol, its short name and what it enables."""
 
@@ -203,6 +211,7 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability(HostPrior, "host prior", "prior draws outside JAX, made only as asked (not pooled)"),
     Capability(InitialPoints, "initial points", "starts of a reference path's fit without a simulator"),
     Capability(NamedCoordinates, "coordinate names", "SBC's names for a flat latent's coordinates"),
+    Capability(ReleasesResources, "releases resources", "flat memory over many audits in one process"),
     Capability(NamedValues, "named values", "posterior draws by name; exchangeable components found by permuting"),
 )
 _BY_PROTOCOL = {c.protocol: c for c in CAPABILITIES}

@@ -332,6 +332,11 @@ class PyMCModel:
             raise BDMCError(f"latent is missing {missing}; its keys must be {list(self.latent_names)}")
         return [jnp.asarray(latent[n], s.dtype) for n, s in zip(self.latent_names, self._latent_spec, strict=False)]
 
+    def release(self) -> None:
+        """Drop the compiled forward samplers (compiled again when next used): an audit's end."""
+        for sampler in (self._prior_fn, self._data_fn, *self._given_fns.values()):
+            sampler.release()
+
     def __repr__(self) -> str:
         return f"PyMCModel({self.model.name or 'pymc.Model'}, observed={list(self.observed)})"
 
@@ -347,14 +352,25 @@ class _Sampler:
     def __init__(self, pm, inputs, outputs):
         from pymc.pytensorf import find_rng_nodes
 
-        compile_fn = getattr(pm.pytensorf, "compile", None) or pm.pytensorf.compile_pymc  # pymc < 5.19
-        # Runs once per chain at initialization: a fast-compiling Python linker is plenty.
-        # A free variable need not feed the data (a hyperparameter only feeds other free variables).
-        self._fn = compile_fn(inputs=list(inputs), outputs=list(outputs), mode="FAST_COMPILE",
-                              on_unused_input="ignore")
+        self._compile = getattr(pm.pytensorf, "compile", None) or pm.pytensorf.compile_pymc  # pymc < 5.19
+        self._inputs, self._outputs, self._fn = list(inputs), list(outputs), None
         self._rngs = find_rng_nodes(outputs)
         self._shapes = None  # of one draw, known after the first call
         self._lock = threading.Lock()  # the generators are shared state
+
+    def release(self) -> None:
+        """Drop the compiled function (JAX's cache of the eager callback keeps this object); compiled again when
+        next called."""
+        with self._lock:
+            self._fn = None
+
+    def _compiled(self):
+        if self._fn is None:
+            # Runs once per chain at initialization: a fast-compiling Python linker is plenty.
+            # A free variable need not feed the data (a hyperparameter only feeds other free variables).
+            self._fn = self._compile(inputs=self._inputs, outputs=self._outputs, mode="FAST_COMPILE",
+                                     on_unused_input="ignore")
+        return self._fn
 
     def __call__(self, seed, *args):
         """One draw per seed; ``seed`` is ``batch + (4,)`` and the ``args`` share its batch shape."""
@@ -363,10 +379,11 @@ class _Sampler:
         args = [np.asarray(a) for a in args]
         draws = []
         with self._lock:
+            fn = self._compiled()
             for index in np.ndindex(batch):
                 if self._rngs:
                     _reseed(self._rngs, [int(s) for s in seed[index]])
-                draws.append(self._fn(*[a[index] for a in args]))
+                draws.append(fn(*[a[index] for a in args]))
         if draws:
             self._shapes = [(np.shape(x), _jax_dtype(x)) for x in draws[0]]
         return tuple(np.asarray([d[i] for d in draws], dtype).reshape(batch + shape)

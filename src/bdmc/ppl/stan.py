@@ -8,38 +8,31 @@ The program marks its likelihood with a data variable ``bdmc_lambda`` that multi
       target += bdmc_lambda * normal_lpdf(y | X * beta, sqrt(s2));   // likelihood
     }
 
-(a program that marks nothing is taken whole, for :func:`bdmc.reference_path`; see :func:`from_stan`),
-so Stan's log density with ``bdmc_lambda = lam`` is the intermediate density
-``log f(x; lam) = log_prior(x) + lam * log p(y | x)``. The latent state is Stan's unconstrained parameter
-vector (a flat array in JAX's active float dtype; Stan itself computes in float64 and results are cast),
-the space Stan's own samplers move on; the log density includes the log-Jacobian of the constraining
-transforms. Because ``f`` is affine in ``lam``,
+(a program that marks nothing is taken whole, :func:`from_stan`), so Stan's log density with
+``bdmc_lambda = lam`` is ``log f(x; lam) = log_prior(x) + lam * log p(y | x)``. The latent state is Stan's
+unconstrained parameter vector (in JAX's active float dtype; Stan computes in float64), the space its own
+samplers move on; the log density includes the transforms' log-Jacobians. Because ``f`` is affine in ``lam``,
 
 - ``log_prior(x)`` is Stan's ``log_prob`` at ``bdmc_lambda = 0``;
 - ``log_likelihood(x, y)`` is ``log_prob(lam = 1) - log_prob(lam = 0)``, a single term: Stan reports no
   per-case terms, so the data path of SMC / SHME is not available (annealed importance sampling is);
 - ``log_density(x, y, lam)`` is one evaluation of Stan's ``log_prob`` at ``bdmc_lambda = lam``.
 
-Stan's ``~`` statements (``_lupdf``) drop constant terms. AIS and BDMC bounds only ever use likelihood
-differences along the path, so they are unaffected; but ``log_prior`` is then normalized only up to a
-constant, which matters to estimators that score the joint density (a warning says so). Write the prior with
-``target += ..._lpdf(...)`` for a normalized one, and the likelihood always with ``_lpdf`` / ``_lpmf``.
+Stan's ``~`` statements (``_lupdf``) drop constants: AIS and BDMC bounds are unaffected, but ``log_prior`` is
+then unnormalized, which matters to estimators that score the joint (a warning says so).
 
-By default (``backend="native"``) the program is translated by httpstan's ``stanc``, compiled with httpstan's
-headers and flags and linked with bdmc's C++ shim, once per program (cached on disk,
-:mod:`bdmc.ppl.stan_native_build`); the library is loaded with ``ctypes`` and keeps the data and one Stan model
-object per (observations, lambda) on the C++ side (:mod:`bdmc.ppl.stan_native`). ``backend="httpstan"``
+By default (``backend="native"``) the program is compiled with httpstan's ``stanc``, headers and flags and
+linked with bdmc's C++ shim once per program (cached on disk, :mod:`bdmc.ppl.stan_native_build`), and loaded with
+``ctypes`` (:mod:`bdmc.ppl.stan_native`). ``backend="httpstan"``
 calls the module pystan builds, in a helper process that rebuilds the model on every call. Either is reached
 from JAX by one call per batch of chains (an XLA FFI call into the library in-process, a
 ``jax.pure_callback`` otherwise), with a custom JVP whose gradient is Stan's, so that gradient kernels such
 as HMC work under ``jit`` and ``vmap`` (:mod:`bdmc.ppl.stan_host`).
 
-Simulation (prior draws and data) comes from a user-supplied function, ``simulate(rng, params=None)``: Stan
-has no exact prior sampler, and httpstan runs generated quantities with a fixed seed, so they cannot
-simulate data sets either. Called without ``params`` it draws every parameter from the prior; with all of them
-it keeps them; with only some of them (``StanModel.sample_prior_given``, e.g. fitted hyperparameters) it keeps
-those and draws the rest from the prior given them. In every case it returns the full parameter dict and the
-observations drawn given it.
+Simulation (prior draws and data) comes from a user-supplied ``simulate(rng, params=None)`` (Stan has no exact
+prior sampler): without ``params`` it draws every parameter from the prior; given some of them
+(``StanModel.sample_prior_given``) it keeps those and draws the rest given them; it returns the full parameter
+dict and the observations drawn given it.
 """
 
 from __future__ import annotations
@@ -65,17 +58,15 @@ BACKENDS = ("native", "httpstan")
 class StanModel:
     """A Stan program with its likelihood weight ``bdmc_lambda`` (build one with :func:`from_stan`).
 
-    Latents are flat arrays of Stan's unconstrained parameters, in JAX's active float dtype (Stan computes in
-    float64 and results are cast to it); data are dicts ``{observed name: array}``. Instances are hashed by
-    identity: they are static arguments of compiled functions and hold a compiled program and arrays.
+    Latents are flat arrays of Stan's unconstrained parameters in JAX's active float dtype; data are dicts
+    ``{observed name: array}``. Instances are hashed by identity (static arguments of compiled functions).
 
     Attributes
     ----------
     parameter_names : tuple of str
         The program's parameters, in the order Stan lays them out in the unconstrained vector.
     normalized : bool
-        False when the program uses ``~`` statements or ``_lupdf`` / ``_lupmf``, whose dropped constants
-        leave ``log_prior`` normalized only up to a constant.
+        False when the program uses ``~`` / ``_lupdf`` / ``_lupmf`` (``log_prior`` then lacks constants).
     """
 
     samples_on_host = True  # HostPrior: its draws come from the user's simulator; nothing to compile
@@ -173,8 +164,11 @@ class StanModel:
         self._require_simulator("sample_prior")
         built = self._ensure_built()
         out = jax.ShapeDtypeStruct((built.dim,), jnp.result_type(float))  # Stan computes in float64; cast
-        return jax.pure_callback(lambda w: self._host_sample_prior(w).astype(out.dtype), out, key_words(key),
-                                 vmap_method="broadcast_all")
+        # A bound method (equal from call to call): the eager callback compiles once per model, not once a draw.
+        return jax.pure_callback(self._prior_on_host, out, key_words(key), vmap_method="broadcast_all")
+
+    def _prior_on_host(self, words):
+        return self._host_sample_prior(words).astype(jnp.result_type(float))
 
     def sample_prior_given(self, key, fixed: Mapping[str, Any]):
         """A prior draw of the parameters with those named in ``fixed`` held at the given values.
@@ -226,13 +220,13 @@ class StanModel:
         self._require_simulator("sample_data")
         self._ensure_built()
         out = tuple(jax.ShapeDtypeStruct(self._obs_shape[n], _active(self._obs_dtype[n])) for n in self.observed)
-
-        def host(words, x):
-            return tuple(v.astype(o.dtype) for v, o in zip(self._host_sample_data(words, x), out, strict=False))
-
-        values = jax.pure_callback(host, out, key_words(key), jnp.asarray(latent, jnp.result_type(float)),
-                                   vmap_method="broadcast_all")
+        values = jax.pure_callback(self._data_on_host, out, key_words(key),
+                                   jnp.asarray(latent, jnp.result_type(float)), vmap_method="broadcast_all")
         return dict(zip(self.observed, values, strict=False))
+
+    def _data_on_host(self, words, x):
+        drawn = self._host_sample_data(words, x)
+        return tuple(v.astype(_active(self._obs_dtype[n])) for v, n in zip(drawn, self.observed, strict=False))
 
     def log_prior(self, latent):
         """Stan's log density (with log-Jacobians) at ``bdmc_lambda = 0``."""
@@ -329,6 +323,11 @@ class StanModel:
             return np.asarray(built.stan("transform_inits", self._stan_data(self._placeholder, 0.0), values))
         except (RuntimeError, ValueError) as err:
             raise BDMCError(f"Stan cannot unconstrain the parameters: {err}") from err
+
+    def release(self) -> None:
+        """Drop the built program and the traced log density (made again on next use): an audit's end."""
+        with self._lock:
+            self._built, self._log_density = None, make_log_density(self)
 
     def _ensure_built(self) -> BuiltProgram:
         with self._lock:

@@ -95,33 +95,33 @@ class WebPPLModel:
     def sample_prior(self, key):
         """A prior draw by running the program forward in WebPPL, in the unconstrained space."""
         out = jax.ShapeDtypeStruct((self.dim,), jnp.result_type(float))
+        # Bound methods (equal from call to call): an eager callback compiles once per model, not once a draw.
+        return jax.pure_callback(self._prior_on_host, out, _key_words(key), vmap_method="broadcast_all")
 
-        def host(words):
-            words = np.asarray(words)
-            seeds = [_seed(w) for w in words.reshape(-1, words.shape[-1])]
-            values = decode(self._process({"op": "forward", "data": "init", "seeds": seeds})["values"])
-            return values.reshape(words.shape[:-1] + (self.dim,)).astype(out.dtype)
-
-        return jax.pure_callback(host, out, _key_words(key), vmap_method="broadcast_all")
+    def _prior_on_host(self, words):
+        words = np.asarray(words)
+        seeds = [_seed(w) for w in words.reshape(-1, words.shape[-1])]
+        values = decode(self._process({"op": "forward", "data": "init", "seeds": seeds})["values"])
+        return values.reshape(words.shape[:-1] + (self.dim,)).astype(jnp.result_type(float))
 
     def sample_data(self, key, latent):
         """The observed fields drawn given the latent: WebPPL runs the program with every ``observe`` drawing
         its value (or ``simulate(rng, values)`` when given); the draws fill the observed fields in order."""
-        dtypes = {n: jnp.result_type(int if np.issubdtype(v.dtype, np.integer) else float)
-                  for n, v in self._obs.items()}
-        out = tuple(jax.ShapeDtypeStruct(self._obs[n].shape, dtypes[n]) for n in self.observed)
-
-        def host(words, u):
-            words, u = np.asarray(words), np.asarray(u, np.float64)
-            batch = u.shape[:-1]
-            words = np.broadcast_to(words, batch + words.shape[-1:]).reshape(-1, words.shape[-1])
-            draws = self._host_simulate(words, u.reshape(-1, self.dim))
-            return tuple(np.stack([d[n] for d in draws]).reshape(batch + self._obs[n].shape).astype(o.dtype)
-                         for n, o in zip(self.observed, out, strict=False))
-
-        values = jax.pure_callback(host, out, _key_words(key), jnp.asarray(latent, jnp.result_type(float)),
-                                   vmap_method="broadcast_all")
+        out = tuple(jax.ShapeDtypeStruct(self._obs[n].shape, self._active_dtype(n)) for n in self.observed)
+        values = jax.pure_callback(self._data_on_host, out, _key_words(key),
+                                   jnp.asarray(latent, jnp.result_type(float)), vmap_method="broadcast_all")
         return dict(zip(self.observed, values, strict=False))
+
+    def _active_dtype(self, name):
+        return jnp.result_type(int if np.issubdtype(self._obs[name].dtype, np.integer) else float)
+
+    def _data_on_host(self, words, u):
+        words, u = np.asarray(words), np.asarray(u, np.float64)
+        batch = u.shape[:-1]
+        words = np.broadcast_to(words, batch + words.shape[-1:]).reshape(-1, words.shape[-1])
+        draws = self._host_simulate(words, u.reshape(-1, self.dim))
+        return tuple(np.stack([d[n] for d in draws]).reshape(batch + self._obs[n].shape).astype(self._active_dtype(n))
+                     for n in self.observed)
 
     def log_prior(self, latent):
         """The scores of the sample statements at the replayed latent, with the log-Jacobians."""

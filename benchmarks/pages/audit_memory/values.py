@@ -1,0 +1,58 @@
+"""The values of ``audit_memory/README.md``: RSS growth per run of many audits (or sandwiches) in one process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+WARM = 10  # audits (tens of sandwiches) before growth is measured: the first ones import and fill the caches
+TARGET_GB = 0.5
+NAMES = {"numpyro": "NumPyro", "pymc": "PyMC", "stan": "Stan"}
+
+
+def rows(folder: Path) -> list[dict]:
+    return [json.loads(line) for line in (folder / "rows.jsonl").read_text().splitlines() if line.strip()]
+
+
+def runs(stored: list[dict]) -> dict[tuple, list[dict]]:
+    """Rows by run: (kind, ppl, release, commit), in the order they were stored."""
+    out: dict[tuple, list[dict]] = {}
+    for r in stored:
+        out.setdefault((r["kind"], r["ppl"], r["release"], r["commit"]), []).append(r)
+    return out
+
+
+def summary(run: list[dict]) -> dict:
+    rss = np.array([r["rss_mb"] for r in run])
+    after = rss[min(WARM, len(rss) - 1):]
+    slope = float(np.polyfit(np.arange(after.size), after, 1)[0]) if after.size > 1 else float("nan")
+    return {"count": len(run), "first": rss[0], "warm": after[0], "last": rss[-1],
+            "growth_gb": (rss[-1] - after[0]) / 1024, "slope": slope,
+            "seconds": float(np.median([r["seconds"] for r in run])),
+            "load": (min(r["load"] for r in run), max(r["load"] for r in run)),
+            "dates": (run[0]["date"], run[-1]["date"]), "clean": all(r["clean_tree"] for r in run)}
+
+
+def table(stored: list[dict]) -> str:
+    lines = ["| run | count | RSS after the first | after warm-up | at the end | growth after warm-up (GB) | slope "
+             "(MB per audit, or per 10 sandwiches) | within 0.5 GB | median s | load | commit, clean | dates |",
+             "|" + "---|" * 12]
+    for (kind, ppl, release, commit), run in runs(stored).items():
+        s = summary(run)
+        name = (f"{NAMES[ppl]} audits, {'release' if release else 'no release'}" if kind == "audit"
+                else "sandwiches (a row per 10)")
+        lines.append(f"| {name} | {s['count']} | {s['first']:.0f} MB | {s['warm']:.0f} MB | {s['last']:.0f} MB | "
+                     f"{s['growth_gb']:+.2f} | {s['slope']:+.1f} | {'yes' if s['growth_gb'] < TARGET_GB else 'no'} | "
+                     f"{s['seconds']:.1f} | {s['load'][0]:.1f}-{s['load'][1]:.1f} | {commit}, "
+                     f"{'yes' if s['clean'] else 'no'} | {s['dates'][0]} to {s['dates'][1]} |")
+    return "\n".join(lines)
+
+
+def values(folder: Path) -> dict:
+    stored = rows(folder)
+    audits = [summary(run) for (kind, _, release, _), run in runs(stored).items() if kind == "audit" and release]
+    return {"rows": len(stored), "runs": len(runs(stored)), "table": table(stored),
+            "released_within": sum(s["growth_gb"] < TARGET_GB for s in audits), "released_runs": len(audits),
+            "warm": WARM}

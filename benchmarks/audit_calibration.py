@@ -89,8 +89,9 @@ class Runner:
         began = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
+            # One program object audited seed after seed: its compiled programs are kept (release=False).
             result = audit(jax.random.key(seed), self.programs[ppl, program], sampler=sampler, budget=self.budget,
-                           level=LEVEL, name=f"{program} ({ppl})")
+                           level=LEVEL, name=f"{program} ({ppl})", release=False)
         seconds = time.perf_counter() - began
         row = {"sampler": sampler, "audited_sampler": result.sampler, "ppl": ppl, "program": program, "seed": seed,
                "verdict": result.verdict, "seconds": seconds, "quick": self.quick,

@@ -140,3 +140,18 @@ def test_an_independence_sampler_without_its_hastings_term_is_caught(key, monkey
     monkeypatch.setattr(independent, "_log_proposal", lambda x, mean, factor, df: jnp.zeros((), x.dtype))
     z = invariance_z_scores(key, MODEL, data, IndependentMH(MODEL, proposal=fitted), 0.3, n=4000, steps=10)
     assert np.max(np.abs(z)) > 3 * THRESHOLD, z
+
+
+def test_equal_models_give_equal_gibbs_kernels_and_a_new_model_object_compiles_nothing():
+    """A Gibbs sweep holds its model's methods as values: a bound method compares its model by identity, so each
+    new (equal) model object once made a new kernel, compiled its runs again and kept them in the caches."""
+    import bdmc
+
+    first, second = bdmc.models.LinearRegression(), bdmc.models.LinearRegression()
+    assert first is not second and first.default_kernel() == second.default_kernel()
+    assert hash(first.default_kernel()) == hash(second.default_kernel())
+    assert first.default_kernel() != bdmc.models.LinearRegression(n=21).default_kernel()
+    data, _ = bdmc.simulate(jax.random.key(0), first)
+    bdmc.forward_ais(jax.random.key(1), first, data, num_steps=10, num_runs=2, progress=False)
+    again = bdmc.forward_ais(jax.random.key(2), second, data, num_steps=10, num_runs=2, progress=False)
+    assert not again.compiled

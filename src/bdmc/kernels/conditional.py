@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -36,6 +38,27 @@ class Conditional:
     update: Callable
     log_prob: Callable
     assign: Callable | None = None
+
+    def __post_init__(self):
+        # A bound method compares its model by identity: two equal models' kernels would differ, and every call
+        # on a new (equal) model object would compile its programs again and keep them.
+        for field in ("update", "log_prob", "assign"):
+            object.__setattr__(self, field, _as_value(getattr(self, field)))
+
+
+@dataclass(frozen=True)
+class Method:
+    """A model's method as a value: equal when the models are equal and the function is the same."""
+
+    owner: Any
+    function: Callable
+
+    def __call__(self, *args, **kwargs):
+        return self.function(self.owner, *args, **kwargs)
+
+
+def _as_value(function):
+    return Method(function.__self__, function.__func__) if isinstance(function, types.MethodType) else function
 
 
 @dataclass(frozen=True)

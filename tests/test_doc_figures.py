@@ -453,11 +453,14 @@ def _quick(path):
 
 FIGURES += [
     Figure("docs/audit.md", r"`benchmarks/results/audit_calibration/`\): (?P<total>[\d,]+) audits, (?P<per>\d+) per "
-                            r"sampler, on (?P<covered>\w+) model classes \((?P<classes>[^)]*)\) and none of the other "
-                            r"(?P<missing>\w+) \((?P<missing_classes>.*?)\), for which", CALIBRATION,
-           stored(r"\*\*(?P<total>[\d,]+) audits, `Budget\.quick\(\)`.*?: (?P<per>\d+) under NumPyro's NUTS.*?The rows "
-                  r"cover (?P<covered>\w+) model classes \((?P<classes>[^)]*)\) and none of the "
-                  r"(?P<missing>\w+) others \((?P<missing_classes>.*?); \"What is audited\"")),
+                            r"sampler, on three model classes \((?P<classes>[^)]*)\)\. The four classes added since "
+                            r"\((?P<added_classes>.*?)\) have (?P<added>\d+) audits so far, (?P<per_cell>[\d to]+) "
+                            r"per sampler and class, with (?P<fails>\d+) fails", CALIBRATION,
+           stored(r"\*\*(?P<total>[\d,]+) audits, `Budget\.quick\(\)`.*?: (?P<per>\d+) under NumPyro's NUTS.*?These "
+                  r"[\d,]+ audits are of the first three programs \((?P<classes>[^)]*)\)\. \*\*The classes added "
+                  r"since\*\* \((?P<added_classes>.*?); the programs in \"What is audited\", below\) have "
+                  r"(?P<added>\d+) audits so far, (?P<per_cell>[\d to]+) per sampler and class .*?: (?P<fails>\d+) "
+                  r"failed")),
     Figure("docs/audit.md", r"Fails: (?P<np>\d+) under NumPyro's NUTS, all (?P<np_again>\d+) among the (?P<lent>\d+) "
                             r"NumPyro audits run on a lent machine with other package versions "
                             r"\((?P<versions>[^)]*)\) and (?P<rest_fails>\d+) of the (?P<rest>\d+) run elsewhere, "

@@ -45,7 +45,8 @@ def test_the_stored_page_names_the_programs_it_leaves_out():
 
 
 def test_numpyro_fails_are_counted_by_machine():
-    rows = [r for r in rows_of(pages.RESULTS / NAME) if r["sampler"] == "numpyro-nuts"]
+    rows = [r for r in rows_of(pages.RESULTS / NAME) if r["sampler"] == "numpyro-nuts"
+            and r["program"] in ("regression", "hierarchical", "logistic")]  # the added classes are counted apart
     lent = [r for r in rows if "lent machine" in r.get("machine", "")]
     got = values_of(pages.RESULTS / NAME)
     assert got["np_lent_audits"] == len(lent) and got["np_rest_audits"] == len(rows) - len(lent)
@@ -54,13 +55,14 @@ def test_numpyro_fails_are_counted_by_machine():
 
 
 def test_a_new_program_and_a_moved_fail_change_the_page(copy):
-    before = values_of(pages.RESULTS / NAME)
-    rows = rows_of(copy)
+    rows = [r for r in rows_of(copy) if r["program"] != "counts"]
+    write(copy, rows)
+    before = values_of(copy)
     fail = next(i for i, r in enumerate(rows) if r["sampler"] == "numpyro-nuts" and r["verdict"] == "fail")
     rows[fail] = {**rows[fail], "machine": "another (4 cores)"}
-    write(copy, rows + [{**rows[0], "program": "counts", "seed": 0}])
+    write(copy, rows + [{**rows[-1], "program": "counts", "seed": 0}])
     after = values_of(copy)
     assert "`counts`" in after["covered_list"] and "`counts`" not in after["not_covered"]
-    assert "`counts`" in before["not_covered"]
+    assert "`counts`" in before["not_covered"] and after["added_audits"] == before["added_audits"] + 1
     assert (after["np_lent_fails"], after["np_rest_fails"]) == (before["np_lent_fails"] - 1,
                                                                  before["np_rest_fails"] + 1)

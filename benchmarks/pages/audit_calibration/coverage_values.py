@@ -18,6 +18,7 @@ from scipy import stats
 
 PROGRAMS_FILE = Path(__file__).resolve().parents[2] / "calibration_programs.py"
 LABELS = {"numpyro-nuts": "NumPyro's NUTS", "pymc-nuts": "PyMC's NUTS", "stan-nuts": "Stan's NUTS", "hmc": "bdmc's HMC"}
+FIRST = ("regression", "hierarchical", "logistic")  # the programs of the first runs, 67 seeds each
 WORDS = {0: "no", 1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 12: "twelve"}
 
 
@@ -70,14 +71,12 @@ def coverage(folder: Path) -> dict:
     not_covered = (f"`calibration_programs.py` also holds {_word(len(missing))} programs that no stored row audits: "
                    f"{left}. These rows say nothing about the audit's false-fail rate on those model classes."
                    if missing else "Every program of `calibration_programs.py` has stored audits.")
-    return {"covered_count": _word(len(covered)).capitalize(), "covered_word": _word(len(covered)),
-            "covered_list": "\n".join(lines), "not_covered": not_covered, "programs_total": _word(len(programs)),
-            "covered_classes": "; ".join(classes[p] for p in covered),
-            "missing_classes": "; ".join(classes[p] for p in missing) or "none", "missing_word": _word(len(missing))}
+    return {"covered_count": _word(len(covered)).capitalize(), "covered_list": "\n".join(lines),
+            "not_covered": not_covered}
 
 
 def headline(folder: Path) -> dict:
-    rows = _rows(folder)
+    rows = [r for r in _rows(folder) if r["program"] in FIRST]
     per = {s: sum(r["sampler"] == s for r in rows) for s in dict.fromkeys(r["sampler"] for r in rows)}
     cells = {(r["sampler"], r["program"]) for r in rows}
     seeds = {len({r["seed"] for r in rows if (r["sampler"], r["program"]) == c}) for c in cells}
@@ -100,8 +99,28 @@ def headline(folder: Path) -> dict:
             "hi_min": min(his), "hi_max": max(his)}
 
 
+def added(folder: Path) -> dict:
+    """The model classes added after the first runs: their audits per cell, fails and inconclusives."""
+    _, classes, _ = _programs()
+    rows = [r for r in _rows(folder) if r["program"] not in FIRST]
+    cells = {(r["sampler"], r["program"]) for r in rows}
+    counts = sorted({sum((r["sampler"], r["program"]) == c for r in rows) for c in cells})
+    funnel = [r for r in rows if r["program"] == "funnel"]
+    inconclusive = [r for r in rows if r["verdict"] == "inconclusive"]
+    return {"added_audits": len(rows), "added_fails": sum(r["verdict"] == "fail" for r in rows),
+            "added_per_cell": " to ".join(map(str, counts)) if counts else "no",
+            "added_samplers": ", ".join(LABELS[s] for s in dict.fromkeys(r["sampler"] for r in rows)) or "none",
+            "added_classes": "; ".join(dict.fromkeys(classes[r["program"]] for r in rows)) or "none",
+            "added_inconclusive": len(inconclusive),
+            "added_inconclusive_funnel": sum(r["program"] == "funnel" for r in inconclusive),
+            "funnel_audits": len(funnel),
+            "added_commits": ", ".join(sorted({r["commit"] for r in rows})) or "none",
+            "added_from": min(r["date"] for r in rows), "added_to": max(r["date"] for r in rows),
+            "added_load": f"{min(r['load_before'] for r in rows):.1f} to {max(r['load_before'] for r in rows):.1f}"}
+
+
 def numpyro_machines(folder: Path) -> dict:
-    rows = [r for r in _rows(folder) if r["sampler"] == "numpyro-nuts"]
+    rows = [r for r in _rows(folder) if r["sampler"] == "numpyro-nuts" and r["program"] in FIRST]
     lent = [r for r in rows if machine_of(r) == "the lent machine"]
     rest = [r for r in rows if machine_of(r) != "the lent machine"]
     fails_lent = [r for r in lent if r["verdict"] == "fail"]
@@ -176,4 +195,5 @@ def fail_details(folder: Path) -> dict:
 
 def values(folder: Path) -> dict:
     """The page's coverage, headline, NumPyro-by-machine and fail-detail values."""
-    return {**coverage(folder), **headline(folder), **numpyro_machines(folder), **fail_details(folder)}
+    return {**coverage(folder), **headline(folder), **added(folder), **numpyro_machines(folder),
+            **fail_details(folder)}

@@ -15,9 +15,12 @@ QUOTES = tuple(f"{s}_{q}" for s in SAMPLERS for q in ("audits", "fails", "hi")) 
     "geweke_fail_threshold", "hmc_geweke_runs", "hmc_geweke_median", "pymc_sim_p", "pymc_lo")
 
 
+FIRST = ("regression", "hierarchical", "logistic")  # the programs of the first runs; the added classes are apart
+
+
 def _rows(folder: Path, sampler=None, program=None):
     rows = [json.loads(line) for line in (folder / "rows.jsonl").read_text().splitlines() if line.strip()]
-    return [r for r in rows if (sampler is None or r["sampler"] == sampler)
+    return [r for r in rows if r["program"] in FIRST and (sampler is None or r["sampler"] == sampler)
             and (program is None or r["program"] == program)]
 
 

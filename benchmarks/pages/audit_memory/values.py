@@ -28,31 +28,40 @@ def summary(run: list[dict]) -> dict:
     rss = np.array([r["rss_mb"] for r in run])
     after = rss[min(WARM, len(rss) - 1):]
     slope = float(np.polyfit(np.arange(after.size), after, 1)[0]) if after.size > 1 else float("nan")
-    return {"count": len(run), "first": rss[0], "warm": after[0], "last": rss[-1],
-            "growth_gb": (rss[-1] - after[0]) / 1024, "slope": slope,
+    return {"count": len(run) * (10 if run[0]["kind"] == "sandwich" else 1), "first": rss[0], "warm": after[0],
+            "last": rss[-1], "growth_gb": (rss[-1] - rss[0]) / 1024, "slope": slope,
             "seconds": float(np.median([r["seconds"] for r in run])),
             "load": (min(r["load"] for r in run), max(r["load"] for r in run)),
             "dates": (run[0]["date"], run[-1]["date"]), "clean": all(r["clean_tree"] for r in run)}
 
 
 def table(stored: list[dict]) -> str:
-    lines = ["| run | count | RSS after the first | after warm-up | at the end | growth after warm-up (GB) | slope "
-             "(MB per audit, or per 10 sandwiches) | within 0.5 GB | median s | load | commit, clean | dates |",
+    lines = ["| run | audits or sandwiches | RSS after the first | after warm-up | at the end | growth across the run "
+             "(GB) | slope after warm-up (MB per audit, or per 10 sandwiches) | within 0.5 GB | median s (per audit, "
+             "or per 10 sandwiches) | load | commit, clean | dates |",
              "|" + "---|" * 12]
     for (kind, ppl, release, commit), run in runs(stored).items():
         s = summary(run)
         name = (f"{NAMES[ppl]} audits, {'release' if release else 'no release'}" if kind == "audit"
-                else "sandwiches (a row per 10)")
+                else "sandwiches on the linear regression")
         lines.append(f"| {name} | {s['count']} | {s['first']:.0f} MB | {s['warm']:.0f} MB | {s['last']:.0f} MB | "
-                     f"{s['growth_gb']:+.2f} | {s['slope']:+.1f} | {'yes' if s['growth_gb'] < TARGET_GB else 'no'} | "
+                     f"{s['growth_gb']:+.2f} | {'-' if s['slope'] != s['slope'] else format(s['slope'], '+.1f')} | {'yes' if s['growth_gb'] < TARGET_GB else 'no'} | "
                      f"{s['seconds']:.1f} | {s['load'][0]:.1f}-{s['load'][1]:.1f} | {commit}, "
                      f"{'yes' if s['clean'] else 'no'} | {s['dates'][0]} to {s['dates'][1]} |")
     return "\n".join(lines)
 
 
 def values(folder: Path) -> dict:
+    """The headline counts the runs at the newest commit (earlier runs are in the table, marked by commit)."""
     stored = rows(folder)
-    audits = [summary(run) for (kind, _, release, _), run in runs(stored).items() if kind == "audit" and release]
-    return {"rows": len(stored), "runs": len(runs(stored)), "table": table(stored),
+    newest = stored[-1]["commit"]
+    latest = {k: run for k, run in runs(stored).items() if k[3] == newest}
+    audits = [summary(run) for (kind, _, release, _), run in latest.items() if kind == "audit" and release]
+    sandwiches = [summary(run) for (kind, *_), run in latest.items() if kind == "sandwich"]
+    return {"rows": len(stored), "runs": len(runs(stored)), "table": table(stored), "newest": newest,
             "released_within": sum(s["growth_gb"] < TARGET_GB for s in audits), "released_runs": len(audits),
+            "audits_each": ", ".join(f"{NAMES[k[1]]} {len(run)}" for k, run in latest.items()
+                                     if k[0] == "audit" and k[2]),
+            "sandwich_count": sum(s["count"] for s in sandwiches),
+            "sandwich_growth": ", ".join(f"{s['growth_gb']:+.2f} GB" for s in sandwiches) or "not run",
             "warm": WARM}

@@ -35,6 +35,10 @@ def summary(run: list[dict]) -> dict:
             "dates": (run[0]["date"], run[-1]["date"]), "clean": all(r["clean_tree"] for r in run)}
 
 
+def _slope(value: float) -> str:
+    return "-" if np.isnan(value) else f"{value:+.1f}"
+
+
 def table(stored: list[dict]) -> str:
     lines = ["| run | audits or sandwiches | RSS after the first | after warm-up | at the end | growth across the run "
              "(GB) | slope after warm-up (MB per audit, or per 10 sandwiches) | within 0.5 GB | median s (per audit, "
@@ -45,7 +49,7 @@ def table(stored: list[dict]) -> str:
         name = (f"{NAMES[ppl]} audits, {'release' if release else 'no release'}" if kind == "audit"
                 else "sandwiches on the linear regression")
         lines.append(f"| {name} | {s['count']} | {s['first']:.0f} MB | {s['warm']:.0f} MB | {s['last']:.0f} MB | "
-                     f"{s['growth_gb']:+.2f} | {'-' if s['slope'] != s['slope'] else format(s['slope'], '+.1f')} | {'yes' if s['growth_gb'] < TARGET_GB else 'no'} | "
+                     f"{s['growth_gb']:+.2f} | {_slope(s['slope'])} | {'yes' if s['growth_gb'] < TARGET_GB else 'no'} | "
                      f"{s['seconds']:.1f} | {s['load'][0]:.1f}-{s['load'][1]:.1f} | {commit}, "
                      f"{'yes' if s['clean'] else 'no'} | {s['dates'][0]} to {s['dates'][1]} |")
     return "\n".join(lines)

@@ -49,7 +49,8 @@ def table(stored: list[dict]) -> str:
         name = (f"{NAMES[ppl]} audits, {'release' if release else 'no release'}" if kind == "audit"
                 else "sandwiches on the linear regression")
         lines.append(f"| {name} | {s['count']} | {s['first']:.0f} MB | {s['warm']:.0f} MB | {s['last']:.0f} MB | "
-                     f"{s['growth_gb']:+.2f} | {_slope(s['slope'])} | {'yes' if s['growth_gb'] < TARGET_GB else 'no'} | "
+                     f"{s['growth_gb']:+.2f} | {_slope(s['slope'])} | "
+                     f"{'yes' if s['growth_gb'] < TARGET_GB else 'no'} | "
                      f"{s['seconds']:.1f} | {s['load'][0]:.1f}-{s['load'][1]:.1f} | {commit}, "
                      f"{'yes' if s['clean'] else 'no'} | {s['dates'][0]} to {s['dates'][1]} |")
     return "\n".join(lines)

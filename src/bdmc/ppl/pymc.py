@@ -178,7 +178,7 @@ class PyMCModel:
 
     def sample_prior(self, key):
         """An exact prior draw of every free variable, on PyMC's transformed space."""
-        out = jax.pure_callback(self._callbacks[0], self._latent_spec, _seed(key), vmap_method=_BATCHED)
+        out = _host_call(self._callbacks[0], self._latent_spec, _seed(key))
         return dict(zip(self.latent_names, out, strict=False))
 
     def sample_prior_given(self, key, fixed: Mapping[str, Any]):
@@ -269,7 +269,7 @@ class PyMCModel:
     def sample_data(self, key, latent):
         """The observed variables drawn from the model given the free variables."""
         args = [jnp.asarray(latent[n], s.dtype) for n, s in zip(self.latent_names, self._latent_spec, strict=False)]
-        out = jax.pure_callback(self._callbacks[1], self._data_spec, _seed(key), *args, vmap_method=_BATCHED)
+        out = _host_call(self._callbacks[1], self._data_spec, _seed(key), *args)
         return dict(zip(self.observed, out, strict=False))
 
     def log_prior(self, latent):
@@ -334,8 +334,7 @@ class PyMCModel:
         return [jnp.asarray(latent[n], s.dtype) for n, s in zip(self.latent_names, self._latent_spec, strict=False)]
 
     def release(self) -> None:
-        """Drop the compiled forward samplers (compiled again when next used) and empty the callbacks JAX's cache
-        of eager calls keeps (they held the model's graph): an audit's end."""
+        """Drop the compiled forward samplers (compiled again on use) and empty the callbacks JAX may keep."""
         for sampler in (self._prior_fn, self._data_fn, *self._given_fns.values()):
             sampler.release()
         for handle in self._callbacks:
@@ -346,9 +345,15 @@ class PyMCModel:
         return f"PyMCModel({self.model.name or 'pymc.Model'}, observed={list(self.observed)})"
 
 
-# Under vmap the callback receives the whole batch (every argument broadcast to it) and loops over it on the
-# host: one host round trip per batch instead of one per chain.
-_BATCHED = "broadcast_all"
+_BATCHED = "broadcast_all"  # under vmap the callback gets the whole batch: one host round trip per batch
+
+
+def _host_call(callback, specs, *args):
+    """``callback(*args)`` on the host: directly when called eagerly (nothing to compile, and nothing for JAX's
+    cache of eager calls to keep), through ``jax.pure_callback`` under ``jit`` or ``vmap``."""
+    if any(isinstance(a, jax.core.Tracer) for a in args):
+        return jax.pure_callback(callback, specs, *args, vmap_method=_BATCHED)
+    return tuple(jnp.asarray(x, s.dtype) for x, s in zip(callback(*map(np.asarray, args)), specs, strict=True))
 
 
 class _Handle:
@@ -374,8 +379,7 @@ class _Sampler:
         self._lock = threading.Lock()  # the generators are shared state
 
     def release(self) -> None:
-        """Drop the compiled function (JAX's cache of the eager callback keeps this object); compiled again when
-        next called."""
+        """Drop the compiled function; compiled again when next called."""
         with self._lock:
             self._fn = None
 

@@ -62,16 +62,17 @@ def table(stored: list[dict]) -> str:
 
 
 def values(folder: Path) -> dict:
-    """The headline counts the runs at the newest commit (earlier runs are in the table, marked by commit)."""
+    """The headline counts each kind's latest run (per PPL, with release); every run is in the table."""
     stored = rows(folder)
-    newest = stored[-1]["commit"]
-    latest = {k: run for k, run in runs(stored).items() if k[3] == newest}
-    audits = [summary(run) for (kind, _, release, _), run in latest.items() if kind == "audit" and release]
-    sandwiches = [summary(run) for (kind, *_), run in latest.items() if kind == "sandwich"]
-    return {"rows": len(stored), "runs": len(runs(stored)), "table": table(stored), "newest": newest,
-            "released_within": sum(s["projected_gb"] < TARGET_GB for s in audits), "released_runs": len(audits),
-            "audits_each": ", ".join(f"{NAMES[k[1]]} {len(run)}" for k, run in latest.items()
-                                     if k[0] == "audit" and k[2]),
-            "sandwich_count": sum(s["count"] for s in sandwiches),
-            "sandwich_growth": ", ".join(f"{s['growth_gb']:+.2f} GB" for s in sandwiches) or "not run",
+    latest: dict[tuple, tuple] = {}
+    for key, run in runs(stored).items():
+        latest[key[:3]] = (key[3], run)  # runs are in stored order: the last one of each kind wins
+    audits = [(k, c, summary(run)) for k, (c, run) in latest.items() if k[0] == "audit" and k[2]]
+    sandwiches = [(c, summary(run)) for k, (c, run) in latest.items() if k[0] == "sandwich"]
+    return {"rows": len(stored), "runs": len(runs(stored)), "table": table(stored),
+            "released_within": sum(s["projected_gb"] < TARGET_GB for _, _, s in audits),
+            "released_runs": len(audits),
+            "audits_each": ", ".join(f"{NAMES[k[1]]} {s['count']} at {c}" for k, c, s in audits),
+            "sandwich_count": ", ".join(f"{s['count']:,} at {c}" for c, s in sandwiches) or "none",
+            "sandwich_growth": ", ".join(f"{s['growth_gb']:+.2f} GB" for _, s in sandwiches) or "not run",
             "warm": WARM}

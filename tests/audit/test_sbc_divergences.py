@@ -26,7 +26,6 @@ def _centred(y=None):
 
 @pytest.fixture(scope="module", autouse=True)
 def _plain_arviz():
-    bdmc.enable_x64()
     was = az.Numba.numba_flag
     az.Numba.disable_numba()
     yield

@@ -60,9 +60,11 @@ def _buggy(y=None):
     numpyro.sample("y", _LinearMixture(w, mu), obs=y, sample_shape=() if y is not None else (CASES,))
 
 
+pytestmark = pytest.mark.float64  # the SBC runs' seeds and the bracketing's tolerances are set in float64
+
+
 @pytest.fixture(scope="module", autouse=True)
-def _float64_and_plain_arviz():
-    bdmc.enable_x64()
+def _plain_arviz():
     was = az.Numba.numba_flag
     az.Numba.disable_numba()
     yield

@@ -2,6 +2,9 @@
 likelihood sets them apart; SBC on label-invariant quantities passes a correct NUTS that keeps one labelling and
 still fails a buggy mixture; the evidence's bracketing symmetrized over the labellings is no longer log 2 low."""
 
+import importlib.util
+from pathlib import Path
+
 import arviz as az
 import jax
 import jax.numpy as jnp
@@ -16,15 +19,14 @@ from bdmc.contracts.model import simulate
 numpyro = pytest.importorskip("numpyro")
 dist = pytest.importorskip("numpyro.distributions")
 
-CASES = 40
-
-
-def _mixture(y=None):
-    """What a user writes: two exchangeable components, a symmetric Dirichlet on the weights."""
-    w = numpyro.sample("w", dist.Dirichlet(jnp.full(2, 2.0)))
-    mu = numpyro.sample("mu", dist.Normal(0.0, 3.0).expand([2]))
-    numpyro.sample("y", dist.MixtureSameFamily(dist.Categorical(w), dist.Normal(mu, 1.0)), obs=y,
-                   sample_shape=() if y is not None else (CASES,))
+# The programs a user writes: examples/audit_mixture/mixture.py (the exchangeable mixture, and its bug, a density
+# that mixes the components' log densities linearly: as symmetric in the labels, so only label-invariant
+# quantities can catch it).
+_SPEC = importlib.util.spec_from_file_location(
+    "audit_mixture_example", Path(__file__).resolve().parents[2] / "examples" / "audit_mixture" / "mixture.py")
+EXAMPLE = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(EXAMPLE)
+_mixture, _buggy, CASES = EXAMPLE.mixture, EXAMPLE.mixture_linear, EXAMPLE.CASES
 
 
 def _apart(y=None):
@@ -33,31 +35,6 @@ def _apart(y=None):
     mu = numpyro.sample("mu", dist.Normal(jnp.array([-2.0, 2.0]), 1.0))
     numpyro.sample("y", dist.MixtureSameFamily(dist.Categorical(w), dist.Normal(mu, 1.0)), obs=y,
                    sample_shape=() if y is not None else (CASES,))
-
-
-class _LinearMixture(dist.Distribution):
-    """A bug: the components' log densities mixed linearly (``sum_k w_k log p_k``), not by log-sum-exp. Still
-    symmetric in the labels, so only the label-invariant quantities can catch it."""
-
-    support = dist.constraints.real
-
-    def __init__(self, w, mu, validate_args=None):
-        self.w, self.mu = w, mu
-        super().__init__(batch_shape=(), validate_args=validate_args)
-
-    def sample(self, key, sample_shape=()):
-        k1, k2 = jax.random.split(key)
-        first = jax.random.uniform(k1, sample_shape) < self.w[0]
-        return jnp.where(first, self.mu[0], self.mu[1]) + jax.random.normal(k2, sample_shape)
-
-    def log_prob(self, value):
-        return jnp.sum(self.w * dist.Normal(self.mu, 1.0).log_prob(value[..., None]), -1)
-
-
-def _buggy(y=None):
-    w = numpyro.sample("w", dist.Dirichlet(jnp.full(2, 2.0)))
-    mu = numpyro.sample("mu", dist.Normal(0.0, 3.0).expand([2]))
-    numpyro.sample("y", _LinearMixture(w, mu), obs=y, sample_shape=() if y is not None else (CASES,))
 
 
 pytestmark = pytest.mark.float64  # the SBC runs' seeds and the bracketing's tolerances are set in float64

@@ -172,10 +172,7 @@ def canonical_quantities(model, spec: Exchangeable, flat_latents, unravel) -> tu
     def one(x):
         return ravel_pytree(spec.canonical(_values(model, unravel(x))))[0]
 
-    try:
-        values = np.asarray(jax.jit(jax.vmap(one))(flat_latents))
-    except TypeError:  # a constrain that leaves JAX (Stan's, on the host): one latent at a time
-        values = np.stack([np.asarray(one(jnp.asarray(x))) for x in flat_latents])
+    values = np.asarray(_mapped(one, flat_latents))
     example = spec.canonical(_values(model, unravel(flat_latents[0])))
     names = []
     for site in sorted(example):  # ravel_pytree's (sorted dict) order
@@ -193,11 +190,7 @@ def labellings(spec: Exchangeable, model, flat_latents, unravel) -> np.ndarray:
     def one(x):
         return spec.order(_values(model, unravel(x)))
 
-    flat_latents = np.asarray(flat_latents)
-    try:
-        orders = np.asarray(jax.jit(jax.vmap(one))(flat_latents))
-    except TypeError:
-        orders = np.stack([np.asarray(one(jnp.asarray(x))) for x in flat_latents])
+    orders = np.asarray(_mapped(one, np.asarray(flat_latents)))
     return np.asarray([index[tuple(int(v) for v in o)] for o in orders])
 
 
@@ -222,15 +215,17 @@ def _prior_values(model, keys) -> dict:
     """Prior draws of every site on its natural space, stacked: one compiled program where the adapter is
     JAX-traceable, else one draw at a time."""
 
-    def one(k):
-        return _values(model, model.sample_prior(k))
-
-    try:
-        stacked = jax.jit(jax.vmap(one))(keys)
-    except TypeError:  # a prior drawn on the host (Stan's simulator, PyMC's sampler)
-        draws = [one(k) for k in keys]
-        stacked = {n: np.stack([np.asarray(d[n]) for d in draws]) for n in draws[0]}
+    stacked = _mapped(lambda k: _values(model, model.sample_prior(k)), keys)
     return {n: np.asarray(v, np.float64) for n, v in stacked.items()}
+
+
+def _mapped(fn, xs):
+    """``fn`` over the leading axis of ``xs``, stacked: one compiled program where the adapter is JAX-traceable,
+    else one item at a time (a program whose values or prior draws are made on the host, as Stan's)."""
+    try:
+        return jax.jit(jax.vmap(fn))(xs)
+    except TypeError:
+        return jax.tree.map(lambda *leaves: np.stack([np.asarray(x) for x in leaves]), *[fn(x) for x in xs])
 
 
 def _default_key(values: Mapping, sites: Sequence[str]) -> str:

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import BDMCError, DataError, UserProgramError, require
+from .host_calls import host_call
 from .registry import PPLS
 
 
@@ -178,7 +179,7 @@ class PyMCModel:
 
     def sample_prior(self, key):
         """An exact prior draw of every free variable, on PyMC's transformed space."""
-        out = _host_call(self._callbacks[0], self._latent_spec, _seed(key))
+        out = host_call(self._callbacks[0], self._latent_spec, _seed(key))
         return dict(zip(self.latent_names, out, strict=False))
 
     def sample_prior_given(self, key, fixed: Mapping[str, Any]):
@@ -269,7 +270,7 @@ class PyMCModel:
     def sample_data(self, key, latent):
         """The observed variables drawn from the model given the free variables."""
         args = [jnp.asarray(latent[n], s.dtype) for n, s in zip(self.latent_names, self._latent_spec, strict=False)]
-        out = _host_call(self._callbacks[1], self._data_spec, _seed(key), *args)
+        out = host_call(self._callbacks[1], self._data_spec, _seed(key), *args)
         return dict(zip(self.observed, out, strict=False))
 
     def log_prior(self, latent):
@@ -343,17 +344,6 @@ class PyMCModel:
 
     def __repr__(self) -> str:
         return f"PyMCModel({self.model.name or 'pymc.Model'}, observed={list(self.observed)})"
-
-
-_BATCHED = "broadcast_all"  # under vmap the callback gets the whole batch: one host round trip per batch
-
-
-def _host_call(callback, specs, *args):
-    """``callback(*args)`` on the host: directly when called eagerly (nothing to compile, and nothing for JAX's
-    cache of eager calls to keep), through ``jax.pure_callback`` under ``jit`` or ``vmap``."""
-    if any(isinstance(a, jax.core.Tracer) for a in args):
-        return jax.pure_callback(callback, specs, *args, vmap_method=_BATCHED)
-    return tuple(jnp.asarray(x, s.dtype) for x, s in zip(callback(*map(np.asarray, args)), specs, strict=True))
 
 
 class _Handle:

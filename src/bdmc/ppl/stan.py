@@ -49,6 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import BDMCError, DataError, UserProgramError, require
+from .host_calls import host_call
 from .registry import PPLS
 from .stan_host import LAMBDA, BuiltProgram, build_program, host_rng, key_words, make_log_density, stanc_info
 
@@ -164,8 +165,7 @@ class StanModel:
         self._require_simulator("sample_prior")
         built = self._ensure_built()
         out = jax.ShapeDtypeStruct((built.dim,), jnp.result_type(float))  # Stan computes in float64; cast
-        # A bound method (equal from call to call): the eager callback compiles once per model, not once a draw.
-        return jax.pure_callback(self._prior_on_host, out, key_words(key), vmap_method="broadcast_all")
+        return host_call(self._prior_on_host, out, key_words(key))  # eager: on the host, nothing compiled
 
     def _prior_on_host(self, words):
         return self._host_sample_prior(words).astype(jnp.result_type(float))
@@ -220,8 +220,7 @@ class StanModel:
         self._require_simulator("sample_data")
         self._ensure_built()
         out = tuple(jax.ShapeDtypeStruct(self._obs_shape[n], _active(self._obs_dtype[n])) for n in self.observed)
-        values = jax.pure_callback(self._data_on_host, out, key_words(key),
-                                   jnp.asarray(latent, jnp.result_type(float)), vmap_method="broadcast_all")
+        values = host_call(self._data_on_host, out, key_words(key), jnp.asarray(latent, jnp.result_type(float)))
         return dict(zip(self.observed, values, strict=False))
 
     def _data_on_host(self, words, x):

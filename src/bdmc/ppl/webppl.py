@@ -41,6 +41,7 @@ import numpy as np
 
 from ..errors import BDMCError, DataError
 from ..files import to_jsonable
+from .host_calls import host_call
 from .webppl_host import WebPPLProcess, decode, locate
 
 
@@ -95,8 +96,7 @@ class WebPPLModel:
     def sample_prior(self, key):
         """A prior draw by running the program forward in WebPPL, in the unconstrained space."""
         out = jax.ShapeDtypeStruct((self.dim,), jnp.result_type(float))
-        # Bound methods (equal from call to call): an eager callback compiles once per model, not once a draw.
-        return jax.pure_callback(self._prior_on_host, out, _key_words(key), vmap_method="broadcast_all")
+        return host_call(self._prior_on_host, out, _key_words(key))  # eager: on the host, nothing compiled
 
     def _prior_on_host(self, words):
         words = np.asarray(words)
@@ -108,8 +108,7 @@ class WebPPLModel:
         """The observed fields drawn given the latent: WebPPL runs the program with every ``observe`` drawing
         its value (or ``simulate(rng, values)`` when given); the draws fill the observed fields in order."""
         out = tuple(jax.ShapeDtypeStruct(self._obs[n].shape, self._active_dtype(n)) for n in self.observed)
-        values = jax.pure_callback(self._data_on_host, out, _key_words(key),
-                                   jnp.asarray(latent, jnp.result_type(float)), vmap_method="broadcast_all")
+        values = host_call(self._data_on_host, out, _key_words(key), jnp.asarray(latent, jnp.result_type(float)))
         return dict(zip(self.observed, values, strict=False))
 
     def _active_dtype(self, name):

@@ -77,6 +77,19 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.fixture(scope="module")
+def arviz_without_numba():
+    """ArviZ's ECDF bands in plain NumPy for a module: numba's first compilation (~10 s) costs more than the small
+    bands of SBC's tests (use with ``pytestmark = pytest.mark.usefixtures("arviz_without_numba")``)."""
+    import arviz as az
+
+    was = az.Numba.numba_flag
+    az.Numba.disable_numba()
+    yield
+    if was:
+        az.Numba.enable_numba()
+
+
 @pytest.fixture
 def key():
     return jax.random.key(20261122)

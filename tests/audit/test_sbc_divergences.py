@@ -2,7 +2,6 @@
 named as the sampler's failure, with its divergent transitions counted on data sets simulated again, and not left
 to read as a bug in the model."""
 
-import arviz as az
 import jax
 import jax.numpy as jnp
 import pytest
@@ -15,6 +14,8 @@ numpyro = pytest.importorskip("numpyro")
 dist = pytest.importorskip("numpyro.distributions")
 SIGMA = jnp.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
 
+pytestmark = pytest.mark.usefixtures("arviz_without_numba")
+
 
 def _centred(y=None):
     mu = numpyro.sample("mu", dist.Normal(0.0, 5.0))
@@ -22,15 +23,6 @@ def _centred(y=None):
     with numpyro.plate("schools", 8):
         theta = numpyro.sample("theta", dist.Normal(mu, tau))
         numpyro.sample("y", dist.Normal(theta, SIGMA), obs=y)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _plain_arviz():
-    was = az.Numba.numba_flag
-    az.Numba.disable_numba()
-    yield
-    if was:
-        az.Numba.enable_numba()
 
 
 def test_a_diverging_nuts_that_fails_sbc_is_named_by_its_divergences():

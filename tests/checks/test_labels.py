@@ -5,7 +5,6 @@ still fails a buggy mixture; the evidence's bracketing symmetrized over the labe
 import importlib.util
 from pathlib import Path
 
-import arviz as az
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -37,16 +36,8 @@ def _apart(y=None):
                    sample_shape=() if y is not None else (CASES,))
 
 
-pytestmark = pytest.mark.float64  # the SBC runs' seeds and the bracketing's tolerances are set in float64
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _plain_arviz():
-    was = az.Numba.numba_flag
-    az.Numba.disable_numba()
-    yield
-    if was:
-        az.Numba.enable_numba()
+# The SBC runs' seeds and the bracketing's tolerances are set in float64.
+pytestmark = [pytest.mark.float64, pytest.mark.usefixtures("arviz_without_numba")]
 
 
 def _program(fn):

@@ -3,7 +3,6 @@ kernel leaving a 10% too wide posterior invariant, a NUTS that never converges) 
 
 import dataclasses
 
-import arviz as az
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -16,15 +15,7 @@ from bdmc.checks.sbc import quantity_names, uniformity_test
 from bdmc.models import CorrelatedGaussianMean
 from bdmc.plotting import plot_sbc_ecdf, plot_sbc_histograms
 
-
-@pytest.fixture(scope="module", autouse=True)
-def _arviz_without_numba():
-    """ArviZ's band in plain NumPy: numba's first compilation (~10 s) costs more than these small bands."""
-    was = az.Numba.numba_flag
-    az.Numba.disable_numba()
-    yield
-    if was:
-        az.Numba.enable_numba()
+pytestmark = pytest.mark.usefixtures("arviz_without_numba")
 
 
 @dataclasses.dataclass(frozen=True)

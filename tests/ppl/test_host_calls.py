@@ -20,8 +20,10 @@ class Sampler:
     """Stands for a model whose forward sampler runs on the host (a bound method is its callback)."""
 
     def draw(self, seed, scale):
-        rng = np.random.default_rng(np.asarray(seed).tolist())
-        return (scale * rng.normal(size=np.shape(seed)[:-1] + (3,))).astype(np.float32), np.int32(7)
+        rng = np.random.default_rng(np.asarray(seed).ravel().tolist())
+        batch = np.shape(seed)[:-1]
+        draws = np.asarray(scale)[..., None] * rng.normal(size=batch + (3,))
+        return draws.astype(np.float32), np.full(batch, 7, np.int32)
 
 
 def test_eager_and_traced_calls_give_the_same_draws():
@@ -40,8 +42,11 @@ def test_a_batched_call_under_vmap_runs_once_for_the_batch():
         calls.append(np.shape(seed))
         return np.zeros(np.shape(seed)[:-1] + (3,), np.float32), np.zeros(np.shape(seed)[:-1], np.int32)
 
-    out = jax.vmap(lambda s: host_call(draw, SPECS, s))(jnp.zeros((5, 4), jnp.uint32))
+    keys = jnp.zeros((5, 4), jnp.uint32)
+    out = jax.vmap(lambda s: host_call(draw, SPECS, s))(keys)
     assert out[0].shape == (5, 3) and calls == [(5, 4)]
+    jax.jit(jax.vmap(jax.vmap(lambda s: host_call(draw, SPECS, s))))(jnp.zeros((2, 5, 4), jnp.uint32))
+    assert calls[-1] == (2, 5, 4)
 
 
 def _alive_after_eager_call(call) -> bool:
@@ -55,6 +60,20 @@ def _alive_after_eager_call(call) -> bool:
 
 def test_an_eager_call_keeps_no_reference_to_the_model():
     assert not _alive_after_eager_call(host_call)
+
+
+def test_an_eager_vmap_keeps_no_reference_to_the_model_and_draws_as_jit_does():
+    """An eager ``vmap`` of a host sampler (prior draws for a check) reaches the host directly, with the batch."""
+    def batched(draw, specs, seed, scale):
+        return jax.vmap(lambda s: host_call(draw, specs, s, scale))(jnp.stack([seed, seed + 1]))
+
+    assert not _alive_after_eager_call(batched)
+    seed, scale = jnp.arange(4, dtype=jnp.uint32), jnp.float32(2.0)
+    eager = batched(Sampler().draw, SPECS, seed, scale)
+    traced = jax.jit(lambda s, c: batched(Sampler().draw, SPECS, s, c))(seed, scale)
+    assert eager[0].shape == (2, 3) and eager[1].shape == (2,)
+    for a, b in zip(eager, traced, strict=True):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_negative_control_an_eager_pure_callback_keeps_the_model_alive():

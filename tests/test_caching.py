@@ -198,3 +198,31 @@ def test_quick_and_run_compilation_keep_what_xla_flags_set(monkeypatch):
     x = jnp.linspace(0.0, 3.0, 101)
     for compiled in (caching.compile_quickly(f.lower(x)), caching.compile_run(f.lower(x))):
         assert abs(float(compiled(x)) - float(f(x))) < 1e-6 * max(1.0, abs(float(f(x))))
+
+
+def _kept_after_use(release: bool, noise_std: float) -> bool:
+    """Whether anything still holds a model after a forward AIS run and a Geweke test compiled for it."""
+    import gc
+    import weakref
+
+    from bdmc.caching import release_compiled
+    from bdmc.checks import geweke
+    from bdmc.models import GaussianMean
+
+    model = GaussianMean(n=3, dim=2, noise_std=noise_std)  # a value no other test uses: a cache key of its own
+    alive = weakref.ref(model)
+    data = bdmc.simulate(jax.random.key(0), model).data
+    bdmc.forward_ais(jax.random.key(1), model, data, num_steps=3, num_runs=2)
+    geweke(jax.random.key(2), model, model.default_kernel(), num_samples=8, num_steps=2)
+    if release:
+        release_compiled()
+    del model, data
+    gc.collect()
+    return alive() is not None
+
+
+def test_release_compiled_lets_go_of_every_model_bdmc_compiled_for():
+    """An audit ends with ``release_compiled``: a process that audits model after model keeps none of them (what
+    ``benchmarks/audit_memory.py`` measures). Negative control: without it the compiled programs hold the model."""
+    assert _kept_after_use(False, 0.8125)
+    assert not _kept_after_use(True, 0.6875)

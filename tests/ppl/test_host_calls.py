@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from bdmc.errors import UserProgramError
 from bdmc.ppl.host_calls import host_call
 
 SPECS = (jax.ShapeDtypeStruct((3,), jnp.float32), jax.ShapeDtypeStruct((), jnp.int32))
@@ -85,5 +86,5 @@ def test_a_result_of_the_wrong_shape_is_refused_naming_the_callback():
     def draw(seed):
         return np.zeros(2, np.float32), np.int32(0)
 
-    with pytest.raises(ValueError, match=r"'draw' returned an array of shape \(2,\), expected \(3,\)"):
+    with pytest.raises(UserProgramError, match=r"'draw' returned an array of shape \(2,\), expected \(3,\)"):
         host_call(draw, SPECS, jnp.zeros(4, jnp.uint32))

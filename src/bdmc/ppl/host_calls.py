@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..errors import UserProgramError
+
 
 def host_call(callback: Callable, result_shape_dtypes: Any, *args):
     """``callback(*args)``, with the result shaped and typed as ``result_shape_dtypes`` (a pytree of
@@ -37,9 +39,9 @@ def host_call(callback: Callable, result_shape_dtypes: Any, *args):
 
     Raises
     ------
-    ValueError
-        When an eager call's result has another structure or shape than ``result_shape_dtypes`` (as
-        :func:`jax.pure_callback` raises).
+    bdmc.errors.UserProgramError
+        When an eager call's result has another structure or shape than ``result_shape_dtypes`` (the host
+        sampler, the user's program or simulator, returned the wrong thing).
     """
     if not any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves(args)):
         return _direct(callback, result_shape_dtypes, args)
@@ -67,12 +69,12 @@ def _direct(callback, result_shape_dtypes, args):
     specs, structure = jax.tree.flatten(result_shape_dtypes)
     values = jax.tree.leaves(callback(*(np.asarray(a) for a in args)))
     if len(values) != len(specs):
-        raise ValueError(f"{getattr(callback, '__name__', callback)!r} returned {len(values)} arrays, "
+        raise UserProgramError(f"{getattr(callback, '__name__', callback)!r} returned {len(values)} arrays, "
                          f"expected {len(specs)}")
     out = []
     for value, spec in zip(values, specs, strict=True):
         if np.shape(value) != tuple(spec.shape):
-            raise ValueError(f"{getattr(callback, '__name__', callback)!r} returned an array of shape "
+            raise UserProgramError(f"{getattr(callback, '__name__', callback)!r} returned an array of shape "
                              f"{np.shape(value)}, expected {tuple(spec.shape)}")
         out.append(jnp.asarray(value, spec.dtype))
     return jax.tree.unflatten(structure, out)

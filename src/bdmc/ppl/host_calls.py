@@ -1,5 +1,5 @@
-"""Host code (a PPL's forward sampler) called from JAX: directly when the call is eager, through
-``jax.pure_callback`` when it is traced (under ``jit`` or ``vmap``).
+"""Host code (a PPL's forward sampler) called from JAX: directly when the call is eager (an eager ``vmap``
+included, with the whole batch), through ``jax.pure_callback`` when it is traced under ``jit``.
 
 An eager ``jax.pure_callback`` (called outside ``jit``, ``vmap`` included) compiles a program for its callback and
 JAX keeps it, keyed by the callback, for as long as the process lives. A bound method of a model is a new key for

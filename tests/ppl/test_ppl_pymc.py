@@ -315,3 +315,20 @@ def test_float32_model_and_the_import_leave_x64_as_it_was():
     from helpers import run_fresh_python
 
     run_fresh_python(FLOAT32_CHECK)
+
+
+def test_a_program_the_user_compiled_keeps_drawing_after_release():
+    """``release`` (an audit's end) drops the compiled samplers, which compile again on use: a user's own
+    jitted draws of the same model still run and give the same draws."""
+    model = from_pymc(regression(), observed="y")
+    draw = jax.jit(jax.vmap(model.sample_prior))
+    keys = jax.random.split(jax.random.key(3), 3)
+    before = draw(keys)
+    model.release()
+    after = draw(keys)
+    for name in model.latent_names:
+        np.testing.assert_allclose(np.asarray(after[name]), np.asarray(before[name]))
+    model.release()
+    eager = jax.vmap(model.sample_prior)(keys)  # the eager path, on the host directly
+    for name in model.latent_names:
+        np.testing.assert_allclose(np.asarray(eager[name]), np.asarray(before[name]), rtol=1e-6)

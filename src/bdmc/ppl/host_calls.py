@@ -70,11 +70,11 @@ def _direct(callback, result_shape_dtypes, args):
     values = jax.tree.leaves(callback(*(np.asarray(a) for a in args)))
     if len(values) != len(specs):
         raise UserProgramError(f"{getattr(callback, '__name__', callback)!r} returned {len(values)} arrays, "
-                         f"expected {len(specs)}")
+                               f"expected {len(specs)}")
     out = []
     for value, spec in zip(values, specs, strict=True):
         if np.shape(value) != tuple(spec.shape):
             raise UserProgramError(f"{getattr(callback, '__name__', callback)!r} returned an array of shape "
-                             f"{np.shape(value)}, expected {tuple(spec.shape)}")
+                                   f"{np.shape(value)}, expected {tuple(spec.shape)}")
         out.append(jnp.asarray(value, spec.dtype))
     return jax.tree.unflatten(structure, out)

@@ -138,7 +138,6 @@ class PyMCModel:
         self._data_fn = _Sampler(pm, values, data_graph)
         self._pm, self._free_rvs, self._transformed = pm, tuple(free), tuple(transformed)
         self._given_fns = {}  # conditional prior samplers of sample_prior_given, by the names held fixed
-        self._callbacks = (_Handle(self._prior_fn), _Handle(self._data_fn))  # what JAX's eager calls hold
 
         # Shapes and dtypes for the callbacks, from one draw (they are fixed by the model).
         try:  # the model's own forward graph: a failure is the model's mistake (shapes that do not broadcast)
@@ -179,7 +178,7 @@ class PyMCModel:
 
     def sample_prior(self, key):
         """An exact prior draw of every free variable, on PyMC's transformed space."""
-        out = host_call(self._callbacks[0], self._latent_spec, _seed(key))
+        out = host_call(self._prior_fn, self._latent_spec, _seed(key))
         return dict(zip(self.latent_names, out, strict=False))
 
     def sample_prior_given(self, key, fixed: Mapping[str, Any]):
@@ -270,7 +269,7 @@ class PyMCModel:
     def sample_data(self, key, latent):
         """The observed variables drawn from the model given the free variables."""
         args = [jnp.asarray(latent[n], s.dtype) for n, s in zip(self.latent_names, self._latent_spec, strict=False)]
-        out = host_call(self._callbacks[1], self._data_spec, _seed(key), *args)
+        out = host_call(self._data_fn, self._data_spec, _seed(key), *args)
         return dict(zip(self.observed, out, strict=False))
 
     def log_prior(self, latent):
@@ -335,25 +334,13 @@ class PyMCModel:
         return [jnp.asarray(latent[n], s.dtype) for n, s in zip(self.latent_names, self._latent_spec, strict=False)]
 
     def release(self) -> None:
-        """Drop the compiled forward samplers (compiled again on use) and empty the callbacks JAX may keep."""
+        """Drop the compiled forward samplers (compiled again when next used): an audit's end. A program that
+        holds them (a user's ``jit``) keeps working."""
         for sampler in (self._prior_fn, self._data_fn, *self._given_fns.values()):
             sampler.release()
-        for handle in self._callbacks:
-            handle.target = None
-        self._callbacks = (_Handle(self._prior_fn), _Handle(self._data_fn))
 
     def __repr__(self) -> str:
         return f"PyMCModel({self.model.name or 'pymc.Model'}, observed={list(self.observed)})"
-
-
-class _Handle:
-    """A host callback's target behind one indirection, emptied by :meth:`PyMCModel.release`."""
-
-    def __init__(self, target):
-        self.target = target
-
-    def __call__(self, *args):
-        return self.target(*args)
 
 
 class _Sampler:

@@ -519,3 +519,17 @@ def test_float32_scores_and_simulates_in_float32(model):
         assert model.log_likelihood(latent, data).dtype == jnp.float32
     np.testing.assert_allclose(value, value64, rtol=1e-5)
     np.testing.assert_allclose(grad, grad64, rtol=1e-4, atol=1e-4)
+
+
+def test_a_density_the_user_compiled_keeps_working_after_release(model):
+    """``release`` (an audit's end) must not free the built program under a user's compiled density (the native
+    program it calls into); the value after release is the value before."""
+    import gc
+
+    x = model.sample_prior(jax.random.key(0))
+    data = model.sample_data(jax.random.key(1), x)
+    density = jax.jit(lambda u: model.log_prior(u) + model.log_likelihood(u, data).sum())
+    before = float(density(x))
+    model.release()
+    gc.collect()
+    assert float(density(x)) == pytest.approx(before, rel=1e-12)

@@ -324,9 +324,10 @@ class StanModel:
             raise BDMCError(f"Stan cannot unconstrain the parameters: {err}") from err
 
     def release(self) -> None:
-        """Drop the built program and the traced log density (made again on next use): an audit's end."""
+        """Drop the traced log density (made again on next use): an audit's end. The built program stays while the
+        model lives: a program a user compiled calls into it."""
         with self._lock:
-            self._built, self._log_density = None, make_log_density(self)
+            self._log_density = make_log_density(self)
 
     def _ensure_built(self) -> BuiltProgram:
         with self._lock:

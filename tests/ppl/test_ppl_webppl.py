@@ -100,16 +100,69 @@ def test_densities_and_gradients_equal_the_closed_form(gaussian):
     np.testing.assert_allclose(grad[0], -(0.4 - M0) / S0**2 + np.sum(weights * (Y - 0.4)) / S**2, rtol=1e-10)
 
 
-def test_a_batch_with_more_data_sets_than_the_driver_keeps(gaussian):
-    """Chains that each score their own data (SBC, Geweke) may bring more data sets than the driver keeps (8):
-    each group's data go with its request, so none is evicted before it is scored."""
+def _closed_form_terms_and_grads(mus, ys):
+    terms = stats.norm(np.asarray(mus)[:, None], S).logpdf(np.asarray(ys))
+    return terms, jnp.sum(ys - mus[:, None], axis=1) / S**2
+
+
+def _terms_and_grads(model, mus, ys, sent):
+    """The terms, then the gradient of their sum, at each (mu, y) pair, recording the requests of each."""
+    sent.clear()
+    terms = jax.jit(jax.vmap(lambda u, y: model.log_likelihood(u, {"y": y})))(mus[:, None], ys)
+    first = list(sent)
+    sent.clear()
+    grads = jax.jit(jax.vmap(jax.grad(lambda u, y: jnp.sum(model.log_likelihood(u, {"y": y})))))(mus[:, None], ys)
+    return terms, grads[:, 0], (first, list(sent))
+
+
+@pytest.fixture
+def requests(gaussian, monkeypatch):
+    """The ops of the requests the host sends the driver."""
+    sent, send = [], gaussian._process._request
+    monkeypatch.setattr(gaussian._process, "_request", lambda request: sent.append(request["op"]) or send(request))
+    return sent
+
+
+def test_chains_each_scoring_their_own_data_are_one_request(gaussian, requests):
+    """Chains that each score their own data (SBC, Geweke): the batch's data sets travel once, in one request, and
+    each evaluation after that is one request naming them, whatever the number of data sets; a gradient comes with
+    the values from one run (its pull-back sends nothing)."""
     mus = jnp.linspace(-1.0, 1.0, 20)
-    ys = jnp.asarray(Y)[None] + jnp.arange(20.0)[:, None]  # 20 distinct data sets
-    terms = jax.jit(jax.vmap(lambda u, y: gaussian.log_likelihood(u, {"y": y})))(mus[:, None], ys)
-    np.testing.assert_allclose(terms, stats.norm(np.asarray(mus)[:, None], S).logpdf(np.asarray(ys)), rtol=1e-12)
-    grads = jax.jit(jax.vmap(jax.grad(lambda u, y: log_density(gaussian, u, {"y": y}, 1.0))))(mus[:, None], ys)
-    want = -(mus - M0) / S0**2 + jnp.sum(ys - mus[:, None], axis=1) / S**2
+    ys = jnp.asarray(Y)[None] + 100.0 * jax.random.uniform(jax.random.key(3), (20, 1))  # 20 distinct data sets
+    terms, grads, sent = _terms_and_grads(gaussian, mus, ys, requests)
+    want_terms, want_grads = _closed_form_terms_and_grads(mus, ys)
+    np.testing.assert_allclose(terms, want_terms, rtol=1e-12)
+    np.testing.assert_allclose(grads, want_grads, rtol=1e-10)
+    assert sent == (["data", "eval"], ["eval"])
+
+
+def test_gradients_of_shared_and_per_case_weights_in_one_batch(gaussian, requests):
+    """A batch whose rows weight the terms alike (tempering: no program run in the pull-back) and differently (a
+    data path: one run of the weighted sum, for those rows only): every row's gradient is the closed form's."""
+    mus = jnp.linspace(-1.5, 1.5, 6)
+    weights = jnp.stack([jnp.full(len(Y), 0.3), jnp.linspace(0.0, 1.0, len(Y)), jnp.zeros(len(Y)),
+                         jnp.ones(len(Y)), jnp.linspace(1.0, 0.0, len(Y)), jnp.full(len(Y), 0.7)])
+    requests.clear()
+    grads = jax.jit(jax.vmap(jax.grad(lambda u, w: log_density(gaussian, u, {"y": Y}, w))))(mus[:, None], weights)
+    want = -(mus - M0) / S0**2 + jnp.sum(weights * (Y[None] - mus[:, None]), axis=1) / S**2
     np.testing.assert_allclose(grads[:, 0], want, rtol=1e-10)
+    assert requests.count("eval") == 3  # the prior's run, the terms' run, the per-case rows' pull-back
+
+
+def test_data_sets_beyond_what_the_driver_keeps_are_sent_again(gaussian, requests, monkeypatch):
+    """With room for five data sets, a batch of 20 still keeps all 20 while it is scored; a second batch drops the
+    first, which travels again when it is scored again, and every value stays right."""
+    monkeypatch.setattr(webppl_host, "MAX_KEPT_VALUES", 5 * len(Y))
+    mus = jnp.linspace(-1.0, 1.0, 20)
+    first = jnp.asarray(Y)[None] + 1000.0 + jnp.arange(20.0)[:, None]
+    second = first + 500.0
+    for ys in (first, second, first):
+        terms, grads, sent = _terms_and_grads(gaussian, mus, ys, requests)
+        want_terms, want_grads = _closed_form_terms_and_grads(mus, ys)
+        np.testing.assert_allclose(terms, want_terms, rtol=1e-12)
+        np.testing.assert_allclose(grads, want_grads, rtol=1e-10)
+        assert sent == (["data", "eval"], ["eval"])
+    assert sum(gaussian._process._kept.values()) <= 25 + 20 * len(Y)
 
 
 INVALID_FAR_OUT = """

@@ -21,7 +21,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from ..contracts.capabilities import supports
+from ..contracts.capabilities import HostDensity, supports
 from ..contracts.kernel import HoldsModel, join_kernel, split_kernel
 from ..contracts.model import log_density
 from ..contracts.sampler import Sampler
@@ -73,8 +73,10 @@ class KernelSampler:
 
     @property
     def batch(self) -> str:
-        """How SBC runs its replications: ``"map"`` for NUTS (trees of data-dependent depth), else ``"vmap"``."""
-        return "map" if isinstance(self.kernel, NUTS) else "vmap"
+        """How SBC runs its replications: ``"map"`` for NUTS (trees of data-dependent depth), else ``"vmap"``; a
+        density evaluated outside JAX is batched even under NUTS (a request per chain would cost more than the
+        batch's longest tree)."""
+        return "map" if isinstance(self.kernel, NUTS) and not supports(self._model(), HostDensity) else "vmap"
 
     def __post_init__(self):
         if self.warmup < 0 or self.thin < 1:

@@ -151,6 +151,15 @@ class HostPrior(Protocol):
 
 
 @runtime_checkable
+class HostDensity(Protocol):
+    """Evaluates its density outside JAX, a batch of chains per request (a WebPPL program in node): a call costs far
+    more than its arithmetic, so SBC batches its chains with ``vmap`` even where their work differs (NUTS's trees).
+    A model declares it with ``densities_on_host = True``."""
+
+    densities_on_host: bool
+
+
+@runtime_checkable
 class InitialPoints(Protocol):
     """Draws starting points for an optimizer or a chain without a simulator (Stan's uniform on (-2, 2) in every
     unconstrained coordinate): where the fit of a reference path starts."""
@@ -209,6 +218,7 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability(ChecksData, "data check", "shape errors that name the culprit"),
     Capability(NamesTerms, "term names", "non-finite errors that name the site"),
     Capability(HostPrior, "host prior", "prior draws outside JAX, made only as asked (not pooled)"),
+    Capability(HostDensity, "host density", "SBC's NUTS chains batched: one host request per step, not per chain"),
     Capability(InitialPoints, "initial points", "starts of a reference path's fit without a simulator"),
     Capability(NamedCoordinates, "coordinate names", "SBC's names for a flat latent's coordinates"),
     Capability(ReleasesResources, "releases resources", "flat memory over many audits in one process"),

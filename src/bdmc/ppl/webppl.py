@@ -61,6 +61,8 @@ class WebPPLModel:
 
     # Prior draws come from the WebPPL program run forward in node: nothing to compile, so draw only what is asked.
     samples_on_host = True
+    # Every density is a request to node: SBC batches its NUTS chains too (one request per step, not per chain).
+    densities_on_host = True
 
     def __init__(self, program: str, *, data: Mapping[str, Any], observed: Sequence[str],
                  simulate: Callable | None = None, install: bool = True, name: str | None = None):
@@ -187,8 +189,9 @@ class WebPPLModel:
             out.append({n: p.reshape(self._obs[n].shape) for n, p in zip(self.observed, parts, strict=False)})
         return out
 
-    def _host_evaluate(self, u, *obs, cot=None):
-        """Densities (or, with cotangents, their pull-back) of a batch; leading batch axes broadcast."""
+    def _host_evaluate(self, u, *obs, cot=None, grads=False):
+        """Densities of a batch; with ``grads`` also the gradients of the prior and of the terms' sum, from the same
+        runs; with cotangents ``(c_prior, c_terms)`` instead their pull-back. Leading batch axes broadcast."""
         dtype = np.asarray(u).dtype
         u = np.asarray(u, np.float64)
         shapes = [v.shape for v in self._obs.values()]
@@ -199,33 +202,58 @@ class WebPPLModel:
                                     *(c.shape[:c.ndim - k] for c, k in zip(extra, (0, 1), strict=False)))
         size = int(np.prod(batch))
         us = np.broadcast_to(u, batch + (self.dim,)).reshape(size, self.dim)
-        # Chains grouped by the data they score (usually one group: every chain scores the same data); each group
-        # is one request, its data sent with it, so more data sets than the driver keeps never evict each other.
+        # Each chain's data set (usually one for all: every chain scores the same data). The driver keeps the data
+        # sets it was sent, so a batch whose chains each score their own (SBC, Geweke) is still one request.
         if all(int(np.prod(b)) == 1 for b in obs_batch):
-            one = (o.reshape(s) for o, s in zip(obs, shapes, strict=False))
-            groups = [(dict(zip(self.observed, one, strict=False)), np.arange(size))]
+            datasets = [dict(zip(self.observed, (o.reshape(s) for o, s in zip(obs, shapes, strict=False)),
+                                 strict=False))]
+            rows = None
         else:
             flat = [np.broadcast_to(o, batch + s).reshape((size,) + s) for o, s in zip(obs, shapes, strict=False)]
-            members: dict = {}
-            for i in range(size):
-                members.setdefault(b"".join(f[i].tobytes() for f in flat), []).append(i)
-            groups = [({n: f[idx[0]] for n, f in zip(self.observed, flat, strict=False)}, np.asarray(idx))
-                      for idx in members.values()]
+            first: dict = {}
+            rows = np.array([first.setdefault(b"".join(f[i].tobytes() for f in flat), len(first))
+                             for i in range(size)], dtype=int)
+            starts = np.unique(rows, return_index=True)[1]
+            datasets = [{n: f[i] for n, f in zip(self.observed, flat, strict=False)} for i in starts]
+        request = {"op": "eval", "u": us.tolist()}
         if cot is not None:
-            rows = np.concatenate([np.broadcast_to(extra[0], batch).reshape(size, 1),
-                                   np.broadcast_to(extra[1], batch + (self.num_terms,)).reshape(size, -1)], axis=1)
-            grads = np.empty((size, self.dim))
-            for values, idx in groups:
-                request = {"op": "eval", "u": us[idx].tolist(), "cot": rows[idx].tolist()}
-                reply = self._process.on_dataset(values, request)
-                grads[idx] = decode(reply["grad"]).reshape(len(idx), self.dim)
-            return grads.reshape(batch + (self.dim,)).astype(dtype)
-        prior, terms = np.empty(size), np.empty((size, self.num_terms))
-        for values, idx in groups:
-            reply = self._process.on_dataset(values, {"op": "eval", "u": us[idx].tolist()})
-            prior[idx] = decode(reply["prior"])
-            terms[idx] = decode(reply["terms"]).reshape(len(idx), self.num_terms)
-        return prior.reshape(batch).astype(dtype), terms.reshape(batch + (self.num_terms,)).astype(dtype)
+            request["cot"] = np.concatenate([np.broadcast_to(extra[0], batch).reshape(size, 1),
+                                             np.broadcast_to(extra[1], batch + (self.num_terms,)).reshape(size, -1)],
+                                            axis=1).tolist()
+            reply = self._process.on_datasets(datasets, rows, request)
+            return decode(reply["grad"]).reshape(batch + (self.dim,)).astype(dtype)
+        reply = self._process.on_datasets(datasets, rows, {**request, "grads": True} if grads else request)
+        out = (decode(reply["prior"]).reshape(batch), decode(reply["terms"]).reshape(batch + (self.num_terms,)))
+        if grads:
+            out += tuple(decode(reply[k]).reshape(batch + (self.dim,)) for k in ("gradPrior", "gradTerms"))
+        return tuple(v.astype(dtype) for v in out)
+
+    def _host_pullback(self, u, c_prior, c_terms, grad_prior, grad_terms, *obs):
+        """The pull-back of cotangents ``(c_prior, c_terms)`` at ``u``: from the forward pass's gradients where a
+        row's terms share one weight (annealing, posterior sampling: no program run), from a run in node where
+        they do not (a data path's per-case weights)."""
+        dtype = np.asarray(u).dtype
+        c_prior, c_terms = np.asarray(c_prior, np.float64), np.asarray(c_terms, np.float64)
+        grad_prior, grad_terms = np.asarray(grad_prior, np.float64), np.asarray(grad_terms, np.float64)
+        batch = np.broadcast_shapes(c_prior.shape, c_terms.shape[:-1], grad_prior.shape[:-1], grad_terms.shape[:-1],
+                                    np.shape(u)[:-1])
+        c_prior = np.broadcast_to(c_prior, batch)[..., None]
+        c_terms = np.broadcast_to(c_terms, batch + (self.num_terms,))
+        weight = c_terms[..., :1] if self.num_terms else np.zeros(batch + (1,))
+        shared = np.all(c_terms == weight, axis=-1)
+        # A zero weight adds nothing, even where the gradient is not finite (as weighted_sum reads 0 * -inf).
+        grad = (np.where(c_prior == 0, 0.0, c_prior * grad_prior)
+                + np.where(weight == 0, 0.0, weight * grad_terms))
+        if not shared.all():
+            size, rows = int(np.prod(batch)), np.flatnonzero(~shared.ravel())
+            pick = [np.broadcast_to(o, batch + v.shape).reshape((size,) + v.shape)[rows]
+                    for o, v in zip(obs, self._obs.values(), strict=False)]
+            slow = self._host_evaluate(np.broadcast_to(u, batch + (self.dim,)).reshape(size, self.dim)[rows], *pick,
+                                       cot=(c_prior.reshape(size)[rows], c_terms.reshape(size, -1)[rows]))
+            grad = np.array(np.broadcast_to(grad, batch + (self.dim,))).reshape(size, self.dim)
+            grad[rows] = slow
+        return np.broadcast_to(grad.reshape(grad.shape if shared.all() else batch + (self.dim,)),
+                               batch + (self.dim,)).astype(dtype)
 
     def __repr__(self) -> str:
         return f"WebPPLModel({self.name}, observed={list(self.observed)}, sites={len(self.sites)})"
@@ -234,9 +262,11 @@ class WebPPLModel:
 def _make_evaluate(model: WebPPLModel):
     """``(u, *observations) -> (log_prior, terms)`` through host callbacks, differentiable in u.
 
-    A custom VJP: the pull-back of cotangents ``(c_prior, c_terms)`` is the gradient of
-    ``c_prior * log_prior + sum_i c_i * term_i``, one WebPPL autodiff run per chain, so a gradient of any weighted
-    density (per-case lambdas included) costs one request, never one per term.
+    A custom VJP. Its forward pass, taken only where a gradient follows, runs the program once per chain with
+    WebPPL's autodiff and returns the gradients of the prior and of the terms' sum with the values; the pull-back
+    of cotangents ``(c_prior, c_terms)`` then costs no program run where each chain's terms share one weight (a
+    tempered or posterior density: ``c_prior * grad_prior + c * grad_terms``) and one run, of the weighted sum,
+    for per-case weights. A gradient-based kernel's step is thus one request to node, not two.
     """
 
     def call(u, *obs):
@@ -249,14 +279,19 @@ def _make_evaluate(model: WebPPLModel):
         return call(u, *obs)
 
     def fwd(u, *obs):
-        return call(u, *obs), (u, obs)
+        out = (jax.ShapeDtypeStruct(u.shape[:-1], u.dtype),
+               jax.ShapeDtypeStruct(u.shape[:-1] + (model.num_terms,), u.dtype),
+               jax.ShapeDtypeStruct(u.shape, u.dtype), jax.ShapeDtypeStruct(u.shape, u.dtype))
+        prior, terms, grad_prior, grad_terms = jax.pure_callback(
+            lambda u, *o: model._host_evaluate(u, *o, grads=True), out, u, *obs, vmap_method="expand_dims")
+        return (prior, terms), (u, obs, grad_prior, grad_terms)
 
     def bwd(residuals, cotangents):
-        u, obs = residuals
+        u, obs, grad_prior, grad_terms = residuals
         c_prior, c_terms = cotangents
-        grad = jax.pure_callback(lambda u, cp, ct, *o: model._host_evaluate(u, *o, cot=(cp, ct)),
-                                 jax.ShapeDtypeStruct(u.shape, u.dtype), u, c_prior.astype(u.dtype),
-                                 c_terms.astype(u.dtype), *obs, vmap_method="expand_dims")
+        grad = jax.pure_callback(model._host_pullback, jax.ShapeDtypeStruct(u.shape, u.dtype), u,
+                                 c_prior.astype(u.dtype), c_terms.astype(u.dtype), grad_prior, grad_terms, *obs,
+                                 vmap_method="expand_dims")
         return (grad, *(None for _ in obs))
 
     evaluate.defvjp(fwd, bwd)

@@ -19,7 +19,7 @@ import sys
 import tempfile
 import threading
 import weakref
-from collections import deque
+from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +29,9 @@ from ..errors import BDMCError
 
 WEBPPL_VERSION = "0.9.15"
 INSTALL_COMMAND = 'python -c "import bdmc.ppl.webppl as w; w.install()"'
-_MAX_DATASETS = 8  # the driver keeps this many observed data sets, first in first out
+# Observed values the driver keeps between requests (numbers, over all data sets; least recently used go first).
+# SBC and Geweke score one data set per chain: a batch's data sets travel once, then each step names them.
+MAX_KEPT_VALUES = 1 << 20
 
 
 class WebPPLNotFoundError(BDMCError):
@@ -137,7 +139,8 @@ class WebPPLProcess:
         self._proc = subprocess.Popen([find_node(), str(driver), str(package)], stdin=subprocess.PIPE,
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1 << 20)
         self._lock = threading.Lock()
-        self._sent: deque = deque()
+        self._kept: OrderedDict = OrderedDict()  # id -> number of values, the driver's data sets by last use
+        self._kept_values = 0
         weakref.finalize(self, _close, self._proc)  # also at interpreter exit
         info = self({"op": "init", "program": program, "data": fixed, "name": name})
         self.sites, self.num_terms = info["sites"], int(info["terms"])
@@ -165,25 +168,48 @@ class WebPPLProcess:
         return reply
 
     def on_dataset(self, values: dict, request: dict) -> dict:
-        """``request`` run on a set of observed values (its ``"data"`` field set to their id in the driver).
+        """``request`` run on one set of observed values (see :meth:`on_datasets`)."""
+        return self.on_datasets([values], None, request)
 
-        The values are sent the first time (and again once evicted), under the same lock as the request, so no
-        other call can evict them in between.
+    def on_datasets(self, datasets: list, rows, request: dict) -> dict:
+        """``request`` run with row ``i`` of its latents scoring ``datasets[rows[i]]`` (``rows=None``: one data set).
+
+        Data sets the driver does not keep yet travel first, all in one request, under the same lock as
+        ``request``; the least recently used others are dropped beyond ``MAX_KEPT_VALUES`` numbers (never one
+        this request scores), so a batch of chains each with its own data costs two requests at most.
         """
-        digest = hashlib.sha1()
-        for name, value in values.items():
-            value = np.ascontiguousarray(value)
-            digest.update(f"{name}:{value.dtype}:{value.shape}".encode())
-            digest.update(value.tobytes())
-        key = digest.hexdigest()[:16]
+        ids = [_digest(values) for values in datasets]
         with self._lock:
-            if key not in self._sent:
-                self._request({"op": "data", "id": key,
-                               "values": {n: np.asarray(v).tolist() for n, v in values.items()}})
-                self._sent.append(key)
-                while len(self._sent) > _MAX_DATASETS:
-                    self._sent.popleft()
-            return self._request({**request, "data": key})
+            add = {}
+            for key, values in zip(ids, datasets, strict=True):
+                if key in self._kept:
+                    self._kept.move_to_end(key)
+                elif key not in add:
+                    add[key] = {n: np.asarray(v).tolist() for n, v in values.items()}
+                    self._kept[key] = sum(int(np.size(v)) for v in values.values())
+                    self._kept_values += self._kept[key]
+            drop, excess, needed = [], self._kept_values - MAX_KEPT_VALUES, set(ids)
+            for key, size in self._kept.items():  # least recently used first
+                if excess <= 0:
+                    break
+                if key not in needed:
+                    drop.append(key)
+                    excess -= size
+            for key in drop:
+                self._kept_values -= self._kept.pop(key)
+            if add or drop:
+                self._request({"op": "data", "add": add, "drop": drop})
+            data = ids[0] if rows is None else [ids[r] for r in np.asarray(rows).tolist()]
+            return self._request({**request, "data": data})
+
+
+def _digest(values: dict) -> str:
+    digest = hashlib.sha1()
+    for name, value in values.items():
+        value = np.ascontiguousarray(value)
+        digest.update(f"{name}:{value.dtype}:{value.shape}".encode())
+        digest.update(value.tobytes())
+    return digest.hexdigest()[:16]
 
 
 def _close(proc) -> None:
@@ -196,4 +222,4 @@ def _close(proc) -> None:
 
 def decode(values) -> np.ndarray:
     """Numbers from the driver as float64 (non-finite ones travel as strings)."""
-    return np.asarray(values, dtype=object).astype(np.float64)
+    return np.asarray(values, dtype=np.float64)

@@ -3,11 +3,15 @@
 // Usage: node driver.js <path of the webppl package>
 // Requests (one JSON object per line on stdin; one reply per line on stdout):
 //   {op: "init", program, data}        compile; the program's value is the model function of `data`
-//   {op: "data", id, values}           keep a set of observed values under `id` (the last few are kept)
-//   {op: "eval", data, u, cot?}        replay each latent vector of `u` at the sample sites: the prior (with
+//   {op: "data", add, drop}            keep each set of observed values of `add` ({id: values}) under its id,
+//                                      forget the ids in `drop` (the host decides what is kept)
+//   {op: "eval", data, u, cot?}        replay each latent vector of `u` at the sample sites on the data set `data`
+//                                      (an id, or one id per row of `u`): the prior (with
 //                                      log-Jacobians) and one term per observe/factor; with `cot` (one row
 //                                      [c_prior, c_1..c_N] per latent) the gradient in u of
-//                                      c_prior * prior + sum_i c_i * term_i through WebPPL's autodiff
+//                                      c_prior * prior + sum_i c_i * term_i through WebPPL's autodiff; with
+//                                      `grads: true` the values and the gradients of the prior and of the
+//                                      terms' sum, from one run
 //   {op: "forward", seeds, data}       run the program forward (prior draws), one seeded run per seed
 //   {op: "simulate", seeds, data, u}   replay `u` at the sample sites and draw every observe
 //   {op: "constrain", data, u}         each site's constrained value at `u`
@@ -27,8 +31,7 @@ var Tensor = require(path.join(root, 'src', 'tensor.js'));
 var env = null;
 webppl.requireHeaderWrapper(function(e) { env = e; return {}; });
 
-var MAX_DATASETS = 8;  // bdmc's host side mirrors this first-in-first-out policy
-var state = {model: null, fixed: {}, sites: null, numTerms: null, datasets: {}, order: []};
+var state = {model: null, fixed: {}, sites: null, numTerms: null, datasets: {}};
 
 function StructureError(message) { this.message = message; }
 
@@ -254,32 +257,61 @@ function dataFor(id) {
   return Object.assign({}, state.fixed, values);
 }
 
+// The derivatives of `total` in the replayed latent's entries (its value: a site's tensor or its scalar u).
+function gradient(total, inputs) {
+  var g = [];
+  if (ad.isLifted(total)) { total.backprop(); }
+  inputs.forEach(function(input) {
+    var d = ad.derivative(input);
+    if (d instanceof Tensor) { g.push.apply(g, Array.prototype.slice.call(d.data)); } else { g.push(d || 0); }
+  });
+  if (ad.isLifted(total)) { total.zeroDerivatives(); }  // the next gradient of this run starts from zero
+  return g.map(encode);
+}
+
+function sumOf(values, weights) {
+  var total = 0;
+  for (var j = 0; j < values.length; j++) {
+    var w = weights ? weights[j] : 1;
+    if (w !== 0) { total = ad.scalar.add(total, w === 1 ? values[j] : ad.scalar.mul(w, values[j])); }
+  }
+  return total;
+}
+
+// One replay per row of req.u: the prior and the terms; with req.cot the gradient of each row's weighted sum
+// c_prior * prior + sum_i c_i * term_i; with req.grads the prior, the terms and the gradients of the prior and of
+// the terms' sum, all from one run (what a gradient-based kernel needs at each step).
 function evaluate(req) {
-  var data = dataFor(req.data), prior = [], terms = [], grads = [];
+  var prior = [], terms = [], grads = [], gPrior = [], gTerms = [];
+  var rowData = Array.isArray(req.data), shared = rowData ? null : dataFor(req.data);
+  var merged = {};  // the merged data object of each id of this request
+  var lifted = !!(req.cot || req.grads);
   for (var i = 0; i < req.u.length; i++) {
-    var out = replay(req.u[i], data, !!req.cot);
-    if (out.invalid && req.cot) {  // zero density: no gradient to follow (the kernel rejects the point)
-      grads.push(req.u[i].map(function() { return encode(0); }));
-      continue;
+    var data = shared;
+    if (rowData) {
+      var id = req.data[i];
+      data = merged[id] || (merged[id] = dataFor(id));
     }
+    var out = replay(req.u[i], data, lifted), zeros = req.u[i].map(function() { return encode(0); });
     if (!req.cot) {
       prior.push(encode(ad.value(out.prior)));
       terms.push(out.terms.map(function(t) { return encode(ad.value(t)); }));
+    }
+    if (out.invalid && lifted) {  // zero density: no gradient to follow (the kernel rejects the point)
+      if (req.cot) { grads.push(zeros); } else { gPrior.push(zeros); gTerms.push(zeros); }
       continue;
     }
-    var c = req.cot[i], total = ad.scalar.mul(c[0], out.prior);
-    for (var j = 0; j < out.terms.length; j++) {
-      if (c[j + 1] !== 0) { total = ad.scalar.add(total, ad.scalar.mul(c[j + 1], out.terms[j])); }
+    if (req.cot) {
+      var c = req.cot[i];
+      grads.push(gradient(ad.scalar.add(ad.scalar.mul(c[0], out.prior), sumOf(out.terms, c.slice(1))),
+                          out.inputs));
+    } else if (req.grads) {
+      gPrior.push(gradient(out.prior, out.inputs));
+      gTerms.push(gradient(sumOf(out.terms, null), out.inputs));
     }
-    if (ad.isLifted(total)) { total.backprop(); }
-    var g = [];
-    out.inputs.forEach(function(input) {
-      var d = ad.derivative(input);
-      if (d instanceof Tensor) { g.push.apply(g, Array.prototype.slice.call(d.data)); } else { g.push(d || 0); }
-    });
-    grads.push(g.map(encode));
   }
-  return req.cot ? {grad: grads} : {prior: prior, terms: terms};
+  if (req.cot) { return {grad: grads}; }
+  return req.grads ? {prior: prior, terms: terms, gradPrior: gPrior, gradTerms: gTerms} : {prior: prior, terms: terms};
 }
 
 function handle(req) {
@@ -295,7 +327,6 @@ function handle(req) {
       state.model = value;
       state.fixed = req.data;
       state.datasets = {init: {}};
-      state.order = [];
       util.seedRNG(0);
       var probe = forward(dataFor('init'), {});
       state.sites = probe.sites;
@@ -303,9 +334,8 @@ function handle(req) {
       return {sites: probe.sites, terms: probe.terms};
     }
     case 'data': {
-      state.datasets[req.id] = req.values;
-      state.order.push(req.id);
-      while (state.order.length > MAX_DATASETS) { delete state.datasets[state.order.shift()]; }
+      (req.drop || []).forEach(function(id) { delete state.datasets[id]; });
+      Object.keys(req.add || {}).forEach(function(id) { state.datasets[id] = req.add[id]; });
       return {};
     }
     case 'eval':

@@ -10,8 +10,9 @@ waits for. Two modes, interleaved round by round (the PPLs' order rotating) so t
 - ``cached``: ``bdmc audit ...`` with the compilation cache a previous run filled (a user's next audit of the
   same program and sizes).
 
-WebPPL's audit, whose every density evaluation is a run of the program in node (about 80 ms for the 50 chains of
-SBC), takes many minutes: it is timed in its warm-up and once cached, not every round.
+WebPPL's audit, whose every density evaluation is a run of the program in node for a batch of chains, is timed
+under each of ``--webppl-samplers`` (by default ``auto``, which resolves to bdmc's HMC, and ``nuts``) in every
+round and mode; each row records the sampler asked for and the one the audit ran.
 
 The programs are eight schools (non-centred: mu ~ N(0, 5), tau ~ HalfNormal(5), z_j ~ N(0, 1),
 y_j ~ N(mu + tau z_j, sigma_j)) written as a user writes them, files on disk: a NumPyro function, a PyMC builder,
@@ -19,8 +20,8 @@ a Stan program with a NumPy simulator, and a WebPPL program (tau ~ Exponential(1
 half-normal). Every row (one audit) is appended to ``results/audit_quick_timing/rows.jsonl`` as it finishes, with
 its verdict, exit code, seconds, the commit, clean tree, date, load and machine; a rerun adds rounds.
 
-    python benchmarks/audit_quick_timing.py --rounds 2                 # about 20 minutes on 2 cores
-    python benchmarks/audit_quick_timing.py --rounds 1 --ppls numpyro pymc
+    python benchmarks/audit_quick_timing.py --rounds 2                 # about 40 minutes on 2 cores
+    python benchmarks/audit_quick_timing.py --rounds 1 --ppls webppl   # about 15 minutes
     python benchmarks/audit_quick_timing.py --render
 """
 
@@ -126,11 +127,11 @@ def bdmc_command() -> list[str]:
     return [exe] if exe else [sys.executable, "-c", "from bdmc.cli import main; main()"]
 
 
-def run_one(ppl: str, mode: str, args: list[str], folder: Path, round_: int) -> dict:
-    out = folder / f"out-{ppl}-{mode}-{round_}"
+def run_one(ppl: str, mode: str, args: list[str], folder: Path, round_: int, sampler: str = "auto") -> dict:
+    out = folder / f"out-{ppl}-{mode}-{sampler}-{round_}"
     root = ["--no-compile-cache"] if mode == "compile" else []
     command = bdmc_command() + root + ["audit", *args, "--observed", "y", "--quick", "--seed", str(round_),
-                                       "--out", str(out)]
+                                       "--sampler", sampler, "--out", str(out)]
     load_before = os.getloadavg()[0]
     began = time.perf_counter()
     done = subprocess.run(command, capture_output=True, text=True)
@@ -138,7 +139,11 @@ def run_one(ppl: str, mode: str, args: list[str], folder: Path, round_: int) -> 
     verdict = None
     if (out / "results.json").is_file():
         verdict = json.loads((out / "results.json").read_text()).get("verdict")
-    row = {"ppl": ppl, "mode": mode, "round": round_, "seconds": seconds, "exit_code": done.returncode,
+    sampler_run = None
+    if (out / "results.json").is_file():
+        sampler_run = json.loads((out / "results.json").read_text()).get("sampler")
+    row = {"ppl": ppl, "sampler": sampler, "sampler_run": sampler_run, "mode": mode, "round": round_,
+           "seconds": seconds, "exit_code": done.returncode,
            "verdict": verdict, "load_before": load_before, "load_after": os.getloadavg()[0],
            "error": done.stderr.strip().splitlines()[-1][:300] if done.returncode else None}
     return row
@@ -148,6 +153,8 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--ppls", nargs="+", choices=PPLS, default=list(PPLS))
+    parser.add_argument("--webppl-samplers", nargs="+", default=["auto", "nuts"],
+                        help="the --sampler values WebPPL's audit is timed under, each in every round and mode")
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--render", "--table-only", dest="render", action="store_true",
                         help="re-render the pages from the stored rows and stop")
@@ -168,13 +175,12 @@ def main(argv=None) -> None:
             order = opts.ppls[r % len(opts.ppls):] + opts.ppls[:r % len(opts.ppls)]
             for mode in (("compile", "cached") if r % 2 else ("cached", "compile")):
                 for ppl in order:
-                    if ppl == "webppl" and (mode == "compile" or r > 1):
-                        continue  # a WebPPL audit takes many minutes (a node run per density): timed once
-                    row = run_one(ppl, mode, programs[ppl], folder, r)
-                    append_row(rows_path, row)
-                    print(f"{ppl:8} {mode:8} {row['seconds']:6.1f} s  {row['verdict']}  exit {row['exit_code']}"
-                          f"  load {row['load_before']:.2f}" + (f"  {row['error']}" if row["error"] else ""),
-                          flush=True)
+                    for sampler in opts.webppl_samplers if ppl == "webppl" else ["auto"]:
+                        row = run_one(ppl, mode, programs[ppl], folder, r, sampler)
+                        append_row(rows_path, row)
+                        print(f"{ppl:8} {sampler:5} {mode:8} {row['seconds']:6.1f} s  {row['verdict']}  exit "
+                              f"{row['exit_code']}  load {row['load_before']:.2f}"
+                              + (f"  {row['error']}" if row["error"] else ""), flush=True)
     write_folder("audit_quick_timing", written_to=opts.out)  # renders table.md (a trial --out elsewhere: none)
     if (opts.out / "table.md").exists():
         print((opts.out / "table.md").read_text())

@@ -1,7 +1,7 @@
 """The audit end to end on one conjugate model written in PyMC, Stan and WebPPL, each under its default sampler.
 
 ``mu ~ N(0, 1)``, ``s2 ~ IG(2, 2)``, ``y_i ~ N(mu, s2)``, 20 cases: every check that runs must pass, the
-sampler must be the language's own NUTS (bdmc's for WebPPL), and the certified lower bound on log p(y) of one
+sampler must be the language's own NUTS (bdmc's HMC for WebPPL), and the certified lower bound on log p(y) of one
 data set must lie below its exact value (mu integrated in closed form, s2 by quadrature). Slow: each
 language's sampler leaves JAX once per simulated data set.
 """
@@ -92,7 +92,7 @@ def exact():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("build, sampler", [(pymc_model, "PyMC's NUTS"), (stan_model, "Stan's NUTS"),
-                                            (webppl_model, "bdmc's NUTS")])
+                                            (webppl_model, "bdmc's HMC")])
 def test_each_language_is_audited_under_its_own_sampler_and_passes(build, sampler, exact):
     model = build()
     result = audit(jax.random.key(0), model, data={"y": Y}, budget=BUDGET)

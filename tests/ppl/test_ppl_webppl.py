@@ -146,7 +146,29 @@ def test_gradients_of_shared_and_per_case_weights_in_one_batch(gaussian, request
     grads = jax.jit(jax.vmap(jax.grad(lambda u, w: log_density(gaussian, u, {"y": Y}, w))))(mus[:, None], weights)
     want = -(mus - M0) / S0**2 + jnp.sum(weights * (Y[None] - mus[:, None]), axis=1) / S**2
     np.testing.assert_allclose(grads[:, 0], want, rtol=1e-10)
-    assert requests.count("eval") == 3  # the prior's run, the terms' run, the per-case rows' pull-back
+    assert requests.count("eval") == 2  # the density's run, and the per-case rows' pull-back
+
+
+def test_a_density_and_its_gradient_are_one_run_of_the_program(gaussian, requests):
+    """The prior and the terms come from one run (JointTerms), and a gradient with them: a step of HMC or NUTS on
+    log p(x) + lam log p(y | x) is one request to node, whose values and gradient are the closed form's."""
+    mus = jnp.linspace(-1.5, 1.5, 5)
+    prior, terms = jax.vmap(lambda u: gaussian.prior_and_terms(u, {"y": Y}))(mus[:, None])
+    np.testing.assert_allclose(prior, jax.vmap(gaussian.log_prior)(mus[:, None]), rtol=1e-12)
+    np.testing.assert_allclose(terms, jax.vmap(lambda u: gaussian.log_likelihood(u, {"y": Y}))(mus[:, None]),
+                               rtol=1e-12)
+    requests.clear()
+    value, grad = jax.jit(jax.vmap(jax.value_and_grad(lambda u: log_density(gaussian, u, {"y": Y}, 0.4))))(mus[:, None])
+    assert requests == ["eval"]
+    np.testing.assert_allclose(value, stats.norm(M0, S0).logpdf(mus)
+                               + 0.4 * stats.norm(np.asarray(mus)[:, None], S).logpdf(Y).sum(1), rtol=1e-12)
+    np.testing.assert_allclose(grad[:, 0], -(mus - M0) / S0**2 + 0.4 * jnp.sum(Y[None] - mus[:, None], 1) / S**2,
+                               rtol=1e-10)
+    requests.clear()
+    state = HMC(gaussian, **KERNEL).init_state(jnp.array([0.2]), {"y": Y})
+    assert requests == ["eval"]
+    np.testing.assert_allclose(state.grad_prior, [-(0.2 - M0) / S0**2], rtol=1e-10)
+    np.testing.assert_allclose(state.grad_likelihood, [np.sum(Y - 0.2) / S**2], rtol=1e-10)
 
 
 def test_data_sets_beyond_what_the_driver_keeps_are_sent_again(gaussian, requests, monkeypatch):

@@ -51,6 +51,41 @@ def test_the_audit_reads_its_samplers_from_the_registry():
         sampler_choice(gm, "stan-nuts")
 
 
+class _Delegating:
+    """GaussianMean's contract without its own Gibbs kernel."""
+
+    def __init__(self):
+        self._m = GaussianMean()
+
+    def sample_prior(self, key):
+        return self._m.sample_prior(key)
+
+    def sample_data(self, key, latent):
+        return self._m.sample_data(key, latent)
+
+    def log_prior(self, latent):
+        return self._m.log_prior(latent)
+
+    def log_likelihood(self, latent, data):
+        return self._m.log_likelihood(latent, data)
+
+
+class _OnHost(_Delegating):
+    densities_on_host = True
+
+
+def test_a_density_on_the_host_is_audited_under_hmc_and_batched_under_nuts():
+    """A model whose densities leave JAX (a WebPPL program) gets bdmc's HMC from "auto", and SBC batches bdmc's NUTS
+    chains on it with vmap (a request per chain costs more than the longest tree); the same model in JAX gets
+    bdmc's NUTS, mapped over data sets."""
+    from bdmc.checks.samplers import KernelSampler
+    from bdmc.kernels import NUTS
+
+    for model, auto, batch in ((_OnHost(), "hmc", "vmap"), (_Delegating(), "nuts", "map")):
+        assert sampler_choice(model, "auto") == auto and sampler_choice(model, "nuts") == "nuts"
+        assert KernelSampler(NUTS(model, step_size=0.1), model=model).batch == batch
+
+
 def test_the_command_line_declares_one_flag_per_language():
     from bdmc.cli._common import PPL_OPTIONS
     from bdmc.cli._models import ppl_given, program_flags

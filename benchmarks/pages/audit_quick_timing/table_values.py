@@ -11,18 +11,24 @@ PPLS = ("numpyro", "pymc", "stan", "webppl")  # audit_quick_timing.py's order
 
 
 def table(stored: list[dict]) -> str:
-    """Per PPL and mode (warm-up rows left out), the audits that exited cleanly: their times and verdicts."""
-    lines = ["| PPL | mode | audits | median s | min s | max s | verdicts |", "|---|---|---|---|---|---|---|"]
+    """Per PPL, sampler asked for and mode (warm-up rows left out), the audits that exited cleanly: their times,
+    verdicts and commits."""
+    lines = ["| PPL | --sampler | mode | audits | median s | min s | max s | verdicts | commit |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for ppl in PPLS:
-        for mode in ("compile", "cached"):
-            sel = [r for r in stored if r["ppl"] == ppl and r["mode"] == mode and r["exit_code"] == 0]
-            if not sel:
-                continue
-            s = [r["seconds"] for r in sel]
-            verdicts = ", ".join(f"{v} {sum(r['verdict'] == v for r in sel)}" for v in sorted({r["verdict"]
-                                                                                             for r in sel}))
-            lines.append(f"| {ppl} | {mode} | {len(sel)} | {np.median(s):.0f} | {min(s):.0f} | {max(s):.0f} | "
-                         f"{verdicts} |")
+        samplers = sorted({r.get("sampler", "auto") for r in stored if r["ppl"] == ppl})
+        for sampler in samplers:
+            for mode in ("compile", "cached"):
+                sel = [r for r in stored if r["ppl"] == ppl and r.get("sampler", "auto") == sampler
+                       and r["mode"] == mode and r["exit_code"] == 0]
+                if not sel:
+                    continue
+                s = [r["seconds"] for r in sel]
+                verdicts = ", ".join(f"{v} {sum(r['verdict'] == v for r in sel)}"
+                                     for v in sorted({r["verdict"] for r in sel}))
+                commits = ", ".join(sorted({r["commit"] for r in sel}))
+                lines.append(f"| {ppl} | {sampler} | {mode} | {len(sel)} | {np.median(s):.0f} | {min(s):.0f} | "
+                             f"{max(s):.0f} | {verdicts} | {commits} |")
     return "\n".join(lines)
 
 

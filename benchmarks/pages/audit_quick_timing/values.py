@@ -6,13 +6,77 @@ from pathlib import Path
 import numpy as np
 
 PPLS = ("numpyro", "pymc", "stan")
+WEBPPL_SAMPLERS = ("auto", "nuts")
 QUOTES = tuple(f"{p}_{m}_{s}" for p in PPLS for m in ("compile", "cached") for s in ("median", "min", "max")) + (
-    "webppl_seconds", "webppl_minutes", "rounds", "load_min", "load_max", "passes", "audits")
+    "webppl_seconds", "webppl_minutes", "rounds", "load_min", "load_max", "passes", "audits") + tuple(
+    f"webppl_{s}_{m}" for s in WEBPPL_SAMPLERS for m in ("compile", "cached")) + (
+    "webppl_auto_ran", "webppl_commits", "webppl_load_min", "webppl_load_max", "webppl_audits", "webppl_passes",
+    "webppl_nuts_over_auto")
+
+
+def _all(folder: Path):
+    return [json.loads(line) for line in (folder / "rows.jsonl").read_text().splitlines() if line.strip()]
 
 
 def _rows(folder: Path, ppl=None, mode=None):
-    rows = [json.loads(line) for line in (folder / "rows.jsonl").read_text().splitlines() if line.strip()]
-    return [r for r in rows if (ppl is None or r["ppl"] == ppl) and (mode is None or r["mode"] == mode)]
+    """The first run's rows (before rows recorded their sampler: every PPL under its default)."""
+    return [r for r in _all(folder) if "sampler" not in r and (ppl is None or r["ppl"] == ppl)
+            and (mode is None or r["mode"] == mode)]
+
+
+def _webppl(folder: Path, sampler=None, mode=None):
+    """The timed WebPPL audits that recorded their sampler (warm-ups left out)."""
+    return [r for r in _all(folder) if r["ppl"] == "webppl" and "sampler" in r and r["mode"] != "warmup"
+            and (sampler is None or r["sampler"] == sampler) and (mode is None or r["mode"] == mode)]
+
+
+def _webppl_median(sampler, mode):
+    def median(folder):
+        return float(np.median([r["seconds"] for r in _webppl(folder, sampler, mode)]))
+
+    median.__doc__ = f"Median wall seconds of WebPPL's audits under --sampler {sampler}, mode {mode}."
+    return {f"webppl_{sampler}_{mode}": median}
+
+
+for _sampler in WEBPPL_SAMPLERS:
+    for _mode in ("compile", "cached"):
+        globals().update(_webppl_median(_sampler, _mode))
+
+
+def webppl_auto_ran(folder):
+    """The sampler --sampler auto resolved to in WebPPL's audits."""
+    return ", ".join(sorted({r["sampler_run"] for r in _webppl(folder, "auto")}))
+
+
+def webppl_commits(folder):
+    """The commits of the timed WebPPL audits."""
+    return ", ".join(sorted({r["commit"] for r in _webppl(folder)}))
+
+
+def webppl_load_min(folder):
+    """Smallest 1-minute load before a timed WebPPL audit."""
+    return min(r["load_before"] for r in _webppl(folder))
+
+
+def webppl_load_max(folder):
+    """Largest 1-minute load before a timed WebPPL audit."""
+    return max(r["load_before"] for r in _webppl(folder))
+
+
+def webppl_audits(folder):
+    """Timed WebPPL audits."""
+    return len(_webppl(folder))
+
+
+def webppl_passes(folder):
+    """Timed WebPPL audits whose verdict was pass."""
+    return sum(r["verdict"] == "pass" for r in _webppl(folder))
+
+
+def webppl_nuts_over_auto(folder):
+    """Median time under NUTS over the median under auto (both modes pooled)."""
+    return (float(np.median([r["seconds"] for r in _webppl(folder, "nuts")]))
+            / float(np.median([r["seconds"] for r in _webppl(folder, "auto")])))
 
 
 def _make(ppl, mode):

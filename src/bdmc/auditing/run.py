@@ -118,7 +118,8 @@ def audit(key, model, *, sampler: Any = "auto", data=None, quick: bool = False, 
         A built-in model or a PPL program (:func:`bdmc.ppl.from_numpyro` and the other adapters).
     sampler : str, Sampler or kernel
         ``"auto"`` (the program's own PPL's NUTS for a NumPyro, PyMC or Stan program, the model's own Gibbs
-        kernel when it has one, else bdmc's NUTS), one of ``"gibbs"``, ``"nuts"``, ``"hmc"``, ``"mala"``,
+        kernel when it has one, bdmc's HMC for a density evaluated outside JAX (WebPPL), else bdmc's NUTS), one
+        of ``"gibbs"``, ``"nuts"``, ``"hmc"``, ``"mala"``,
         ``"rwm"`` (bdmc kernels; step sizes from a pilot on one simulated data set, frozen), ``"numpyro-nuts"``,
         ``"pymc-nuts"`` (``pymc.sample``), ``"stan-nuts"`` (Stan's NUTS through pystan), an object with
         ``draws(key, data, *, num_draws)`` (:mod:`bdmc.checks.samplers`, :mod:`bdmc.ppl.samplers`) or a kernel

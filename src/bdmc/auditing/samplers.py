@@ -11,7 +11,7 @@ from typing import Any
 import jax
 
 from ..checks.samplers import KernelSampler, NumPyroNUTS
-from ..contracts.capabilities import OwnKernel, supports
+from ..contracts.capabilities import HostDensity, OwnKernel, supports
 from ..contracts.sampler import Sampler, Thinned
 from ..core.named_kernels import LABELS, named_kernel
 from ..errors import OptionError, OptionTypeError
@@ -45,7 +45,9 @@ def language_name(entry: PPL | None) -> str:
 
 def sampler_choice(model, sampler: Any, *, language: PPL | None | str = "look up") -> Any:
     """What ``sampler`` names for ``model``: ``"auto"`` resolved (the program's own language's NUTS, else the
-    model's own Gibbs kernel, else bdmc's NUTS), any other name or object as given.
+    model's own Gibbs kernel, else bdmc's HMC for a density evaluated outside JAX (WebPPL: a NUTS batch of chains
+    pays each step of every chain at the longest tree, about five times HMC's cost on eight schools), else bdmc's
+    NUTS), any other name or object as given.
 
     Raises
     ------
@@ -66,7 +68,7 @@ def sampler_choice(model, sampler: Any, *, language: PPL | None | str = "look up
                           "object or a kernel")
     if sampler == "auto":
         return (own.own_sampler if own is not None and own.own_sampler else
-                "gibbs" if supports(model, OwnKernel) else "nuts")
+                "gibbs" if supports(model, OwnKernel) else "hmc" if supports(model, HostDensity) else "nuts")
     needs = by_sampler(sampler)
     if needs is not None and own is not needs:
         raise OptionError(f"sampler {sampler!r} needs a {needs.name} program (bdmc.ppl.from_{needs.flag}), got "

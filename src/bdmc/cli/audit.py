@@ -56,7 +56,8 @@ def audit_command(
     observed: str | None = typer.Option(None, "--observed", metavar="NAMES",
                                            help="The program's observed variable(s), comma-separated."),
     sampler: str = typer.Option("auto", "--sampler",
-                                help="auto (a program's own PPL's NUTS; else Gibbs or bdmc's NUTS), gibbs, nuts, "
+                                help="auto (a program's own PPL's NUTS; else Gibbs, bdmc's HMC for WebPPL, or bdmc's "
+                                     "NUTS), gibbs, nuts, "
                                      "hmc, mala, rwm (bdmc kernels on the model's density), numpyro-nuts, "
                                      "pymc-nuts (pymc.sample) or stan-nuts (Stan's NUTS through pystan)."),
     hyperparameters: str | None = typer.Option(

@@ -26,6 +26,14 @@ class CollapsedDensity(Protocol):
 
 
 @runtime_checkable
+class JointTerms(Protocol):
+    """Evaluates its log prior and its likelihood terms together, as cheaply as either alone (a WebPPL program: one
+    run of the program), ``prior_and_terms(latent, data) -> (log_prior, terms)``."""
+
+    def prior_and_terms(self, latent: PyTree, data: PyTree) -> Any: ...
+
+
+@runtime_checkable
 class ChecksData(Protocol):
     """Validates the shapes of a data set, raising :class:`~bdmc.errors.DataError` with the culprit."""
 
@@ -218,6 +226,7 @@ CAPABILITIES: tuple[Capability, ...] = (
     Capability(ChecksData, "data check", "shape errors that name the culprit"),
     Capability(NamesTerms, "term names", "non-finite errors that name the site"),
     Capability(HostPrior, "host prior", "prior draws outside JAX, made only as asked (not pooled)"),
+    Capability(JointTerms, "joint terms", "one evaluation per density and gradient, not two"),
     Capability(HostDensity, "host density", "SBC's NUTS chains batched: one host request per step, not per chain"),
     Capability(InitialPoints, "initial points", "starts of a reference path's fit without a simulator"),
     Capability(NamedCoordinates, "coordinate names", "SBC's names for a flat latent's coordinates"),

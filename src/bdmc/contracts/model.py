@@ -23,7 +23,7 @@ import numpy as np
 
 from ..caching import cached
 from ..errors import DataError
-from .capabilities import ChecksData, CollapsedDensity, supports
+from .capabilities import ChecksData, CollapsedDensity, JointTerms, supports
 from .nonfinite import nonfinite_check
 
 PyTree = Any
@@ -52,9 +52,18 @@ def log_density(model: Model, latent: PyTree, data: PyTree, lam) -> jax.Array:
     if supports(model, CollapsedDensity):
         value = model.log_density(latent, data, lam)
     else:
-        value = model.log_prior(latent) + weighted_sum(lam, model.log_likelihood(latent, data))
+        log_prior, terms = prior_and_terms(model, latent, data)
+        value = log_prior + weighted_sum(lam, terms)
     nonfinite_check(value < jnp.inf, latent)
     return value
+
+
+def prior_and_terms(model: Model, latent: PyTree, data: PyTree) -> tuple[jax.Array, jax.Array]:
+    """``(log_prior(latent), log_likelihood(latent, data))``, from one evaluation where the model offers it
+    (:class:`~bdmc.contracts.capabilities.JointTerms`: a WebPPL program runs once, not twice)."""
+    if supports(model, JointTerms):
+        return model.prior_and_terms(latent, data)
+    return model.log_prior(latent), model.log_likelihood(latent, data)
 
 
 def proposal_log_density(model: Model, latent: PyTree, data: PyTree, lam) -> jax.Array:

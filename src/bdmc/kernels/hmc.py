@@ -23,6 +23,7 @@ import jax
 import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 
+from ..contracts.capabilities import JointTerms, supports
 from ..contracts.kernel import KernelInfo
 from ..contracts.model import legal_for_acceptance, proposal_log_density, weighted_sum
 from ..contracts.nonfinite import nonfinite_check
@@ -164,6 +165,11 @@ def diverged(delta) -> jax.Array:
 
 
 def _evaluate(model, flat, unravel, data) -> TermsState:
+    if supports(model, JointTerms):  # one evaluation of both, each gradient from its pull-back
+        (log_prior, terms), pullback = jax.vjp(lambda f: model.prior_and_terms(unravel(f), data), flat)
+        (grad_prior,) = pullback((jnp.ones_like(log_prior), jnp.zeros_like(terms)))
+        (grad_likelihood,) = pullback((jnp.zeros_like(log_prior), jnp.ones_like(terms)))
+        return TermsState(flat, log_prior, terms, grad_prior, grad_likelihood)
     log_prior, grad_prior = jax.value_and_grad(lambda f: model.log_prior(unravel(f)))(flat)
     terms, pullback = jax.vjp(lambda f: model.log_likelihood(unravel(f), data), flat)
     (grad_likelihood,) = pullback(jnp.ones_like(terms))

@@ -133,6 +133,10 @@ class WebPPLModel:
         """One term per observe / factor statement, in the order the program visits them."""
         return self._evaluate(jnp.asarray(latent, jnp.result_type(float)), *self._observations(data))[1]
 
+    def prior_and_terms(self, latent, data):
+        """``(log_prior, log_likelihood)`` from one run of the program per chain (the JointTerms capability)."""
+        return self._evaluate(jnp.asarray(latent, jnp.result_type(float)), *self._observations(data))
+
     def check_data(self, data):
         """Check that ``data`` holds every observed field with the shape given to :func:`from_webppl`."""
         if not isinstance(data, Mapping) or set(data) != set(self.observed):

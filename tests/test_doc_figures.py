@@ -447,7 +447,9 @@ def _quick(path):
     for short, name in (("numpyro", "NumPyro"), ("pymc", "PyMC"), ("stan", "Stan (pystan)")):
         out[short] = rows[name]["compile: median (min to max) s"].split()[0]
         out[f"{short}_cached"] = rows[name]["cached: median (min to max) s"].split()[0]
-    out["webppl"] = one(r"\*\*WebPPL: (\d+) s", read(path), path).group(1)
+    out["webppl"] = one(r"\*\*WebPPL, now: (\d+) s compiled", read(path), path).group(1)
+    out["webppl_cached"] = one(r"(\d+) s cached under `--sampler auto`", read(path), path).group(1)
+    out["webppl_before"] = one(r"\*\*WebPPL, before: (\d+) s", read(path), path).group(1)
     return out
 
 
@@ -484,7 +486,10 @@ FIGURES += [
     Figure("docs/audit.md", r"a median of (?P<numpyro>\d+) s under NumPyro's NUTS with every JAX program compiled in "
                             r"the run \((?P<numpyro_cached>\d+) s with the compilation cache of an earlier run\), "
                             r"(?P<pymc>\d+) s under PyMC's \((?P<pymc_cached>\d+) s\), (?P<stan>\d+) s under Stan's "
-                            r"\((?P<stan_cached>\d+) s\), and (?P<webppl>\d+) s under WebPPL", QUICK, _quick),
+                            r"\((?P<stan_cached>\d+) s\), and (?P<webppl>\d+) s under WebPPL \((?P<webppl_cached>\d+) "
+                            r"s\) with bdmc's HMC, .*?\((?P<webppl_before>\d+) s at df4deb6", QUICK, _quick),
+    Figure("docs/audit.md", r"took (?P<ratio>[\d.]+) times as long under `--sampler nuts`", QUICK,
+           stored(r"\((?P<ratio>[\d.]+) times as long\)\.\*\*")),
     Figure("docs/audit.md", r"the shipped report's run took (?P<s>\d+) s, `examples/audit_pima/results\.json`",
            "examples/audit_pima/results.json", from_json(lambda d: {"s": f"{d['seconds']:.0f}"})),
 ]

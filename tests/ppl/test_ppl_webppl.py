@@ -171,6 +171,20 @@ def test_a_density_and_its_gradient_are_one_run_of_the_program(gaussian, request
     np.testing.assert_allclose(state.grad_likelihood, [np.sum(Y - 0.2) / S**2], rtol=1e-10)
 
 
+def test_a_latent_off_to_infinity_has_zero_density_and_no_gradient(gaussian):
+    """An HMC trajectory that overflowed reaches non-finite latents: their density is zero (the kernel rejects them),
+    the other chains of the batch are evaluated as usual, and nothing reaches node that JSON cannot carry."""
+    mus = jnp.array([[0.3], [jnp.inf], [-jnp.inf], [jnp.nan], [-0.4]])
+    value, grad = jax.jit(jax.vmap(jax.value_and_grad(lambda u: log_density(gaussian, u, {"y": Y}, 1.0))))(mus)
+    value, grad = np.asarray(value), np.asarray(grad)
+    assert np.all(value[1:4] == -np.inf) and np.all(grad[1:4] == 0.0)
+    fine = np.asarray(mus)[[0, 4], 0]
+    np.testing.assert_allclose(value[[0, 4]], stats.norm(M0, S0).logpdf(fine)
+                               + stats.norm(fine[:, None], S).logpdf(Y).sum(1), rtol=1e-12)
+    np.testing.assert_allclose(grad[[0, 4], 0], -(fine - M0) / S0**2 + np.sum(Y[None] - fine[:, None], 1) / S**2,
+                               rtol=1e-10)
+
+
 def test_data_sets_beyond_what_the_driver_keeps_are_sent_again(gaussian, requests, monkeypatch):
     """With room for five data sets, a batch of 20 still keeps all 20 while it is scored; a second batch drops the
     first, which travels again when it is scored again, and every value stays right."""

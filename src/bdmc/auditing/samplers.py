@@ -45,9 +45,9 @@ def language_name(entry: PPL | None) -> str:
 
 def sampler_choice(model, sampler: Any, *, language: PPL | None | str = "look up") -> Any:
     """What ``sampler`` names for ``model``: ``"auto"`` resolved (the program's own language's NUTS, else the
-    model's own Gibbs kernel, else bdmc's HMC for a density evaluated outside JAX (WebPPL: a NUTS batch of chains
-    pays each step of every chain at the longest tree, about five times HMC's cost on eight schools), else bdmc's
-    NUTS), any other name or object as given.
+    model's own Gibbs kernel, else bdmc's HMC for a density evaluated outside JAX (WebPPL: SBC batches NUTS's
+    chains, and a batch pays each step of every chain at its longest tree; benchmarks/results/audit_quick_timing),
+    else bdmc's NUTS), any other name or object as given.
 
     Raises
     ------

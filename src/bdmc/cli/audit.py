@@ -65,7 +65,7 @@ def audit_command(
         help="Sites fitted on the real data for BREAD's real-data protocol, comma-separated (needs --data)."),
     quick: bool = typer.Option(False, "--quick",
                                help="Small budgets: a first look (eight schools on 2 cores, import and compilation "
-                                    "included: about 1 minute under NumPyro, PyMC or Stan; about 20 minutes under "
+                                    "included: about 1 minute under NumPyro, PyMC or Stan; about 2 minutes under "
                                     "WebPPL, whose every density runs the program in node)."),
     level: float = typer.Option(0.01, "--level", help="False-alarm level of the whole audit (Bonferroni over checks)."),
     exchangeable: str = typer.Option(

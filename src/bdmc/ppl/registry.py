@@ -82,8 +82,9 @@ PPLS: dict[str, PPL] = {p.flag: p for p in (
         own_sampler="stan-nuts", sampler_label="Stan's NUTS"),
     PPL("WebPPL", "webppl", (".wppl",), None, "bdmc.ppl.webppl", "PATH.wppl",
         "A WebPPL program whose value is the model function of the --data fields.", simulator="optional",
-        audit_note="a WebPPL audit runs the program in node for every density: eight schools took about 20 "
-                   "minutes at --quick on 2 cores (benchmarks/results/audit_quick_timing)"),
+        audit_note="a WebPPL audit runs the program in node for every density: eight schools took about 2 "
+                   "minutes at --quick on 2 cores under bdmc's HMC, about 4 under NUTS "
+                   "(benchmarks/results/audit_quick_timing)"),
 )}
 
 _BY_MODULE = {p.module: p for p in PPLS.values()}

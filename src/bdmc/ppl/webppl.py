@@ -219,18 +219,26 @@ class WebPPLModel:
                              for i in range(size)], dtype=int)
             starts = np.unique(rows, return_index=True)[1]
             datasets = [{n: f[i] for n, f in zip(self.observed, flat, strict=False)} for i in starts]
-        request = {"op": "eval", "u": us.tolist()}
+        # A latent off to infinity (an HMC trajectory that overflowed) has zero density, as where a distribution
+        # refuses its parameters: prior -inf, terms 0 (no weight makes them NaN), gradient 0; node is not asked.
+        off = ~np.isfinite(us).all(axis=1)
+        request = {"op": "eval", "u": np.where(off[:, None], 0.0, us).tolist()}
         if cot is not None:
             request["cot"] = np.concatenate([np.broadcast_to(extra[0], batch).reshape(size, 1),
                                              np.broadcast_to(extra[1], batch + (self.num_terms,)).reshape(size, -1)],
                                             axis=1).tolist()
             reply = self._process.on_datasets(datasets, rows, request)
-            return decode(reply["grad"]).reshape(batch + (self.dim,)).astype(dtype)
+            grad = decode(reply["grad"]).reshape(size, self.dim)
+            grad[off] = 0.0
+            return grad.reshape(batch + (self.dim,)).astype(dtype)
         reply = self._process.on_datasets(datasets, rows, {**request, "grads": True} if grads else request)
-        out = (decode(reply["prior"]).reshape(batch), decode(reply["terms"]).reshape(batch + (self.num_terms,)))
+        out = [decode(reply["prior"]), decode(reply["terms"]).reshape(size, self.num_terms)]
         if grads:
-            out += tuple(decode(reply[k]).reshape(batch + (self.dim,)) for k in ("gradPrior", "gradTerms"))
-        return tuple(v.astype(dtype) for v in out)
+            out += [decode(reply[k]).reshape(size, self.dim) for k in ("gradPrior", "gradTerms")]
+        out[0][off] = -np.inf
+        for v in out[1:]:
+            v[off] = 0.0
+        return tuple(v.reshape(batch + v.shape[1:]).astype(dtype) for v in out)
 
     def _host_pullback(self, u, c_prior, c_terms, grad_prior, grad_terms, *obs):
         """The pull-back of cotangents ``(c_prior, c_terms)`` at ``u``: from the forward pass's gradients where a

@@ -10,17 +10,28 @@ a posterior draw, so no burn-in is needed) and reports, per setting, averaged ov
 - ``entropy``: mean binary entropy of the posterior marginals, in bits;
 - ``hamming``: mean number of bits (of N K = 500) in which a posterior sample differs from the exact one.
 
-Run: ``python3 benchmarks/hyperparameters_binary_attributes.py [--sweeps 400 --datasets 3 --chains 4]``.
+One row per setting and data set is appended to ``results/hyperparameters_binary_attributes/rows.jsonl`` as
+each setting finishes (stamped with commit, clean tree, date, load and machine); a rerun skips the settings
+already stored at the same sweeps, data sets, chains, sigma_a and seed, and renders the folder's ``README.md``
+(templates in ``pages/hyperparameters_binary_attributes/``). A run at other settings than the documented ones
+stores rows only where ``--out`` names a folder (a trial never mixes into the results folder).
+
+    python3 benchmarks/hyperparameters_binary_attributes.py      # --sweeps 400 --datasets 3 --chains 4 --seed 0
+    python3 benchmarks/hyperparameters_binary_attributes.py --sweeps 4 --datasets 1 --chains 2 --out /tmp/hp
+    python3 benchmarks/hyperparameters_binary_attributes.py --render
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from harness.pages import PAGES, folder_values, render, templates
+from harness.store import append_row, load_rows, write_text
 from scipy.special import entr
 
 import bdmc
@@ -28,7 +39,13 @@ from bdmc.models.binary_attributes import BinaryAttributes
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
-GRID = [(pi, sn) for pi in (0.3, 0.5) for sn in (0.7, 1.0, 1.25, 1.5, 2.0)]
+NAME = "hyperparameters_binary_attributes"
+OUT = Path(__file__).resolve().parent / "results" / NAME
+TEMPLATES = PAGES
+PI = (0.3, 0.5)
+SIGMA_N = (0.3, 0.5, 0.7, 1.0, 1.25, 1.5, 2.0)
+DEFAULTS = {"sweeps": 400, "datasets": 3, "chains": 4, "seed": 0, "sigma_a": 1.0}  # the settings the page shows
+METRICS = ("recovered", "uncertain", "entropy", "hamming")
 
 
 def posterior_marginals(key, model, *, sweeps, datasets, chains):
@@ -56,6 +73,7 @@ def posterior_marginals(key, model, *, sweeps, datasets, chains):
 
 
 def summarize(marg, z_true, ham):
+    """The four measures of one data set (or, given all, pooled: every data set has N K bits)."""
     entropy = (entr(marg) + entr(1 - marg)) / np.log(2)
     return {
         "recovered": float(np.mean((marg > 0.5) == (z_true == 1))),
@@ -65,24 +83,73 @@ def summarize(marg, z_true, ham):
     }
 
 
+def settings_of(row: dict) -> tuple:
+    return (row["pi"], row["sigma_n"], row["sigma_a"], row["sweeps"], row["datasets"], row["chains"], row["seed"])
+
+
+def render_page(out: Path) -> list[Path]:
+    """Render the page templates from the rows stored in ``out`` into ``out`` (the results folder or a trial's)."""
+    values = folder_values(NAME, out, pages=TEMPLATES)
+    written = []
+    for relative, text in templates(NAME, pages=TEMPLATES).items():
+        write_text(out / relative, render(text, values))
+        written.append(out / relative)
+    return written
+
+
+def line(rows: list[dict]) -> str:
+    """One setting's line of the printed table: the means over its data sets."""
+    m = {k: np.mean([r[k] for r in rows]) for k in (*METRICS, "seconds")}
+    return (f"| {rows[0]['pi']} | {rows[0]['sigma_n']} | {m['recovered']:.3f} | {m['uncertain']:.3f} | "
+            f"{m['entropy']:.3f} | {m['hamming']:.1f} | {m['seconds']:.0f} |")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sweeps", type=int, default=400)
-    parser.add_argument("--datasets", type=int, default=3)
-    parser.add_argument("--chains", type=int, default=4)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--sigma-a", type=float, default=1.0)
+    parser.add_argument("--sweeps", type=int, default=DEFAULTS["sweeps"])
+    parser.add_argument("--datasets", type=int, default=DEFAULTS["datasets"])
+    parser.add_argument("--chains", type=int, default=DEFAULTS["chains"])
+    parser.add_argument("--seed", type=int, default=DEFAULTS["seed"])
+    parser.add_argument("--sigma-a", type=float, default=DEFAULTS["sigma_a"])
+    parser.add_argument("--pi", type=float, nargs="+", default=list(PI))
+    parser.add_argument("--sigma-n", type=float, nargs="+", default=list(SIGMA_N))
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"folder of rows.jsonl and the page (default benchmarks/results/{NAME}/; a run at "
+                             "other settings than the documented ones stores rows only with --out)")
+    parser.add_argument("--render", action="store_true", help="re-render the page from the stored rows and stop")
     args = parser.parse_args(argv)
-    print(f"sweeps={args.sweeps} datasets={args.datasets} chains={args.chains} sigma_a={args.sigma_a} seed={args.seed}")
+    out = args.out or OUT
+    if args.render:
+        print("\n".join(map(str, render_page(out))))
+        return
+    run = {"sweeps": args.sweeps, "datasets": args.datasets, "chains": args.chains, "seed": args.seed,
+           "sigma_a": args.sigma_a}
+    store = args.out is not None or run == DEFAULTS
+    stored = load_rows(out / "rows.jsonl") if store else []
+    print(f"sweeps={args.sweeps} datasets={args.datasets} chains={args.chains} sigma_a={args.sigma_a} seed={args.seed}"
+          + ("" if store else "  (trial settings: rows not stored; name --out to keep them)"))
     print("| pi | sigma_n | recovered | uncertain | entropy (bits) | hamming (of 500) | seconds |")
     print("|---|---|---|---|---|---|---|")
-    for pi, sigma_n in GRID:
-        model = BinaryAttributes(pi=pi, sigma_a=args.sigma_a, sigma_n=sigma_n)
-        start = time.perf_counter()
-        s = summarize(*posterior_marginals(jax.random.key(args.seed), model, sweeps=args.sweeps,
-                                           datasets=args.datasets, chains=args.chains))
-        print(f"| {pi} | {sigma_n} | {s['recovered']:.3f} | {s['uncertain']:.3f} | {s['entropy']:.3f} | "
-              f"{s['hamming']:.1f} | {time.perf_counter() - start:.0f} |", flush=True)
+    for pi in args.pi:
+        for sigma_n in args.sigma_n:
+            setting = (pi, sigma_n, args.sigma_a, args.sweeps, args.datasets, args.chains, args.seed)
+            rows = [r for r in stored if settings_of(r) == setting]
+            have = {r["dataset"] for r in rows}
+            if len(have) < args.datasets:  # not stored yet (or cut short): run it, store the missing data sets
+                model = BinaryAttributes(pi=pi, sigma_a=args.sigma_a, sigma_n=sigma_n)
+                start = time.perf_counter()
+                marg, z_true, ham = posterior_marginals(jax.random.key(args.seed), model, sweeps=args.sweeps,
+                                                        datasets=args.datasets, chains=args.chains)
+                seconds = time.perf_counter() - start
+                new = [{"pi": pi, "sigma_n": sigma_n, **run, "dataset": d, "bits": int(z_true[d].size),
+                        **summarize(marg[d], z_true[d], ham[d]), "seconds": seconds}
+                       for d in range(args.datasets) if d not in have]
+                for row in new if store else ():
+                    append_row(out / "rows.jsonl", row)
+                rows = sorted(rows + new, key=lambda r: r["dataset"])
+            print(line(rows), flush=True)
+    if store:
+        print("page:", ", ".join(map(str, render_page(out))))
 
 
 if __name__ == "__main__":

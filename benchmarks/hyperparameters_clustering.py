@@ -13,7 +13,16 @@ that generated the data, an exact posterior draw) and run long. From the thinned
 - ``uncertain points``: fraction of points with some partner whose co-clustering probability is in (0.1, 0.9);
 - ``occupied``: mean number of non-empty clusters (true value in brackets).
 
-Usage: ``python benchmarks/hyperparameters_clustering.py [--datasets 3] [--chains 8] [--sweeps 2000]``.
+One row per value and data set is appended to ``results/hyperparameters_clustering/rows.jsonl`` as it finishes
+(stamped with commit, clean tree, date, load and machine); a rerun skips the data sets already stored at the same
+sweeps, chains and thinning, and renders the folder's ``README.md`` (templates in
+``pages/hyperparameters_clustering/``). A run at other settings than the documented ones stores rows only where
+``--out`` names a folder (a trial never mixes into the results folder).
+
+    python benchmarks/hyperparameters_clustering.py                    # grid 0.2 ... 1.0
+    python benchmarks/hyperparameters_clustering.py --grid 1.1 1.2 1.5 2.0 3.0
+    python benchmarks/hyperparameters_clustering.py --grid 1.2 --datasets 1 --chains 2 --sweeps 20 --out /tmp/hp
+    python benchmarks/hyperparameters_clustering.py --render
 """
 
 from __future__ import annotations
@@ -21,17 +30,24 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from harness.pages import PAGES, folder_values, render, templates
+from harness.store import append_row, load_rows, write_text
 
 import bdmc
 from bdmc.models.clustering import Clustering
 
 bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
+NAME = "hyperparameters_clustering"
+OUT = Path(__file__).resolve().parent / "results" / NAME
+TEMPLATES = PAGES
 GRID = (0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0)
+DEFAULTS = {"chains": 8, "sweeps": 2000, "thin": 10}  # the settings the page shows (data set d: keys d, 1000 + d)
 
 
 def pair_matrix(z):
@@ -82,31 +98,72 @@ def summarize(co, ari, exact, occupied, truth):
             "uncertain points": uncertain_points, "occupied": occupied.mean(), "true occupied": true_occupied}
 
 
-def main():
+def render_page(out: Path) -> list[Path]:
+    """Render the page templates from the rows stored in ``out`` into ``out`` (the results folder or a trial's)."""
+    values = folder_values(NAME, out, pages=TEMPLATES)
+    written = []
+    for relative, text in templates(NAME, pages=TEMPLATES).items():
+        write_text(out / relative, render(text, values))
+        written.append(out / relative)
+    return written
+
+
+def line(sigma_theta: float, rows: list[dict], seconds: float) -> str:
+    """One value's line of the printed table: the means over its data sets."""
+    mean = {key: np.mean([r[key] for r in rows]) for key in ("ARI", "P(true)", "uncertain pairs",
+                                                             "uncertain points", "occupied", "true occupied")}
+    return (f"| {sigma_theta:g} | {mean['ARI']:.3f} | {mean['P(true)']:.3f} | {mean['uncertain pairs']:.3f} | "
+            f"{mean['uncertain points']:.3f} | {mean['occupied']:.2f} ({mean['true occupied']:.1f}) |"
+            f"  <!-- {seconds:.0f} s -->")
+
+
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--datasets", type=int, default=3)
-    parser.add_argument("--chains", type=int, default=8)
-    parser.add_argument("--sweeps", type=int, default=2000)
-    parser.add_argument("--thin", type=int, default=10)
+    parser.add_argument("--chains", type=int, default=DEFAULTS["chains"])
+    parser.add_argument("--sweeps", type=int, default=DEFAULTS["sweeps"])
+    parser.add_argument("--thin", type=int, default=DEFAULTS["thin"])
     parser.add_argument("--grid", type=float, nargs="*", default=GRID)
-    args = parser.parse_args()
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"folder of rows.jsonl and the page (default benchmarks/results/{NAME}/; a run at "
+                             "other settings than the documented ones stores rows only with --out)")
+    parser.add_argument("--render", action="store_true", help="re-render the page from the stored rows and stop")
+    args = parser.parse_args(argv)
+    out = args.out or OUT
+    if args.render:
+        print("\n".join(map(str, render_page(out))))
+        return
+    run = {"chains": args.chains, "sweeps": args.sweeps, "thin": args.thin}
+    store = args.out is not None or run == DEFAULTS
+    stored = load_rows(out / "rows.jsonl") if store else []
     base = Clustering()
     print(f"N={base.n} D={base.dim} K={base.k} sigma_noise=1; {args.datasets} data sets x {args.chains} chains x "
-          f"{args.sweeps} sweeps from the exact sample (thin {args.thin})\n")
+          f"{args.sweeps} sweeps from the exact sample (thin {args.thin})"
+          + ("" if store else "  (trial settings: rows not stored; name --out to keep them)") + "\n")
     print("| sigma_theta | ARI | P(true) | uncertain pairs | uncertain points | occupied (true) |")
     print("|---|---|---|---|---|---|")
     for sigma_theta in args.grid:
         model = replace(base, sigma_theta=float(sigma_theta), sigma_noise=1.0)
         rows, start = [], time.perf_counter()
         for d in range(args.datasets):
+            done = [r for r in stored if r["sigma_theta"] == float(sigma_theta) and r["dataset"] == d
+                    and all(r[k] == v for k, v in run.items())]
+            if done:  # stored by an earlier run at the same settings
+                rows.append(done[0])
+                continue
+            began = time.perf_counter()
             data, latent = bdmc.simulate(jax.random.key(d), model)
-            out = run_chains(jax.random.key(1000 + d), model, data, latent,
-                             chains=args.chains, sweeps=args.sweeps, thin=args.thin)
-            rows.append(summarize(*out, np.asarray(latent["z"])))
-        mean = {key: np.mean([r[key] for r in rows]) for key in rows[0]}
-        print(f"| {sigma_theta:g} | {mean['ARI']:.3f} | {mean['P(true)']:.3f} | {mean['uncertain pairs']:.3f} | "
-              f"{mean['uncertain points']:.3f} | {mean['occupied']:.2f} ({mean['true occupied']:.1f}) |"
-              f"  <!-- {time.perf_counter() - start:.0f} s -->")
+            out_d = run_chains(jax.random.key(1000 + d), model, data, latent,
+                               chains=args.chains, sweeps=args.sweeps, thin=args.thin)
+            row = {"sigma_theta": float(sigma_theta), "sigma_noise": 1.0, "dataset": d, **run,
+                   **{k: float(v) for k, v in summarize(*out_d, np.asarray(latent["z"])).items()},
+                   "seconds": time.perf_counter() - began}
+            if store:
+                append_row(out / "rows.jsonl", row)
+            rows.append(row)
+        print(line(sigma_theta, rows, time.perf_counter() - start), flush=True)
+    if store:
+        print("page:", ", ".join(map(str, render_page(out))))
 
 
 if __name__ == "__main__":

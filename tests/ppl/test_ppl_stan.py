@@ -521,9 +521,11 @@ def test_float32_scores_and_simulates_in_float32(model):
     np.testing.assert_allclose(grad, grad64, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.slow
 def test_a_density_the_user_compiled_keeps_working_after_release(model):
     """``release`` (an audit's end) must not free the built program under a user's compiled density (the native
-    program it calls into); the value after release is the value before."""
+    program it calls into); the value after release is the value before. Slow: it builds the native library
+    (about a minute from an empty cache); tests/ppl/test_stan_native.py checks the same on a stand-in program."""
     import gc
 
     x = model.sample_prior(jax.random.key(0))

@@ -168,6 +168,21 @@ def test_chains_are_grouped_by_their_lambda_and_their_data(stand_in):
     np.testing.assert_allclose(dlam, -0.5 * jnp.sum((ys[0] - xs[0, 0]) ** 2), rtol=1e-12)
 
 
+def test_release_keeps_the_built_program_a_users_compiled_density_calls_into(stand_in):
+    """``release`` (an audit's end) drops the traced density, not the built program: a density the user compiled
+    calls into that program (freeing it was a use-after-free in the native library), and gives the same value.
+    The real native library's twin is the slow tests/ppl/test_ppl_stan.py test of the same name."""
+    model, fake = stand_in
+    built = model._built
+    xs, y = jnp.asarray(np.random.default_rng(3).normal(size=(5,))), jnp.linspace(-1.0, 1.0, 20)
+    density = jax.jit(lambda x: model.log_density(x, {"y": y}, 1.0))
+    before = float(density(xs))
+    model.release()
+    assert model._built is built
+    assert float(density(xs)) == pytest.approx(before, rel=1e-12) == float(_exact(xs, y, 1.0))
+    assert len(fake.calls) == 2  # the compiled density called the kept program again
+
+
 # ------------------------------------------------------------------------------ slow: compiled programs
 
 

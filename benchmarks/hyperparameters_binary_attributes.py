@@ -14,7 +14,7 @@ One row per setting and data set is appended to ``results/hyperparameters_binary
 each setting finishes (stamped with commit, clean tree, date, load and machine); a rerun skips the settings
 already stored at the same sweeps, data sets, chains, sigma_a and seed, and renders the folder's ``README.md``
 (templates in ``pages/hyperparameters_binary_attributes/``). A run at other settings than the documented ones
-stores rows only where ``--out`` names a folder (a trial never mixes into the results folder).
+stores rows only where ``--out`` names a folder (a trial never mixes into the results folder; it gets no page).
 
     python3 benchmarks/hyperparameters_binary_attributes.py      # --sweeps 400 --datasets 3 --chains 4 --seed 0
     python3 benchmarks/hyperparameters_binary_attributes.py --sweeps 4 --datasets 1 --chains 2 --out /tmp/hp
@@ -30,8 +30,8 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-from harness.pages import PAGES, folder_values, render, templates
-from harness.store import append_row, load_rows, write_text
+from harness.pages import write_folder
+from harness.store import append_row, load_rows
 from scipy.special import entr
 
 import bdmc
@@ -41,7 +41,6 @@ bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
 NAME = "hyperparameters_binary_attributes"
 OUT = Path(__file__).resolve().parent / "results" / NAME
-TEMPLATES = PAGES
 PI = (0.3, 0.5)
 SIGMA_N = (0.3, 0.5, 0.7, 1.0, 1.25, 1.5, 2.0)
 DEFAULTS = {"sweeps": 400, "datasets": 3, "chains": 4, "seed": 0, "sigma_a": 1.0}  # the settings the page shows
@@ -87,16 +86,6 @@ def settings_of(row: dict) -> tuple:
     return (row["pi"], row["sigma_n"], row["sigma_a"], row["sweeps"], row["datasets"], row["chains"], row["seed"])
 
 
-def render_page(out: Path) -> list[Path]:
-    """Render the page templates from the rows stored in ``out`` into ``out`` (the results folder or a trial's)."""
-    values = folder_values(NAME, out, pages=TEMPLATES)
-    written = []
-    for relative, text in templates(NAME, pages=TEMPLATES).items():
-        write_text(out / relative, render(text, values))
-        written.append(out / relative)
-    return written
-
-
 def line(rows: list[dict]) -> str:
     """One setting's line of the printed table: the means over its data sets."""
     m = {k: np.mean([r[k] for r in rows]) for k in (*METRICS, "seconds")}
@@ -120,7 +109,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     out = args.out or OUT
     if args.render:
-        print("\n".join(map(str, render_page(out))))
+        print("\n".join(map(str, write_folder(NAME, written_to=out))))
         return
     run = {"sweeps": args.sweeps, "datasets": args.datasets, "chains": args.chains, "seed": args.seed,
            "sigma_a": args.sigma_a}
@@ -149,7 +138,7 @@ def main(argv=None):
                 rows = sorted(rows + new, key=lambda r: r["dataset"])
             print(line(rows), flush=True)
     if store:
-        print("page:", ", ".join(map(str, render_page(out))))
+        write_folder(NAME, written_to=out)  # the results folder's page (a trial --out elsewhere: none)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ One row per value and data set is appended to ``results/hyperparameters_clusteri
 (stamped with commit, clean tree, date, load and machine); a rerun skips the data sets already stored at the same
 sweeps, chains and thinning, and renders the folder's ``README.md`` (templates in
 ``pages/hyperparameters_clustering/``). A run at other settings than the documented ones stores rows only where
-``--out`` names a folder (a trial never mixes into the results folder).
+``--out`` names a folder (a trial never mixes into the results folder; it gets no page).
 
     python benchmarks/hyperparameters_clustering.py                    # grid 0.2 ... 1.0
     python benchmarks/hyperparameters_clustering.py --grid 1.1 1.2 1.5 2.0 3.0
@@ -35,8 +35,8 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-from harness.pages import PAGES, folder_values, render, templates
-from harness.store import append_row, load_rows, write_text
+from harness.pages import write_folder
+from harness.store import append_row, load_rows
 
 import bdmc
 from bdmc.models.clustering import Clustering
@@ -45,7 +45,6 @@ bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
 NAME = "hyperparameters_clustering"
 OUT = Path(__file__).resolve().parent / "results" / NAME
-TEMPLATES = PAGES
 GRID = (0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0)
 DEFAULTS = {"chains": 8, "sweeps": 2000, "thin": 10}  # the settings the page shows (data set d: keys d, 1000 + d)
 
@@ -98,16 +97,6 @@ def summarize(co, ari, exact, occupied, truth):
             "uncertain points": uncertain_points, "occupied": occupied.mean(), "true occupied": true_occupied}
 
 
-def render_page(out: Path) -> list[Path]:
-    """Render the page templates from the rows stored in ``out`` into ``out`` (the results folder or a trial's)."""
-    values = folder_values(NAME, out, pages=TEMPLATES)
-    written = []
-    for relative, text in templates(NAME, pages=TEMPLATES).items():
-        write_text(out / relative, render(text, values))
-        written.append(out / relative)
-    return written
-
-
 def line(sigma_theta: float, rows: list[dict], seconds: float) -> str:
     """One value's line of the printed table: the means over its data sets."""
     mean = {key: np.mean([r[key] for r in rows]) for key in ("ARI", "P(true)", "uncertain pairs",
@@ -131,7 +120,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     out = args.out or OUT
     if args.render:
-        print("\n".join(map(str, render_page(out))))
+        print("\n".join(map(str, write_folder(NAME, written_to=out))))
         return
     run = {"chains": args.chains, "sweeps": args.sweeps, "thin": args.thin}
     store = args.out is not None or run == DEFAULTS
@@ -163,7 +152,7 @@ def main(argv=None):
             rows.append(row)
         print(line(sigma_theta, rows, time.perf_counter() - start), flush=True)
     if store:
-        print("page:", ", ".join(map(str, render_page(out))))
+        write_folder(NAME, written_to=out)  # the results folder's page (a trial --out elsewhere: none)
 
 
 if __name__ == "__main__":

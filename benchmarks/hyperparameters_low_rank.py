@@ -8,7 +8,7 @@ against the truth.
 One row per noise level and data set is appended to ``results/hyperparameters_low_rank/rows.jsonl`` as it finishes
 (stamped with commit, clean tree, date, load and machine); a rerun skips the data sets already stored at the same
 sweeps and seed, and renders the folder's ``README.md`` (templates in ``pages/hyperparameters_low_rank/``). A run at
-other settings than the documented ones stores rows only where ``--out`` names a folder.
+other settings than the documented ones stores rows only where ``--out`` names a folder (a trial there gets no page).
 
     python3 benchmarks/hyperparameters_low_rank.py              # --sweeps 3000 --datasets 4 --seed 0
     python3 benchmarks/hyperparameters_low_rank.py --sigma-n 1 --sweeps 50 --datasets 1 --out /tmp/hp
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import jax
 import numpy as np
-from harness.pages import PAGES, folder_values, render, templates
-from harness.store import append_row, load_rows, write_text
+from harness.pages import write_folder
+from harness.store import append_row, load_rows
 
 import bdmc
 from bdmc.models.low_rank import LowRank
@@ -33,7 +33,6 @@ bdmc.enable_x64()  # float64, as the paper's numbers and the closed forms
 
 NAME = "hyperparameters_low_rank"
 OUT = Path(__file__).resolve().parent / "results" / NAME
-TEMPLATES = PAGES
 DEFAULTS = {"sweeps": 3000, "seed": 0, "thin": 10, "burn": 0.2}  # the settings the page shows
 
 
@@ -70,16 +69,6 @@ def summarize(true_prod, prods, k):
     }
 
 
-def render_page(out: Path) -> list[Path]:
-    """Render the page templates from the rows stored in ``out`` into ``out`` (the results folder or a trial's)."""
-    values = folder_values(NAME, out, pages=TEMPLATES)
-    written = []
-    for relative, text in templates(NAME, pages=TEMPLATES).items():
-        write_text(out / relative, render(text, values))
-        written.append(out / relative)
-    return written
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sigma-n", type=float, nargs="+", default=[0.5, 1.0, 2.0, 3.0, 4.0])
@@ -93,7 +82,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     out = args.out or OUT
     if args.render:
-        print("\n".join(map(str, render_page(out))))
+        print("\n".join(map(str, write_folder(NAME, written_to=out))))
         return
     run = {"sweeps": args.sweeps, "seed": args.seed, "thin": DEFAULTS["thin"], "burn": DEFAULTS["burn"]}
     store = args.out is not None or run == DEFAULTS
@@ -130,7 +119,7 @@ def main(argv=None):
         print(f"{sn:7.2f} | " + " ".join(f"{x:.3f}" for x in rel) + f" | {sub:.3f} | {fit:.3f} | {smin:.2f}",
               flush=True)
     if store:
-        print("page:", ", ".join(map(str, render_page(out))))
+        write_folder(NAME, written_to=out)  # the results folder's page (a trial --out elsewhere: none)
 
 
 if __name__ == "__main__":

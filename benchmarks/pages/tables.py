@@ -13,6 +13,11 @@ def rows(folder: Path, name: str = "rows.jsonl") -> list[dict]:
     return load_rows(Path(folder) / name)
 
 
+def rows_at(folder: Path, settings: dict, name: str = "rows.jsonl") -> list[dict]:
+    """The stored rows run at ``settings`` (each key's value as given): a page's rows at its documented settings."""
+    return [r for r in rows(folder, name) if all(r.get(k) == v for k, v in settings.items())]
+
+
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     """The exact (Clopper-Pearson) binomial interval of ``k`` successes in ``n`` trials."""
     a = 1 - level

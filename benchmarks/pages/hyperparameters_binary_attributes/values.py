@@ -26,7 +26,7 @@ def values(folder: Path) -> dict:
     prior_pi0 = [v for (pi, sn), v in m.items() if np.isclose(pi, pi0) and sn == max(s for _, s in m)] or [NAN]
     first = stored[0]
     return {
-        **{k: first[k] for k in tv.SETTINGS},
+        **{k: first[k] for k in tv.DOCUMENTED},
         "pis": ", ".join(f"{p:g}" for p in sorted({p for p, _ in m})),
         "sigma_ns": ", ".join(f"{s:g}" for s in sorted({s for _, s in m})),
         "settings": len(m), "rows": len(stored),

@@ -5,21 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from pages.tables import rows
+from pages.tables import rows_at
 
 DOCUMENTED = {"chains": 8, "sweeps": 2000, "thin": 10}  # the script's DEFAULTS
-SETTINGS = tuple(DOCUMENTED)
 METRICS = ("ARI", "P(true)", "uncertain pairs", "uncertain points", "occupied", "true occupied")
 
 
 def shown(folder: Path) -> list[dict]:
-    """The rows the page shows: those at the documented settings, or (a trial folder) at the last row's."""
-    stored = rows(folder)
-    documented = [r for r in stored if all(r[k] == v for k, v in DOCUMENTED.items())]
-    if documented:
-        return documented
-    last = {k: stored[-1][k] for k in SETTINGS}
-    return [r for r in stored if all(r[k] == v for k, v in last.items())]
+    """The rows the page shows: those at the documented settings."""
+    return rows_at(folder, DOCUMENTED)
 
 
 def chosen() -> float:

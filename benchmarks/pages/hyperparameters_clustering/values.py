@@ -23,7 +23,7 @@ def values(folder: Path) -> dict:
     high = [v for s, v in m.items() if s >= 1.5] or [NAN]
     at = m.get(s0, NAN)
     return {
-        **{k: stored[0][k] for k in tv.SETTINGS},
+        **{k: stored[0][k] for k in tv.DOCUMENTED},
         "grid": ", ".join(f"{s:g}" for s in m), "rows": len(stored),
         "datasets_min": min(v["datasets"] for v in m.values()), "datasets_max": max(v["datasets"] for v in m.values()),
         "commits": ", ".join(sorted({r["commit"] for r in stored})),

@@ -5,20 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from pages.tables import rows
+from pages.tables import rows_at
 
 DOCUMENTED = {"sweeps": 3000, "seed": 0, "thin": 10, "burn": 0.2}  # the script's DEFAULTS
-SETTINGS = tuple(DOCUMENTED)
 
 
 def shown(folder: Path) -> list[dict]:
-    """The rows the page shows: those at the documented settings, or (a trial folder) at the last row's."""
-    stored = rows(folder)
-    documented = [r for r in stored if all(r[k] == v for k, v in DOCUMENTED.items())]
-    if documented:
-        return documented
-    last = {k: stored[-1][k] for k in SETTINGS}
-    return [r for r in stored if all(r[k] == v for k, v in last.items())]
+    """The rows the page shows: those at the documented settings."""
+    return rows_at(folder, DOCUMENTED)
 
 
 def chosen() -> float:

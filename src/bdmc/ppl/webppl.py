@@ -264,8 +264,8 @@ class WebPPLModel:
                                        cot=(c_prior.reshape(size)[rows], c_terms.reshape(size, -1)[rows]))
             grad = np.array(np.broadcast_to(grad, batch + (self.dim,))).reshape(size, self.dim)
             grad[rows] = slow
-        return np.broadcast_to(grad.reshape(grad.shape if shared.all() else batch + (self.dim,)),
-                               batch + (self.dim,)).astype(dtype)
+            grad = grad.reshape(batch + (self.dim,))
+        return np.broadcast_to(grad, batch + (self.dim,)).astype(dtype)
 
     def __repr__(self) -> str:
         return f"WebPPLModel({self.name}, observed={list(self.observed)}, sites={len(self.sites)})"
@@ -281,19 +281,19 @@ def _make_evaluate(model: WebPPLModel):
     for per-case weights. A gradient-based kernel's step is thus one request to node, not two.
     """
 
+    def values(u):  # the shapes of (log_prior, terms)
+        return (jax.ShapeDtypeStruct(u.shape[:-1], u.dtype),
+                jax.ShapeDtypeStruct(u.shape[:-1] + (model.num_terms,), u.dtype))
+
     def call(u, *obs):
-        out = (jax.ShapeDtypeStruct(u.shape[:-1], u.dtype),
-               jax.ShapeDtypeStruct(u.shape[:-1] + (model.num_terms,), u.dtype))
-        return jax.pure_callback(model._host_evaluate, out, u, *obs, vmap_method="expand_dims")
+        return jax.pure_callback(model._host_evaluate, values(u), u, *obs, vmap_method="expand_dims")
 
     @jax.custom_vjp
     def evaluate(u, *obs):
         return call(u, *obs)
 
     def fwd(u, *obs):
-        out = (jax.ShapeDtypeStruct(u.shape[:-1], u.dtype),
-               jax.ShapeDtypeStruct(u.shape[:-1] + (model.num_terms,), u.dtype),
-               jax.ShapeDtypeStruct(u.shape, u.dtype), jax.ShapeDtypeStruct(u.shape, u.dtype))
+        out = values(u) + (jax.ShapeDtypeStruct(u.shape, u.dtype), jax.ShapeDtypeStruct(u.shape, u.dtype))
         prior, terms, grad_prior, grad_terms = jax.pure_callback(
             lambda u, *o: model._host_evaluate(u, *o, grads=True), out, u, *obs, vmap_method="expand_dims")
         return (prior, terms), (u, obs, grad_prior, grad_terms)

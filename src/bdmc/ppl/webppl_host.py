@@ -167,10 +167,6 @@ class WebPPLProcess:
             raise error(f"WebPPL {self.name}: {reply.get('error')}")
         return reply
 
-    def on_dataset(self, values: dict, request: dict) -> dict:
-        """``request`` run on one set of observed values (see :meth:`on_datasets`)."""
-        return self.on_datasets([values], None, request)
-
     def on_datasets(self, datasets: list, rows, request: dict) -> dict:
         """``request`` run with row ``i`` of its latents scoring ``datasets[rows[i]]`` (``rows=None``: one data set).
 

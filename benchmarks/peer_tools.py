@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 import warnings
 
 import jax
@@ -260,15 +261,20 @@ def make_ultranest(problem, live):
     return run
 
 
-def make_nautilus(problem, n_live):
+def make_nautilus(problem, n_live, *, n_networks=4, n_eff=10_000, timeout=float("inf")):
+    """nautilus at ``n_live`` (its other options at its defaults unless given); a run past ``timeout`` seconds
+    raises rather than report the unfinished estimate."""
     import nautilus
 
     loglike = NestedLoglike(problem)
 
     def run(seed):
+        began = time.perf_counter()
         sampler = nautilus.Sampler(problem.prior_transform, loglike, n_dim=problem.dim, n_live=int(n_live),
-                                   vectorized=True, pass_dict=False, seed=int(seed))
-        sampler.run(verbose=False)
+                                   n_networks=int(n_networks), vectorized=True, pass_dict=False, seed=int(seed))
+        sampler.run(verbose=False, n_eff=int(n_eff), timeout=timeout)
+        if time.perf_counter() - began >= timeout:
+            raise TimeoutError(f"nautilus had not finished in {timeout:.0f} s")
         return {"log_z": float(sampler.log_z), "n_evals": int(sampler.n_like)}
     return run
 

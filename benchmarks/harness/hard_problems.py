@@ -11,6 +11,13 @@ sampler of exact draws from its posterior (so bdmc's reverse run, and its sandwi
   likelihood ``exp(-E) / prior``, so ``log Z = 16 (log Z_1 + log sqrt(2 pi))`` with ``Z_1`` the integral of
   ``exp(-(a^4 - 6 a^2 - 0.5 a))`` by quadrature. Exact draws: ``a`` by the inverse of its distribution function
   tabulated on 200,001 points of ``[-6, 6]``, ``b ~ N(0, 1)``.
+* ``phase``: the first-order phase transition of BlackJAX's nested-sampling example (the sampling book's
+  "A Phase Transition"): a uniform prior on ``[-5, 5]^10`` and ``L(x) = exp(-|x|^2 / 2) + 9e10 exp(-|x|^2 / 0.02)``,
+  a broad background and a spike 10^10 times smaller in volume that holds 90% of Z. Tempering's path jumps from
+  the one to the other at a critical temperature. The latent is ``u = logit((x + 5) / 10)`` per coordinate.
+  ``log Z = log(sum_k h_k (sigma_k sqrt(2 pi) erf(5 / (sigma_k sqrt 2)))^10) - 10 log 10`` in closed form
+  (the box cuts each Gaussian). Exact draws: a component by its share of Z, then each coordinate from its
+  normal truncated to the box.
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy import integrate, special
+from scipy import integrate, special, stats
 
 from bdmc.errors import MissingCapabilityError
 from harness.problems import LOG_2PI, Problem
@@ -128,4 +135,63 @@ def manywell_problem() -> Problem:
                    info={"exact_draws": exact_draws, "truth": "16 x one-dimensional adaptive quadrature (rel. 1e-12)"})
 
 
-HARD_BUILDERS = {"eggbox": eggbox_problem, "manywell": manywell_problem}
+# ------------------------------------------------------------------------------------- phase transition
+PHASE_DIM, PHASE_HALF_WIDTH = 10, 5.0
+PHASE_SIGMAS, PHASE_HEIGHTS = (1.0, 0.1), (1.0, 9e10)  # background, spike
+
+
+def phase_log_lik_x(x):
+    """log L at a point of the box: the background's and the spike's unnormalized Gaussians, summed."""
+    sq = jnp.sum(x**2)
+    terms = jnp.array([math.log(h) - sq / (2 * s**2) for s, h in zip(PHASE_SIGMAS, PHASE_HEIGHTS, strict=True)])
+    return jax.scipy.special.logsumexp(terms)
+
+
+def phase_components() -> np.ndarray:
+    """log of each component's share of V Z: h_k times its Gaussian's integral over the box."""
+    return np.array([math.log(h) + PHASE_DIM * math.log(s * math.sqrt(2 * math.pi)
+                                                         * math.erf(PHASE_HALF_WIDTH / (s * math.sqrt(2))))
+                     for s, h in zip(PHASE_SIGMAS, PHASE_HEIGHTS, strict=True)])
+
+
+def phase_problem() -> Problem:
+    side, dim = 2 * PHASE_HALF_WIDTH, PHASE_DIM
+    log_parts = phase_components()
+    exact = float(special.logsumexp(log_parts) - dim * math.log(side))
+    share = np.exp(log_parts - special.logsumexp(log_parts))
+
+    def to_box(u):
+        return side * jax.nn.sigmoid(u) - PHASE_HALF_WIDTH
+
+    def log_prior(u):  # the logistic density: the uniform prior on the box, seen through u
+        return jnp.sum(jax.nn.log_sigmoid(u) + jax.nn.log_sigmoid(-u))
+
+    def log_lik(u, data):
+        return jnp.reshape(phase_log_lik_x(to_box(u)), (1,))
+
+    def sample_prior(key):
+        return jax.random.logistic(key, (dim,))
+
+    def prior_transform(cube):
+        return side * np.asarray(cube) - PHASE_HALF_WIDTH
+
+    def z_to_x(z):
+        p = jnp.clip((z + PHASE_HALF_WIDTH) / side, 1e-300, 1.0)
+        return jnp.log(p) - jnp.log1p(-p)
+
+    def exact_draws(seed, num):
+        rng = np.random.default_rng(seed)
+        sigma = np.asarray(PHASE_SIGMAS)[(rng.random(num) < share[1]).astype(int)][:, None]
+        bound = PHASE_HALF_WIDTH / sigma
+        x = sigma * stats.truncnorm.rvs(-bound, bound, size=(num, dim), random_state=rng)
+        p = np.clip((x + PHASE_HALF_WIDTH) / side, 1e-12, 1 - 1e-12)
+        return np.log(p) - np.log1p(-p)
+
+    return Problem(name="phase", title="first-order phase transition, 10 parameters", dim=dim, data=np.zeros(1),
+                   log_prior=log_prior, log_lik=log_lik, sample_prior=sample_prior, prior_transform=prior_transform,
+                   pymc_model=_no_pymc, pymc_point=_no_pymc, exact=exact, z_to_x=z_to_x,
+                   info={"exact_draws": exact_draws, "spike_share": float(share[1]),
+                         "truth": "closed form (Gaussians cut by the box, through erf)"})
+
+
+HARD_BUILDERS = {"eggbox": eggbox_problem, "manywell": manywell_problem, "phase": phase_problem}

@@ -13,7 +13,7 @@ from scipy import integrate, stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from harness.hard_problems import EGGBOX_SIDE, eggbox_problem, manywell_problem  # noqa: E402
+from harness.hard_problems import EGGBOX_SIDE, PHASE_HALF_WIDTH, eggbox_problem, manywell_problem, phase_problem  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -76,3 +76,38 @@ def test_manywell_log_z_and_exact_draws(manywell):
     assert abs(wells.mean() - mean) < 4 * wells.std() / math.sqrt(wells.size)
     assert abs(np.mean(wells > 0) - right) < 4 * math.sqrt(right * (1 - right) / wells.size)
     assert stats.kstest(draws[:, 1::2].ravel(), "norm").pvalue > 1e-4
+
+
+def test_phase_transition_log_z_density_and_exact_draws():
+    phase = phase_problem()
+    # An independent integral: each component is h times a one-dimensional integral over [-5, 5], to the 10th.
+    def one_dimension(sigma):
+        return integrate.quad(lambda t: math.exp(-t * t / (2 * sigma * sigma)), -5, 5, epsabs=0, epsrel=1e-13,
+                              points=[0.0])[0]
+
+    parts = [math.log(h) + 10 * math.log(one_dimension(s)) for s, h in [(1.0, 1.0), (0.1, 9e10)]]
+    exact = float(np.logaddexp(*parts) - 10 * math.log(10.0))
+    assert phase.exact == pytest.approx(exact, abs=1e-9)
+    assert phase.exact == pytest.approx(-11.5339, abs=1e-4)  # the example's analytic value (box cut negligible)
+    # prior x likelihood in u, less the log Jacobian to x, is log L(x) - log V at a point in the box.
+    u = jnp.linspace(-1.5, 2.0, 10)
+    x = 2 * PHASE_HALF_WIDTH * jax.nn.sigmoid(u) - PHASE_HALF_WIDTH
+    log_jacobian = jnp.sum(jnp.log(2 * PHASE_HALF_WIDTH * jax.nn.sigmoid(u) * jax.nn.sigmoid(-u)))
+    joint = phase.log_prior(u) + phase.log_lik(u, phase.data)[0] - log_jacobian
+    sq = float(jnp.sum(x**2))
+    want = math.log(math.exp(-sq / 2) + 9e10 * math.exp(-sq / 0.02)) - 10 * math.log(10.0)
+    assert float(joint) == pytest.approx(want, rel=1e-10)
+    z = np.full(10, 0.05)
+    assert float(phase.log_lik(phase.z_to_x(jnp.asarray(z)), phase.data)[0]) == pytest.approx(
+        math.log(math.exp(-0.0125) + 9e10 * math.exp(-0.0125 / 0.01)), rel=1e-10)
+    # Exact draws: the spike holds 90% of them, and |x|^2 / sigma^2 is chi-square with 10 degrees of freedom in
+    # each component (the box cuts the background's tail by under 1e-5).
+    u = phase.info["exact_draws"](2, 20_000)
+    x = 2 * PHASE_HALF_WIDTH / (1 + np.exp(-u)) - PHASE_HALF_WIDTH
+    r2 = np.sum(x**2, axis=1)
+    spike = r2 < 1.0
+    share = phase.info["spike_share"]
+    assert share == pytest.approx(0.9, abs=1e-5)
+    assert abs(spike.mean() - share) < 4 * math.sqrt(share * (1 - share) / len(x))
+    assert stats.kstest(r2[spike] / 0.01, stats.chi2(10).cdf).pvalue > 1e-4
+    assert stats.kstest(r2[~spike], stats.chi2(10).cdf).pvalue > 1e-4

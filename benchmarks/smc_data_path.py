@@ -17,7 +17,10 @@ choosing the path, the step sizes and the preconditioner, all frozen before the 
 ``particles x moves per step``, seeds 0..R-1 in turn, so the first seed's call compiles and the others are
 warm: its error against ``log p(y)``, its wall seconds, and the pilot's choices. ``previous pilot`` rows run
 the pilot as it was before it tuned the kernel (``DataPathPilot(max_substeps=64, steer=False,
-mass="identity")``): the before. Rows are appended as they finish; a rerun resumes.
+mass="identity", moves_target=None)``): the before. ``default`` rows give every step the budget's moves (the
+default until the pilot chose moves per step: ``DataPathPilot(moves_target=None)``); ``moves`` rows run today's
+default, the pilot adding moves where one move leaves a particle correlated with where it began. Rows are
+appended as they finish; a rerun resumes.
 
     python benchmarks/smc_data_path.py                    # every problem, budget and estimator, 10 seeds
     python benchmarks/smc_data_path.py --render
@@ -53,9 +56,16 @@ BUDGETS = {
                    ("shme", 8192, 3, "default")],
     "sblrc": [("smc", 256, 1, "previous"), ("smc", 256, 1, "default"), ("smc", 256, 5, "default"),
               ("smc", 1024, 5, "default"), ("shme", 256, 1, "default"), ("shme", 256, 5, "default"),
-              ("shme", 1024, 5, "default"), ("shme", 256, 20, "default")],
+              ("shme", 1024, 5, "default"), ("shme", 256, 20, "default"), ("shme", 256, 1, "moves"),
+              ("shme", 1024, 1, "moves"), ("smc", 256, 1, "moves"), ("smc", 1024, 1, "moves")],
 }
-PILOTS = {"default": None, "previous": DataPathPilot(max_substeps=64, steer=False, mass="identity")}
+BUDGETS["regression"] += [("smc", 1024, 1, "moves"), ("shme", 1024, 1, "moves"), ("smc", 4096, 1, "moves"),
+                          ("shme", 4096, 1, "moves")]
+# "moves": today's default, the pilot choosing the moves of each step too (at least the budget's); "default": the
+# default before it did (the given moves at every step: the label of the rows taken then); "previous": the pilot
+# before it tuned the kernel.
+PILOTS = {"moves": None, "default": DataPathPilot(moves_target=None),
+          "previous": DataPathPilot(max_substeps=64, steer=False, mass="identity", moves_target=None)}
 
 
 def regression():
@@ -151,6 +161,7 @@ def one_run(problem: str, estimator: str, particles: int, moves: int, pilot: str
             "data_pilot_acceptance": s.get("data_pilot_acceptance"), "step_sizes": s.get("step_sizes"),
             "preconditioner": s.get("preconditioner"),
             "acceptance_last10": float(np.mean(np.asarray(est.details.info.acceptance)[-10:])),
+            "moves_per_step": s.get("moves_per_step"),
             "exact_draw": "posterior draw, default_rng(seed)" if estimator == "shme" else None,
             "cold": seed == 0, **stamp()}
 

@@ -14,6 +14,7 @@ from bdmc.core import schedules
 from bdmc.core.smc import GENERIC_PARTICLES
 from bdmc.core.smc_pilot import DataPathPilot, next_row, refine_data_path
 from bdmc.errors import NonFiniteLogWeightError
+from bdmc.kernels import MovesTable
 from bdmc.models import FiniteMixture, LinearRegression
 
 MODEL = LinearRegression()  # the paper's cubic regression; exact log p(y)
@@ -203,8 +204,10 @@ def test_the_pilot_tunes_the_kernel_as_the_particles_concentrate_and_the_run_kee
     assert refined.healthy and not refined.stopped
     # The first case is switched on in many small steps (its first far below a sixty-fourth).
     assert refined.path[1, 0] < 1e-4 and refined.substeps[0] > 5, (refined.path[1, 0], refined.substeps[:3])
-    # The run's kernel holds tables keyed by the share of data switched on, read at each row as the pilot had it.
-    tuned = refined.kernel
+    # The run's kernel holds tables keyed by the share of data switched on, read at each row as the pilot had it
+    # (inside the table of moves per step that the pilot chose).
+    assert isinstance(refined.kernel, MovesTable)
+    tuned = refined.kernel.kernel
     shares = refined.path.mean(axis=1)
     sizes = np.array([float(tuned.step_size(jnp.asarray(row))) for row in refined.path])
     assert np.all(np.diff(shares) > 0) and np.all(sizes > 0)
@@ -221,9 +224,9 @@ def test_the_pilot_tunes_the_kernel_as_the_particles_concentrate_and_the_run_kee
     ratios = np.exp(np.asarray(est.runs) - exact)
     assert abs(np.mean(ratios) - 1) < 4 * np.std(ratios) / np.sqrt(len(ratios)) + 0.02, np.mean(ratios)
     assert abs(est.value - exact) < max(4 * est.stderr, 0.1), (est.value - exact, est.stderr)
-    # Negative control: the previous pilot (one fixed kernel, no step below 1/64 of a case) leaves single runs
-    # tens of nats low, where the tuned runs sit within a nat.
-    old = DataPathPilot(max_substeps=64, steer=False, mass="identity")
+    # Negative control: the previous pilot (one fixed kernel, one move a step, no step below 1/64 of a case)
+    # leaves single runs tens of nats low, where the tuned runs sit within a nat.
+    old = DataPathPilot(max_substeps=64, steer=False, mass="identity", moves_target=None)
     untuned = bdmc.smc(key, model, data, tune=old, **kw)
     errors = {name: np.median(np.abs(np.asarray(e.runs) - exact)) for name, e in (("tuned", est), ("old", untuned))}
     assert errors["tuned"] < 1 and errors["old"] > 10, errors

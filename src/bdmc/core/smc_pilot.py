@@ -44,7 +44,7 @@ from jax.flatten_util import ravel_pytree
 from ..caching import CompiledCache
 from ..contracts.kernel import evals_per_step
 from ..errors import BDMCError
-from ..kernels import repeat
+from ..kernels import MovesTable, repeat
 from ..kernels.mass import GaussianTable, table_from_moments
 from ..kernels.step_sizes import StepSizeTable
 from . import schedules
@@ -86,6 +86,14 @@ class DataPathPilot:
         The acceptance the step size is steered toward.
     warmup : int
         Rounds of moves at the prior that steer the first step size before the path starts.
+    moves_target : float or None
+        Where the run's ``num_moves`` moves leave a particle more correlated with where the step began than
+        this (the pilot's measured lag-one correlation of one move, in the slowest coordinate), the run takes
+        more moves at that step: ``ceil(log(moves_target) / log(rho))``, at most ``max_moves``. A reverse run
+        (SHME) needs them where the path widens fastest: resampling cannot widen its particles, only moves can.
+        None: ``num_moves`` at every step.
+    max_moves : int
+        The most moves at any step.
     """
 
     num_particles: int = 32
@@ -96,6 +104,8 @@ class DataPathPilot:
     steer: bool = True
     target_acceptance: float = 0.8
     warmup: int = 8
+    moves_target: float | None = 0.2
+    max_moves: int = 32
 
     @property
     def num_chains(self) -> int:
@@ -118,6 +128,10 @@ class DataPathPilot:
             raise BDMCError(f"DataPathPilot.target_acceptance must lie in (0, 1), got {self.target_acceptance}")
         if int(self.warmup) != self.warmup or self.warmup < 0:
             raise BDMCError(f"DataPathPilot.warmup must be a non-negative integer, got {self.warmup}")
+        if self.moves_target is not None and not 0.0 < self.moves_target < 1.0:
+            raise BDMCError(f"DataPathPilot.moves_target must lie in (0, 1) or be None, got {self.moves_target}")
+        if int(self.max_moves) != self.max_moves or self.max_moves < 1:
+            raise BDMCError(f"DataPathPilot.max_moves must be a positive integer, got {self.max_moves}")
 
 
 @dataclass(frozen=True)
@@ -140,6 +154,7 @@ class RefinedPath:
     stopped: bool = False
     step_sizes: StepSizeTable | None = None
     preconditioner: GaussianTable | None = None
+    moves: np.ndarray | None = None
 
     def settings(self) -> dict:
         """What a result's ``settings`` records of the refinement."""
@@ -154,7 +169,10 @@ class RefinedPath:
                 "data_pilot_seconds": self.seconds, "data_pilot_evals": int(self.n_evals),
                 "step_sizes": repr(self.step_sizes), "preconditioner": repr(self.preconditioner),
                 "data_pilot_acceptance": (float(np.mean(self.acceptance)) if self.acceptance is not None
-                                          and self.acceptance.size else None)}
+                                          and self.acceptance.size else None),
+                "moves_per_step": (f"{int(self.moves.min())}..{int(self.moves.max())}, mean "
+                                   f"{float(np.mean(self.moves)):.3g} (pilot-chosen)" if self.moves is not None
+                                   and self.moves.size else None)}
 
 
 
@@ -242,12 +260,12 @@ def refine_data_path(key, model, data, kernel, *, num_cases: int, order=None,
     lam = np.zeros(num_cases)
     terms = np.asarray(terms_of(latents, data))
     for w in range(int(pilot.warmup) if steer else 0):  # rounds at the prior steer the first step size
-        latents, terms, accepted, _ = advance(jax.random.fold_in(key_run, _WARMUP_OFFSET + w), latents,
-                                              jnp.zeros(pilot.num_particles), data, jnp.asarray(lam), log_step)
+        latents, terms, accepted, _, _ = advance(jax.random.fold_in(key_run, _WARMUP_OFFSET + w), latents,
+                                                 jnp.zeros(pilot.num_particles), data, jnp.asarray(lam), log_step)
         log_step = _steered(log_step, accepted, pilot)
     terms = np.asarray(terms)
     rows, variances = [lam], np.full(num_cases, np.nan)
-    sizes, means, covariances, acceptance = [math.exp(log_step)], [mass[0]], [mass[1]], []
+    sizes, means, covariances, acceptance, correlations = [math.exp(log_step)], [mass[0]], [mass[1]], [], []
     position, t, stopped = 0, 0, False
     while position < num_cases:
         remaining = order[position:]
@@ -266,8 +284,10 @@ def refine_data_path(key, model, data, kernel, *, num_cases: int, order=None,
             return RefinedPath(np.ones(num_cases, int), plain, np.full(num_cases, np.nan),
                                time.perf_counter() - began + compile_seconds, compile_seconds, 0, False, pilot,
                                moved_kernel)
-        latents, terms, accepted, mass = advance(jax.random.fold_in(key_run, t), latents,
-                                                 jnp.asarray(increments), data, jnp.asarray(row), log_step)
+        latents, terms, accepted, mass, correlation = advance(jax.random.fold_in(key_run, t), latents,
+                                                              jnp.asarray(increments), data, jnp.asarray(row),
+                                                              log_step)
+        correlations.append(float(correlation))
         sizes.append(math.exp(log_step))
         means.append(mass[0])
         covariances.append(mass[1])
@@ -285,10 +305,40 @@ def refine_data_path(key, model, data, kernel, *, num_cases: int, order=None,
     tables = _tables(path, sizes, means, covariances, steer=steer, kind=kind)
     tuned = dataclasses.replace(kernel, **tables, **(jitter_of(kernel) if "inverse_mass" in tables else {})) \
         if tables else kernel
-    tuned = tuned if moves == 1 else repeat(tuned, int(moves))
+    counts = moves_per_step(correlations, moves=int(moves), target=pilot.moves_target, most=pilot.max_moves)
+    tuned = _moved(tuned, path, counts, int(moves), int(pilot.max_moves))
     seconds = time.perf_counter() - began + compile_seconds
     return RefinedPath(substeps, path, variances, seconds, compile_seconds, n_evals, True, pilot, tuned,
-                       np.asarray(acceptance), stopped, tables.get("step_size"), tables.get("inverse_mass"))
+                       np.asarray(acceptance), stopped, tables.get("step_size"), tables.get("inverse_mass"),
+                       counts if pilot.moves_target is not None else None)
+
+
+def moves_per_step(correlations, *, moves: int, target: float | None, most: int) -> np.ndarray:
+    """The run's moves at each step of the path: ``moves``, or where the pilot's lag-one correlation of one move
+    ``rho`` leaves more than ``target`` after them, ``ceil(log(target) / log(rho))``, at most ``most``.
+
+    The correlation is smoothed by a running maximum over three steps: the pilot measures it on few particles,
+    and the steps where the target changes fastest come in runs."""
+    rho = np.asarray(correlations, np.float64)
+    counts = np.full(rho.shape, int(moves))
+    if target is None or rho.size == 0:
+        return counts
+    padded_rho = np.pad(np.nan_to_num(rho, nan=1.0), 1, mode="edge")
+    rho = np.max(np.lib.stride_tricks.sliding_window_view(padded_rho, 3), axis=1)
+    with np.errstate(divide="ignore"):
+        need = np.where(rho >= 1.0, most, np.ceil(np.log(target) / np.log(np.clip(rho, 1e-300, 1 - 1e-16))))
+    return np.clip(np.maximum(need, moves), 1, max(int(most), int(moves))).astype(int)
+
+
+def _moved(kernel, path, counts, moves: int, most: int):
+    """The run's kernel with its moves: ``moves`` at every step, or a frozen table of counts by the share of data
+    switched on at each step (padded as the other tables, so similar paths share one compiled run)."""
+    if np.all(counts == moves):
+        return kernel if moves == 1 else repeat(kernel, moves)
+    shares = np.mean(path, axis=1)[1:]  # step t moves at row t
+    length = 1 << int(np.ceil(np.log2(len(shares))))
+    lams, padded_counts = padded(shares, counts, length=length)
+    return MovesTable(kernel, tuple(map(float, lams)), tuple(map(int, padded_counts)), max(most, moves))
 
 
 _WARMUP_OFFSET = 1 << 30  # the warm-up's keys, apart from the path steps' fold_in(key_run, t)
@@ -354,7 +404,7 @@ def _programs(model, kernel, data, latents, *, moves: int, steer: bool, kind: st
             moved, info = jax.vmap(k, in_axes=(0, 0, None, None))(jax.random.split(k_move, count), latents,
                                                                  data, lam)
             accepted = jnp.mean(jnp.where(jnp.isfinite(info.acceptance), info.acceptance, 0.0))
-            return moved, terms_of(moved, data), accepted, moments
+            return moved, terms_of(moved, data), accepted, moments, _slowest_correlation(latents, moved, moves)
 
         lam = jnp.zeros(jax.eval_shape(terms_of, latents, data).shape[1])
         programs = (jax.jit(terms_of).lower(latents, data).compile(),
@@ -364,6 +414,17 @@ def _programs(model, kernel, data, latents, *, moves: int, steer: bool, kind: st
 
     (programs, seconds), built = _PROGRAMS.get_or_build(signature, build)
     return programs, (seconds if built else 0.0)
+
+
+def _slowest_correlation(before, after, moves: int):
+    """One move's lag-one correlation in the slowest coordinate: per coordinate ``1 - E[(x' - x)^2] / (2 var)``
+    over the step's ``moves`` moves, to the power ``1 / moves``; coordinates that do not vary are left out."""
+    flat = jax.vmap(lambda x: ravel_pytree(x)[0])
+    x0, x1 = flat(before), flat(after)
+    var = jnp.var(x1, axis=0)
+    ratio = jnp.mean((x1 - x0) ** 2, axis=0) / (2.0 * jnp.where(var > 0, var, 1.0))
+    rho = jnp.where(var > 0, jnp.clip(1.0 - ratio, 0.0, 1.0), 0.0)
+    return jnp.max(rho) ** (1.0 / moves)
 
 
 _PROGRAMS = CompiledCache("SMC data-path pilot", maxsize=32)

@@ -120,6 +120,79 @@ class RepeatUpTo:
 jax.tree_util.register_dataclass(RepeatUpTo, data_fields=["kernel", "n"], meta_fields=["most"])
 
 
+@dataclass(frozen=True)
+class MovesTable:
+    """Apply ``kernel`` a number of times read from a frozen table by lam: at ``lam`` (its mean, for a per-case
+    lam) the count of the first entry of ``lams`` at or above it (the last entry's beyond them). A pilot's
+    choice, fixed before the run, so each step's transition is still a fixed kernel leaving ``f(.; lam)``
+    invariant. The same numbers as :class:`RepeatUpTo` with that count.
+
+    Parameters
+    ----------
+    kernel
+        One move.
+    lams : tuple of float
+        Increasing lams.
+    counts : tuple of int
+        Moves at each lam, each between 1 and ``most``.
+    most : int
+        The largest count (the keys drawn per step).
+    """
+
+    kernel: Any
+    lams: Any
+    counts: Any
+    most: int
+
+    def __post_init__(self):
+        if isinstance(self.counts, tuple):  # not when rebuilt from traced leaves
+            lams, counts = np.asarray(self.lams, float), np.asarray(self.counts)
+            if lams.ndim != 1 or lams.shape != counts.shape or lams.size < 1 or np.any(np.diff(lams) <= 0):
+                raise OptionError(f"MovesTable needs increasing lams and one count each, got {lams.shape} lams "
+                                  f"and {counts.shape} counts")
+            if np.any(counts < 1) or np.any(counts > int(self.most)):
+                raise OptionError(f"MovesTable counts must lie in [1, {self.most}], got {counts.tolist()}")
+
+    @property
+    def evals_per_step(self) -> int:
+        """Evaluations of a step at the table's mean count (rounded up): a run's count depends on the lams it
+        visits."""
+        return int(np.ceil(np.mean(np.asarray(self.counts, float)))) * self.kernel.evals_per_step
+
+    def count_at(self, lam):
+        """The moves a step targeting ``lam`` applies."""
+        lam = jnp.mean(jnp.asarray(lam))
+        lams = jnp.asarray(self.lams, lam.dtype)
+        index = jnp.minimum(jnp.searchsorted(lams, lam, side="left"), lams.shape[0] - 1)
+        return jnp.asarray(self.counts)[index]
+
+    def __call__(self, key, latent, data, lam):
+        return RepeatUpTo(self.kernel, self.count_at(lam), self.most)(key, latent, data, lam)
+
+    def __repr__(self):
+        counts = np.asarray(self.counts)
+        return f"MovesTable({counts.min()}..{counts.max()} moves, {self.kernel!r})"
+
+
+def _table_leaf(values, dtype):
+    return values if isinstance(values, jax.Array) else np.asarray(values, dtype)
+
+
+jax.tree_util.register_pytree_node(
+    MovesTable,
+    lambda t: ((t.kernel, _table_leaf(t.lams, np.float64), _table_leaf(t.counts, np.int32)), t.most),
+    lambda most, leaves: _rebuilt_moves_table(most, leaves))
+
+
+def _rebuilt_moves_table(most, leaves):
+    # Inside a compiled run the leaves are traced arrays: build without the host-side checks.
+    table = object.__new__(MovesTable)
+    for name, value in zip(("kernel", "lams", "counts"), leaves, strict=True):
+        object.__setattr__(table, name, value)
+    object.__setattr__(table, "most", most)
+    return table
+
+
 def cycle(*kernels) -> Cycle:
     """Compose kernels in sequence."""
     return Cycle(tuple(kernels))

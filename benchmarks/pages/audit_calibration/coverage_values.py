@@ -104,12 +104,19 @@ def added(folder: Path) -> dict:
     _, classes, _ = _programs()
     rows = [r for r in _rows(folder) if r["program"] not in FIRST]
     cells = {(r["sampler"], r["program"]) for r in rows}
-    counts = sorted({sum((r["sampler"], r["program"]) == c for r in rows) for c in cells})
+    per_cell = {c: sum((r["sampler"], r["program"]) == c for r in rows) for c in cells}
+    counts = sorted(set(per_cell.values()))
+    samplers = list(dict.fromkeys(r["sampler"] for r in rows))
+    spans = {s: sorted(n for (t, _), n in per_cell.items() if t == s) for s in samplers}
+    complete = [LABELS[s] for s in samplers if spans[s][0] >= 100]
     funnel = [r for r in rows if r["program"] == "funnel"]
     inconclusive = [r for r in rows if r["verdict"] == "inconclusive"]
     return {"added_audits": len(rows), "added_fails": sum(r["verdict"] == "fail" for r in rows),
-            "added_per_cell": " to ".join(map(str, counts)) if counts else "no",
-            "added_samplers": ", ".join(LABELS[s] for s in dict.fromkeys(r["sampler"] for r in rows)) or "none",
+            "added_per_cell": (f"{counts[0]} to {counts[-1]}" if len(counts) > 1 else str(counts[0])) if counts
+            else "no",
+            "added_by_sampler": "; ".join(f"{LABELS[s]} {_span(spans[s])}" for s in samplers) or "none",
+            "added_complete": (" and ".join(complete) + (" reaches" if len(complete) == 1 else " reach")
+                               if complete else "no sampler reaches"),
             "added_classes": "; ".join(dict.fromkeys(classes[r["program"]] for r in rows)) or "none",
             "added_inconclusive": len(inconclusive),
             "added_inconclusive_funnel": sum(r["program"] == "funnel" for r in inconclusive),
@@ -197,3 +204,7 @@ def values(folder: Path) -> dict:
     """The page's coverage, headline, NumPyro-by-machine and fail-detail values."""
     return {**coverage(folder), **headline(folder), **added(folder), **numpyro_machines(folder),
             **fail_details(folder)}
+
+
+def _span(counts) -> str:
+    return f"{counts[0]}" if counts[0] == counts[-1] else f"{counts[0]} to {counts[-1]}"

@@ -119,7 +119,10 @@ def sequential_monte_carlo(
     exact_latent : optional
         The exact posterior sample (reverse only; forward ignores it).
     num_moves : int
-        MCMC transitions (applications of ``kernel``) after each data case is added or deleted: the knob.
+        MCMC transitions (applications of ``kernel``) after each data case is added or deleted: the knob. Under
+        the data-path pilot, the least at any step: the pilot adds moves at the steps where ``num_moves`` of them
+        leave a particle correlated with where it began (``DataPathPilot.moves_target``), frozen by the share
+        of data; ``settings["moves_per_step"]`` records the counts.
     num_particles : int or "auto"
         Particles per run, resampled when their ESS falls below ``ess_threshold * num_particles``. "auto" is
         1 (the paper's SMC) for a model with its own kernel or with a predictive proposal, else
@@ -145,9 +148,9 @@ def sequential_monte_carlo(
         target and splitting a case the particles disagree about into partial steps; the run follows that
         path frozen, so the bound keeps its guarantee, and costs O(N) likelihood terms per step over as many
         steps as the posterior's concentration needs, not N; the same pilot steers the kernel's step size and
-        fits its preconditioner at each step, frozen in tables keyed by the share of data switched on
-        (:mod:`bdmc.core.smc_pilot`: on posteriordb's sblrc a fixed step size left single SMC runs a
-        median of thousands of nats off). "auto"
+        fits its preconditioner at each step, and chooses each step's moves, frozen in tables keyed by the
+        share of data switched on (:mod:`bdmc.core.smc_pilot`: on posteriordb's sblrc a fixed step size left
+        single SMC runs a median of thousands of nats off). "auto"
         pilots models without a kernel of their own under the "prior" proposal (the paper's models, with their
         own kernels and predictive proposals, run the plain data path); the pilot's time and evaluations are
         included in the estimate's, and ``settings`` records its choice.

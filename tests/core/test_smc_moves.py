@@ -37,6 +37,8 @@ def test_a_moves_table_reads_its_count_by_lam_and_gives_repeat_up_to_numbers(key
                         progress=False) for counts in ((1, 3, 2), (2, 2, 5))]
     assert runs[0].compiled and not runs[1].compiled
     assert table.evals_per_step == 2 * kernel.evals_per_step  # the mean count, rounded up
+    padded = MovesTable(kernel, (0.1, 0.5, 1.0, 1.0 + 1e-9, 1.0 + 2e-9), (1, 1, 1, 5, 5), 5)
+    assert padded.evals_per_step == kernel.evals_per_step  # entries past lam = 1 are a pilot's padding
     for lams, counts, most in (((0.5, 0.1), (1, 2), 5), ((0.1, 0.5), (1,), 5), ((0.1, 0.5), (0, 2), 5),
                                ((0.1, 0.5), (1, 6), 5)):
         with pytest.raises(OptionError, match="MovesTable"):

@@ -155,9 +155,10 @@ class MovesTable:
 
     @property
     def evals_per_step(self) -> int:
-        """Evaluations of a step at the table's mean count (rounded up): a run's count depends on the lams it
-        visits."""
-        return int(np.ceil(np.mean(np.asarray(self.counts, float)))) * self.kernel.evals_per_step
+        """Evaluations of a step at the table's mean count over its lams up to 1 (rounded up; a pilot pads its
+        tables past 1): a run's count depends on the lams it visits."""
+        lams, counts = np.asarray(self.lams, float), np.asarray(self.counts, float)
+        return int(np.ceil(np.mean(counts[lams <= 1.0]))) * self.kernel.evals_per_step
 
     def count_at(self, lam):
         """The moves a step targeting ``lam`` applies."""

@@ -16,11 +16,12 @@ Each row is ONE run (``num_runs=1``) of ``bdmc.smc`` or ``bdmc.shme`` with its d
 choosing the path, the step sizes and the preconditioner, all frozen before the run) at a budget of
 ``particles x moves per step``, seeds 0..R-1 in turn, so the first seed's call compiles and the others are
 warm: its error against ``log p(y)``, its wall seconds, and the pilot's choices. ``previous pilot`` rows run
-the pilot as it was before it tuned the kernel (``DataPathPilot(max_substeps=64, steer=False,
-mass="identity", moves_target=None)``): the before. ``default`` rows give every step the budget's moves (the
-default until the pilot chose moves per step: ``DataPathPilot(moves_target=None)``); ``moves`` rows run today's
-default, the pilot adding moves where one move leaves a particle correlated with where it began. Rows are
-appended as they finish; a rerun resumes.
+the pilot as it was before it tuned the kernel (32 particles, ``max_substeps=64, steer=False, mass="identity",
+moves_target=None``): the before. ``default`` rows give every step the budget's moves with a 32-particle pilot
+(the default until the pilot chose moves per step); ``moves`` rows add moves where one move leaves a particle
+correlated with where it began, still with a 32-particle pilot (the default until its particles followed the
+run's); ``auto`` rows run today's default, a pilot of the run's particles (32 to 256).
+Rows are appended as they finish; a rerun resumes.
 
     python benchmarks/smc_data_path.py                    # every problem, budget and estimator, 10 seeds
     python benchmarks/smc_data_path.py --render
@@ -57,15 +58,18 @@ BUDGETS = {
     "sblrc": [("smc", 256, 1, "previous"), ("smc", 256, 1, "default"), ("smc", 256, 5, "default"),
               ("smc", 1024, 5, "default"), ("shme", 256, 1, "default"), ("shme", 256, 5, "default"),
               ("shme", 1024, 5, "default"), ("shme", 256, 20, "default"), ("shme", 256, 1, "moves"),
-              ("shme", 1024, 1, "moves"), ("smc", 256, 1, "moves"), ("smc", 1024, 1, "moves")],
+              ("shme", 1024, 1, "moves"), ("smc", 256, 1, "moves"), ("smc", 1024, 1, "moves"),
+              ("shme", 256, 1, "auto"), ("shme", 1024, 1, "auto"), ("smc", 256, 1, "auto"), ("smc", 1024, 1, "auto")],
 }
 BUDGETS["regression"] += [("smc", 1024, 1, "moves"), ("shme", 1024, 1, "moves"), ("smc", 4096, 1, "moves"),
                           ("shme", 4096, 1, "moves")]
-# "moves": today's default, the pilot choosing the moves of each step too (at least the budget's); "default": the
-# default before it did (the given moves at every step: the label of the rows taken then); "previous": the pilot
-# before it tuned the kernel.
-PILOTS = {"moves": None, "default": DataPathPilot(moves_target=None),
-          "previous": DataPathPilot(max_substeps=64, steer=False, mass="identity", moves_target=None)}
+# "auto": today's default, the pilot's particles following the run's (32 to 256) and choosing each step's moves;
+# "moves": the same with the 32-particle pilot it had first; "default": the default before it chose moves (the
+# budget's moves at every step: the label of the rows taken then); "previous": the pilot before it tuned the
+# kernel.
+PILOTS = {"auto": None, "moves": DataPathPilot(num_particles=32),
+          "default": DataPathPilot(num_particles=32, moves_target=None),
+          "previous": DataPathPilot(num_particles=32, max_substeps=64, steer=False, mass="identity", moves_target=None)}
 
 
 def regression():

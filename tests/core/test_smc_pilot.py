@@ -232,6 +232,19 @@ def test_the_pilot_tunes_the_kernel_as_the_particles_concentrate_and_the_run_kee
     assert errors["tuned"] < 1 and errors["old"] > 10, errors
 
 
+def test_the_pilot_follows_the_runs_particles_between_32_and_256(key):
+    """A larger run gets a larger pilot: its tables are fitted from the pilot's particles."""
+    auto = DataPathPilot()
+    assert [auto.for_run(n).num_particles for n in (None, 8, 64, 1024)] == [32, 32, 64, 256]
+    assert DataPathPilot(num_particles=16).for_run(1024).num_particles == 16  # a given count is kept
+    for bad in (1, 2.5, "many", True):
+        with pytest.raises(BDMCError, match="num_particles"):
+            DataPathPilot(num_particles=bad)
+    data = jnp.array([0.3, -0.2, 1.1, 0.4, 0.0])
+    est = bdmc.smc(key, _Generic(), data, num_particles=48, num_runs=2, progress=False)
+    assert est.settings["data_pilot_particles"] == 48
+
+
 def test_a_pilot_past_max_steps_switches_on_what_remains_and_says_so(key):
     model = _Wide()
     data = 137.0 + jax.random.normal(jax.random.key(4), (40,))

@@ -198,7 +198,8 @@ def sequential_monte_carlo(
     refined = None
     if piloted:
         refined = refine_data_path(key, model, data, kernel, num_cases=num_cases, order=order,
-                                   pilot=tune if isinstance(tune, DataPathPilot) else None, moves=int(num_moves))
+                                   pilot=tune if isinstance(tune, DataPathPilot) else None, moves=int(num_moves),
+                                   run_particles=int(num_particles))
         path, kernel = refined.path, refined.kernel
     else:
         kernel = kernel if num_moves == 1 else repeat(kernel, int(num_moves))

@@ -62,6 +62,10 @@ from .pilot_policy import jitter_of
 from .prior import prior_draws
 
 SMC_PILOT_STREAM = 0x5BD1E995  # folded into the caller's key: the pilot's randomness is not the run's
+# num_particles="auto": the run's particles within these bounds. The tables (preconditioner, step sizes, moves)
+# are fitted from the pilot's resampled particles; on sblrc a 32-particle pilot left single SHME runs of 1,024
+# particles up to 2 nats off, a 256-particle one within 0.4 (benchmarks/results/smc_data_path/).
+PILOT_PARTICLES_MIN, PILOT_PARTICLES_MAX = 32, 256
 
 
 @dataclass(frozen=True)
@@ -70,8 +74,9 @@ class DataPathPilot:
 
     Parameters
     ----------
-    num_particles : int
-        Pilot particles (one run); the variance of each step's increment is taken across them.
+    num_particles : int or "auto"
+        Pilot particles (one run); the variance of each step's increment is taken across them, and the tables
+        are fitted from them. "auto": the run's particles, at least 32 and at most 256.
     target_variance : float
         Variance of the log-weight increment per step the chosen path aims at (0.1: a conditional ESS of
         about 90% per step for log-normal weights; with one case per step and sub-steps only, 0.5 left the
@@ -104,7 +109,7 @@ class DataPathPilot:
         The most moves at any step.
     """
 
-    num_particles: int = 32
+    num_particles: int | str = "auto"
     target_variance: float = 0.1
     max_substeps: int = 10**9
     max_steps: int = 4096
@@ -120,9 +125,20 @@ class DataPathPilot:
         """The pilot's particles (the name :func:`bdmc.core.pilot.mass_kind` reads)."""
         return int(self.num_particles)
 
+    def for_run(self, run_particles: int | None) -> DataPathPilot:
+        """These settings with "auto" particles resolved for a run of ``run_particles`` particles: as many, at
+        least :data:`PILOT_PARTICLES_MIN` and at most :data:`PILOT_PARTICLES_MAX`."""
+        if not (isinstance(self.num_particles, str) and self.num_particles == "auto"):
+            return self
+        count = PILOT_PARTICLES_MIN if run_particles is None else int(run_particles)
+        return dataclasses.replace(self, num_particles=min(max(count, PILOT_PARTICLES_MIN), PILOT_PARTICLES_MAX))
+
     def __post_init__(self):
-        if int(self.num_particles) != self.num_particles or self.num_particles < 2:
-            raise BDMCError(f"DataPathPilot.num_particles must be an integer >= 2, got {self.num_particles}")
+        auto = isinstance(self.num_particles, str) and self.num_particles == "auto"
+        if not auto and (isinstance(self.num_particles, (bool, str)) or int(self.num_particles) != self.num_particles
+                         or self.num_particles < 2):
+            raise BDMCError(f'DataPathPilot.num_particles must be an integer >= 2 or "auto", got '
+                            f"{self.num_particles!r}")
         if not (self.target_variance > 0 and math.isfinite(self.target_variance)):
             raise BDMCError(f"DataPathPilot.target_variance must be positive, got {self.target_variance}")
         if int(self.max_substeps) != self.max_substeps or self.max_substeps < 1:
@@ -226,7 +242,8 @@ def next_row(terms, lam, remaining, *, target_variance: float, max_substeps: int
 
 
 def refine_data_path(key, model, data, kernel, *, num_cases: int, order=None,
-                     pilot: DataPathPilot | None = None, moves: int = 1) -> RefinedPath:
+                     pilot: DataPathPilot | None = None, moves: int = 1,
+                     run_particles: int | None = None) -> RefinedPath:
     """Run the pilot and return the frozen data path and kernel it chose (module docstring).
 
     Parameters
@@ -246,11 +263,13 @@ def refine_data_path(key, model, data, kernel, *, num_cases: int, order=None,
         Pilot settings (default ``DataPathPilot()``).
     moves : int
         Applications of the kernel after every step, in the pilot as in the run.
+    run_particles : int, optional
+        The run's particles, which ``num_particles="auto"`` follows.
 
     The pilot resamples after every step (multinomially), so that its particles are equally weighted when it
     chooses the next step, whatever the run's resampling.
     """
-    pilot = DataPathPilot() if pilot is None else pilot
+    pilot = (DataPathPilot() if pilot is None else pilot).for_run(run_particles)
     plain = schedules.data_path(num_cases, order=order)
     order = np.arange(num_cases) if order is None else np.asarray(order, int)
     moved_kernel = kernel if moves == 1 else repeat(kernel, int(moves))

@@ -53,14 +53,18 @@ def _table(cells) -> str:
     return "\n".join(lines)
 
 
-def _first_reached(cells, problem, estimator) -> str:
+def _first_reached(cells, problem, estimator, pilot_label="default") -> str:
     """The cheapest budget (particles x moves) whose runs meet the target, and any costlier one that missed it."""
     mine = sorted(((particles * moves, particles, moves, cell) for (p, e, particles, moves, pilot), cell
-                   in cells.items() if p == problem and e == estimator and pilot == "default"), key=lambda c: c[:3])
+                   in cells.items() if p == problem and e == estimator and pilot == pilot_label),
+                  key=lambda c: c[:3])
+    if not mine:
+        return "not run"
     for i, (_, particles, moves, cell) in enumerate(mine):
         s = _summary(cell)
         if s["reached"]:
-            text = (f"{particles} particles x {moves} move{'s' if moves > 1 else ''} per step "
+            least = "at least " if pilot_label in ("moves", "auto") else ""  # the pilot adds moves
+            text = (f"{particles} particles x {least}{moves} move{'s' if moves > 1 else ''} per step "
                     f"(RMSE {s['rmse']:.3g} nats over {s['runs']} runs, {s['warm']:.3g} s a warm run)")
             missed = [(pp, mm, _summary(c)) for _, pp, mm, c in mine[i + 1:] if not _summary(c)["reached"]]
             if missed:
@@ -103,4 +107,27 @@ def values(folder: Path) -> dict:
         "shme_sblrc_5": _median_abs(cells, ("sblrc", "shme", 256, 5, "default")),
         "shme_sblrc_1024x5": _median_abs(cells, ("sblrc", "shme", 1024, 5, "default")),
         "shme_sblrc_20": _median_abs(cells, ("sblrc", "shme", 256, 20, "default")),
+        **{f"{e}_{p}_{label}": _first_reached(cells, p, e, label) for e in ("smc", "shme")
+           for p in ("regression", "sblrc") for label in ("moves", "auto")},
+        **{f"{e}_sblrc_{label}_{n}_{k}": _cell(cells, ("sblrc", e, n, 1, label))[k] for e in ("smc", "shme")
+           for n in (256, 1024) for k in ("median_abs", "worst") for label in ("moves", "auto")},
+        **{f"shme_sblrc_{label}_{n}_warm": _cell(cells, ("sblrc", "shme", n, 1, label)).get("warm", float("nan"))
+           for label, n in (("moves", 256), ("auto", 256), ("auto", 1024))},
+        "shme_sblrc_20_warm": _cell(cells, ("sblrc", "shme", 256, 20, "default")).get("warm", float("nan")),
+        "shme_sblrc_20_worst": _cell(cells, ("sblrc", "shme", 256, 20, "default"))["worst"],
+        "shme_sblrc_moves_counts": _counts(cells, ("sblrc", "shme", 256, 1, "moves")),
+        "shme_sblrc_1024_within": _within(cells, ("sblrc", "shme", 1024, 1, "auto")),
     }
+
+
+def _within(cells, key) -> str:
+    """How many of a cell's runs are within a nat of log p(y)."""
+    cell = cells.get(key, [])
+    return f"{sum(abs(r['error']) < 1 for r in cell)} of {len(cell)}"
+
+
+def _counts(cells, key) -> str:
+    """The range of the pilot's mean moves per step over a cell's runs."""
+    means = [float(r["moves_per_step"].split("mean ")[1].split(" ")[0]) for r in cells.get(key, [])
+             if r.get("moves_per_step")]
+    return f"{min(means):.3g} to {max(means):.3g}" if means else "-"

@@ -64,7 +64,7 @@ from .prior import prior_draws
 SMC_PILOT_STREAM = 0x5BD1E995  # folded into the caller's key: the pilot's randomness is not the run's
 # num_particles="auto": the run's particles within these bounds. The tables (preconditioner, step sizes, moves)
 # are fitted from the pilot's resampled particles; on sblrc a 32-particle pilot left single SHME runs of 1,024
-# particles up to 2 nats off, a 256-particle one within 0.4 (benchmarks/results/smc_data_path/).
+# particles up to 2.1 nats off, a 256-particle one within 0.7 (benchmarks/results/smc_data_path/).
 PILOT_PARTICLES_MIN, PILOT_PARTICLES_MAX = 32, 256
 
 

@@ -42,8 +42,17 @@ def move_correlation(before, flats) -> jax.Array:
     averaged over coordinates and clipped to [0, 1] (0 for exact draws, 1 for chains that never move).
 
     ``before`` (chains, d) are the chains before a level's moves, ``flats`` (moves, chains, d) after each."""
+    ratio, _ = jump_ratios(before, flats)
+    return jnp.clip(1.0 - jnp.mean(ratio), 0.0, 1.0)
+
+
+def jump_ratios(before, flats) -> tuple[jax.Array, jax.Array]:
+    """Per coordinate, a move's mean squared jump over twice the chains' variance, ``E[(x' - x)^2] / (2 var)``
+    (one minus it is the lag-one correlation), 0 where the coordinate does not vary; and whether it varies.
+
+    ``before`` (chains, d) are the chains before the moves, ``flats`` (moves, chains, d) after each."""
     path = jnp.concatenate([before[None], flats])
     jumps = jnp.mean((path[1:] - path[:-1]) ** 2, axis=(0, 1))
     var = jnp.var(flats.reshape(-1, flats.shape[-1]), axis=0)
-    ratio = jnp.where(var > 0, jumps / (2.0 * jnp.where(var > 0, var, 1.0)), 0.0)
-    return jnp.clip(1.0 - jnp.mean(ratio), 0.0, 1.0)
+    varies = var > 0
+    return jnp.where(varies, jumps / (2.0 * jnp.where(varies, var, 1.0)), 0.0), varies

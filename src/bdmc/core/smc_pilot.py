@@ -56,7 +56,7 @@ from ..kernels import MovesTable, repeat
 from ..kernels.mass import GaussianTable, table_from_moments
 from ..kernels.step_sizes import StepSizeTable
 from . import schedules
-from .chain_stats import chain_moments
+from .chain_stats import chain_moments, jump_ratios
 from .pilot import mass_kind, padded, smoothed_table, tunes_step_size
 from .pilot_policy import jitter_of
 from .prior import prior_draws
@@ -363,9 +363,14 @@ def _moved(kernel, path, counts, moves: int, most: int):
     if np.all(counts == moves):
         return kernel if moves == 1 else repeat(kernel, moves)
     shares = np.mean(path, axis=1)[1:]  # step t moves at row t
-    length = 1 << int(np.ceil(np.log2(len(shares))))
-    lams, padded_counts = padded(shares, counts, length=length)
+    lams, padded_counts = padded(shares, counts, length=_table_length(len(shares)))
     return MovesTable(kernel, tuple(map(float, lams)), tuple(map(int, padded_counts)), max(most, moves))
+
+
+def _table_length(entries: int) -> int:
+    """Tables padded to the next power of two of entries: data sets whose pilots chose paths of similar length
+    share one compiled run."""
+    return 1 << int(np.ceil(np.log2(entries)))
 
 
 _WARMUP_OFFSET = 1 << 30  # the warm-up's keys, apart from the path steps' fold_in(key_run, t)
@@ -389,7 +394,7 @@ def _tables(path, sizes, means, covariances, *, steer: bool, kind: str) -> dict:
     The tables are padded to a power of two of entries, so data sets whose pilots chose paths of similar length
     share one compiled run."""
     shares = np.mean(path, axis=1)  # rises strictly: every step raises some case's weight
-    length = 1 << int(np.ceil(np.log2(len(shares))))
+    length = _table_length(len(shares))
     tables = {}
     if steer:
         table = smoothed_table(shares, sizes)
@@ -447,10 +452,8 @@ def _slowest_correlation(before, after, moves: int):
     """One move's lag-one correlation in the slowest coordinate: per coordinate ``1 - E[(x' - x)^2] / (2 var)``
     over the step's ``moves`` moves, to the power ``1 / moves``; coordinates that do not vary are left out."""
     flat = jax.vmap(lambda x: ravel_pytree(x)[0])
-    x0, x1 = flat(before), flat(after)
-    var = jnp.var(x1, axis=0)
-    ratio = jnp.mean((x1 - x0) ** 2, axis=0) / (2.0 * jnp.where(var > 0, var, 1.0))
-    rho = jnp.where(var > 0, jnp.clip(1.0 - ratio, 0.0, 1.0), 0.0)
+    ratio, varies = jump_ratios(flat(before), flat(after)[None])
+    rho = jnp.where(varies, jnp.clip(1.0 - ratio, 0.0, 1.0), 0.0)
     return jnp.max(rho) ** (1.0 / moves)
 
 

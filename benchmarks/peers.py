@@ -257,7 +257,7 @@ def cold_summary(cold_rows, summary) -> list[dict]:
     budget costs once compiled: compilation does not grow with the budget, the run's time does)."""
     cells = {}
     for r in cold_rows:
-        if r["kind"] in ("cold-nocache", "cold-cache"):
+        if r["kind"] in COLD_KINDS:
             cells.setdefault((r["problem"], r["tool"], r["kind"]), []).append(r)
     out = []
     for (problem, tool, kind), rs in sorted(cells.items()):
@@ -276,17 +276,23 @@ def cold_summary(cold_rows, summary) -> list[dict]:
     return out
 
 
+COLD_KINDS = {"cold-nocache": "no disk caches", "cold-cache": "caches warm",
+              "cold-rerun": "the same call again"}
+
+
 def cold_lines(cold, problem) -> list[str]:
-    lines = ["| tool | no disk caches: first call (s) | to < 1 nat | to < 0.1 nat | caches warm: first call (s) | "
-             "to < 1 nat | to < 0.1 nat |", "|---|---|---|---|---|---|---|"]
+    kinds = [k for k in COLD_KINDS if any(c["kind"] == k and c["problem"] == problem for c in cold)]
+    lines = ["| tool | " + " | ".join(f"{COLD_KINDS[k]}: first call (s) | to < 1 nat | to < 0.1 nat" for k in kinds)
+             + " |", "|---|" + "---|---|---|" * len(kinds)]
     tools = dict.fromkeys(c["tool"] for c in cold if c["problem"] == problem)
     for tool in tools:
         cells = []
-        for kind in ("cold-nocache", "cold-cache"):
+        for kind in kinds:
             c = next((c for c in cold if c["problem"] == problem and c["tool"] == tool and c["kind"] == kind), None)
             cells += ([fmt(c["first_call_s"]), fmt(c["to_1"]), fmt(c["to_0.1"])] if c else ["-", "-", "-"])
         lines.append(f"| {tool} | " + " | ".join(cells) + " |")
-    for kind, label in (("cold-nocache", "no disk caches"), ("cold-cache", "caches warm")):
+    for kind in kinds:
+        label = COLD_KINDS[kind]
         for threshold in THRESHOLDS:
             key = f"to_{threshold:g}"
             mine = [c for c in cold if c["problem"] == problem and c["kind"] == kind and c["tool"] in BDMC_TOOLS
@@ -442,7 +448,7 @@ def markdown_page(summary, truths, settings, machine, diagnosis_rows, missing, c
             lines.append("")
         lines += [*ratio_lines(summary, name), ""]
         if cold:
-            lines += ["### Cold first calls, two ways (`peers_cold.py`: fresh processes)", "",
+            lines += ["### Cold first calls (`peers_cold.py`: fresh processes)", "",
                       *cold_lines(cold, name), ""]
         lines += ["### Every budget", "", *summary_table(summary, name), ""]
     if diagnosis_rows and "regression" in settings["problems"]:

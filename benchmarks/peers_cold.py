@@ -9,7 +9,10 @@ the tool is ``import_seconds``, reported apart because every tool pays about the
   folders (``XDG_CACHE_HOME``, PyTensor's ``compiledir``) are new, empty folders.
 - ``cold-cache``: the same call again in a new process whose caches a previous process filled: JAX's
   persistent compilation cache on (``bdmc.enable_compilation_cache``, which every JAX tool then shares) and
-  PyTensor's compiled C kept.
+  PyTensor's compiled C kept. The process that filled them ran another seed, so bdmc's store of frozen pilots
+  (``bdmc.core.pilot_store``, on) has none for this call: its pilot runs.
+- ``cold-rerun``: the very same call once more (a script run again): every cache warm, bdmc's pilot for this
+  call among them (stored by the ``cold-cache`` call), so bdmc loads its pilot's choice instead of running it.
 
 Tools are interleaved round-robin (problem by problem, every tool once per round, no-cache then cache), and
 every row records the load before and after, the time, the commit and whether the tree was clean. Rows go to
@@ -33,6 +36,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "peers"
+KINDS = ("cold-nocache", "cold-cache", "cold-rerun")
 
 
 def child(problem: str, tool: str, budget: str, seed: int, cache: str | None) -> None:
@@ -72,8 +76,8 @@ def tree_state() -> tuple[str, bool]:
 def measure(problem, tool, budget, seed, kind, folder: Path) -> dict:
     """One cold call in a new process; ``folder`` holds its caches (fresh for no-cache, kept for cache)."""
     env = dict(os.environ, XDG_CACHE_HOME=str(folder / "xdg"), PYTENSOR_FLAGS=f"compiledir={folder / 'pytensor'}",
-               BDMC_CACHE_DIR=str(folder / "bdmc"))
-    cache = str(folder / "jax") if kind in ("prime", "cold-cache") else None
+               BDMC_CACHE_DIR=str(folder / "bdmc"), BDMC_PILOT_CACHE="0" if kind == "cold-nocache" else "1")
+    cache = str(folder / "jax") if kind != "cold-nocache" else None
     args = [sys.executable, __file__, "--child", problem, tool, json.dumps(budget), str(seed)]
     if cache is not None:
         args += ["--cache", cache]
@@ -121,7 +125,7 @@ def main(argv=None) -> None:
         for seed in range(args.repeats):
             folders = {tool: Path(tempfile.mkdtemp(prefix=f"cold-{tool}-")) for tool in tools}
             try:
-                for kind in ("cold-nocache", "cold-cache"):
+                for kind in KINDS:
                     for tool in tools:  # round-robin: every tool once per kind and repeat
                         if (problem, tool, kind, seed) in done:
                             continue

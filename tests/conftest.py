@@ -35,6 +35,10 @@ FAST_XLA_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_em
 
 _suite_xla_flags()
 
+# No test loads a pilot another run of the suite stored (bdmc.core.pilot_store): a test's first call always runs
+# its pilot. tests/core/test_pilot_store.py turns the store on, in a folder of its own.
+os.environ["BDMC_PILOT_CACHE"] = "0"
+
 import jax  # noqa: E402
 import pytest  # noqa: E402
 

@@ -46,7 +46,7 @@ from ..contracts.kernel import (
 from ..errors import BDMCError
 from ..kernels.mass import GaussianTable, table_from_moments
 from ..kernels.step_sizes import StepSizeTable
-from . import schedules
+from . import pilot_store, schedules
 from .chain_stats import chain_moments
 from .pilot_policy import jitter_of, run_pilot
 from .prior import timed_prior_draws
@@ -86,8 +86,10 @@ class Pilot:
         Reuse the frozen choice of an earlier pilot on the same model, data (by value), kernel, number of
         distributions and pilot settings, instead of running a new one (``tune=Pilot(reuse=False)`` forces a
         new pilot; :func:`bdmc.clear_caches` forgets them all). The pilot draws on its own keys, never the run's,
-        so a reused choice is as independent of the run as a new one: no guarantee changes. The result's
-        settings say which it was (``pilot_reused``).
+        so a reused choice is as independent of the run as a new one: no guarantee changes. A new process making
+        the very same call (the same key too) loads the choice its pilot made from disk
+        (:mod:`bdmc.core.pilot_store`; ``BDMC_PILOT_CACHE=0`` turns that off). The result's settings say which
+        it was (``pilot_reused``, ``pilot_loaded``).
     """
 
     num_steps: int = 32
@@ -130,6 +132,7 @@ class Tuned:
     grid: np.ndarray | None = None
     correlations: np.ndarray | None = None
     reused: bool = False
+    loaded: bool = False
 
     def reuse(self) -> Tuned:
         """This frozen choice, handed to a later run: it costs that run no time. Its evaluations still count in
@@ -161,6 +164,7 @@ class Tuned:
         return {"tuned": "pilot" if self.healthy else "pilot saw a NaN or +inf density: run untuned",
                 "pilot_steps": int(self.pilot.num_steps),
                 "pilot_chains": int(self.pilot.num_chains), "pilot_reused": bool(self.reused),
+                "pilot_loaded": bool(self.loaded),
                 "pilot_seconds": self.seconds,
                 "pilot_compile_seconds": self.compile_seconds, "pilot_evals": int(self.n_evals),
                 "step_sizes": repr(table) if isinstance(table, StepSizeTable) else table,
@@ -231,13 +235,55 @@ def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None
     frozen = _frozen_key(model, data, kernel, num_steps, pilot, prior_check)
     if pilot.reuse and frozen is not None and (earlier := _FROZEN.get(frozen)) is not None:
         return earlier
-    tuned = _new_pilot(key, model, data, kernel, num_steps, pilot, prior_check)
+    stored = (pilot_store.stored_name(key, model, data, kernel, (int(num_steps), dataclasses.replace(
+                  pilot, reuse=True), int(prior_check)))
+              if pilot_store.store_dir() is not None else None)
+    if pilot.reuse and stored is not None and (loaded := _load(stored, kernel, pilot)) is not None:
+        tuned = loaded
+    else:
+        tuned = _new_pilot(key, model, data, kernel, num_steps, pilot, prior_check)
+        if stored is not None and tuned.healthy:
+            _save(stored, tuned, kernel)
     if frozen is not None and tuned.healthy:  # a pilot that met a NaN or +inf is never handed on
         _FROZEN.put(frozen, tuned.reuse())  # kept as later calls get it (its settings computed once)
     return tuned
 
 
+_STORED = ("path", "n_evals", "variances", "acceptance", "healthy", "grid", "correlations")
+
+
+def _save(name: str, tuned: Tuned, kernel) -> None:
+    """Keep a new pilot's choice on disk (:mod:`bdmc.core.pilot_store`): its arrays, and the kernel's fields it
+    set (a dataclass ``replace`` keeps every other field the very object the caller gave)."""
+    if not (dataclasses.is_dataclass(kernel) and type(tuned.kernel) is type(kernel)):
+        return
+    given, chosen = vars(kernel), vars(tuned.kernel)
+    changed = {f.name: chosen[f.name] for f in dataclasses.fields(kernel) if chosen[f.name] is not given[f.name]}
+    pilot_store.save(name, {f: vars(tuned)[f] for f in _STORED}, changed)
+
+
+def _load(name: str, kernel, pilot: Pilot) -> Tuned | None:
+    """A stored choice for this very call, as a new pilot would give it (no seconds: it ran in another
+    process), or None."""
+    stored = pilot_store.load(name)
+    if stored is None:
+        return None
+    fields, changed = stored
+    try:
+        tuned_kernel = dataclasses.replace(kernel, **changed) if changed else kernel
+        return Tuned(kernel=tuned_kernel, seconds=0.0, compile_seconds=0.0, pilot=pilot, reused=True, loaded=True,
+                     **fields)
+    except (TypeError, ValueError):  # a file from other code: run the pilot
+        return None
+
+
 _FROZEN = CompiledCache("frozen pilots", maxsize=64)
+
+
+def forget_frozen_pilots() -> None:
+    """Forget the frozen pilots kept in memory, and nothing else (compiled programs stay): each model's next call
+    runs its pilot, or loads the one its very call stored on disk, as in a new process."""
+    _FROZEN.clear()
 
 
 def _frozen_key(model, data, kernel, num_steps, pilot: Pilot, prior_check) -> tuple | None:

@@ -1,0 +1,172 @@
+"""Frozen pilots on disk: a new process making the very same call loads its pilot's choice and gets the numbers a
+new pilot gives; any other call (another key, data, model constant or setting) runs its own."""
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import numpy as np
+import pytest
+
+import bdmc
+from bdmc.core import pilot_store
+from bdmc.core.pilot import Pilot, forget_frozen_pilots
+from bdmc.kernels import HMC
+from bdmc.models import GaussianMean
+
+MODEL = GaussianMean(n=20, dim=5)
+PILOT = Pilot(num_steps=8, num_chains=4, warmup=2)  # small: what is tested is the store, not the pilot
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    monkeypatch.setenv("BDMC_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv(pilot_store.PILOT_CACHE_SWITCH, "1")
+    bdmc.clear_caches()
+    yield tmp_path / "pilots"
+    bdmc.clear_caches()
+
+
+@pytest.fixture(scope="module")
+def data():
+    return bdmc.simulate(jax.random.key(1), MODEL).data
+
+
+def run(seed, data, *, model=MODEL, tune=PILOT):
+    return bdmc.forward_ais(jax.random.key(seed), model, data, num_steps=10, num_runs=2, kernel=HMC(model),
+                            tune=tune, progress=False)
+
+
+def test_the_same_call_in_a_new_process_loads_the_choice_and_gets_the_same_numbers(store, data):
+    first = run(0, data)
+    assert not first.settings["pilot_loaded"] and len(list(store.glob("*.pkl"))) == 1
+    forget_frozen_pilots()  # what a new process starts from: no frozen pilot in memory
+    again = run(0, data)
+    assert again.settings["pilot_loaded"] and again.settings["pilot_reused"]
+    assert again.settings["pilot_seconds"] == 0.0 < first.settings["pilot_seconds"]
+    # The same tables, so the same run: the numbers a new pilot gives, and the same evaluations behind them.
+    for name in ("step_sizes", "preconditioner", "pilot_evals", "pilot_move_correlation"):
+        assert again.settings[name] == first.settings[name]
+    np.testing.assert_array_equal(again.runs, first.runs)
+    assert again.n_evals == first.n_evals
+
+
+def test_another_key_data_or_setting_runs_its_own_pilot(store, data):
+    run(0, data)
+    forget_frozen_pilots()
+    assert not run(1, data).settings["pilot_loaded"]
+    forget_frozen_pilots()
+    assert not run(0, jax.tree.map(lambda a: a + 0.5, data)).settings["pilot_loaded"]
+    forget_frozen_pilots()
+    assert not run(0, data, tune=dataclasses.replace(PILOT, target_acceptance=0.8)).settings["pilot_loaded"]
+    forget_frozen_pilots()
+    # reuse=False forces a new pilot, on disk as in memory
+    assert not run(0, data, tune=dataclasses.replace(PILOT, reuse=False)).settings["pilot_loaded"]
+    assert len(list(store.glob("*.pkl"))) == 4
+
+
+def test_the_fingerprint_sees_a_models_constants_and_refuses_a_python_callback(store, data):
+    validated = bdmc.contracts.model.validate_data(MODEL, data)
+    name = lambda model: pilot_store.stored_name(jax.random.key(0), model, validated, HMC(model), (10,))  # noqa: E731
+    assert name(MODEL) == name(GaussianMean(n=20, dim=5)) is not None
+    # Equal code, another prior scale held as a closed-over constant: another fingerprint.
+    assert name(Scaled(MODEL, 1.0)) != name(Scaled(MODEL, 2.0))
+    # A density that calls back into Python has no stable fingerprint: never stored.
+    assert name(Callback(MODEL)) is None
+    before = len(list(store.glob("*.pkl")))
+    assert not run(0, data, model=Callback(MODEL)).settings["pilot_loaded"]
+    assert len(list(store.glob("*.pkl"))) == before
+
+
+def test_a_damaged_file_runs_the_pilot_and_the_store_keeps_the_newest(store, data, monkeypatch):
+    first = run(0, data)
+    (path,) = store.glob("*.pkl")
+    path.write_bytes(b"not a pickle")
+    forget_frozen_pilots()
+    again = run(0, data)
+    assert not again.settings["pilot_loaded"]
+    np.testing.assert_array_equal(again.runs, first.runs)
+    monkeypatch.setattr(pilot_store, "MAX_FILES", 2)
+    for seed in (1, 2, 3):
+        forget_frozen_pilots()  # else the frozen pilot in memory serves them all
+        run(seed, data)
+    assert len(list(store.glob("*.pkl"))) == 2
+
+
+def test_the_switch_turns_the_store_off(store, data, monkeypatch):
+    monkeypatch.setenv(pilot_store.PILOT_CACHE_SWITCH, "0")
+    run(0, data)
+    forget_frozen_pilots()
+    assert not run(0, data).settings["pilot_loaded"]
+    assert not store.exists()
+
+
+def test_a_new_process_loads_what_this_one_stored(store, data):
+    """The real thing: a fresh interpreter (fork and exec: no JAX state is inherited) makes this process's call."""
+    here = run(0, data)
+    script = textwrap.dedent("""
+        import json, jax, bdmc
+        from bdmc.core.pilot import Pilot
+        from bdmc.kernels import HMC
+        from bdmc.models import GaussianMean
+        bdmc.enable_x64()
+        model = GaussianMean(n=20, dim=5)
+        data = bdmc.simulate(jax.random.key(1), model).data
+        est = bdmc.forward_ais(jax.random.key(0), model, data, num_steps=10, num_runs=2, kernel=HMC(model),
+                               tune=Pilot(num_steps=8, num_chains=4, warmup=2), progress=False)
+        print(json.dumps({"loaded": est.settings["pilot_loaded"], "runs": [float(r) for r in est.runs]}))
+    """)
+    env = {**os.environ, "BDMC_CACHE_DIR": str(store.parent), pilot_store.PILOT_CACHE_SWITCH: "1"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True,
+                          timeout=600)
+    there = json.loads(done.stdout.strip().splitlines()[-1])
+    assert there["loaded"] and not here.settings["pilot_loaded"]
+    np.testing.assert_allclose(there["runs"], np.asarray(here.runs), rtol=1e-12, atol=0)
+
+
+# ---------------------------------------------------------------------------------------------- models
+@dataclasses.dataclass(frozen=True)
+class Scaled:
+    """The model with its latent scaled by a constant the density closes over."""
+
+    base: GaussianMean
+    scale: float
+
+    def sample_prior(self, key):
+        return self.base.sample_prior(key)
+
+    def sample_data(self, key, latent):
+        return self.base.sample_data(key, latent)
+
+    def log_prior(self, latent):
+        return self.base.log_prior(latent)
+
+    def log_likelihood(self, latent, data):
+        shift = np.full(np.shape(latent["mu"]), self.scale)  # a constant of the jaxpr, not a traced argument
+        return self.base.log_likelihood({"mu": latent["mu"] * shift}, data)
+
+
+@dataclasses.dataclass(frozen=True)
+class Callback:
+    """The model with a log prior computed in Python (a host callback, as some PPL adapters make)."""
+
+    base: GaussianMean
+
+    def sample_prior(self, key):
+        return self.base.sample_prior(key)
+
+    def sample_data(self, key, latent):
+        return self.base.sample_data(key, latent)
+
+    def log_prior(self, latent):
+        mu = latent["mu"]
+        zero = jax.pure_callback(lambda x: np.zeros((), np.asarray(x).dtype), jax.ShapeDtypeStruct((), mu.dtype),
+                                 jax.lax.stop_gradient(mu), vmap_method="sequential")
+        return self.base.log_prior(latent) + zero
+
+    def log_likelihood(self, latent, data):
+        return self.base.log_likelihood(latent, data)

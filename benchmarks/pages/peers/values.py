@@ -104,6 +104,16 @@ def cc1_lo(folder):
     return min(v for v in (globals()[f"cc1_{p}"](folder) for p in PROBLEMS) if v is not None)
 
 
+def cr1_lo(folder):
+    """The least cold (the same call again) ratio to 1 nat over the problems."""
+    return min(v for v in (globals()[f"cr1_{p}"](folder) for p in PROBLEMS) if v is not None)
+
+
+def cr1_hi(folder):
+    """... and the most."""
+    return max(v for v in (globals()[f"cr1_{p}"](folder) for p in PROBLEMS) if v is not None)
+
+
 def cc1_hi(folder):
     """... and the most."""
     return max(v for v in (globals()[f"cc1_{p}"](folder) for p in PROBLEMS) if v is not None)
@@ -141,7 +151,8 @@ def _cold_first(folder, kind, tools):
 
 # --------------------------------------------------------------------------------------- the targets table
 TARGETS = {"w1": (1.0, None), "w01": (0.1, None), "nc1": (1.0, "cold-nocache"), "nc01": (0.1, "cold-nocache"),
-           "cc1": (1.0, "cold-cache"), "cc01": (0.1, "cold-cache")}
+           "cc1": (1.0, "cold-cache"), "cc01": (0.1, "cold-cache"), "cr1": (1.0, "cold-rerun"),
+           "cr01": (0.1, "cold-rerun")}
 
 
 def _ratio(folder, target, problem):
@@ -186,7 +197,7 @@ _made["met_w1"] = _make_met("w1", 1.0, False)
 _made["cells_w1"] = _make_met("w1", 1.0, True)
 _made["met_w01"] = _make_met("w01", 1.0, False)
 _made["cells_w01"] = _make_met("w01", 1.0, True)
-for _k, _limit in (("nc", 1.5), ("cc", 1.0)):
+for _k, _limit in (("nc", 1.5), ("cc", 1.0), ("cr", 1.0)):
     _made[f"met_{_k}"] = (lambda a, b: lambda folder: a(folder) + b(folder))(
         _make_met(f"{_k}1", _limit, False), _make_met(f"{_k}01", _limit, False))
     _made[f"cells_{_k}"] = (lambda a, b: lambda folder: a(folder) + b(folder))(
@@ -295,9 +306,47 @@ def narrow_smc256_worst_abs(folder):
     return max(abs(e) for e in _smc_errors(folder, "narrow", "256x1"))
 
 
-def commits(folder):
-    """The commits of the warm and cold rows."""
-    return ", ".join(sorted({r["commit"] for r in _jsonl(folder / "peers.jsonl") + _jsonl(folder / "cold.jsonl")}))
+def warm_commits(folder):
+    """The commits of the warm rows."""
+    return ", ".join(sorted({r["commit"] for r in _jsonl(folder / "peers.jsonl")}))
+
+
+def cold_commits(folder):
+    """The commits of the cold rows."""
+    return ", ".join(sorted({r["commit"] for r in _jsonl(folder / "cold.jsonl")}))
+
+
+def _cr_best_first(folder):
+    """The same call again: per problem, the first-call seconds of the bdmc method fastest to 1 nat."""
+    out = []
+    for problem in PROBLEMS:
+        mine = _cold_to(folder, problem, "cold-rerun", 1.0, True)
+        if mine:
+            tool = min(mine, key=mine.get)
+            out.append(statistics.median(r["seconds"] for r in _jsonl(folder / "cold.jsonl")
+                                         if r["kind"] == "cold-rerun" and r["problem"] == problem
+                                         and r["tool"] == tool))
+    return out
+
+
+def cr_best_lo(folder):
+    """Least of those first calls."""
+    return min(_cr_best_first(folder))
+
+
+def cr_best_hi(folder):
+    """Most of those first calls."""
+    return max(_cr_best_first(folder))
+
+
+def cr_blackjax_lo(folder):
+    """BlackJAX's least first-call seconds, the same call again."""
+    return min(_cold_first(folder, "cold-rerun", ("blackjax",)))
+
+
+def cr_blackjax_hi(folder):
+    """... most."""
+    return max(_cold_first(folder, "cold-rerun", ("blackjax",)))
 
 
 def all_clean(folder):

@@ -17,7 +17,6 @@ keeps the :data:`MAX_FILES` most recently written choices; :func:`clear_pilot_st
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import pickle
@@ -26,6 +25,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from ..caching import cached
 from ..config import cache_dir
 from ..contracts.capabilities import CollapsedDensity, supports
 from ..files import write_atomic
@@ -130,7 +130,7 @@ def _model_fingerprint(model, data) -> str | None:
     return digest.hexdigest()
 
 
-@functools.cache
+@cached(maxsize=1)
 def _code_version() -> str:
     """The installed bdmc's source files (name, size, modification time) and JAX's version: a stored choice is
     never handed to other code."""

@@ -416,12 +416,24 @@ def _shme(path):
             "low_with": with_["d < -3 stderr"].split("/")[0]}
 
 
+def _ais_first_calls(path):
+    rows = [json.loads(line) for line in read(path).splitlines() if line.strip()]
+    out = {}
+    for kind, name in (("cold-rerun", "rerun"), ("cold-cache", "cache")):
+        seconds = [r["seconds"] for r in rows if r["tool"] == "bdmc-ais" and r["kind"] == kind]
+        out[f"{name}_lo"], out[f"{name}_hi"] = f"{min(seconds):.2f}", f"{max(seconds):.2f}"
+    return out
+
+
 FIXED_COST = f"{R}/fixed_cost/fixed_cost.json"
 FIGURES += [
     Figure("docs/architecture.md", r"A warm call's host work outside them is a median (?P<lo>[\d.]+) to (?P<hi>[\d.]+) "
                                    r"ms where the pilot is reused or absent", FIXED_COST, from_json(_fixed_cost)),
     Figure("docs/architecture.md", r"its host fixed cost \(a median (?P<lo>[\d.]+) to (?P<hi>[\d.]+) ms, above\)",
            FIXED_COST, from_json(_fixed_cost)),
+    Figure("docs/architecture.md", r"first forward AIS call on the peers' problems took (?P<rerun_lo>[\d.]+) to "
+                                   r"(?P<rerun_hi>[\d.]+) s where it took (?P<cache_lo>[\d.]+) to (?P<cache_hi>[\d.]+) "
+                                   r"s with the compilation cache alone", f"{R}/peers/cold.jsonl", _ais_first_calls),
     Figure("docs/architecture.md", r"page fell from (?P<b_lo>[\d.]+)x-(?P<b_hi>[\d.]+)x to (?P<lo>[\d.]+)x-"
                                    r"(?P<hi>[\d.]+)x the best peer's at < 1 nat without disk caches",
            f"{R}/peers/README.md", _cold_fell),

@@ -66,10 +66,11 @@ BUDGETS["regression"] += [("smc", 1024, 1, "moves"), ("shme", 1024, 1, "moves"),
 # "auto": today's default, the pilot's particles following the run's (32 to 256) and choosing each step's moves;
 # "moves": the same with the 32-particle pilot it had first; "default": the default before it chose moves (the
 # budget's moves at every step: the label of the rows taken then); "previous": the pilot before it tuned the
-# kernel.
-PILOTS = {"auto": None, "moves": DataPathPilot(num_particles=32),
-          "default": DataPathPilot(num_particles=32, moves_target=None),
-          "previous": DataPathPilot(num_particles=32, max_substeps=64, steer=False, mass="identity", moves_target=None)}
+# kernel. Every run pilots anew (reuse=False, as before pilots were reused): a seed's error includes its pilot's.
+PILOTS = {"auto": DataPathPilot(reuse=False), "moves": DataPathPilot(num_particles=32, reuse=False),
+          "default": DataPathPilot(num_particles=32, moves_target=None, reuse=False),
+          "previous": DataPathPilot(num_particles=32, max_substeps=64, steer=False, mass="identity", moves_target=None,
+                                    reuse=False)}
 
 
 def regression():
@@ -152,7 +153,7 @@ def one_run(problem: str, estimator: str, particles: int, moves: int, pilot: str
     model, data, exact, draw = loaded
     fn = bdmc.smc if estimator == "smc" else bdmc.shme
     extra = {"exact_latent": draw(seed)} if estimator == "shme" else {}
-    tune = PILOTS[pilot] if PILOTS[pilot] is not None else "auto"
+    tune = PILOTS[pilot]
     began = time.perf_counter()
     est = fn(jax.random.key(seed), model, data, num_particles=particles, num_moves=moves, num_runs=1, tune=tune,
              progress=False, **extra)

@@ -251,3 +251,28 @@ def test_a_pilot_past_max_steps_switches_on_what_remains_and_says_so(key):
     est = bdmc.smc(key, model, data, num_particles=8, num_runs=2, tune=DataPathPilot(max_steps=5),
                    progress=False)
     assert est.settings["path_steps"] == 5 and "max_steps = 5" in est.settings["data_path"]
+
+
+def test_a_frozen_data_path_is_reused_on_equal_model_data_and_options_only(key):
+    """A second call on the same model, data values and options gets the first pilot's frozen choice at no time
+    (its evaluations still counted); other data, other settings or reuse=False pilot anew, and a pilot that met
+    a NaN or +inf is never handed on."""
+    bdmc.clear_caches()
+    data = jnp.array([0.3, -0.2, 1.1, 0.4, 0.0])
+    run = lambda k, d=data, model=_Generic(), **kw: bdmc.smc(  # noqa: E731
+        k, model, d, num_particles=32, num_runs=2, progress=False, **kw)
+    first, second = run(key), run(jax.random.fold_in(key, 1))
+    assert not first.settings["data_pilot_reused"] and second.settings["data_pilot_reused"]
+    for name in ("path_steps", "step_sizes", "preconditioner", "moves_per_step", "data_pilot_evals"):
+        assert second.settings[name] == first.settings[name], name
+    assert second.settings["data_pilot_seconds"] == 0.0 < first.settings["data_pilot_seconds"]
+    assert second.n_evals == first.n_evals
+    assert not run(key, d=data + 0.5).settings["data_pilot_reused"]
+    assert not run(key, tune=DataPathPilot(target_variance=0.2)).settings["data_pilot_reused"]
+    assert not run(key, tune=DataPathPilot(reuse=False)).settings["data_pilot_reused"]
+    assert run(key, tune=DataPathPilot()).settings["data_pilot_reused"]  # the default's settings, spelled out
+    # A pilot that met a NaN leaves the plain path and is not kept: the next call pilots again.
+    buggy = _Generic(nan_above=1.0)
+    kernel = bdmc.core.ais.default_kernel(buggy)
+    met = [refine_data_path(key, buggy, data, kernel, num_cases=5, run_particles=64) for _ in range(2)]
+    assert [(m.healthy, m.reused) for m in met] == [(False, False)] * 2 and met[1].seconds > 0

@@ -60,6 +60,7 @@ from .chain_stats import chain_moments, jump_ratios
 from .pilot import mass_kind, padded, smoothed_table, tunes_step_size
 from .pilot_policy import jitter_of
 from .prior import prior_draws
+from .prior_check import data_fingerprint
 
 SMC_PILOT_STREAM = 0x5BD1E995  # folded into the caller's key: the pilot's randomness is not the run's
 # num_particles="auto": the run's particles within these bounds. The tables (preconditioner, step sizes, moves)
@@ -107,6 +108,10 @@ class DataPathPilot:
         None: ``num_moves`` at every step.
     max_moves : int
         The most moves at any step.
+    reuse : bool
+        Reuse the frozen choice of an earlier pilot on the same model, data (by value), kernel, order, moves and
+        pilot settings (``settings["data_pilot_reused"]``), as :class:`bdmc.core.pilot.Pilot` does; the pilot's
+        keys are never a run's, so no guarantee changes. False forces a new pilot.
     """
 
     num_particles: int | str = "auto"
@@ -119,6 +124,7 @@ class DataPathPilot:
     warmup: int = 8
     moves_target: float | None = 0.2
     max_moves: int = 32
+    reuse: bool = True
 
     @property
     def num_chains(self) -> int:
@@ -179,6 +185,7 @@ class RefinedPath:
     step_sizes: StepSizeTable | None = None
     preconditioner: GaussianTable | None = None
     moves: np.ndarray | None = None
+    reused: bool = False
 
     def settings(self) -> dict:
         """What a result's ``settings`` records of the refinement."""
@@ -191,6 +198,7 @@ class RefinedPath:
                 "data_pilot_particles": int(self.pilot.num_particles),
                 "data_pilot_target_variance": float(self.pilot.target_variance),
                 "data_pilot_seconds": self.seconds, "data_pilot_evals": int(self.n_evals),
+                "data_pilot_reused": bool(self.reused),
                 "step_sizes": repr(self.step_sizes), "preconditioner": repr(self.preconditioner),
                 "data_pilot_acceptance": (float(np.mean(self.acceptance)) if self.acceptance is not None
                                           and self.acceptance.size else None),
@@ -244,7 +252,9 @@ def next_row(terms, lam, remaining, *, target_variance: float, max_substeps: int
 def refine_data_path(key, model, data, kernel, *, num_cases: int, order=None,
                      pilot: DataPathPilot | None = None, moves: int = 1,
                      run_particles: int | None = None) -> RefinedPath:
-    """Run the pilot and return the frozen data path and kernel it chose (module docstring).
+    """Run the pilot and return the frozen data path and kernel it chose (module docstring), or the choice an
+    earlier pilot made on the same model, data values, kernel, order, moves and settings (``pilot.reuse``; it
+    costs this call no time, and its evaluations still count). A pilot that met a NaN or +inf is never reused.
 
     Parameters
     ----------
@@ -270,6 +280,27 @@ def refine_data_path(key, model, data, kernel, *, num_cases: int, order=None,
     chooses the next step, whatever the run's resampling.
     """
     pilot = (DataPathPilot() if pilot is None else pilot).for_run(run_particles)
+    leaves, treedef = jax.tree.flatten(data)
+    frozen = (model, kernel, int(num_cases), None if order is None else tuple(int(i) for i in order),
+              dataclasses.replace(pilot, reuse=True), int(moves), treedef,
+              tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves), data_fingerprint(data))
+    try:
+        hash(frozen)
+    except TypeError:  # an unhashable model or kernel pilots every call
+        frozen = None
+    if pilot.reuse and frozen is not None and (earlier := _FROZEN.get(frozen)) is not None:
+        return earlier
+    refined = _refine(key, model, data, kernel, num_cases=num_cases, order=order, pilot=pilot, moves=moves)
+    if frozen is not None and refined.healthy:
+        _FROZEN.put(frozen, dataclasses.replace(refined, seconds=0.0, compile_seconds=0.0, reused=True))
+    return refined
+
+
+_FROZEN = CompiledCache("frozen data-path pilots", maxsize=32)
+
+
+def _refine(key, model, data, kernel, *, num_cases: int, order, pilot: DataPathPilot, moves: int) -> RefinedPath:
+    """The pilot itself (:func:`refine_data_path` without the reuse)."""
     plain = schedules.data_path(num_cases, order=order)
     order = np.arange(num_cases) if order is None else np.asarray(order, int)
     moved_kernel = kernel if moves == 1 else repeat(kernel, int(moves))

@@ -170,3 +170,21 @@ class Callback:
 
     def log_likelihood(self, latent, data):
         return self.base.log_likelihood(latent, data)
+
+
+def test_the_data_path_pilot_is_stored_too(store):
+    """SMC's data-path pilot: the very same call in a new process loads its path, tables and moves, and gets the
+    same numbers; another key pilots anew."""
+    model = GaussianMean(n=6, dim=2)
+    data = bdmc.simulate(jax.random.key(2), model).data
+    smc = lambda seed: bdmc.smc(jax.random.key(seed), model, data, num_particles=32, num_runs=2,  # noqa: E731
+                                kernel=HMC(model), tune="pilot", progress=False)
+    first = smc(0)
+    forget_frozen_pilots()
+    again = smc(0)
+    assert not first.settings["data_pilot_loaded"] and again.settings["data_pilot_loaded"]
+    for name in ("path_steps", "step_sizes", "preconditioner", "moves_per_step", "data_pilot_evals"):
+        assert again.settings[name] == first.settings[name], name
+    np.testing.assert_array_equal(again.runs, first.runs)
+    forget_frozen_pilots()
+    assert not smc(1).settings["data_pilot_loaded"]

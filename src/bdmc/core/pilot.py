@@ -277,13 +277,25 @@ def _load(name: str, kernel, pilot: Pilot) -> Tuned | None:
         return None
 
 
-_FROZEN = CompiledCache("frozen pilots", maxsize=64)
+_FROZEN_CACHES: list[CompiledCache] = []
+
+
+def frozen_choices(name: str, *, maxsize: int) -> CompiledCache:
+    """A bounded cache of pilots' frozen choices, one that :func:`forget_frozen_pilots` empties."""
+    cache = CompiledCache(name, maxsize=maxsize)
+    _FROZEN_CACHES.append(cache)
+    return cache
+
+
+_FROZEN = frozen_choices("frozen pilots", maxsize=64)
 
 
 def forget_frozen_pilots() -> None:
-    """Forget the frozen pilots kept in memory, and nothing else (compiled programs stay): each model's next call
-    runs its pilot, or loads the one its very call stored on disk, as in a new process."""
-    _FROZEN.clear()
+    """Forget the frozen pilots kept in memory (the AIS and tempered SMC pilot's, SMC's data-path pilot's), and
+    nothing else (compiled programs stay): each model's next call runs its pilot, or loads the one its very call
+    stored on disk, as in a new process."""
+    for cache in _FROZEN_CACHES:
+        cache.clear()
 
 
 def _frozen_key(model, data, kernel, num_steps, pilot: Pilot, prior_check) -> tuple | None:

@@ -3,7 +3,7 @@
 The engine (:func:`bdmc.core.engine.anneal`) applies, at each step from ``lam_from`` to ``lam_to``: the
 rule's log-weight increment at the chain's current state, then its refresh (SMC's proposal of a newly
 switched-on data case, the identity for AIS), then the kernel. AIS's rule is ``log f(x; lam_to) -
-log f(x; lam_from)`` with no refresh (``core.engine.AISRule``); SMC's rules live in ``core/smc.py``. Rules are
+log f(x; lam_from)`` with no refresh (``core.ais_rule.AISRule``); SMC's rules live in ``core/smc.py``. Rules are
 hashable (they are static arguments of the compiled run).
 """
 

@@ -58,11 +58,11 @@ from jax.flatten_util import ravel_pytree
 from ..caching import CompiledCache, compile_quickly, compile_run
 from ..contracts.capabilities import supports
 from ..contracts.kernel import CachedTransition, evals_per_step, join_kernel, split_kernel
-from ..contracts.model import increment_from_terms, log_density, log_density_increment, weighted_sum
-from ..contracts.nonfinite import describe_nonfinite
+from ..contracts.model import increment_from_terms, log_density, weighted_sum
 from ..contracts.step_policy import StepPolicy
 from ..contracts.step_rule import StepRule
 from ..errors import OptionError, ScheduleError
+from .ais_rule import AISRule
 from .failures import ACCEPTED, checked, expand, flagged, raise_batch_failure
 from .prior_check import check_prior
 from .progress import compiling, progress_report
@@ -346,8 +346,9 @@ def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, 
             diverged = diverged | info.divergent
         return diverged, bad, at, (new, info)
 
-    def policy_moves(k_t, states, carry, like, lt, at, chains):
-        """A policy's moves: each with the kernel the policy gives, adapting its carry after each."""
+    def policy_moves(k_t, states, carry, like, lt, at, chains, dtype):
+        """A policy's moves: each with the kernel the policy gives, adapting its carry after each; their
+        acceptances recorded in the weights' dtype."""
         def one(c, j):
             states, carry, bad, at, count = c
             d, b, a, (states, info) = move(policy.kernel(carry, kernel, lt),
@@ -355,7 +356,7 @@ def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, 
             first = b & ~bad
             at = jax.tree.map(lambda x, y: jnp.where(expand(first, x), y, x), at, a)
             return ((states, policy.adapt(carry, info.acceptance), bad | b, at, count + d.astype(jnp.int32)),
-                    (_positions(kernel, states, like, cached), info.acceptance))
+                    (_positions(kernel, states, like, cached), info.acceptance.astype(dtype)))
 
         start = (states, carry, jnp.zeros(chains, bool), at, jnp.zeros(chains, jnp.int32))
         return jax.lax.scan(one, start, jnp.arange(int(policy.moves)))
@@ -398,7 +399,7 @@ def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, 
         else:
             before = _positions(kernel, states, like, cached)
             (states, carry, bad_k, at_k, count), (flats, acceptance) = policy_moves(
-                k_t, states, carry, like, lt, failures.density_at, chains)
+                k_t, states, carry, like, lt, failures.density_at, chains, logw.dtype)
             carry, step_record = policy.record(carry, ll, lf, lt, before, flats, acceptance)
             diverged = count > 0
         # Each chain keeps its first failure, in the order evaluated within a step: weight, refresh, accepted.
@@ -416,9 +417,18 @@ def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, 
         return AnnealState(states, logw, log_z, Failures(weight_step, step, phase_of, at_of),
                            state.divergences + count, carry), out
 
-    # What a skipped step reports of a policy: zeros shaped as its record.
+    def policy_record(st, t, lf, lt):
+        """A policy step's record from the policy alone, its moves' positions and acceptances stood in for (the
+        kernel is not traced again): what a skipped step reports, as zeros, is shaped as it."""
+        like = jax.tree.map(lambda a: a[0], st.failures.density_at)
+        ll = loglik(st.states)
+        lf, lt = policy.lambdas(st.policy, ll, lf, lt, t)
+        before = _positions(kernel, st.states, like, cached)
+        flats = jnp.broadcast_to(before, (int(policy.moves), *before.shape))
+        return policy.record(st.policy, ll, lf, lt, before, flats, jnp.zeros(flats.shape[:2], st.log_weights.dtype))[1]
+
     idle = () if policy is None else jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), jax.eval_shape(
-        lambda st, t, a, b: transition(st, t, a, b)[1].record, state, index[0], lam_from[0], lam_to[0]))
+        policy_record, state, index[0], lam_from[0], lam_to[0]))
 
     def body(state, xs):
         lf, lt, on, t = xs
@@ -433,30 +443,6 @@ def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, 
         return jax.lax.cond(on, lambda st: transition(st, t, lf, lt), skip, state)
 
     return jax.lax.scan(body, state, (lam_from, lam_to, active, index))
-
-
-class AISRule:
-    """The AIS step: weight by ``f(x; lam_to) / f(x; lam_from)`` at the current state, no refresh."""
-
-    def __hash__(self):
-        return hash(AISRule)
-
-    def __eq__(self, other):
-        return type(other) is AISRule
-
-    @staticmethod
-    def increment(model, latent, data, lam_from, lam_to):
-        return log_density_increment(model, latent, data, lam_from, lam_to)
-
-    @staticmethod
-    def refresh(key, model, latent, data, lam_from, lam_to):
-        return latent
-
-    @staticmethod
-    def culprit(model, latent, data, lam_from, lam_to):
-        """Name the NaN or +inf term behind a failed increment check (on the host, after the run stopped)."""
-        found = describe_nonfinite(model, latent, data, lam_to)
-        return found if found is not None else describe_nonfinite(model, latent, data, lam_from)
 
 
 _COMPILED = CompiledCache("engine")
@@ -488,10 +474,12 @@ def _compile(statics, batch_axes, shapes):
             finish = jax.vmap(finish, in_axes=(None, batch_axes, 0, None, None))
             chunk = jax.vmap(chunk, in_axes=(None, 0, batch_axes, 0, None, None, None, None))
         start, finish, chunk = jax.jit(start), jax.jit(finish), jax.jit(chunk)
-        state = jax.eval_shape(start, params, data, init_latents, policy_args)
+        # The start is traced once: its lowering gives the state's shapes the other programs take.
+        lowered_start = start.lower(params, data, init_latents, policy_args)
+        state = lowered_start.out_info
         # The start and finish run once per call, a pilot's steps once per model and data: compiled quickly.
         lowered = chunk.lower(params, key, data, state, *first)
-        programs = (compile_quickly(start.lower(params, data, init_latents, policy_args)),
+        programs = (compile_quickly(lowered_start),
                     compile_quickly(finish.lower(params, data, state, lam_end, np.int32(0))),
                     compile_run(lowered) if policy is None else compile_quickly(lowered))
         return programs, time.perf_counter() - began

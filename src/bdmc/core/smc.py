@@ -39,7 +39,7 @@ from ..errors import BDMCError
 from ..kernels import repeat
 from . import runner, schedules
 from .ais import default_kernel
-from .engine import AISRule
+from .ais_rule import AISRule
 from .resampling import AdaptiveResampling
 from .smc_pilot import DataPathPilot, refine_data_path
 

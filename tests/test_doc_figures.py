@@ -472,12 +472,12 @@ FIGURES += [
     Figure("docs/audit.md", r"`benchmarks/results/audit_calibration/`\): (?P<total>[\d,]+) audits, (?P<per>\d+) per "
                             r"sampler, on three model classes \((?P<classes>[^)]*)\)\. The four classes added since "
                             r"\((?P<added_classes>.*?)\) have (?P<added>\d+) audits so far, (?P<per_cell>[\d to]+) "
-                            r"per sampler and class, with (?P<fails>\d+) fails", CALIBRATION,
+                            r"per sampler and class, with (?P<fails>\d+) fails?\b", CALIBRATION,
            stored(r"\*\*(?P<total>[\d,]+) audits, `Budget\.quick\(\)`.*?: (?P<per>\d+) under NumPyro's NUTS.*?These "
                   r"[\d,]+ audits are of the first three programs \((?P<classes>[^)]*)\)\. \*\*The classes added "
                   r"since\*\* \((?P<added_classes>.*?); the programs in \"What is audited\", below\) have "
-                  r"(?P<added>\d+) audits so far, (?P<per_cell>[\d to]+) per sampler and class .*?: (?P<fails>\d+) "
-                  r"failed")),
+                  r"(?P<added>\d+) audits so far, (?P<per_cell>[\d to]+) per sampler and class .*?Of the \d+, "
+                  r"(?P<fails>\d+) failed")),
     Figure("docs/audit.md", r"Fails: (?P<np>\d+) under NumPyro's NUTS, all (?P<np_again>\d+) among the (?P<lent>\d+) "
                             r"NumPyro audits run on a lent machine with other package versions "
                             r"\((?P<versions>[^)]*)\) and (?P<rest_fails>\d+) of the (?P<rest>\d+) run elsewhere, "

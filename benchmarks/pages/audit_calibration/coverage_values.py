@@ -111,7 +111,9 @@ def added(folder: Path) -> dict:
     complete = [LABELS[s] for s in samplers if spans[s][0] >= 100]
     funnel = [r for r in rows if r["program"] == "funnel"]
     inconclusive = [r for r in rows if r["verdict"] == "inconclusive"]
-    return {"added_audits": len(rows), "added_fails": sum(r["verdict"] == "fail" for r in rows),
+    fails = [r for r in rows if r["verdict"] == "fail"]
+    return {"added_audits": len(rows), "added_fails": len(fails),
+            "added_fail_list": "; ".join(_described_fail(r) for r in fails) or "none",
             "added_per_cell": (f"{counts[0]} to {counts[-1]}" if len(counts) > 1 else str(counts[0])) if counts
             else "no",
             "added_by_sampler": "; ".join(f"{LABELS[s]} {_span(spans[s])}" for s in samplers) or "none",
@@ -124,6 +126,13 @@ def added(folder: Path) -> dict:
             "added_commits": ", ".join(sorted({r["commit"] for r in rows})) or "none",
             "added_from": min(r["date"] for r in rows), "added_to": max(r["date"] for r in rows),
             "added_load": f"{min(r['load_before'] for r in rows):.1f} to {max(r['load_before'] for r in rows):.1f}"}
+
+
+def _described_fail(row: dict) -> str:
+    """One fail: the sampler, program and seed, and each failing check with its statistic and level."""
+    checks = [f"{name} ({c['statistic'].split(';')[0]}; its level {c['level']:g})"
+              for name, c in row["checks"].items() if isinstance(c, dict) and c.get("verdict") == "fail"]
+    return f"{LABELS[row['sampler']]} on `{row['program']}`, seed {row['seed']}, by " + " and ".join(checks)
 
 
 def numpyro_machines(folder: Path) -> dict:

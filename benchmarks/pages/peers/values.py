@@ -318,15 +318,7 @@ def cold_commits(folder):
 
 def _cr_best_first(folder):
     """The same call again: per problem, the first-call seconds of the bdmc method fastest to 1 nat."""
-    out = []
-    for problem in PROBLEMS:
-        mine = _cold_to(folder, problem, "cold-rerun", 1.0, True)
-        if mine:
-            tool = min(mine, key=mine.get)
-            out.append(statistics.median(r["seconds"] for r in _jsonl(folder / "cold.jsonl")
-                                         if r["kind"] == "cold-rerun" and r["problem"] == problem
-                                         and r["tool"] == tool))
-    return out
+    return _best_first(folder, "cold-rerun", (1.0,))
 
 
 def cr_best_lo(folder):
@@ -449,14 +441,19 @@ def cc_blackjax_hi(folder):
 
 def _cc_best_first(folder):
     """Caches warm: per problem and threshold, the first-call seconds of the bdmc method fastest to it."""
+    return _best_first(folder, "cold-cache", (1.0, 0.1))
+
+
+def _best_first(folder, kind, thresholds):
+    """Per problem and threshold, the first-call seconds (``kind``) of the bdmc method fastest to it."""
     out = []
     for problem in PROBLEMS:
-        for threshold in (1.0, 0.1):
-            mine = _cold_to(folder, problem, "cold-cache", threshold, True)
+        for threshold in thresholds:
+            mine = _cold_to(folder, problem, kind, threshold, True)
             if mine:
                 tool = min(mine, key=mine.get)
                 out.append(statistics.median(r["seconds"] for r in _jsonl(folder / "cold.jsonl")
-                                             if r["kind"] == "cold-cache" and r["problem"] == problem
+                                             if r["kind"] == kind and r["problem"] == problem
                                              and r["tool"] == tool))
     return out
 

@@ -184,9 +184,10 @@ def refine_data_path(key, model, data, kernel, *, num_cases: int, order=None,
     """
     pilot = (DataPathPilot() if pilot is None else pilot).for_run(run_particles)
     leaves, treedef = jax.tree.flatten(data)
-    frozen = (model, kernel, int(num_cases), None if order is None else tuple(int(i) for i in order),
-              dataclasses.replace(pilot, reuse=True), int(moves), treedef,
-              tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves), data_fingerprint(data))
+    options = (int(num_cases), None if order is None else tuple(int(i) for i in order),
+               dataclasses.replace(pilot, reuse=True), int(moves))
+    frozen = (model, kernel, *options, treedef, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves),
+              data_fingerprint(data))
     try:
         hash(frozen)
     except TypeError:  # an unhashable model or kernel pilots every call
@@ -194,7 +195,7 @@ def refine_data_path(key, model, data, kernel, *, num_cases: int, order=None,
     if pilot.reuse and frozen is not None and (earlier := _FROZEN.get(frozen)) is not None:
         return earlier
     # A new process making this very call loads the choice its pilot made (bdmc.core.pilot_store).
-    stored = (pilot_store.stored_name(key, model, data, kernel, ("data path", *frozen[2:6]))
+    stored = (pilot_store.stored_name(key, model, data, kernel, ("data path", *options))
               if frozen is not None and pilot_store.store_dir() is not None else None)
     if pilot.reuse and stored is not None and (loaded := _load(stored, kernel, pilot, int(moves))) is not None:
         refined = loaded

@@ -104,17 +104,17 @@ def test_the_switch_turns_the_store_off(store, data, monkeypatch):
 def test_a_new_process_loads_what_this_one_stored(store, data):
     """The real thing: a fresh interpreter (fork and exec: no JAX state is inherited) makes this process's call."""
     here = run(0, data)
-    script = textwrap.dedent("""
+    script = textwrap.dedent(f"""
         import json, jax, bdmc
         from bdmc.core.pilot import Pilot
         from bdmc.kernels import HMC
         from bdmc.models import GaussianMean
-        bdmc.enable_x64()
+        bdmc.enable_x64({bool(jax.config.jax_enable_x64)})  # this process's precision (CI runs float32 too)
         model = GaussianMean(n=20, dim=5)
         data = bdmc.simulate(jax.random.key(1), model).data
         est = bdmc.forward_ais(jax.random.key(0), model, data, num_steps=10, num_runs=2, kernel=HMC(model),
                                tune=Pilot(num_steps=8, num_chains=4, warmup=2), progress=False)
-        print(json.dumps({"loaded": est.settings["pilot_loaded"], "runs": [float(r) for r in est.runs]}))
+        print(json.dumps({{"loaded": est.settings["pilot_loaded"], "runs": [float(r) for r in est.runs]}}))
     """)
     env = {**os.environ, "BDMC_CACHE_DIR": str(store.parent), pilot_store.PILOT_CACHE_SWITCH: "1"}
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True,

@@ -18,8 +18,15 @@ Tools are interleaved round-robin (problem by problem, every tool once per round
 every row records the load before and after, the time, the commit and whether the tree was clean. Rows go to
 ``<out>/cold.jsonl`` as each call finishes; a rerun skips finished rows.
 
+A fresh process also imports its tool before its first call. ``--imports N`` measures that alone: N fresh
+processes per package (bdmc, BlackJAX, PyMC, TensorFlow Probability's JAX substrate, and JAX, which all of them
+import), interleaved round-robin, each timing ``import <package>`` inside itself (the interpreter's start left
+out); ``--before REV`` adds bdmc as it was at commit REV (its ``src/`` exported to a temporary folder and put first
+on ``PYTHONPATH``) to the same rounds. Rows go to ``<out>/imports.jsonl``.
+
     python benchmarks/peers_cold.py --repeats 2
     python benchmarks/peers_cold.py --problems schools --tools bdmc-tsmc,blackjax --repeats 1
+    python benchmarks/peers_cold.py --imports 7 --before 3be7c5b
 """
 
 from __future__ import annotations
@@ -37,6 +44,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results" / "peers"
 KINDS = ("cold-nocache", "cold-cache", "cold-rerun")
+PACKAGES = {"bdmc": "bdmc", "blackjax": "blackjax", "pymc": "pymc", "tfp": "tensorflow_probability.substrates.jax",
+            "jax": "jax"}
+IMPORT_PROBE = ("import importlib, json, sys, time; began = time.perf_counter(); importlib.import_module(sys.argv[1]); "
+                "print(json.dumps({'import_seconds': time.perf_counter() - began}))")
 
 
 def child(problem: str, tool: str, budget: str, seed: int, cache: str | None) -> None:
@@ -91,6 +102,32 @@ def measure(problem, tool, budget, seed, kind, folder: Path) -> dict:
             **dict(zip(("commit", "clean_tree"), tree_state(), strict=False))}
 
 
+def measure_imports(repeats: int, before: str | None, out: Path) -> None:
+    """``repeats`` rounds of one fresh process per package (and bdmc at ``before``), each timing its own import."""
+    from harness.store import append_row
+
+    contenders = [(name, module, None) for name, module in PACKAGES.items()]
+    with tempfile.TemporaryDirectory(prefix="bdmc-before-") as old:
+        if before is not None:
+            archive = subprocess.run(["git", "archive", before, "src"], cwd=HERE.parent, capture_output=True,
+                                     check=True).stdout
+            subprocess.run(["tar", "-x", "-C", old], input=archive, check=True)
+            contenders.insert(1, (f"bdmc@{before}", "bdmc", str(Path(old) / "src")))
+        commit, clean = tree_state()
+        for round_ in range(repeats):
+            for name, module, path in contenders:
+                env = dict(os.environ, **({"PYTHONPATH": path} if path else {}))
+                load_before, started = os.getloadavg()[0], time.time()
+                proc = subprocess.run([sys.executable, "-c", IMPORT_PROBE, module], capture_output=True, text=True,
+                                      env=env, timeout=600, check=True)
+                row = {"package": name, "module": module, "round": round_,
+                       **json.loads(proc.stdout.strip().splitlines()[-1]), "load_before": load_before,
+                       "load_after": os.getloadavg()[0], "time": started, "commit": commit, "clean_tree": clean}
+                append_row(out / "imports.jsonl", row)
+                print(f"import {name:16s} round {round_} {row['import_seconds']:6.2f}s load {load_before:.2f}",
+                      flush=True)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--child", nargs=4, metavar=("PROBLEM", "TOOL", "BUDGET", "SEED"), help=argparse.SUPPRESS)
@@ -99,6 +136,9 @@ def main(argv=None) -> None:
     ap.add_argument("--tools", default="bdmc-ais,bdmc-smc,bdmc-tsmc,blackjax,pymc,tfp")
     ap.add_argument("--repeats", type=int, default=2, help="cold calls per (problem, tool, kind) (default 2)")
     ap.add_argument("--out", type=Path, default=RESULTS)
+    ap.add_argument("--imports", type=int, default=0, metavar="N",
+                    help="only time each package's import, N fresh processes each (the module docstring)")
+    ap.add_argument("--before", default=None, metavar="REV", help="with --imports: also bdmc as it was at REV")
     ap.add_argument("--render", action="store_true", help="re-render the pages from the stored rows and stop")
     args = ap.parse_args(argv)
     if args.render:
@@ -114,6 +154,12 @@ def main(argv=None) -> None:
     from harness.pages import write_folder
     from harness.store import append_row
     from peer_tools import BUDGETS
+
+    if args.imports:
+        args.out.mkdir(parents=True, exist_ok=True)
+        measure_imports(args.imports, args.before, args.out)
+        write_folder("peers", written_to=args.out)
+        return
 
     from bdmc.experiments.store import read_jsonl
 

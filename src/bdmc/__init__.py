@@ -8,12 +8,8 @@ JAX's active dtype; call :func:`enable_x64` (as the ``bdmc`` command does) for t
 were computed in.
 """
 
-from . import checks, contracts, estimators, exact, kernels, models, ppl
-from .bracketing import bracket
+from . import contracts, estimators, kernels, models
 from .caching import cache_info, clear_caches
-from .checks.alarm import BugAlarm, bug_alarm
-from .checks.bread import BreadResult, bread
-from .checks.sandwich import SandwichResult, sandwich
 from .config import default_compilation_cache as _default_compilation_cache
 from .config import enable_compilation_cache, enable_x64
 from .contracts.capabilities import capabilities
@@ -24,7 +20,6 @@ from .core import schedules
 from .core.ais import forward_ais, reverse_ais
 from .core.engine import anneal
 from .core.records import AnnealResult, StepInfo
-from .core.reference import ReferencePath, reference_path
 from .core.smc import shme, smc
 from .core.tempered import reverse_tempered_smc, tempered_smc
 from .errors import (
@@ -39,10 +34,6 @@ from .errors import (
     ScheduleError,
     UntrustedStderrWarning,
 )
-from .intervals.bayes_factor import BayesFactor, compare
-from .intervals.estimate_check import EstimateCheck, check_estimate
-from .intervals.result import EvidenceResult
-from .intervals.run import evidence
 from .version import __version__
 
 _default_compilation_cache()
@@ -64,27 +55,38 @@ __all__ = ["audit", "calibrate_estimator", "Calibration",
 ]
 
 
-# Subpackages reached as attributes (``bdmc.plotting.plot_bread(res)`` after ``import bdmc``) but imported on first
-# access (PEP 562): they load matplotlib, Dask, the data sets' sources or the command line, which ``import bdmc``
-# should not. The other subpackages are imported with bdmc itself.
-_LAZY_SUBPACKAGES = ("auditing", "calibration", "cli", "datasets", "experiments", "files", "generative", "interop",
-                     "plotting", "realdata")
+# Subpackages and names reached as attributes (``bdmc.plotting.plot_bread(res)``, ``bdmc.sandwich(...)``, ``from bdmc
+# import evidence``) but imported on first access (PEP 562): they load SciPy's statistics, pandas, matplotlib, Dask,
+# the data sets' sources or the command line, which ``import bdmc`` should not (a first call in a fresh process
+# pays for every import; the estimators need JAX alone). The estimators, kernels, models and contracts are
+# imported with bdmc itself (every estimator registers itself in ``ESTIMATORS`` on import).
+_LAZY_SUBPACKAGES = ("auditing", "bracketing", "calibration", "checks", "cli", "datasets", "exact", "experiments",
+                     "files", "generative", "interop", "intervals", "plotting", "ppl", "realdata")
+_LAZY_NAMES = {
+    "bracket": "bracketing", "Calibration": "calibration",
+    "BugAlarm": "checks.alarm", "bug_alarm": "checks.alarm", "BreadResult": "checks.bread", "bread": "checks.bread",
+    "SandwichResult": "checks.sandwich", "sandwich": "checks.sandwich",
+    "ReferencePath": "core.reference", "reference_path": "core.reference",
+    "BayesFactor": "intervals.bayes_factor", "compare": "intervals.bayes_factor",
+    "EstimateCheck": "intervals.estimate_check", "check_estimate": "intervals.estimate_check",
+    "EvidenceResult": "intervals.result", "evidence": "intervals.run",
+}
 
 
 def __getattr__(name: str):
+    import importlib
+
     if name in _LAZY_SUBPACKAGES:
-        import importlib
-
         return importlib.import_module(f"{__name__}.{name}")  # also binds it here, so this runs once per name
-    if name == "Calibration":  # calibrate_estimator's result, imported with it on first use
-        from .calibration import Calibration
-
-        return Calibration
+    if name in _LAZY_NAMES:
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY_NAMES[name]}"), name)
+        globals()[name] = value  # later lookups are plain attribute reads
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY_SUBPACKAGES))
+    return sorted(set(globals()) | set(_LAZY_SUBPACKAGES) | set(_LAZY_NAMES))
 
 
 def audit(key, model, **options):

@@ -27,8 +27,6 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.linalg
-from scipy.special import logsumexp
 
 from ..bracketing.model_draws import posterior_draws_flat
 from ..caching import CompiledCache
@@ -172,6 +170,8 @@ def bridge_fixed_point(log_joint_posterior, log_proposal_posterior, log_joint_pr
     a1, a2 = l1 - lstar, l2 - lstar
     log_ratio = math.log(n1 / n2)
     log_r, change, iterations = 0.0, math.inf, 0
+    from scipy.special import logsumexp  # SciPy is imported where used: ``import bdmc`` stays light
+
     while change > tol:
         if iterations >= max_iterations:
             raise RunError(f"bridge sampling did not converge in {max_iterations} iterations (last relative change "
@@ -375,6 +375,8 @@ def _flat_draws(model, draws):
 
 def _normal_log_density(x, mean, chol) -> np.ndarray:
     """``log N(x; mean, chol chol^T)`` row by row, in float64."""
+    import scipy.linalg  # imported where used: ``import bdmc`` stays light
+
     z = scipy.linalg.solve_triangular(chol, (x - mean).T, lower=True)
     return -0.5 * np.sum(z**2, axis=0) - np.sum(np.log(np.diag(chol))) - 0.5 * mean.size * LOG_2PI
 

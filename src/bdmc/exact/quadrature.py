@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import integrate, stats
+
+# SciPy's statistics and quadrature are imported where used: the models that quote these values are imported with
+# bdmc, and SciPy's import would be a large part of a fresh process's first call.
 
 
 def regression_half_normal_scale_log_marginal(y, X, *, prior_sd: float, sigma_scale: float) -> float:
@@ -20,6 +22,7 @@ def regression_half_normal_scale_log_marginal(y, X, *, prior_sd: float, sigma_sc
     eigvals, eigvecs = np.linalg.eigh(K)
     eigvals = np.maximum(eigvals, 0.0)  # K is positive semi-definite: rounding makes its null space slightly negative
     proj = eigvecs.T @ y
+    from scipy import stats
 
     def log_integrand(log_sigma):
         d = eigvals + math.exp(2 * log_sigma)
@@ -39,6 +42,7 @@ def hierarchical_normal_log_marginal(y, sigma, *, mu_sd: float, tau_cauchy_scale
     """
     y, sigma = np.asarray(y, np.float64), np.asarray(sigma, np.float64)
     n = y.size
+    from scipy import stats
 
     def log_integrand(log_tau):
         tau = math.exp(log_tau)
@@ -59,6 +63,8 @@ def hierarchical_normal_log_marginal(y, sigma, *, mu_sd: float, tau_cauchy_scale
 def _log_integral(log_integrand, grid, *, half_width: float) -> float:
     """``log int exp(log_integrand(u)) du`` over ``grid``'s span: the peak found on the grid, then adaptive
     quadrature on three pieces (the peak's neighbourhood and the two tails), scaled by the peak's value."""
+    from scipy import integrate
+
     values = np.array([log_integrand(g) for g in grid])
     peak, top = grid[np.argmax(values)], values.max()
     f = lambda g: math.exp(log_integrand(g) - top)  # noqa: E731

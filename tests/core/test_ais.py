@@ -149,7 +149,7 @@ def test_hmc_forward_ais_reports_diagnostics_and_costs(key):
     assert f.mean_single < exact
 
 
-def test_annealing_compiles_once_whatever_the_number_of_steps(key):
+def test_annealing_compiles_once_per_kind_of_run_whatever_the_number_of_steps(key):
     import dataclasses
 
     traces = []
@@ -170,12 +170,13 @@ def test_annealing_compiles_once_whatever_the_number_of_steps(key):
         result = bdmc.anneal(key, model, data, HMC(model), schedules.linear(T), init, progress=False)
         return traces.count(tag) - before, result
 
-    short, _ = run("short", 10)
-    long, _ = run("long", 3000)
-    assert short == long > 0
-    # A second run of an equal model at another length reuses the compiled code: no trace, no compile.
-    again, result = run("short", 777)
-    assert again == 0 and result.compile_seconds == 0.0
+    one, _ = run("one chunk", 10)  # a path of one chunk: one program (start, steps and finish)
+    many, _ = run("many chunks", 3000)  # longer: the start, the chunk of steps and the finish
+    assert one > 0 and many > 0
+    # A second run of an equal model at another length of the same kind reuses the compiled code: no trace, no compile.
+    for tag, steps in (("one chunk", 50), ("many chunks", 777)):
+        again, result = run(tag, steps)
+        assert again == 0 and result.compile_seconds == 0.0
 
 
 def test_lean_path_gives_the_numbers_of_the_plain_path(key):

@@ -5,8 +5,10 @@ Each step t applies the AIS rule (BDMC paper, Alg. 1): add ``log f(x; lam_t) - l
 the chain's log-weight, then move ``x`` with a kernel that leaves ``f(.; lam_t)`` invariant.
 
 Steps run inside one compiled ``lax.scan`` per chunk of steps (``vmap`` over chains); the chunk function is
-compiled once per (model, kernel, shapes) and reused for every chunk and every path length, so a run never
-traces per step and the host only sees the state between chunks (for progress).
+compiled once per (model, kernel, shapes) and reused for every chunk and every longer path, so a run never
+traces per step and the host only sees the state between chunks (for progress). A run of one chunk (a path of at
+most ``chunk_size`` distributions) is one compiled program, its start and finish included: one compilation
+cold, one dispatch warm.
 
 Randomness (the one key convention; every caller uses it). A run on ``key`` moves its chains at transition
 ``t`` (0-based, ``t = 0 .. T - 2``) with ``jax.random.split(fold_in(key, t), 3) = (resample, refresh, move)``;
@@ -53,17 +55,17 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.flatten_util import ravel_pytree
 
 from ..caching import CompiledCache, compile_quickly, compile_run
 from ..contracts.capabilities import supports
 from ..contracts.kernel import CachedTransition, evals_per_step, join_kernel, split_kernel
-from ..contracts.model import increment_from_terms, log_density, weighted_sum
+from ..contracts.model import increment_from_terms, weighted_sum
 from ..contracts.step_policy import StepPolicy
 from ..contracts.step_rule import StepRule
 from ..errors import OptionError, ScheduleError
 from .ais_rule import AISRule
-from .failures import ACCEPTED, checked, expand, flagged, raise_batch_failure
+from .engine_ends import chain_positions, finish_state, start_state
+from .failures import checked, expand, flagged, raise_batch_failure
 from .prior_check import check_prior
 from .progress import compiling, progress_report
 from .records import (
@@ -74,10 +76,9 @@ from .records import (
     StepOutput,
     axes_signature,
     batch_and_chains,
-    num_chains,
     pad_path,
 )
-from .resampling import AdaptiveResampling, final_log_evidence, group_ess, weights_ess
+from .resampling import AdaptiveResampling, group_ess, weights_ess
 
 DEFAULT_CHUNK = 64
 RESAMPLE_STREAM = 0x2545F491  # a policy step's resampling keys, folded into the step's key
@@ -193,18 +194,18 @@ def anneal(
     statics = (model, kernel_def, rule, resampler, num_particles, bool(record_increments), cached,
                axes_signature(batch_axes), policy)
     first = (lam_from[:chunk_size], lam_to[:chunk_size], active[:chunk_size], index[:chunk_size])
+    whole = num_chunks == 1  # one program: start, steps and finish
     with compiling(progress, description):
-        (start, finish, compiled), compile_seconds, built = _compile(
-            statics, batch_axes, (key, data, init_latents, runs, first, params, lams[-1], policy_args))
+        programs, compile_seconds, built = _compile(
+            statics, batch_axes, (key, data, init_latents, runs, first, params, lams[-1], policy_args), whole=whole)
     # Its own compiled program, cached per model and data shapes whatever the kernel, path or chains.
     compile_seconds += check_prior(key, model, data, lams, num_draws=int(prior_check), batch_axes=batch_axes,
                                    axes_signature=axes_signature(batch_axes), batch_label=batch_label,
                                    description=description)
-    state = start(params, data, init_latents, policy_args)
-
     report = progress_report(progress, num_transitions * chains * members, description, num_transitions)
     outs = []
     pending = None
+    last = np.int32(num_transitions - 1)
     began = time.perf_counter()
 
     def check(failures):
@@ -212,20 +213,31 @@ def anneal(
                          description=description)
 
     try:
-        for c in range(num_chunks):
-            sl = slice(c * chunk_size, (c + 1) * chunk_size)
-            state, out = compiled(params, key, data, state, lam_from[sl], lam_to[sl], active[sl], index[sl])
+        if whole:
+            (run,) = programs
+            state, out, ended = jax.block_until_ready(
+                run(params, key, data, init_latents, policy_args, *first, lams[-1], last))
             outs.append(out)
-            # The previous chunk's failures are read while this one runs: one chunk of lag, no stall.
-            if pending is not None:
-                check(pending)
-            pending = state.failures
             if report is not None:
-                jax.block_until_ready(state.log_weights)
-                report(min((c + 1) * chunk_size, num_transitions), num_transitions)
-        check(pending)
-        last = np.int32(num_transitions - 1)
-        latents, log_weights, log_evidence, final = jax.block_until_ready(finish(params, data, state, lams[-1], last))
+                report(num_transitions, num_transitions)
+            check(state.failures)  # a step's failure first: the finish only saw the states it left
+        else:
+            start, finish, compiled = programs
+            state = start(params, data, init_latents, policy_args)
+            for c in range(num_chunks):
+                sl = slice(c * chunk_size, (c + 1) * chunk_size)
+                state, out = compiled(params, key, data, state, lam_from[sl], lam_to[sl], active[sl], index[sl])
+                outs.append(out)
+                # The previous chunk's failures are read while this one runs: one chunk of lag, no stall.
+                if pending is not None:
+                    check(pending)
+                pending = state.failures
+                if report is not None:
+                    jax.block_until_ready(state.log_weights)
+                    report(min((c + 1) * chunk_size, num_transitions), num_transitions)
+            check(pending)
+            ended = jax.block_until_ready(finish(params, data, state, lams[-1], last))
+        latents, log_weights, log_evidence, final = ended
         check(final)
     finally:
         if report is not None and hasattr(report, "close"):
@@ -267,47 +279,6 @@ def caches_terms(model, kernel, rule, lams) -> bool:
     """
     return (np.ndim(lams) == 1 and type(rule) is AISRule and supports(kernel, CachedTransition)
             and bool(kernel.caches_terms))
-
-
-def _start(params, data, init_latents, policy_args, *, model, kernel_def, cached, runs, policy):
-    """The run's initial state. On the lean path a chain's state is the kernel's cached state, whose densities
-    are checked here (a failure is reported as the first step's weight). A policy's first carry is made here."""
-    kernel = join_kernel(kernel_def, params)
-    chains = num_chains(init_latents)
-    dtype = jnp.result_type(float)
-    never = jnp.full(chains, -1, jnp.int32)
-    states, failures = init_latents, Failures(never, never, jnp.zeros(chains, jnp.int32), init_latents)
-    if cached:
-        bad, at, states = jax.vmap(checked(lambda x: kernel.init_state(x, data)))(init_latents)
-        failures = failures._replace(density_step=jnp.where(bad, 0, never), density_at=at)
-    carry = () if policy is None else policy.init(
-        policy_args, _positions(kernel, states, jax.tree.map(lambda a: a[0], init_latents), cached))
-    return AnnealState(states, jnp.zeros(chains, dtype), jnp.zeros(runs, dtype), failures,
-                       jnp.zeros(chains, jnp.int32), carry)
-
-
-def _positions(kernel, states, like, cached):
-    """Every chain's latent as one flat vector (chains, d): what a step policy reads of the chains."""
-    if cached:
-        return jax.vmap(lambda s: ravel_pytree(kernel.state_latent(s, like))[0])(states)
-    return jax.vmap(lambda x: ravel_pytree(x)[0])(states)
-
-
-def _finish(params, data, state: AnnealState, lam_end, last_step, *, model, kernel_def, cached, num_particles):
-    """Final latents, log-weights, each run's log-evidence and the final states' failures (a NaN or +inf
-    density at the state a chain ends in, which no later weight would see)."""
-    kernel = join_kernel(kernel_def, params)
-    latents = (jax.vmap(kernel.state_latent)(state.states, state.failures.density_at) if cached
-               else state.states)
-    bad, at, _ = jax.vmap(checked(lambda x: log_density(model, x, data, lam_end)))(latents)
-    failures = state.failures
-    last = jnp.full_like(failures.density_step, last_step)
-    hit = (failures.density_step < 0) & bad
-    failures = Failures(failures.weight_step, jnp.where(hit, last, failures.density_step),
-                        jnp.where(hit, ACCEPTED, failures.density_phase),
-                        jax.tree.map(lambda a, b: jnp.where(expand(hit, a), b, a), failures.density_at, at))
-    evidence = final_log_evidence(state.log_weights, state.log_evidence, num_particles)
-    return latents, state.log_weights, evidence, failures
 
 
 def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, kernel_def, rule, resampler,
@@ -356,7 +327,7 @@ def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, 
             first = b & ~bad
             at = jax.tree.map(lambda x, y: jnp.where(expand(first, x), y, x), at, a)
             return ((states, policy.adapt(carry, info.acceptance), bad | b, at, count + d.astype(jnp.int32)),
-                    (_positions(kernel, states, like, cached), info.acceptance.astype(dtype)))
+                    (chain_positions(kernel, states, like, cached), info.acceptance.astype(dtype)))
 
         start = (states, carry, jnp.zeros(chains, bool), at, jnp.zeros(chains, jnp.int32))
         return jax.lax.scan(one, start, jnp.arange(int(policy.moves)))
@@ -397,7 +368,7 @@ def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, 
             diverged, bad_k, at_k, (states, info) = move(kernel, jax.random.split(k_move, chains), states, like, lt)
             count, acceptance, step_record = diverged.astype(jnp.int32), info.acceptance, ()
         else:
-            before = _positions(kernel, states, like, cached)
+            before = chain_positions(kernel, states, like, cached)
             (states, carry, bad_k, at_k, count), (flats, acceptance) = policy_moves(
                 k_t, states, carry, like, lt, failures.density_at, chains, logw.dtype)
             carry, step_record = policy.record(carry, ll, lf, lt, before, flats, acceptance)
@@ -423,7 +394,7 @@ def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, 
         like = jax.tree.map(lambda a: a[0], st.failures.density_at)
         ll = loglik(st.states)
         lf, lt = policy.lambdas(st.policy, ll, lf, lt, t)
-        before = _positions(kernel, st.states, like, cached)
+        before = chain_positions(kernel, st.states, like, cached)
         flats = jnp.broadcast_to(before, (int(policy.moves), *before.shape))
         return policy.record(st.policy, ll, lf, lt, before, flats, jnp.zeros(flats.shape[:2], st.log_weights.dtype))[1]
 
@@ -448,13 +419,22 @@ def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, 
 _COMPILED = CompiledCache("engine")
 
 
-def _compile(statics, batch_axes, shapes):
-    """Compile a run's three programs once per (model, kernel, rule, resampler, particles, record, lean path,
-    batch axes, shapes): the start (initial state), the chunk of steps, and the finish (latents and
-    evidence). A batch maps each over its data sets (``vmap``): the key, the data's marked leaves and the state.
+def _whole(params, key, data, init_latents, policy_args, lam_from, lam_to, active, index, lam_end, last, *, start,
+           chunk, finish):
+    """A run of one chunk as one program: its start, its steps and its finish."""
+    state = start(params, data, init_latents, policy_args)
+    state, out = chunk(params, key, data, state, lam_from, lam_to, active, index)
+    return state, out, finish(params, data, state, lam_end, last)
 
-    Returns ``((start, finish, chunk), seconds, built)``; ``seconds`` is 0.0 and ``built`` False when the
-    programs came from the cache.
+
+def _compile(statics, batch_axes, shapes, *, whole: bool = False):
+    """Compile a run's programs once per (model, kernel, rule, resampler, particles, record, lean path, batch
+    axes, shapes): the start (initial state), the chunk of steps, and the finish (latents and evidence); or, for a
+    run of one chunk (``whole``), the three as one program. A batch maps each over its data sets (``vmap``): the
+    key, the data's marked leaves and the state.
+
+    Returns ``((start, finish, chunk) or (whole,), seconds, built)``; ``seconds`` is 0.0 and ``built`` False when
+    the programs came from the cache.
     """
     key, data, init_latents, runs, first, params, lam_end, policy_args = shapes
     leaves, treedef = jax.tree.flatten((key, data, init_latents, first, params, lam_end, policy_args))
@@ -463,12 +443,20 @@ def _compile(statics, batch_axes, shapes):
 
     def build():
         began = time.perf_counter()
-        start = functools.partial(_start, model=model, kernel_def=kernel_def, cached=cached, runs=runs,
+        start = functools.partial(start_state, model=model, kernel_def=kernel_def, cached=cached, runs=runs,
                                   policy=policy)
-        finish = functools.partial(_finish, model=model, kernel_def=kernel_def, cached=cached,
+        finish = functools.partial(finish_state, model=model, kernel_def=kernel_def, cached=cached,
                                    num_particles=num_particles)
         chunk = functools.partial(_chunk, model=model, kernel_def=kernel_def, rule=rule, resampler=resampler,
                                   num_particles=num_particles, record=record, cached=cached, policy=policy)
+        if whole:
+            run = functools.partial(_whole, start=start, chunk=chunk, finish=finish)
+            if batch_axes is not None:
+                run = jax.vmap(run, in_axes=(None, 0, batch_axes, 0, None, None, None, None, None, None, None))
+            lowered = jax.jit(run).lower(params, key, data, init_latents, policy_args, *first, lam_end, np.int32(0))
+            # A run's steps compile with the run's options; a pilot's run once per model and data: quickly.
+            program = compile_run(lowered) if policy is None else compile_quickly(lowered)
+            return (program,), time.perf_counter() - began
         if batch_axes is not None:
             start = jax.vmap(start, in_axes=(None, batch_axes, 0, None))
             finish = jax.vmap(finish, in_axes=(None, batch_axes, 0, None, None))
@@ -484,5 +472,5 @@ def _compile(statics, batch_axes, shapes):
                     compile_run(lowered) if policy is None else compile_quickly(lowered))
         return programs, time.perf_counter() - began
 
-    (programs, seconds), built = _COMPILED.get_or_build((statics, signature), build)
+    (programs, seconds), built = _COMPILED.get_or_build((statics, signature, whole), build)
     return programs, (seconds if built else 0.0), built

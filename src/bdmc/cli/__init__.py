@@ -14,6 +14,7 @@ from .audit import audit_command
 from .bench import bench_command
 from .bread import bread_command
 from .bread_real import bread_real_command
+from .cache import cache_command
 from .calibrate import calibrate_command
 from .check_estimate import check_estimate_command
 from .compare import compare_command
@@ -67,6 +68,7 @@ app.command(name="bench")(bench_command)
 app.command(name="generative")(generative_command)
 app.command(name="audit")(audit_command)
 app.command(name="check-estimate")(check_estimate_command)
+app.command(name="cache")(cache_command)
 
 
 def main() -> None:

@@ -25,7 +25,8 @@ def test_cache_lists_its_parts_with_their_sizes_and_clears_the_ones_named(tmp_pa
     assert "2.9 KB" in lines["jax"] and "compiled programs" in lines["jax"]
 
     unknown = runner.invoke(app, ["--no-compile-cache", "cache", "--clear", "pilot"])
-    assert unknown.exit_code == 1 and "--clear pilot: no such part" in unknown.output and "jax, pilots" in unknown.output
+    assert unknown.exit_code == 1
+    assert "--clear pilot: no such part" in unknown.output and "jax, pilots" in unknown.output
     assert (tmp_path / "pilots").is_dir()  # nothing cleared when one name is wrong
 
     cleared = runner.invoke(app, ["--no-compile-cache", "cache", "--clear", "pilots"])

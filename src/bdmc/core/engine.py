@@ -401,19 +401,31 @@ def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, 
     idle = () if policy is None else jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), jax.eval_shape(
         policy_record, state, index[0], lam_from[0], lam_to[0]))
 
-    def body(state, xs):
-        lf, lt, on, t = xs
+    def blank(st):
+        """A step's output where no step ran (a padded step, or one after an adaptive path's end): zeros."""
+        z = jnp.zeros((), st.log_weights.dtype)
+        return StepOutput(z, z, z, z, z, jnp.zeros_like(st.log_weights) if record else st.log_weights[:0], idle)
+
+    # The chunk's active steps (a prefix) run in a while loop, so a padded step costs nothing and a step that runs
+    # has no conditional around it; each writes its output into the chunk's records, zeros where none ran.
+    size = lam_from.shape[0]
+
+    def going(carry):
+        i, st, _ = carry
+        j = jnp.minimum(i, size - 1)
+        on = (i < size) & active[j]
         if policy is not None:  # an adaptive path that reached its end skips its remaining steps
-            on = on & ~policy.finished(state.policy, t)
+            on = on & ~policy.finished(st.policy, index[j])
+        return on
 
-        def skip(st):
-            z = jnp.zeros((), st.log_weights.dtype)
-            return st, StepOutput(z, z, z, z, z, jnp.zeros_like(st.log_weights) if record else st.log_weights[:0],
-                                  idle)
+    def step(carry):
+        i, st, outs = carry
+        st, out = transition(st, index[i], lam_from[i], lam_to[i])
+        return i + 1, st, jax.tree.map(lambda buffer, x: buffer.at[i].set(x), outs, out)
 
-        return jax.lax.cond(on, lambda st: transition(st, t, lf, lt), skip, state)
-
-    return jax.lax.scan(body, state, (lam_from, lam_to, active, index))
+    outs = jax.tree.map(lambda x: jnp.zeros((size, *x.shape), x.dtype), blank(state))
+    _, state, outs = jax.lax.while_loop(going, step, (jnp.int32(0), state, outs))
+    return state, outs
 
 
 _COMPILED = CompiledCache("engine")

@@ -5,8 +5,8 @@ Each step t applies the AIS rule (BDMC paper, Alg. 1): add ``log f(x; lam_t) - l
 the chain's log-weight, then move ``x`` with a kernel that leaves ``f(.; lam_t)`` invariant.
 
 Steps run inside one compiled loop per chunk of steps (a ``lax.while_loop`` over its active steps, ``vmap``
-over chains); the chunk function is compiled once per (model, kernel, shapes) and reused for every chunk and every longer path, so a run never
-traces per step and the host only sees the state between chunks (for progress). A run of one chunk (a path of at
+over chains); the chunk function is compiled once per (model, kernel, shapes) and reused for every chunk and
+every longer path, so a run never traces per step and the host only sees the state between chunks (for progress). A run of one chunk (a path of at
 most ``chunk_size`` distributions) is one compiled program, its start and finish included: one compilation
 cold, one dispatch warm.
 

@@ -4,11 +4,11 @@ Forward AIS, reverse AIS (and later SMC and SHME) are this engine with different
 Each step t applies the AIS rule (BDMC paper, Alg. 1): add ``log f(x; lam_t) - log f(x; lam_{t-1})`` to
 the chain's log-weight, then move ``x`` with a kernel that leaves ``f(.; lam_t)`` invariant.
 
-Steps run inside one compiled loop per chunk of steps (a ``lax.while_loop`` over its active steps, ``vmap``
-over chains); the chunk function is compiled once per (model, kernel, shapes) and reused for every chunk and
-every longer path, so a run never traces per step and the host only sees the state between chunks (for progress). A run of one chunk (a path of at
-most ``chunk_size`` distributions) is one compiled program, its start and finish included: one compilation
-cold, one dispatch warm.
+Steps run inside one compiled loop per chunk of steps (a ``lax.while_loop`` over its active steps, ``vmap`` over
+chains); the chunk function is compiled once per (model, kernel, shapes) and reused for every chunk and every
+longer path, so a run never traces per step and the host only sees the state between chunks (for progress). A run
+of one chunk (a path of at most ``chunk_size`` distributions) is one compiled program, its start and finish
+included: one compilation cold, one dispatch warm.
 
 Randomness (the one key convention; every caller uses it). A run on ``key`` moves its chains at transition
 ``t`` (0-based, ``t = 0 .. T - 2``) with ``jax.random.split(fold_in(key, t), 3) = (resample, refresh, move)``;

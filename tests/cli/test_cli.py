@@ -239,7 +239,7 @@ def test_options_are_typed_and_saved(tmp_path):
 
 
 def test_models_command_lists_registry():
-    result = runner.invoke(app, ["models"])
+    result = runner.invoke(app, ["models"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     text = flat(result.output)
     assert all(name in text for name in REGISTRY)

@@ -43,7 +43,7 @@ def cache_command(
         for name in names:
             size, files = folder_size(root / name)
             shutil.rmtree(root / name)
-            console().print(f"cleared {name}: {files:,} files, {human(size)}")
+            console().print(f"cleared {name}: {files:,} files, {human(size)}", soft_wrap=True)
         return
     table = Table(title=f"bdmc's cache: {root}", title_justify="left")
     for column in ("part", "files", "size", "what it holds"):
@@ -51,10 +51,12 @@ def cache_command(
     for name in present:
         size, files = folder_size(root / name)
         table.add_row(name, f"{files:,}", human(size), PARTS.get(name, ""))
-    console().print(table if present else f"bdmc's cache at {root} is empty")
+    # soft_wrap: a path is never broken across lines, so it can be copied
+    console().print(table) if present else console().print(f"bdmc's cache at {root} is empty", soft_wrap=True)
     active = jax.config.jax_compilation_cache_dir
     if active and Path(active).expanduser().resolve() != (root / "jax").resolve():
-        console().print(f"JAX's compilation cache in this process is {active} (chosen by the user), not bdmc's")
+        console().print(f"JAX's compilation cache in this process is {active} (chosen by the user), not bdmc's",
+                        soft_wrap=True)
 
 
 def folder_size(folder: Path) -> tuple[int, int]:

@@ -32,7 +32,8 @@ def test_every_port_matches_its_stan_program_up_to_a_stated_constant():
         assert entry.stan_offset is not None and entry.stan_normalized == (abs(entry.stan_offset) < 1e-6), name
 
 
-@pytest.mark.parametrize("name", ["eight_schools-eight_schools_noncentered", "sblrc-blr", "gp_pois_regr-gp_regr"])
+@pytest.mark.parametrize("name", ["eight_schools-eight_schools_noncentered", "sblrc-blr",
+                                  pytest.param("gp_pois_regr-gp_regr", marks=pytest.mark.slow)])
 def test_a_posteriordb_posterior_runs_and_its_bounds_hold(name):
     entry, model, data, data_json, reference, _ = posteriordb.build(name)
     est = bdmc.forward_ais(jax.random.key(0), model, data, num_steps=50, num_runs=8, progress=False)

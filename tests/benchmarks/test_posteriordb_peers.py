@@ -29,7 +29,8 @@ def exact():
     return exact_log_evidence(NAME, load(NAME)[0])
 
 
-@pytest.mark.parametrize(("peer", "tolerance"), [("bridge", 0.3), ("blackjax-smc", 1.5), ("nautilus", 1.5)])
+@pytest.mark.parametrize(("peer", "tolerance"), [("bridge", 0.3), ("blackjax-smc", 1.5),
+                                                  pytest.param("nautilus", 1.5, marks=pytest.mark.slow)])
 def test_each_peer_row_estimates_log_evidence(peer, tolerance):
     if peer == "nautilus":
         pytest.importorskip("nautilus")

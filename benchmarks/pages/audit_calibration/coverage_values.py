@@ -9,11 +9,11 @@ and from ``calibration_programs.py``'s list of programs and its docstring (read,
 from __future__ import annotations
 
 import ast
-import json
 import re
 from math import comb
 from pathlib import Path
 
+from pages.tables import shared_rows
 from scipy import stats
 
 PROGRAMS_FILE = Path(__file__).resolve().parents[2] / "calibration_programs.py"
@@ -23,7 +23,7 @@ WORDS = {0: "no", 1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six"
 
 
 def _rows(folder: Path) -> list[dict]:
-    return [json.loads(line) for line in (folder / "rows.jsonl").read_text().splitlines() if line.strip()]
+    return shared_rows(folder)
 
 
 def _programs() -> tuple[list[str], dict[str, str], dict[str, str]]:

@@ -1,8 +1,8 @@
 """Numbers quoted by README.md, recomputed from rows.jsonl (tests/test_results_pages.py checks them)."""
 
-import json
 from pathlib import Path
 
+from pages.tables import shared_rows
 from scipy import stats
 
 SAMPLERS = {"numpyro": "numpyro-nuts", "pymc": "pymc-nuts", "stan": "stan-nuts", "hmc": "hmc"}
@@ -19,7 +19,7 @@ FIRST = ("regression", "hierarchical", "logistic")  # the programs of the first 
 
 
 def _rows(folder: Path, sampler=None, program=None):
-    rows = [json.loads(line) for line in (folder / "rows.jsonl").read_text().splitlines() if line.strip()]
+    rows = shared_rows(folder)
     return [r for r in rows if r["program"] in FIRST and (sampler is None or r["sampler"] == sampler)
             and (program is None or r["program"] == program)]
 

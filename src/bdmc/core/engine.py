@@ -56,7 +56,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..caching import CompiledCache, compile_quickly, compile_run
+from ..caching import CompiledCache, compile_quickly, compile_run, leaf_types
 from ..contracts.capabilities import supports
 from ..contracts.kernel import CachedTransition, evals_per_step, join_kernel, split_kernel
 from ..contracts.model import increment_from_terms, weighted_sum
@@ -450,7 +450,7 @@ def _compile(statics, batch_axes, shapes, *, whole: bool = False):
     """
     key, data, init_latents, runs, first, params, lam_end, policy_args = shapes
     leaves, treedef = jax.tree.flatten((key, data, init_latents, first, params, lam_end, policy_args))
-    signature = (treedef, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves), runs, jnp.result_type(float))
+    signature = (treedef, leaf_types(leaves), runs, jnp.result_type(float))
     model, kernel_def, rule, resampler, num_particles, record, cached, _, policy = statics
 
     def build():

@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from ..caching import CompiledCache
+from ..caching import CompiledCache, leaf_types
 from ..contracts.capabilities import supports
 from ..contracts.kernel import (
     CachedTransition,
@@ -303,7 +303,7 @@ def _frozen_key(model, data, kernel, num_steps, pilot: Pilot, prior_check) -> tu
     holding arrays, say): such a call runs a new pilot."""
     leaves, treedef = jax.tree.flatten(data)
     key = (model, kernel, int(num_steps), dataclasses.replace(pilot, reuse=True), int(prior_check), treedef,
-           tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves), data_fingerprint(data))
+           leaf_types(leaves), data_fingerprint(data))
     try:
         hash(key)
     except TypeError:

@@ -40,9 +40,9 @@ def prior_draws(key, model, num: int):
 
 
 def timed_prior_draws(key, model, num: int):
-    """:func:`prior_draws` and the seconds spent compiling its program when this call built it (else 0)."""
-    key_init, key_run = jax.random.split(key)
-    draws, seconds = timed_prior_pool(key_init, model, num)
+    """:func:`prior_draws` and the seconds spent compiling its program when this call built it (else 0). The key's
+    split runs inside the compiled program: an eager split is a dispatch of its own on every call."""
+    (draws, key_run), seconds = _timed_draws(key, model, int(num), split=True)
     return draws, key_run, seconds
 
 
@@ -50,20 +50,31 @@ def timed_prior_pool(key, model, num: int = POOL):
     """The prior draws of ``jax.random.split(key, num)`` and the seconds the call spent building (compiling) its
     program, 0 when cached: for a model sampled in JAX, the first ``num`` of the one compiled program of
     :data:`POOL` draws (``num <= POOL``); otherwise a program of ``num`` draws."""
-    num = int(num)
+    (draws, _), seconds = _timed_draws(key, model, int(num), split=False)
+    return draws, seconds
+
+
+def _timed_draws(key, model, num: int, *, split: bool):
+    """``(draws, key_run)`` and the compile seconds: with ``split``, :func:`draw_prior`'s (``key`` split in two
+    first); without, the draws of ``jax.random.split(key, num)`` (``key_run`` is then None)."""
     pooled = num <= POOL and not supports(model, HostPrior) and not _repeated(model, num)
     size = POOL if pooled else num
+
+    def draw(k):
+        k_init, k_run = jax.random.split(k) if split else (k, None)
+        return jax.vmap(model.sample_prior)(jax.random.split(k_init, size)), k_run
+
     began = time.perf_counter()
     # Drawing is cheap and compiling a sampler dear (JAX's gamma sampler alone, 0.7 s): compiled quickly.
-    fn, built = _DRAWS.get_or_build((model, size, "keys"), lambda: compile_quickly(jax.jit(
-        lambda k: jax.vmap(model.sample_prior)(jax.random.split(k, size))).lower(key)))
-    draws = jax.block_until_ready(fn(key)) if built else fn(key)
+    fn, built = _DRAWS.get_or_build((model, size, "split" if split else "keys"),
+                                    lambda: compile_quickly(jax.jit(draw).lower(key)))
+    out = jax.block_until_ready(fn(key)) if built else fn(key)
     seconds = time.perf_counter() - began if built else 0.0
     if num == size:
-        return draws, seconds
+        return out, seconds
     # One compiled slice of every leaf (indexing leaf by leaf costs a dispatch each, on every call).
     head, _ = _DRAWS.get_or_build((model, num, "head"), lambda: jax.jit(lambda d: jax.tree.map(lambda a: a[:num], d)))
-    return head(draws), seconds
+    return (head(out[0]), out[1]), seconds
 
 
 _DRAWS = CompiledCache("prior draws", maxsize=64)

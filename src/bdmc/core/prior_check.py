@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..caching import CompiledCache, compile_quickly
+from ..caching import CompiledCache, compile_quickly, leaf_types
 from ..contracts.capabilities import CollapsedDensity, supports
 from ..errors import DataError
 from .failures import raise_prior_failure
@@ -70,7 +70,7 @@ def check_prior(key, model, data, lams, *, num_draws: int, batch_axes, axes_sign
         return 0.0
     ends = (np.asarray(lams[0]), np.asarray(lams[-1]))
     leaves, treedef = jax.tree.flatten((key, data, ends))
-    signature = (treedef, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves), axes_signature)
+    signature = (treedef, leaf_types(leaves), axes_signature)
     # A model and data that passed are not checked again (a warm call then pays nothing for the check):
     # the guarantee is per model and data set, from the first run's draws.
     passed = (model, int(num_draws), signature, data_fingerprint(data, ends))

@@ -49,7 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from ..caching import CompiledCache
+from ..caching import CompiledCache, leaf_types
 from ..contracts.kernel import evals_per_step
 from ..kernels import MovesTable, repeat
 from ..kernels.mass import GaussianTable, table_from_moments
@@ -186,7 +186,7 @@ def refine_data_path(key, model, data, kernel, *, num_cases: int, order=None,
     leaves, treedef = jax.tree.flatten(data)
     options = (int(num_cases), None if order is None else tuple(int(i) for i in order),
                dataclasses.replace(pilot, reuse=True), int(moves))
-    frozen = (model, kernel, *options, treedef, tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves),
+    frozen = (model, kernel, *options, treedef, leaf_types(leaves),
               data_fingerprint(data))
     try:
         hash(frozen)
@@ -377,7 +377,7 @@ def _programs(model, kernel, data, latents, *, moves: int, steer: bool, kind: st
     step size and preconditioner given, the new terms and the moves' mean acceptance)."""
     leaves = jax.tree.leaves((data, latents))
     signature = (model, kernel, moves, steer, kind, jax.tree.structure((data, latents)),
-                 tuple((jnp.shape(x), jnp.result_type(x)) for x in leaves))
+                 leaf_types(leaves))
     count = jax.tree.leaves(latents)[0].shape[0]
 
     def build():

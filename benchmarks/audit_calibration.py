@@ -35,10 +35,12 @@ A checkout without git (a copied tree) takes its commit from ``BDMC_BENCH_COMMIT
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
@@ -113,6 +115,13 @@ def plan(samplers, programs, seeds: int) -> list[tuple[str, str, int]]:
     return [(s, p, seed) for seed in range(seeds) for s in samplers for p in programs]
 
 
+def pending(tasks: list[tuple[str, str, int]], path: Path) -> list[tuple[str, str, int]]:
+    """The tasks of the plan without a stored row: what a resumed run shards, so no worker is left with only
+    finished audits while another runs the rest alone."""
+    done = {row_key(r) for r in load_rows(path)}
+    return [t for t in tasks if tuple(t) not in done]
+
+
 def shard(tasks: list[tuple[str, str, int]], spec: str) -> list[tuple[str, str, int]]:
     """Shard ``i/N`` of the plan: worker i keeps to one (sampler, program) cell (cell i mod the number of cells,
     so it compiles one program) and takes every k-th of that cell's seeds, k the workers sharing the cell."""
@@ -138,6 +147,7 @@ def main(argv=None) -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--workers", type=int, default=1, help="processes, each running every N-th audit")
     parser.add_argument("--shard", default="0/1", help="i/N: run only the audits whose plan index is i mod N")
+    parser.add_argument("--tasks", type=Path, default=None, help=argparse.SUPPRESS)  # a worker's plan, from --workers
     parser.add_argument("--until", type=float, default=None, help="start no audit after this many seconds")
     parser.add_argument("--render", "--table-only", dest="render", action="store_true",
                         help="re-render the pages from the stored rows and stop")
@@ -148,11 +158,19 @@ def main(argv=None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "rows.jsonl"
     if args.workers > 1:
-        run_workers(args, argv if argv is not None else sys.argv[1:])
+        # The workers shard what is left, read once here: each then holds the same list whatever rows the others
+        # write meanwhile.
+        # (outside the tree: an untracked file would mark every row's tree as not clean).
+        with tempfile.TemporaryDirectory() as tmp:
+            tasks = Path(tmp) / "pending.json"
+            tasks.write_text(json.dumps(pending(plan(args.samplers, args.programs, args.seeds), path)))
+            run_workers(args, [*(argv if argv is not None else sys.argv[1:]), "--tasks", str(tasks)])
     else:
         began = time.monotonic()
         runner = Runner(path, Budget.quick() if args.quick else Budget.default(), args.quick)
-        for sampler, program, seed in shard(plan(args.samplers, args.programs, args.seeds), args.shard):
+        tasks = ([tuple(t) for t in json.loads(args.tasks.read_text())] if args.tasks is not None
+                 else plan(args.samplers, args.programs, args.seeds))
+        for sampler, program, seed in shard(tasks, args.shard):
             if args.until is not None and time.monotonic() - began > args.until:
                 break
             runner.run(sampler, program, seed)

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -226,3 +227,48 @@ def test_release_compiled_lets_go_of_every_model_bdmc_compiled_for():
     ``benchmarks/audit_memory.py`` measures). Negative control: without it the compiled programs hold the model."""
     assert _kept_after_use(False, 0.8125)
     assert not _kept_after_use(True, 0.6875)
+
+
+def test_array_memo_computes_once_per_jax_array_and_forgets_it_with_the_array():
+    import gc
+
+    from bdmc.caching import _ARRAY_MEMO, array_memo
+
+    calls = []
+
+    def digest(a):
+        calls.append(1)
+        return float(np.sum(a))
+
+    x = jnp.arange(4.0)
+    assert array_memo(x, "sum", digest) == array_memo(x, "sum", digest) == 6.0 and len(calls) == 1
+    assert array_memo(x, "other", digest) == 6.0 and len(calls) == 2  # each question apart
+    y = np.arange(4.0)  # a NumPy array can change in place: computed every time
+    array_memo(y, "sum", digest)
+    y[0] = 10.0
+    assert array_memo(y, "sum", digest) == 16.0 and len(calls) == 4
+    held = len(_ARRAY_MEMO)
+    del x
+    gc.collect()
+    assert len(_ARRAY_MEMO) == held - 2  # the entries went with the array
+
+
+def test_data_are_checked_once_per_jax_array_and_a_bad_value_is_never_remembered():
+    from bdmc.contracts.model import validate_data
+    from bdmc.core.prior_check import data_fingerprint
+    from bdmc.models import GaussianMean
+
+    model = GaussianMean(n=3, dim=2)
+    good = jnp.ones((3, 2))
+    assert validate_data(model, good) is good  # passed on as it is: no copy
+    assert data_fingerprint(good) == data_fingerprint(jnp.ones((3, 2)))  # the values decide, not the object
+    assert data_fingerprint(good) != data_fingerprint(good.at[0, 0].set(2.0))
+    bad = good.at[1, 1].set(jnp.nan)
+    for _ in range(2):  # refused every time
+        with pytest.raises(bdmc.DataError, match=r"data leaf 0 contains 1 non-finite value\(s\).*index \(1, 1\)"):
+            validate_data(model, bad)
+    host = np.ones((3, 2))
+    validate_data(model, host)
+    host[2, 0] = np.inf  # changed in place after a check: checked again
+    with pytest.raises(bdmc.DataError, match="non-finite"):
+        validate_data(model, host)

@@ -166,6 +166,27 @@ def jit_static(*, static: tuple[str, ...], maxsize: int = DEFAULT_MAXSIZE) -> Ca
     return wrap
 
 
+def array_memo(array, what: str, compute: Callable[[Any], Any]):
+    """``compute(array)``, remembered for this very JAX array while it lives: a JAX array never changes, so what
+    was computed from its values (a digest, a finiteness check) holds for as long as it exists. Other arrays (a
+    NumPy array can change in place) and tracers are computed every time. A warm call on large data then pays
+    no copy to the host nor hash of its values (25 ms a fingerprint at 10^6 values). ``compute`` must not return
+    the array itself, which the memo would then keep alive."""
+    if not isinstance(array, jax.Array) or isinstance(array, jax.core.Tracer):
+        return compute(array)
+    key = (id(array), what)
+    hit = _ARRAY_MEMO.get(key)
+    if hit is not None and hit[0]() is array:
+        return hit[1]
+    value = compute(array)
+    # The entry goes with the array (an id is reused only after its object is gone).
+    _ARRAY_MEMO[key] = (weakref.ref(array, lambda _, key=key: _ARRAY_MEMO.pop(key, None)), value)
+    return value
+
+
+_ARRAY_MEMO: dict[tuple[int, str], tuple[weakref.ref, Any]] = {}
+
+
 def cache_info() -> dict[str, tuple[int, int]]:
     """``{cache name: (entries, maxsize)}`` for every live cache."""
     return {c.name: (len(c), c.maxsize) for c in list(_CACHES)}
@@ -175,6 +196,7 @@ def clear_caches() -> None:
     """Drop every compiled program bdmc holds, and JAX's own caches; the next run compiles again."""
     for cache in list(_CACHES):
         cache.clear()
+    _ARRAY_MEMO.clear()
     jax.clear_caches()
 
 

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..caching import CompiledCache, compile_quickly, leaf_types
+from ..caching import CompiledCache, array_memo, compile_quickly, leaf_types
 from ..contracts.capabilities import CollapsedDensity, supports
 from ..errors import DataError
 from .failures import raise_prior_failure
@@ -149,15 +149,20 @@ def describe_case(data, i: int, num_cases: int) -> str:
 def data_fingerprint(data, ends=()) -> str:
     """The data's values and the path's ends, hashed: a check is reused only for equal data. The ends in either
     order check the same terms, so a reverse run reuses a forward run's verdict."""
-    def digest_of(leaves):
-        digest = hashlib.blake2b(digest_size=16)
-        for leaf in leaves:
-            array = np.asarray(leaf)
-            digest.update(str((array.shape, array.dtype)).encode())
-            digest.update(np.ascontiguousarray(array).tobytes())
-        return digest.hexdigest()
+    digest = hashlib.blake2b(digest_size=16)
+    for part in [array_memo(leaf, "digest", leaf_digest) for leaf in jax.tree.leaves(data)] + sorted(
+            leaf_digest(e) for e in ends):
+        digest.update(part.encode())
+    return digest.hexdigest()
 
-    return digest_of(jax.tree.leaves(data) + sorted([digest_of([e]) for e in ends]))
+
+def leaf_digest(leaf) -> str:
+    """An array's shape, dtype and values, hashed."""
+    array = np.asarray(leaf)
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(str((array.shape, array.dtype)).encode())
+    digest.update(np.ascontiguousarray(array).tobytes())
+    return digest.hexdigest()
 
 
 def raise_if_prior_failed(bad, key, batch_axes, batch_label, *, model, data, lams, description):

@@ -8,6 +8,10 @@ call's pilot is compiled work too; it is reported in its own column, not counted
 
     python benchmarks/fixed_cost.py            # writes benchmarks/results/fixed_cost/fixed_cost.{json,md}
     python benchmarks/fixed_cost.py --render   # only re-renders the page from the stored rows
+
+The page's "before" columns are ``fixed_cost_before.json``: the same script run with an earlier bdmc imported
+(``PYTHONPATH=<a clone at that commit>/src python benchmarks/fixed_cost.py --out DIR``, then
+``DIR/fixed_cost.json`` copied there); every run records the commit bdmc was imported from (``bdmc_src``).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -45,6 +50,9 @@ def cases():
     gm_data, _ = bdmc.simulate(jax.random.key(0), gm)
     hmc = HMC(lin, step_size=0.05, num_integration_steps=10)
     fresh = Pilot(reuse=False)
+    # 10^6 data values: a warm call's host work on large data (its checks and digests of the data's values).
+    big = GaussianMean(n=100_000, dim=10)
+    big_data = jax.numpy.asarray(bdmc.simulate(jax.random.key(0), big).data)
     return [
         ("forward_ais T=30, 1 run (Gibbs)", lambda k: bdmc.forward_ais(k, lin, lin_data, num_steps=30, num_runs=1)),
         ("forward_ais T=30, 1 run (HMC, tune off)",
@@ -59,7 +67,22 @@ def cases():
          lambda k: bdmc.reverse_ais(k, lin, lin_data, exact_latent=lin_latent, num_steps=30, num_runs=1)),
         ("smc, 1 run of 1 particle (Gibbs)", lambda k: bdmc.smc(k, gm, gm_data, num_runs=1)),
         ("forward_ais T=30, 16 runs (Gibbs)", lambda k: bdmc.forward_ais(k, gm, gm_data, num_steps=30, num_runs=16)),
+        ("forward_ais T=30, 1 run (Gibbs), 10^6 data values",
+         lambda k: bdmc.forward_ais(k, big, big_data, num_steps=30, num_runs=1)),
+        ("tempered_smc T=30, 16 particles (defaults), 10^6 data values",
+         lambda k: bdmc.tempered_smc(k, big, big_data, num_steps=30, num_particles=16, num_runs=1)),
     ]
+
+
+def bdmc_source() -> str:
+    """The commit bdmc is imported from, "+dirty" when its src/bdmc has uncommitted changes."""
+    root = Path(bdmc.__file__).resolve().parents[2]
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "src/bdmc"], capture_output=True,
+                           text=True)
+    if head.returncode:
+        return bdmc.version.__version__
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def measure(fn, calls: int) -> dict:
@@ -93,7 +116,7 @@ def main(argv=None) -> int:
     rows = [{"case": label, **measure(fn, args.calls)} for label, fn in cases()]
     out = {"rows": rows, "load_before": load_before, "load_after": os.getloadavg(),
            "machine": {"cpu_count": os.cpu_count(), "platform": platform.platform(), "jax": jax.__version__,
-                       "bdmc": bdmc.version.__version__}, "provenance": stamp()}
+                       "bdmc": bdmc.version.__version__}, "provenance": stamp(), "bdmc_src": bdmc_source()}
     args.out.mkdir(parents=True, exist_ok=True)
     write_text(args.out / "fixed_cost.json", json.dumps(out, indent=2))
     for page in write_folder("fixed_cost", written_to=args.out):  # a trial run into another --out has no page

@@ -26,7 +26,10 @@ def values(folder: Path) -> dict:
     stamp = out.get("provenance", {})
     same = [(r["engine_ms"], earlier[r["case"]]["engine_ms"]) for r in rows if r["case"] in earlier]
     ratio = float(np.median([now / then for now, then in same])) if same else float("nan")
-    return {"calls": "/".join(map(str, calls)),
+    return {"calls": "/".join(map(str, calls)), "src": str(out.get("bdmc_src", "?")),
+            "before_src": str(before.get("bdmc_src", before.get("provenance", {}).get("commit", "?"))) if before
+            else "-",
+            "before_load": str(tuple(round(x, 2) for x in before["load_before"])) if before else "-",
             "commit": str(stamp.get("commit", "?")), "engine_ratio": ratio,
             "load_before": str(tuple(round(x, 2) for x in out["load_before"])),
             "load_after": str(tuple(round(x, 2) for x in out["load_after"])),

@@ -63,7 +63,7 @@ BUDGETS = {
 }
 BUDGETS["regression"] += [("smc", 1024, 1, "moves"), ("shme", 1024, 1, "moves"), ("smc", 4096, 1, "moves"),
                           ("shme", 4096, 1, "moves"), ("smc", 1024, 1, "auto"), ("shme", 1024, 1, "auto"),
-                          ("smc", 4096, 1, "auto"), ("shme", 4096, 1, "auto")]
+                          ("smc", 4096, 1, "auto"), ("shme", 4096, 1, "auto"), ("shme", 8192, 1, "auto")]
 # "auto": today's default, the pilot's particles following the run's (32 to 256) and choosing each step's moves;
 # "moves": the same with the 32-particle pilot it had first; "default": the default before it chose moves (the
 # budget's moves at every step: the label of the rows taken then); "previous": the pilot before it tuned the

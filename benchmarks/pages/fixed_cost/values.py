@@ -26,11 +26,18 @@ def values(folder: Path) -> dict:
     stamp = out.get("provenance", {})
     same = [(r["engine_ms"], earlier[r["case"]]["engine_ms"]) for r in rows if r["case"] in earlier]
     ratio = float(np.median([now / then for now, then in same])) if same else float("nan")
-    return {"calls": "/".join(map(str, calls)), "src": str(out.get("bdmc_src", "?")),
+    big = [(r, earlier.get(r["case"])) for r in rows if "10^6 data values" in r["case"]]
+    big_sentence = "; ".join(
+        f"{r['case'].split(',')[0]}: {then['fixed_ms']:.1f} ms before, {r['fixed_ms']:.1f} ms now "
+        f"({then['wall_ms']:.0f} ms and {r['wall_ms']:.0f} ms a whole call)" for r, then in big if then)
+    return {"big_fixed": big_sentence or "not in the before run",
+            "calls": "/".join(map(str, calls)), "src": str(out.get("bdmc_src", "?")),
             "before_src": str(before.get("bdmc_src", before.get("provenance", {}).get("commit", "?"))) if before
             else "-",
+            "date": str(stamp.get("date", "?")),
+            "before_date": str(before.get("provenance", {}).get("date", "?")) if before else "-",
             "before_load": str(tuple(round(x, 2) for x in before["load_before"])) if before else "-",
-            "commit": str(stamp.get("commit", "?")), "engine_ratio": ratio,
+"engine_ratio": ratio,
             "load_before": str(tuple(round(x, 2) for x in out["load_before"])),
             "load_after": str(tuple(round(x, 2) for x in out["load_after"])),
             "table": "\n".join(table)}

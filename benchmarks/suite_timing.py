@@ -80,6 +80,9 @@ def run_fresh(suite: str) -> tuple[dict, str]:
         wall = time.monotonic() - began
     lines = [line for line in done.stdout.splitlines() if line.strip()]
     summary = parse_summary(lines[-1].strip("= "))
+    for line in lines:  # a failing run names its failures (pytest's short summary)
+        if line.startswith(("FAILED", "ERROR")):
+            print(line)
     return {**summary, "seconds": summary["seconds"] or wall, "wall_seconds": wall}, commit
 
 

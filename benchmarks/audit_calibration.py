@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import calibration_programs  # noqa: E402
 from audit_power import numbers  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
-from harness.store import append_row, load_rows, tree_state  # noqa: E402
+from harness.store import append_row, load_rows, tree_state, write_text  # noqa: E402
 
 import bdmc  # noqa: E402
 from bdmc.auditing import Budget, audit  # noqa: E402
@@ -163,7 +163,7 @@ def main(argv=None) -> None:
         # (outside the tree: an untracked file would mark every row's tree as not clean).
         with tempfile.TemporaryDirectory() as tmp:
             tasks = Path(tmp) / "pending.json"
-            tasks.write_text(json.dumps(pending(plan(args.samplers, args.programs, args.seeds), path)))
+            write_text(tasks, json.dumps(pending(plan(args.samplers, args.programs, args.seeds), path)))
             run_workers(args, [*(argv if argv is not None else sys.argv[1:]), "--tasks", str(tasks)])
     else:
         began = time.monotonic()

@@ -158,9 +158,8 @@ def main(argv=None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / "rows.jsonl"
     if args.workers > 1:
-        # The workers shard what is left, read once here: each then holds the same list whatever rows the others
-        # write meanwhile.
-        # (outside the tree: an untracked file would mark every row's tree as not clean).
+        # The workers shard what is left, read once here, so each holds the same list whatever rows the others
+        # write meanwhile; the list lies outside the tree (an untracked file would mark every row's tree not clean).
         with tempfile.TemporaryDirectory() as tmp:
             tasks = Path(tmp) / "pending.json"
             write_text(tasks, json.dumps(pending(plan(args.samplers, args.programs, args.seeds), path)))

@@ -21,7 +21,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -35,7 +34,7 @@ from bdmc.models import GaussianMean, LinearRegression
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness.pages import write_folder  # noqa: E402
-from harness.store import stamp, write_text  # noqa: E402
+from harness.store import bdmc_source, stamp, write_text  # noqa: E402
 
 bdmc.enable_x64()
 
@@ -72,17 +71,6 @@ def cases():
         ("tempered_smc T=30, 16 particles (defaults), 10^6 data values",
          lambda k: bdmc.tempered_smc(k, big, big_data, num_steps=30, num_particles=16, num_runs=1)),
     ]
-
-
-def bdmc_source() -> str:
-    """The commit bdmc is imported from, "+dirty" when its src/bdmc has uncommitted changes."""
-    root = Path(bdmc.__file__).resolve().parents[2]
-    head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "src/bdmc"], capture_output=True,
-                           text=True)
-    if head.returncode:
-        return bdmc.version.__version__
-    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def measure(fn, calls: int) -> dict:

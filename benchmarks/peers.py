@@ -25,7 +25,6 @@ import math
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 import warnings
@@ -44,7 +43,7 @@ from datetime import UTC
 import peer_tools  # noqa: E402
 from harness import problems as peer_problems  # noqa: E402
 from harness.pages import write_folder  # noqa: E402
-from harness.store import append_row, jsonable, load_rows, stamp, tree_state, write_text  # noqa: E402
+from harness.store import append_row, bdmc_source, jsonable, load_rows, stamp, tree_state, write_text  # noqa: E402
 from peer_tools import BUDGETS, KNOBS, TOOLS, budget_label  # noqa: E402
 
 bdmc.enable_x64()  # float64, as the closed forms
@@ -90,19 +89,6 @@ def timed_call(run, seed) -> dict:
         out = run(seed)
     seconds = time.perf_counter() - start
     return {**out, "seconds": seconds, "load_before": load_before, "load_after": os.getloadavg()[0]}
-
-
-def bdmc_source() -> str:
-    """The commit bdmc is imported from, with "+dirty" when src/bdmc has uncommitted changes (a shared tree)."""
-    root = Path(bdmc.__file__).resolve().parents[2]
-    try:
-        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "src/bdmc"], capture_output=True,
-                               text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return bdmc.__version__
-    return head + ("+dirty" if dirty else "")
 
 
 class Runner:

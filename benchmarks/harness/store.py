@@ -47,6 +47,22 @@ def tree_state() -> tuple[str, bool | None]:
     return head, not dirty
 
 
+def bdmc_source() -> str:
+    """The commit the imported bdmc comes from, with "+dirty" when its ``src/bdmc`` has uncommitted changes; its
+    version where it is not a git checkout. A run may import bdmc from another tree than its own (PYTHONPATH)."""
+    import bdmc
+
+    root = Path(bdmc.__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "src/bdmc"], capture_output=True,
+                               text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return bdmc.__version__
+    return head + ("+dirty" if dirty else "")
+
+
 def stamp() -> dict:
     """The provenance fields of one row, taken now.
 

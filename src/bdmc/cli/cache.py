@@ -51,8 +51,10 @@ def cache_command(
     for name in present:
         size, files = folder_size(root / name)
         table.add_row(name, f"{files:,}", human(size), PARTS.get(name, ""))
-    # soft_wrap: a path is never broken across lines, so it can be copied
-    console().print(table) if present else console().print(f"bdmc's cache at {root} is empty", soft_wrap=True)
+    if present:
+        console().print(table)
+    else:  # soft_wrap: a path is never broken across lines, so it can be copied
+        console().print(f"bdmc's cache at {root} is empty", soft_wrap=True)
     active = jax.config.jax_compilation_cache_dir
     if active and Path(active).expanduser().resolve() != (root / "jax").resolve():
         console().print(f"JAX's compilation cache in this process is {active} (chosen by the user), not bdmc's",

@@ -55,7 +55,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "cost_curves"
 THRESHOLDS = (1.0, 0.1)
 TOOLS = ("bdmc-tsmc", "blackjax", "pymc", "nautilus")
 # peer_tools.BUDGETS plus one rung on top of each: the peers' ladders end where their 20-d problems are met.
-EXTRA_RUNG = {"bdmc-tsmc": (4096, 300), "blackjax": 16384, "pymc": 16000, "nautilus": 2000}
+EXTRA_RUNG = {"bdmc-tsmc": (16384, 300), "blackjax": 16384, "pymc": 16000, "nautilus": 2000}
 FAMILIES = {"correlated": "d", "logistic": "d", "regression": "N"}
 FULL_DIMS, FULL_SIZES = (2, 5, 10, 20, 50, 100), (100, 1000, 10_000, 100_000)
 LOGISTIC_N, REGRESSION_DIM = 100, 10

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
@@ -339,7 +338,7 @@ def _new_pilot(key, model, data, kernel, num_steps: int, pilot: Pilot, prior_che
         np.asarray(x)[warm:] for x in result.records)
     # The first level's variance pools the warm-up's draws at lam = 0, where the path's first steps are decided.
     variances = variances.copy()
-    variances[0] = float(jnp.mean(jnp.asarray(result.records[2][: warm + 1])))
+    variances[0] = float(np.mean(np.asarray(result.records[2][: warm + 1])))
     # The table's lam = 0 entry is the last warm-up level's fit (the prior draws' when there is no warm-up).
     if warm:
         means = np.concatenate([np.asarray(result.records[6][warm - 1 : warm]), means])

@@ -253,3 +253,13 @@ def _compile(lowered, options: dict):
     given = os.environ.get("XLA_FLAGS", "")
     kept = {name: value for name, value in options.items() if f"--{name}" not in given}
     return lowered.compile(compiler_options=kept) if kept else lowered.compile()
+
+
+def named(function: Callable, name: str) -> Callable:
+    """``function`` under ``name``: what JAX calls the program compiled from it (in ``jax_log_compiles``'s log,
+    a profile's trace and the disk cache's keys), so a first call's programs say what each is for."""
+    def program(*args, **kwargs):
+        return function(*args, **kwargs)
+
+    program.__name__ = program.__qualname__ = name
+    return program

@@ -56,7 +56,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..caching import CompiledCache, compile_quickly, compile_run, leaf_types
+from ..caching import CompiledCache, compile_quickly, compile_run, leaf_types, named
 from ..contracts.capabilities import supports
 from ..contracts.kernel import CachedTransition, evals_per_step, join_kernel, split_kernel
 from ..contracts.model import increment_from_terms, weighted_sum
@@ -461,8 +461,10 @@ def _compile(statics, batch_axes, shapes, *, whole: bool = False):
                                    num_particles=num_particles)
         chunk = functools.partial(_chunk, model=model, kernel_def=kernel_def, rule=rule, resampler=resampler,
                                   num_particles=num_particles, record=record, cached=cached, policy=policy)
+        # Programs named for what they run (compile logs, profiles): a pilot's or the run's.
+        what = "run" if policy is None else "pilot"
         if whole:
-            run = functools.partial(_whole, start=start, chunk=chunk, finish=finish)
+            run = named(functools.partial(_whole, start=start, chunk=chunk, finish=finish), what)
             if batch_axes is not None:
                 run = jax.vmap(run, in_axes=(None, 0, batch_axes, 0, None, None, None, None, None, None, None))
             lowered = jax.jit(run).lower(params, key, data, init_latents, policy_args, *first, lam_end, np.int32(0))
@@ -473,7 +475,8 @@ def _compile(statics, batch_axes, shapes, *, whole: bool = False):
             start = jax.vmap(start, in_axes=(None, batch_axes, 0, None))
             finish = jax.vmap(finish, in_axes=(None, batch_axes, 0, None, None))
             chunk = jax.vmap(chunk, in_axes=(None, 0, batch_axes, 0, None, None, None, None))
-        start, finish, chunk = jax.jit(start), jax.jit(finish), jax.jit(chunk)
+        start, finish, chunk = (jax.jit(named(start, f"{what}_start")), jax.jit(named(finish, f"{what}_finish")),
+                                jax.jit(named(chunk, f"{what}_steps")))
         # The start is traced once: its lowering gives the state's shapes the other programs take.
         lowered_start = start.lower(params, data, init_latents, policy_args)
         state = lowered_start.out_info

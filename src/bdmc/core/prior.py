@@ -17,7 +17,7 @@ import time
 
 import jax
 
-from ..caching import CompiledCache, compile_quickly
+from ..caching import CompiledCache, compile_quickly, named
 from ..contracts.capabilities import HostPrior, supports
 
 POOL = 1024  # draws of the shared program (the prior check's count)
@@ -67,13 +67,14 @@ def _timed_draws(key, model, num: int, *, split: bool):
     began = time.perf_counter()
     # Drawing is cheap and compiling a sampler dear (JAX's gamma sampler alone, 0.7 s): compiled quickly.
     fn, built = _DRAWS.get_or_build((model, size, "split" if split else "keys"),
-                                    lambda: compile_quickly(jax.jit(draw).lower(key)))
+                                    lambda: compile_quickly(jax.jit(named(draw, "prior_draws")).lower(key)))
     out = jax.block_until_ready(fn(key)) if built else fn(key)
     seconds = time.perf_counter() - began if built else 0.0
     if num == size:
         return out, seconds
     # One compiled slice of every leaf (indexing leaf by leaf costs a dispatch each, on every call).
-    head, _ = _DRAWS.get_or_build((model, num, "head"), lambda: jax.jit(lambda d: jax.tree.map(lambda a: a[:num], d)))
+    head, _ = _DRAWS.get_or_build((model, num, "head"), lambda: jax.jit(named(
+        lambda d: jax.tree.map(lambda a: a[:num], d), "prior_draws_head")))
     return (head(out[0]), out[1]), seconds
 
 

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..caching import CompiledCache, array_memo, compile_quickly, leaf_types
+from ..caching import CompiledCache, array_memo, compile_quickly, leaf_types, named
 from ..contracts.capabilities import CollapsedDensity, supports
 from ..errors import DataError
 from .failures import raise_prior_failure
@@ -90,7 +90,7 @@ def _check(key, model, data, lams, ends, signature, *, num_draws, batch_axes, ba
 
         def build():
             began = time.perf_counter()
-            fn = jax.jit(functools.partial(_checked_at, model=model))
+            fn = jax.jit(named(functools.partial(_checked_at, model=model), "prior_check"))
             return compile_quickly(fn.lower(draws, data, ends)), time.perf_counter() - began
 
         (compiled, seconds), built = _CHECKS.get_or_build((model, int(num_draws), signature, "pool"), build)
@@ -102,7 +102,7 @@ def _check(key, model, data, lams, ends, signature, *, num_draws, batch_axes, ba
             began = time.perf_counter()
             fn = functools.partial(prior_check_flags, model=model, num_draws=int(num_draws))
             fn = jax.vmap(fn, in_axes=(0, batch_axes, None))
-            return jax.jit(fn).lower(key, data, ends).compile(), time.perf_counter() - began
+            return jax.jit(named(fn, "prior_check")).lower(key, data, ends).compile(), time.perf_counter() - began
 
         (compiled, seconds), built = _CHECKS.get_or_build((model, int(num_draws), signature), build)
         bad, spent = compiled(key, data, ends), (seconds if built else 0.0)

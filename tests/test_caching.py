@@ -273,3 +273,31 @@ def test_data_are_checked_once_per_jax_array_and_a_bad_value_is_never_remembered
     host[2, 0] = np.inf  # changed in place after a check: checked again
     with pytest.raises(bdmc.DataError, match="non-finite"):
         validate_data(model, host)
+
+
+def test_a_build_runs_with_garbage_collection_paused_and_restores_it():
+    """Tracing a program triggers many collections; a build pauses them and puts the collector back as it was."""
+    import gc
+
+    from bdmc.caching import CompiledCache, collection_paused
+
+    cache = CompiledCache("test gc", maxsize=2)
+    seen = []
+    assert gc.isenabled()
+    value, built = cache.get_or_build("k", lambda: seen.append(gc.isenabled()) or 1)
+    assert (value, built, seen) == (1, True, [False])
+    assert gc.isenabled()
+    with collection_paused():  # nested: the inner block leaves the outer's pause alone
+        with collection_paused():
+            pass
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()  # a process that turned the collector off keeps it off
+    try:
+        cache.get_or_build("j", lambda: 2)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(ZeroDivisionError):  # a build that raises still restores the collector
+        cache.get_or_build("raises", lambda: 1 / 0)
+    assert gc.isenabled()

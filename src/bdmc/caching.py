@@ -8,8 +8,10 @@ empties every cache created here, plus JAX's own.
 from __future__ import annotations
 
 import collections
+import contextlib
 import ctypes
 import functools
+import gc
 import os
 import sys
 import threading
@@ -61,12 +63,14 @@ class CompiledCache:
         _CACHES.add(self)
 
     def get_or_build(self, key: Hashable, build: Callable[[], Any]) -> tuple[Any, bool]:
-        """``(value, built)``: the cached value for ``key``, or ``build()`` stored under it (``built=True``)."""
+        """``(value, built)``: the cached value for ``key``, or ``build()`` stored under it (``built=True``); the
+        build runs with Python's cyclic garbage collection paused (:func:`collection_paused`)."""
         with self._lock:
             if key in self._entries:
                 self._entries.move_to_end(key)
                 return self._entries[key], False
-        value = build()
+        with collection_paused():
+            value = build()
         self.put(key, value)
         return value, True
 
@@ -92,6 +96,21 @@ class CompiledCache:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+@contextlib.contextmanager
+def collection_paused():
+    """Python's cyclic garbage collection paused for the block, then as it was (a process that had turned it off
+    keeps it off). Tracing and lowering a program allocate many objects, and the collections they trigger cost a
+    first call about a sixth of its time (``benchmarks/results/cold_programs/``); what they would have freed is
+    freed by the next collection after the block."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class _RegisteredFunctionCache:

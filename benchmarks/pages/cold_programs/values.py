@@ -90,10 +90,22 @@ def values(folder: Path) -> dict:
                          f"run alone is {sizes.get(('run', 1), 0) / max(peer_size, 1):.2f} times its size and "
                          f"took {ours.get('run', 0.0) / max(peer['stages'], 1e-9):.2f} times BlackJAX's stages.")
         sentences.append(sentence)
+    before = rows(folder, "rows_before.jsonl") if (Path(folder) / "rows_before.jsonl").exists() else []
+    then: dict = {}
+    for r in before:
+        then.setdefault((r["problem"], r["tool"], r["kind"]), []).append(r["call_seconds"])
+    pairs = [(cell, float(np.median(calls)), medians[cell]["call"]) for cell, calls in sorted(then.items())
+             if cell in medians and cell[1].startswith("bdmc")]
+    compared = [f"{' '.join(cell)}: {was:.2f} s then, {now:.2f} s now" for cell, was, now in pairs]
+    changes = [now / was - 1 for _, was, now in pairs]
     times = [r["time"] for r in stored]
     loads = [x for r in stored for x in (r["load_before"], r["load_after"])]
     fmt = "%Y-%m-%d %H:%M"
-    return {"table": "\n".join(table), "programs": "\n".join(programs), "sentences": "\n\n".join(sentences),
+    return {"before": "; ".join(compared) if compared else "no earlier rows stored",
+            "before_cells": len(pairs), "before_shorter": sum(c < 0 for c in changes),
+            "before_median_fall": -float(np.median(changes)) if changes else float("nan"),
+            "before_commits": ", ".join(sorted({r["commit"] for r in before})) or "-",
+            "table": "\n".join(table), "programs": "\n".join(programs), "sentences": "\n\n".join(sentences),
             "rounds": max((r["round"] for r in stored), default=-1) + 1,
             "commits": ", ".join(sorted({r["commit"] for r in stored})),
             "clean": ", ".join(sorted({str(r["clean_tree"]) for r in stored})),

@@ -101,9 +101,9 @@ class CompiledCache:
 @contextlib.contextmanager
 def collection_paused():
     """Python's cyclic garbage collection paused for the block, then as it was (a process that had turned it off
-    keeps it off). Tracing and lowering a program allocate many objects, and the collections they trigger cost a
-    first call about a sixth of its time (``benchmarks/results/cold_programs/``); what they would have freed is
-    freed by the next collection after the block."""
+    keeps it off). Tracing and lowering a program allocate many objects, and the collections they trigger are a
+    large part of a first call's time (``benchmarks/results/cold_programs/`` compares first calls before and
+    after); what they would have freed is freed by the next collection after the block."""
     enabled = gc.isenabled()
     gc.disable()
     try:

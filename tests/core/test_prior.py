@@ -31,7 +31,7 @@ def test_a_count_asked_again_and_again_gets_its_own_program_with_the_same_number
     pooled, _ = timed_prior_pool(key, MODEL, num)  # a fresh count: the pool's program
     for _ in range(EXACT_AFTER - 2):
         timed_prior_pool(key, MODEL, num)
-    own, compiled = timed_prior_pool(key, MODEL, num)  # the EXACT_AFTER-th call builds a program of 37 draws
+    own, compiled = timed_prior_pool(key, MODEL, num)  # the EXACT_AFTER-th use builds a program of 37 draws
     assert compiled > 0.0
     again, compiled_again = timed_prior_pool(jax.random.key(6), MODEL, num)
     assert compiled_again == 0.0
@@ -53,3 +53,14 @@ def test_an_estimate_that_built_its_prior_program_says_it_compiled():
         flags.append((bool(est.compiled), est.compile_seconds > 0))
     assert flags[EXACT_AFTER - 1] == (True, True), flags  # the exact-size prior program, built
     assert flags[EXACT_AFTER] == (False, False), flags
+
+
+def test_a_users_second_tempered_smc_call_compiles_nothing():
+    """A tempered SMC call draws its particle count twice (its run's chains and its pilot's): the count's own prior
+    program comes at a sweep's EXACT_AFTER-th use, not at a user's second call."""
+    import bdmc
+
+    data, _ = bdmc.simulate(jax.random.key(0), MODEL)
+    compiled = [bool(bdmc.tempered_smc(jax.random.key(s), MODEL, data, num_steps=8, num_particles=19, num_runs=1,
+                                       progress=False).compiled) for s in range(3)]
+    assert compiled == [True, False, False], compiled

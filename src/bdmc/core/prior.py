@@ -6,7 +6,9 @@ chains, the run's chains. So every count up to :data:`POOL` is served by one com
 draws :data:`POOL` of them: ``jax.random.split(key, POOL)[:num]`` equals ``jax.random.split(key, num)`` (JAX's
 partitionable threefry), so the first ``num`` of the pool are exactly the draws of ``num`` keys and every
 caller's numbers are those of a program of its own size. A count asked for again and again (a sweep of warm
-calls) gets a program of its own size from its third call, so it no longer pays for the pool's draws. A model
+calls) gets a program of its own size at its :data:`EXACT_AFTER`-th use, so a sweep no longer pays for the pool's
+draws, while a user's first few calls compile nothing new (a tempered SMC call draws its particle count twice, for
+its run and its pilot: at 3 uses its second call compiled a program of its own size). A model
 whose sampler runs outside JAX (Stan, WebPPL, PyMC: the ``HostPrior`` capability) has nothing to compile and
 draws only what is asked.
 """
@@ -80,7 +82,7 @@ def _timed_draws(key, model, num: int, *, split: bool):
 
 _DRAWS = CompiledCache("prior draws", maxsize=64)
 _USES = CompiledCache("prior draw counts", maxsize=256)  # (model, num) -> calls so far
-EXACT_AFTER = 3  # the call at which a count asked again and again gets a program of its own size
+EXACT_AFTER = 16  # the use at which a count asked again and again gets a program of its own size
 
 
 def _repeated(model, num: int) -> bool:

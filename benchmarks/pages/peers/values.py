@@ -67,12 +67,15 @@ def _best(path, problem, threshold, bdmc):
 
 
 def _pilot_run(path, problem, tool, budget):
-    """The pilot's run seconds (compilation excluded) in the cell's first call: what a warm call that pilots
-    anew would add (warm calls reuse that pilot; data-path SMC's pilot is never reused, so it is in its time)."""
+    """The pilot's run seconds in the cell's first call: what a warm call that pilots anew would add (warm calls
+    reuse that pilot). Compilation excluded, except data-path SMC's, whose settings record its pilot's seconds with
+    its compilation: an upper bound."""
     first = [r for r in _jsonl(path) if (r["problem"], r["tool"], r["budget"]) == (problem, tool, budget)
              and r["kind"] == "cold" and isinstance(r.get("settings"), dict)]
     settings = first[0]["settings"] if first else {}
-    if tool == "bdmc-smc" or settings.get("pilot_seconds") is None:
+    if tool == "bdmc-smc":
+        return float(settings.get("data_pilot_seconds") or 0.0)
+    if settings.get("pilot_seconds") is None:
         return 0.0
     return max(settings["pilot_seconds"] - (settings.get("pilot_compile_seconds") or 0.0), 0.0)
 
@@ -257,6 +260,22 @@ def narrow_01_sentence(folder):
 
 
 # ------------------------------------------------------------------------------------------ cells named
+def eo_commit(folder):
+    """The commit of ../engine_overhead's rows (its own run, not this page's)."""
+    return ", ".join(sorted({r["commit"] for r in _jsonl(folder.parent / "engine_overhead" / "rows.jsonl")}))
+
+
+def bdmc_cells(folder):
+    """bdmc's cells (problem, tool, budget) in the warm rows."""
+    return len({(r["problem"], r["tool"], r["budget"]) for r in _jsonl(folder / "peers.jsonl") if r["tool"] in BDMC})
+
+
+def bdmc_second_compiled(folder):
+    """Of them, the cells whose second call compiled (left out of the warm median)."""
+    return len({(r["problem"], r["tool"], r["budget"]) for r in _jsonl(folder / "peers.jsonl")
+                if r["tool"] in BDMC and r["kind"] == "warm" and r.get("compiled") and r["seed"] == 1})
+
+
 def _cell(folder, problem, tool, budget):
     return _summary(folder / "peers.jsonl")[(problem, tool, budget)]
 
@@ -308,8 +327,8 @@ def pima_smc_s(folder):
 
 
 def pima_smc_pilot_s(folder):
-    """Of it, the data pilot's seconds."""
-    return _cell(folder, "pima", "bdmc-smc", "64x1")["pilot"]
+    """The data pilot's seconds in the cell's first call (compilation included; warm calls reuse it)."""
+    return _pilot_run(folder / "peers.jsonl", "pima", "bdmc-smc", "64x1")
 
 
 def _smc_errors(folder, problem, budget):
@@ -317,14 +336,14 @@ def _smc_errors(folder, problem, budget):
             if r["problem"] == problem and r["tool"] == "bdmc-smc" and r["budget"] == budget]
 
 
-def narrow_smc64_worst(folder):
-    """Data-path SMC on the narrow problem at 64 particles: its error furthest from zero."""
-    return min(_smc_errors(folder, "narrow", "64x1"), key=lambda e: -abs(e))
+def narrow_smc64_hi(folder):
+    """Data-path SMC on the narrow problem at 64 particles: its highest error."""
+    return max(_smc_errors(folder, "narrow", "64x1"))
 
 
-def narrow_smc64_best(folder):
-    """... and closest to zero."""
-    return min(_smc_errors(folder, "narrow", "64x1"), key=abs)
+def narrow_smc64_lo(folder):
+    """... and its lowest."""
+    return min(_smc_errors(folder, "narrow", "64x1"))
 
 
 def narrow_smc256_worst_abs(folder):

@@ -432,8 +432,8 @@ FIGURES += [
     Figure("docs/architecture.md", r"first forward AIS call on the peers' problems took (?P<rerun_lo>[\d.]+) to "
                                    r"(?P<rerun_hi>[\d.]+) s where it took (?P<cache_lo>[\d.]+) to (?P<cache_hi>[\d.]+) "
                                    r"s with the compilation cache alone", f"{R}/peers/cold.jsonl", _ais_first_calls),
-    Figure("docs/architecture.md", r"cold first calls without disk caches take (?P<lo>[\d.]+)x-(?P<hi>[\d.]+)x the best "
-                                   r"peer's time to < 1 nat",
+    Figure("docs/architecture.md", r"cold first calls without disk caches take (?P<lo>[\d.]+)x-(?P<hi>[\d.]+)x "
+                                   r"the best peer's time to < 1 nat",
            f"{R}/peers/README.md", _cold_fell),
     Figure("docs/architecture.md", r"a first tempered SMC call on eight schools took (?P<call>[\d.]+) s, "
                                    r"(?P<stages>[\d.]+) s of it tracing, lowering and loading its (?P<n>\d+) programs "

@@ -90,13 +90,10 @@ def child(problem: str, tool: str, budget: str, seed: int, cache: str | None, du
     if cache is not None:
         bdmc.enable_compilation_cache(cache)
     bdmc.enable_x64()
-    import peer_problems
     import peer_tools
 
-    budget_value = json.loads(budget)
-    budget_value = tuple(budget_value) if isinstance(budget_value, list) else budget_value
     built = time.perf_counter()
-    run = peer_tools.make(tool, peer_problems.get_problem(problem), budget_value)
+    run = peer_tools.make_named(tool, problem, budget)
     lines.clear()  # the call's programs only
     earlier = set(Path(dump).glob("*.mlir")) if dump is not None else set()
     began = time.perf_counter()

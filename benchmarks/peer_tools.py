@@ -14,6 +14,7 @@ evaluations where it reports one, else None.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 import time
 import warnings
@@ -55,6 +56,15 @@ def budget_label(budget) -> str:
 def make(tool: str, problem, budget):
     """``run(seed)`` for one tool at one budget on one problem."""
     return MAKERS[tool](problem, budget)
+
+
+def make_named(tool: str, problem: str, budget: str):
+    """:func:`make` from a problem's name and a budget as JSON (a list for a particles x steps pair): what a fresh
+    process is handed on its command line."""
+    import peer_problems
+
+    value = json.loads(budget)
+    return make(tool, peer_problems.get_problem(problem), tuple(value) if isinstance(value, list) else value)
 
 
 # ------------------------------------------------------------------------------------------------ bdmc

@@ -8,7 +8,7 @@ partitionable threefry), so the first ``num`` of the pool are exactly the draws 
 caller's numbers are those of a program of its own size. A count asked for again and again (a sweep of warm
 calls) gets a program of its own size at its :data:`EXACT_AFTER`-th use, so a sweep no longer pays for the pool's
 draws, while a user's first few calls compile nothing new (a tempered SMC call draws its particle count twice, for
-its run and its pilot: at 3 uses its second call compiled a program of its own size). A model
+its run and its pilot). A model
 whose sampler runs outside JAX (Stan, WebPPL, PyMC: the ``HostPrior`` capability) has nothing to compile and
 draws only what is asked.
 """
@@ -81,7 +81,7 @@ def _timed_draws(key, model, num: int, *, split: bool):
 
 
 _DRAWS = CompiledCache("prior draws", maxsize=64)
-_USES = CompiledCache("prior draw counts", maxsize=256)  # (model, num) -> calls so far
+_USES = CompiledCache("prior draw counts", maxsize=256)  # (model, num) -> uses so far
 EXACT_AFTER = 16  # the use at which a count asked again and again gets a program of its own size
 
 

@@ -167,13 +167,6 @@ def _ratio(folder, target, problem):
     return _cold_ratio(folder, problem, kind, threshold)
 
 
-def _make_ratio(target, problem):
-    def quote(folder):
-        """bdmc's best time to the target's threshold over the best peer's."""
-        return _ratio(folder, target, problem)
-    return quote
-
-
 def _make_met(target, limit, count_cells):
     def quote(folder):
         """Of the problems where a peer reached the threshold: how many (or, for *_cells, all of them) where

@@ -11,6 +11,9 @@ interface, ``init_state`` / ``step``: the engine's own lean path), on ``bdmc.mod
               ESS and acceptance records, chunked compiled calls, the finish program).
 * estimator -- ``bdmc.forward_ais(tune="off")`` (the engine plus the prior draws, the prior check at 1,024
               exact prior draws, weight health and the Estimate).
+* hand-ais -- a whole forward AIS written by hand, like for like with the estimator: the caller's key split as
+              the engine splits it, the prior draws, the hand scan and the log-mean-exp of the weights, in one
+              ``jax.jit``.
 * anneal-1chunk, anneal-unrecorded -- the engine in one chunk of T steps, and the engine with its recording of
               each chain's first NaN or +inf density replaced by nothing: what chunking and the recording cost.
 
@@ -44,7 +47,7 @@ import numpy as np
 import bdmc
 from bdmc.caching import compile_run
 from bdmc.core import schedules
-from bdmc.core.prior import prior_draws
+from bdmc.core.prior import draw_prior, prior_draws
 from bdmc.kernels import HMC
 from bdmc.models import LinearRegression
 
@@ -77,6 +80,19 @@ def hand_scan(kernel, model):
         (_, log_w), acceptance = jax.lax.scan(body, (states, jnp.zeros(chains, lams.dtype)),
                                               jnp.arange(lams.shape[0] - 1))
         return log_w, acceptance
+
+    return jax.jit(run)
+
+
+def hand_ais(kernel, model, chains: int):
+    """A hand-written forward AIS: the key split and prior draws of ``bdmc.core.prior.draw_prior``, the hand scan and
+    the log-mean-exp of the weights, one compiled call from the caller's key to the estimate."""
+    scan = hand_scan(kernel, model)
+
+    def run(key, data, lams):
+        latents, key_run = draw_prior(key, model, chains)
+        log_w, _ = scan(key_run, latents, data, lams)
+        return log_w, jax.scipy.special.logsumexp(log_w) - jnp.log(chains)
 
     return jax.jit(run)
 
@@ -124,6 +140,7 @@ def measure(num_steps: int, chains: int, repeats: int, *, rows_path: Path | None
     # The same scan compiled with the options the engine compiles a run's steps with (bdmc.caching.RUN_COMPILE):
     # the engine's overhead net of the compiler's settings.
     hand_run = compile_run(hand.lower(key_run, latents, data, lams))
+    whole = hand_ais(kernel, model, chains)
     contenders = {
         "hand": lambda: hand(key_run, latents, data, lams)[0],
         "hand-run-options": lambda: hand_run(key_run, latents, data, lams)[0],
@@ -134,6 +151,7 @@ def measure(num_steps: int, chains: int, repeats: int, *, rows_path: Path | None
                                              chunk_size=num_steps, progress=False).log_weights,
         "anneal-unrecorded": unrecorded(lambda: bdmc.anneal(key_run, model, data, kernel, np.asarray(lams),
                                                             latents, progress=False).log_weights),
+        "hand-ais": lambda: whole(jax.random.key(1), data, lams)[0],
         "estimator": lambda: bdmc.forward_ais(jax.random.key(1), model, data, num_steps=num_steps, num_runs=chains,
                                               kernel=kernel, schedule="linear", tune="off", progress=False).runs,
     }

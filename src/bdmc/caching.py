@@ -43,6 +43,25 @@ def leaf_types(leaves) -> tuple:
                  for x in leaves)
 
 
+_MISSING = object()
+
+
+class _Key:
+    """A cache key hashed once: a lookup hashes its key two or three times, and a program's key (a model, a kernel's
+    tree definition, the arguments' shapes) takes microseconds to hash, on every warm call."""
+
+    __slots__ = ("key", "hash")
+
+    def __init__(self, key: Hashable):
+        self.key, self.hash = key, hash(key)
+
+    def __hash__(self) -> int:
+        return self.hash
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Key) and self.hash == other.hash and self.key == other.key
+
+
 class CompiledCache:
     """A least-recently-used map from a hashable key to a compiled program.
 
@@ -65,25 +84,32 @@ class CompiledCache:
     def get_or_build(self, key: Hashable, build: Callable[[], Any]) -> tuple[Any, bool]:
         """``(value, built)``: the cached value for ``key``, or ``build()`` stored under it (``built=True``); the
         build runs with Python's cyclic garbage collection paused (:func:`collection_paused`)."""
+        key = _Key(key)
         with self._lock:
-            if key in self._entries:
+            value = self._entries.get(key, _MISSING)
+            if value is not _MISSING:
                 self._entries.move_to_end(key)
-                return self._entries[key], False
+                return value, False
         with collection_paused():
             value = build()
-        self.put(key, value)
+        self._store(key, value)
         return value, True
 
     def get(self, key: Hashable, default: Any = None) -> Any:
         """The cached value for ``key`` (now the most recently used), or ``default``."""
+        key = _Key(key)
         with self._lock:
-            if key not in self._entries:
+            value = self._entries.get(key, _MISSING)
+            if value is _MISSING:
                 return default
             self._entries.move_to_end(key)
-            return self._entries[key]
+            return value
 
     def put(self, key: Hashable, value: Any) -> None:
         """Store ``value`` under ``key``, dropping the least recently used entry beyond ``maxsize``."""
+        self._store(_Key(key), value)
+
+    def _store(self, key: _Key, value: Any) -> None:
         with self._lock:
             self._entries[key] = value
             self._entries.move_to_end(key)

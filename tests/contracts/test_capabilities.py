@@ -92,3 +92,73 @@ def test_capability_table_covers_every_built_in_model():
     assert [row["model"] for row in table] == list(models)
     assert all(set(row) == {"model"} | {c.name for c in CAPABILITIES} for row in table)
     assert capabilities(GaussianMean())["exact evidence"] and not capabilities(Bare())["exact evidence"]
+
+
+def _runtime_protocols():
+    """Every runtime-checkable protocol bdmc defines (capabilities, kernels, samplers, models)."""
+    import importlib
+    import pkgutil
+    import typing
+
+    found = {}
+    for info in pkgutil.walk_packages(bdmc.__path__, "bdmc."):
+        if not info.name.startswith("bdmc.contracts"):
+            continue
+        for value in vars(importlib.import_module(info.name)).values():
+            runtime = isinstance(value, type) and getattr(value, "_is_runtime_protocol", False)
+            if runtime and value is not typing.Protocol:
+                found[value.__qualname__] = value
+    return list(found.values())
+
+
+class _Field:
+    """An instance attribute supplies a protocol's member; and one set to None blocks a method."""
+
+    def __init__(self, **attributes):
+        self.__dict__.update(attributes)
+
+    def log_density(self, latent, data, lam):
+        return 0.0
+
+
+class _Dynamic:
+    """Members from ``__getattr__``: only ``isinstance`` can say."""
+
+    def __getattr__(self, name):
+        if name == "check_data":
+            return lambda data: None
+        raise AttributeError(name)
+
+
+class _Slotted:
+    __slots__ = ("check_data",)
+
+
+def _objects():
+    from bdmc import kernels
+
+    objects = [Bare(), HalfProposal(), _Field(), _Field(log_density=None), _Field(check_data=lambda d: None),
+               _Field(check_data=None),
+               _Field(caches_terms=True, evals_per_step=3), _Dynamic(), _Slotted(), object()]
+    for name in sorted(REGISTRY):
+        model = REGISTRY[name]()
+        objects.append(model)
+        objects.append(kernels.HMC(model))
+    blocked = _Field(check_data=lambda d: None)
+    blocked.__dict__["log_density"] = None  # a method blocked on one instance
+    return objects + [blocked, kernels.HMC(LinearRegression(), step_size=0.1, num_integration_steps=3)]
+
+
+def test_supports_answers_as_isinstance_does_for_every_protocol():
+    """``supports`` decides from the class where it can (a warm call asks often); its answer is ``isinstance``'s
+    for every runtime protocol bdmc defines, on the built-in models and kernels and on objects whose members come
+    from instance attributes, ``__getattr__`` or slots. It fails if the fast path ignores an instance attribute."""
+    protocols = _runtime_protocols()
+    assert len(protocols) >= len(CAPABILITIES) + 5
+    checked = 0
+    for obj in _objects():
+        for protocol in protocols:
+            for _ in range(2):  # the second answer comes from the class's cached view
+                assert supports(obj, protocol) == isinstance(obj, protocol), (type(obj).__name__, protocol)
+                checked += 1
+    assert checked > 500

@@ -81,3 +81,26 @@ def test_an_untrusted_stderr_warning_points_at_the_callers_line(key):
         untrusted = [w for w in caught if issubclass(w.category, bdmc.UntrustedStderrWarning)]
         assert untrusted, name  # runs this short (one SMC move per case) carry their weight on a few runs
         assert all(w.filename == __file__ for w in untrusted), (name, [(w.filename, w.lineno) for w in untrusted])
+
+
+def test_an_estimates_value_stderr_and_weight_health_are_those_of_the_separate_formulas():
+    """``Estimate.from_runs`` computes the combined value, its stderr and the weights' ESS in one pass; each must
+    equal what its own function gives (the same arithmetic, so exactly), for lower and upper bounds, one run, zero
+    weights (-inf) among the runs, and tiny to huge spreads. It fails if the one pass drops the log(n), mixes up
+    the sign of an upper bound or normalizes the weights wrongly."""
+    from bdmc.contracts.estimate import log_harmonic_mean, log_mean_exp, log_mean_exp_stderr
+
+    rng = np.random.default_rng(0)
+    for n in (1, 2, 3, 16, 30):
+        for bound in ("lower", "upper"):
+            for trial in range(12):
+                runs = rng.normal(size=n) * rng.uniform(0.01, 50) + rng.normal() * 100
+                if bound == "lower" and trial % 4 == 0:
+                    runs[0] = -np.inf
+                with np.errstate(all="ignore"):
+                    estimate = Estimate.from_runs(runs, bound=bound, seconds=0.0, compile_seconds=0.0, n_evals=1)
+                logw = runs if bound == "lower" else -runs
+                assert estimate.value == (log_mean_exp(runs) if bound == "lower" else log_harmonic_mean(runs))
+                np.testing.assert_equal(estimate.stderr, log_mean_exp_stderr(logw))
+                np.testing.assert_equal(estimate.weight_ess, weight_health.weight_ess(logw))
+                np.testing.assert_equal(estimate.khat, weight_health.pareto_khat(logw))

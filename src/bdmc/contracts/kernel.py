@@ -29,6 +29,8 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 import jax
 import numpy as np
 
+from .capabilities import supports
+
 PyTree = Any
 
 
@@ -112,7 +114,7 @@ class ConstrainedMoveCost(Protocol):
 
 def evals_per_step(kernel) -> int:
     """Evaluations of one transition of ``kernel`` from a bare latent: its own count, else 1."""
-    return int(kernel.evals_per_step) if isinstance(kernel, CountsEvaluations) else 1
+    return int(kernel.evals_per_step) if supports(kernel, CountsEvaluations) else 1
 
 
 @runtime_checkable

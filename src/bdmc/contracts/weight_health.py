@@ -54,6 +54,23 @@ def weight_ess(logw) -> float:
     return float(math.exp(2 * logsumexp(logw) - logsumexp(2 * logw)))
 
 
+def log_mean_exp_summary(logw: np.ndarray) -> tuple[float, float, float]:
+    """``log(mean(w))``, its delta-method stderr and the weights' ESS, for a flat float64 array of log-weights with
+    no NaN or +inf: the numbers of ``log_mean_exp``, ``log_mean_exp_stderr`` (:mod:`bdmc.contracts.estimate`) and
+    :func:`weight_ess`, computed by the same arithmetic with the shared parts once."""
+    n = logw.size
+    top = float(np.max(logw))
+    if top == -np.inf:  # every weight zero
+        return top, float("nan"), float("nan")
+    lse = float(top + math.log(np.sum(np.exp(logw - top))))
+    lse_squared = float(2 * top + math.log(np.sum(np.exp(2 * logw - 2 * top))))
+    ess = math.exp(2 * lse - lse_squared)
+    if n < 2:
+        return lse - math.log(n), float("nan"), ess
+    normalized = np.exp(logw - lse + math.log(n))  # ratios w_k / mean(w)
+    return lse - math.log(n), float(np.std(normalized, ddof=1) / math.sqrt(n)), ess
+
+
 def pareto_khat(logw) -> float:
     """PSIS's Pareto k-hat of the weights (ArviZ's ``psislw``), or NaN with fewer than 25 finite weights."""
     logw = np.asarray(logw, dtype=np.float64)

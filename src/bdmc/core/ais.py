@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..caching import cached
 from ..contracts.capabilities import OwnKernel, supports
 from ..contracts.estimate import Estimate
 from ..contracts.model import n_cases, validate_data
@@ -34,10 +35,18 @@ def make_path(schedule, num_steps: int | None, *, num_cases: int | None = None) 
             raise BDMCError(f"unknown schedule {schedule!r}; choose one of {sorted(SCHEDULES)} or pass an array")
         if num_steps is None:
             raise BDMCError(f"schedule {schedule!r} needs num_steps")
-        return schedules.validate(SCHEDULES[schedule](num_steps))
+        return _named_path(schedule, int(num_steps))
     path = schedules.validate(schedule, num_cases=num_cases)
     if num_steps is not None and path.shape[0] != num_steps:
         raise BDMCError(f"num_steps={num_steps} disagrees with the explicit path of length {path.shape[0]}")
+    return path
+
+
+@cached(maxsize=256)
+def _named_path(schedule: str, num_steps: int) -> np.ndarray:
+    """A named schedule's validated path, read-only: made once (a warm call of a sweep asks for the same one)."""
+    path = schedules.validate(SCHEDULES[schedule](num_steps))
+    path.setflags(write=False)
     return path
 
 

@@ -215,12 +215,14 @@ def anneal(
     try:
         if whole:
             (run,) = programs
-            state, out, ended = jax.block_until_ready(
+            state, out, ended, failed = jax.block_until_ready(
                 run(params, key, data, init_latents, policy_args, *first, lams[-1], last))
             outs.append(out)
             if report is not None:
                 report(num_transitions, num_transitions)
-            check(state.failures)  # a step's failure first: the finish only saw the states it left
+            if np.any(failed):  # one flag read (one per data set): the records are read only when one failed
+                check(state.failures)  # a step's failure first: the finish only saw the states it left
+                check(ended[3])
         else:
             start, finish, compiled = programs
             state = start(params, data, init_latents, policy_args)
@@ -237,14 +239,15 @@ def anneal(
                     report(min((c + 1) * chunk_size, num_transitions), num_transitions)
             check(pending)
             ended = jax.block_until_ready(finish(params, data, state, lams[-1], last))
-        latents, log_weights, log_evidence, final = ended
-        check(final)
+            check(ended[3])
+        latents, log_weights, log_evidence, _ = ended
     finally:
         if report is not None and hasattr(report, "close"):
             report.close()
     seconds = time.perf_counter() - began
 
-    steps = StepOutput(*(np.concatenate([np.asarray(field) for field in fields], axis=-1 if i < 5 else -2)
+    steps = StepOutput(*(np.asarray(fields[0]) if len(fields) == 1 else
+                         np.concatenate([np.asarray(field) for field in fields], axis=-1 if i < 5 else -2)
                          for i, fields in enumerate(zip(*(out[:6] for out in outs), strict=False))))
     records = None if policy is None else jax.tree.map(lambda *r: np.concatenate(r)[:num_transitions],
                                                        *(out.record for out in outs))
@@ -433,10 +436,13 @@ _COMPILED = CompiledCache("engine")
 
 def _whole(params, key, data, init_latents, policy_args, lam_from, lam_to, active, index, lam_end, last, *, start,
            chunk, finish):
-    """A run of one chunk as one program: its start, its steps and its finish."""
+    """A run of one chunk as one program: its start, its steps and its finish; and whether any chain failed (the
+    finish's failures hold the steps' and the final states'), so that a run that did not reads one flag."""
     state = start(params, data, init_latents, policy_args)
     state, out = chunk(params, key, data, state, lam_from, lam_to, active, index)
-    return state, out, finish(params, data, state, lam_end, last)
+    ended = finish(params, data, state, lam_end, last)
+    failed = jnp.any(ended[3].weight_step >= 0) | jnp.any(ended[3].density_step >= 0)
+    return state, out, ended, failed
 
 
 def _compile(statics, batch_axes, shapes, *, whole: bool = False):

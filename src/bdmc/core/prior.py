@@ -19,7 +19,7 @@ import time
 
 import jax
 
-from ..caching import CompiledCache, compile_quickly, named
+from ..caching import CompiledCache, compile_quickly, compile_run, named
 from ..contracts.capabilities import HostPrior, supports
 
 POOL = 1024  # draws of the shared program (the prior check's count)
@@ -59,7 +59,8 @@ def timed_prior_pool(key, model, num: int = POOL):
 def _timed_draws(key, model, num: int, *, split: bool):
     """``(draws, key_run)`` and the compile seconds: with ``split``, :func:`draw_prior`'s (``key`` split in two
     first); without, the draws of ``jax.random.split(key, num)`` (``key_run`` is then None)."""
-    pooled = num <= POOL and not supports(model, HostPrior) and not _repeated(model, num)
+    repeated = _repeated(model, num)
+    pooled = num <= POOL and not supports(model, HostPrior) and not repeated
     size = POOL if pooled else num
 
     def draw(k):
@@ -67,9 +68,11 @@ def _timed_draws(key, model, num: int, *, split: bool):
         return jax.vmap(model.sample_prior)(jax.random.split(k_init, size)), k_run
 
     began = time.perf_counter()
-    # Drawing is cheap and compiling a sampler dear (JAX's gamma sampler alone, 0.7 s): compiled quickly.
-    fn, built = _DRAWS.get_or_build((model, size, "split" if split else "keys"),
-                                    lambda: compile_quickly(jax.jit(named(draw, "prior_draws")).lower(key)))
+    # Drawing is cheap and compiling a sampler dear (JAX's gamma sampler alone, 0.7 s): compiled quickly, except a
+    # count a sweep asks for again and again, whose program runs on every call (about half as fast unoptimized).
+    compiler = compile_run if repeated else compile_quickly
+    fn, built = _DRAWS.get_or_build((model, size, "split" if split else "keys", repeated),
+                                    lambda: compiler(jax.jit(named(draw, "prior_draws")).lower(key)))
     out = jax.block_until_ready(fn(key)) if built else fn(key)
     seconds = time.perf_counter() - began if built else 0.0
     if num == size:

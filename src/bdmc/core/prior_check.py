@@ -151,7 +151,7 @@ def data_fingerprint(data, ends=()) -> str:
     order check the same terms, so a reverse run reuses a forward run's verdict."""
     digest = hashlib.blake2b(digest_size=16)
     for part in [array_memo(leaf, "digest", leaf_digest) for leaf in jax.tree.leaves(data)] + sorted(
-            leaf_digest(e) for e in ends):
+            repr(float(e)) if np.ndim(e) == 0 else leaf_digest(e) for e in ends):
         digest.update(part.encode())
     return digest.hexdigest()
 

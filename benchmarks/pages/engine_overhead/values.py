@@ -172,6 +172,32 @@ def load_range(folder):
     return f"{min(loads):.1f} to {max(loads):.1f}"
 
 
+def spread_256_pct(folder):
+    """The long runs at 256 chains: the range of the hand scan's warm repeats, in percent of their median."""
+    seconds = [r["seconds"] for r in _rows(folder) if r["chains"] == 256 and r["contender"] == "hand"]
+    return 100 * (max(seconds) - min(seconds)) / statistics.median(seconds)
+
+
+def three_256_pct(folder):
+    """The long runs at 256 chains: how far apart (percent) the hand scan, the hand-written forward AIS and the
+    estimator's warm medians lie, the largest over the smallest."""
+    meds = [warm(folder, 256, c) for c in ("hand", "hand-ais", "estimator")]
+    return 100 * (max(meds) / min(meds) - 1)
+
+
+def pool_calls(folder):
+    """How many of an estimator's first calls with one count of prior draws take them from the shared pool of
+    1,024 (``bdmc.core.prior``): the calls before the count's own program."""
+    from bdmc.core.prior import EXACT_AFTER
+
+    return EXACT_AFTER - 1
+
+
+def long_calls(folder):
+    """The estimator's calls in the long runs: the cold one and the warm repeats."""
+    return repeats(folder) + 1
+
+
 def _verdict(excess) -> str:
     """"met at 16 and 256 chains", "missed at 16 and 256 chains" or "met at 256 chains and missed at 16", from the
     estimator's excess in ms at each chain count (``excess(chains)``), against the 0.3 ms target."""
@@ -234,7 +260,8 @@ def short_handais_over_hand_16(folder):
     return _short_excess(folder, 16, "hand-ais", "hand")
 
 
-QUOTES = tuple(_made) + ("long_target", "long_target_handais", "long_target_handopt", "short_target",
+QUOTES = tuple(_made) + ("spread_256_pct", "three_256_pct", "pool_calls", "long_calls",
+                         "long_target", "long_target_handais", "long_target_handopt", "short_target",
                          "short_target_handais", "est_over_handais_16", "est_over_handais_256",
                          "short_est_over_handais_16", "short_est_over_handais_256", "short_handais_over_hand_16",
                          "repeats", "over_256", "over_16", "recording_points", "chunking_points",

@@ -38,8 +38,9 @@ def leaf_types(leaves) -> tuple:
     """``(shape, dtype)`` of each leaf as JAX compiles it (a dtype canonicalized for the x64 mode; a Python scalar's
     default dtype): what a compiled program's cache key holds of its arguments. An array's own dtype is read directly,
     since ``jnp.result_type`` costs microseconds a leaf (12 us on a key), on every call."""
-    return tuple((np.shape(x), jax.dtypes.canonicalize_dtype(x.dtype, allow_extended_dtype=True)
-                  if isinstance(x, (np.ndarray, np.generic, jax.Array)) else jax.numpy.result_type(x))
+    return tuple((x.shape, x.dtype) if isinstance(x, jax.Array)  # a JAX array's dtype is canonical already
+                 else (np.shape(x), jax.dtypes.canonicalize_dtype(x.dtype, allow_extended_dtype=True)
+                       if isinstance(x, (np.ndarray, np.generic)) else jax.numpy.result_type(x))
                  for x in leaves)
 
 

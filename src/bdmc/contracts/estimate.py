@@ -10,7 +10,7 @@ lower and an upper estimator that sandwich ``log p(y)``) are registered in :mod:
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import functools
 import inspect
 import math
@@ -434,7 +434,7 @@ def register_estimator(name: str, *, label: str, knob: str, knobs: tuple, bound:
         @functools.wraps(fn)
         def estimator(key, model, data, **kwargs) -> Estimate:
             estimate = fn(key, model, data, **kwargs)
-            return estimate if estimate.estimator == name else dataclasses.replace(estimate, estimator=name)
+            return estimate if estimate.estimator == name else _named(estimate, name)
 
         ESTIMATORS[name] = EstimatorInfo(
             name=name, label=label, fn=estimator, knob=knob, knobs=tuple(knobs), bound=bound,
@@ -443,6 +443,15 @@ def register_estimator(name: str, *, label: str, knob: str, knobs: tuple, bound:
         return estimator
 
     return decorate
+
+
+def _named(estimate: Estimate, name: str) -> Estimate:
+    """A copy of ``estimate`` with ``estimator=name``: a shallow copy (its arrays and settings are read-only, and the
+    weight health it already computed comes along), not ``dataclasses.replace``, which would validate and copy
+    them again on every call."""
+    named = copy.copy(estimate)
+    object.__setattr__(named, "estimator", name)
+    return named
 
 
 def unregister_estimator(name: str) -> None:

@@ -50,8 +50,10 @@ def _named_path(schedule: str, num_steps: int) -> np.ndarray:
     return path
 
 
+@cached(maxsize=256)
 def default_kernel(model):
-    """The model's own kernel if it ships one, else HMC on its unconstrained latents."""
+    """The model's own kernel if it ships one, else HMC on its unconstrained latents; made once per model (kernels
+    are immutable, and a model's own may take microseconds to build, on every warm call)."""
     if supports(model, OwnKernel):
         return model.default_kernel()
     from ..kernels import HMC
@@ -181,12 +183,12 @@ def plan(key, model, data, kernel, schedule, num_steps, tune):
     auto = named and schedule == "auto"
     if auto and not piloted:
         schedule = "sigmoidal"
+    cases = None if named else n_cases(model, data)  # a named schedule is one path for every data shape
     if not piloted:
-        return make_path(schedule, num_steps if named else None, num_cases=n_cases(model, data)), kernel, None
+        return make_path(schedule, num_steps if named else None, num_cases=cases), kernel, None
     if auto and num_steps is None:
         raise BDMCError("schedule 'auto' needs num_steps")
-    path = None if auto else make_path(schedule, num_steps if named else None,
-                                                      num_cases=n_cases(model, data))
+    path = None if auto else make_path(schedule, num_steps if named else None, num_cases=cases)
     tuned = tune_run(key, model, data, kernel, num_steps if path is None else path.shape[0],
                      pilot=tune if isinstance(tune, Pilot) else None)
     return (tuned.path if path is None else path), tuned.kernel, tuned

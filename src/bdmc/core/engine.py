@@ -220,7 +220,7 @@ def anneal(
             outs.append(out)
             if report is not None:
                 report(num_transitions, num_transitions)
-            if np.any(failed):  # one flag read (one per data set): the records are read only when one failed
+            if np.asarray(failed).any():  # one flag read (one per data set); np.any would dispatch jnp.any
                 check(state.failures)  # a step's failure first: the finish only saw the states it left
                 check(ended[3])
         else:
@@ -456,7 +456,7 @@ def _compile(statics, batch_axes, shapes, *, whole: bool = False):
     """
     key, data, init_latents, runs, first, params, lam_end, policy_args = shapes
     leaves, treedef = jax.tree.flatten((key, data, init_latents, first, params, lam_end, policy_args))
-    signature = (treedef, leaf_types(leaves), runs, jnp.result_type(float))
+    signature = (treedef, leaf_types(leaves), runs, jax.dtypes.canonicalize_dtype(float))
     model, kernel_def, rule, resampler, num_particles, record, cached, _, policy = statics
 
     def build():

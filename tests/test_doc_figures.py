@@ -330,7 +330,8 @@ FIGURES += [
     Figure("README.md", r"called a value 1 nat too low or too high wrong on (?P<lo>[\d,]+) to (?P<hi>[\d,]+) of "
                         r"(?P<n>[\d,]+) simulated data sets of each of (?P<models>\w+) models",
            f"{R}/check_estimate_level/table.md", _check_estimate),
-    Figure("README.md", r"a median (?P<lo>[\d.]+) to (?P<hi>[\d.]+) ms of host work per warm call whose pilot is "
+    Figure("README.md", r"a median (?P<lo>[\d.]+) to (?P<hi>[\d.]+) ms outside the engine's run \(host work, prior "
+                        r"draws\) per warm call whose pilot is "
                         r"reused or absent, (?P<new>[\d.]+) ms with a new pilot in every call",
            f"{R}/fixed_cost/fixed_cost.json", from_json(_fixed_cost)),
     Figure("README.md", r"bdmc runs at (?P<tfp>[\d.]+)x the chain-steps per second of TensorFlow Probability's "
@@ -425,7 +426,8 @@ def _ais_first_calls(path):
 
 FIXED_COST = f"{R}/fixed_cost/fixed_cost.json"
 FIGURES += [
-    Figure("docs/architecture.md", r"A warm call's host work outside them is a median (?P<lo>[\d.]+) to (?P<hi>[\d.]+) "
+    Figure("docs/architecture.md", r"A warm call's time outside the engine's run and its pilot \(host work and the "
+                                   r"prior draws' program\) is a median (?P<lo>[\d.]+) to (?P<hi>[\d.]+) "
                                    r"ms where the pilot is reused or absent", FIXED_COST, from_json(_fixed_cost)),
     Figure("docs/architecture.md", r"its host fixed cost \(a median (?P<lo>[\d.]+) to (?P<hi>[\d.]+) ms, above\)",
            FIXED_COST, from_json(_fixed_cost)),

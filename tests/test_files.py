@@ -63,6 +63,9 @@ def test_writes_are_synced_before_the_rename_and_the_folder_after(tmp_path, monk
     append_lines(tmp_path / "rows", ["b", "c"])
     assert events == ["fsync"]
     assert (tmp_path / "rows").read_text() == "a\nb\nc\n"
+    events.clear()
+    write_atomic(tmp_path / "cache", b"y", durable=False)  # a cache's file: atomic, not synced
+    assert events == ["replace"] and (tmp_path / "cache").read_bytes() == b"y"
 
 
 def test_replacing_hands_a_path_to_a_writer_and_cleans_up_on_failure(tmp_path):

@@ -29,7 +29,7 @@ __all__ = ["append_lines", "json_default", "replacing", "to_jsonable", "write_at
 
 
 @contextlib.contextmanager
-def replacing(path: str | os.PathLike) -> Iterator[Path]:
+def replacing(path: str | os.PathLike, *, durable: bool = True) -> Iterator[Path]:
     """A temporary path beside ``path`` to write; on a normal exit it replaces ``path`` atomically.
 
     Use it when a writer needs a file name (a compiler's output, ``DataFrame.to_csv``); the writer creates
@@ -39,6 +39,10 @@ def replacing(path: str | os.PathLike) -> Iterator[Path]:
     ----------
     path : path
         The file to replace (its folder must exist).
+    durable : bool
+        Sync the file and its folder to disk before and after the rename, so a power cut keeps the new file or the
+        old. Off, the replacement is still atomic for readers and a crash, but a power cut may lose it: for a cache,
+        whose lost or unreadable file is computed again (the two syncs cost a millisecond or two a file).
 
     Yields
     ------
@@ -54,15 +58,18 @@ def replacing(path: str | os.PathLike) -> Iterator[Path]:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         yield tmp
-        _fsync_file(tmp)
+        if durable:
+            _fsync_file(tmp)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _fsync_dir(path.parent)
+    if durable:
+        _fsync_dir(path.parent)
 
 
-def write_atomic(path: str | os.PathLike, content: str | bytes | Callable[[BinaryIO], Any]) -> Path:
+def write_atomic(path: str | os.PathLike, content: str | bytes | Callable[[BinaryIO], Any], *,
+                 durable: bool = True) -> Path:
     """Replace ``path`` by ``content``, atomically: a reader, or a crash, sees the old file or the new one.
 
     Parameters
@@ -72,6 +79,8 @@ def write_atomic(path: str | os.PathLike, content: str | bytes | Callable[[Binar
     content : str, bytes or callable
         Text (written as UTF-8, newlines untranslated), bytes, or ``write(handle)`` that writes to a binary
         file handle (e.g. ``lambda f: np.savez(f, **arrays)``).
+    durable : bool
+        Synced to disk (:func:`replacing`); off only for a cache.
 
     Returns
     -------
@@ -79,7 +88,7 @@ def write_atomic(path: str | os.PathLike, content: str | bytes | Callable[[Binar
         ``path``.
     """
     path = Path(path)
-    with replacing(path) as tmp, open(tmp, "xb") as handle:
+    with replacing(path, durable=durable) as tmp, open(tmp, "xb") as handle:
         if callable(content):
             content(handle)
         else:

@@ -88,6 +88,7 @@ def test_a_damaged_file_runs_the_pilot_and_the_store_keeps_the_newest(store, dat
     assert not again.settings["pilot_loaded"]
     np.testing.assert_array_equal(again.runs, first.runs)
     monkeypatch.setattr(pilot_store, "MAX_FILES", 2)
+    monkeypatch.setattr(pilot_store, "PRUNE_EVERY", 1)  # pruned at every save (test_pruning_is_batched: the rest)
     for seed in (1, 2):
         forget_frozen_pilots()  # else the frozen pilot in memory serves them all
         run(seed, data)
@@ -184,3 +185,19 @@ def test_the_data_path_pilot_is_stored_too(store):
     np.testing.assert_array_equal(again.runs, first.runs)
     forget_frozen_pilots()
     assert not smc(1).settings["data_pilot_loaded"]
+
+
+def test_pruning_is_batched_and_keeps_the_newest(store, monkeypatch):
+    """A process prunes at its first save and every PRUNE_EVERY-th after (listing the store costs milliseconds):
+    the store never holds more than MAX_FILES + PRUNE_EVERY - 1 files, and a prune keeps the newest."""
+    monkeypatch.setattr(pilot_store, "MAX_FILES", 3)
+    monkeypatch.setattr(pilot_store, "PRUNE_EVERY", 4)
+    monkeypatch.setattr(pilot_store, "_SAVES", [0])
+    counts = []
+    for i in range(13):
+        pilot_store.save(f"pilot{i:02d}", {"i": i}, {})
+        os.utime(store / f"pilot{i:02d}.pkl", ns=(i * 10**9, i * 10**9))  # distinct ages whatever the clock
+        counts.append(len(list(store.glob("*.pkl"))))
+    assert max(counts) <= 3 + 4 - 1
+    # The 13th save pruned (1, 5, 9, 13): what is left is the newest three.
+    assert sorted(p.stem for p in store.glob("*.pkl")) == ["pilot10", "pilot11", "pilot12"]

@@ -12,7 +12,8 @@ version. A model or kernel whose fingerprint would name a memory address (a Pyth
 density) is never stored.
 
 The store is ``cache_dir() / "pilots"`` (``$BDMC_CACHE_DIR/pilots``); ``BDMC_PILOT_CACHE=0`` turns it off. It
-keeps the :data:`MAX_FILES` most recently written choices; :func:`clear_pilot_store` empties it.
+keeps about the :data:`MAX_FILES` most recently written choices (pruned at a process's first save and every
+:data:`PRUNE_EVERY`-th after); :func:`clear_pilot_store` empties it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from ..caching import cached
+from ..caching import cached, leaf_types
 from ..config import cache_dir
 from ..contracts.capabilities import CollapsedDensity, supports
 from ..files import write_atomic
@@ -87,12 +88,22 @@ def save(name: str, fields: dict, kernel_fields: dict) -> None:
         return
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        write_atomic(folder / f"{name}.pkl", pickle.dumps((fields, kernel_fields), protocol=pickle.HIGHEST_PROTOCOL))
-        files = sorted(folder.glob("*.pkl"), key=lambda p: p.stat().st_mtime_ns)
-        for old in files[:-MAX_FILES]:
-            old.unlink(missing_ok=True)
+        # Not synced to disk: a stored pilot lost to a power cut is run again, and one cut short fails to load.
+        write_atomic(folder / f"{name}.pkl", pickle.dumps((fields, kernel_fields), protocol=pickle.HIGHEST_PROTOCOL),
+                     durable=False)
+        _SAVES[0] += 1
+        if (_SAVES[0] - 1) % PRUNE_EVERY == 0:  # the first save of a process, then every PRUNE_EVERY-th
+            files = sorted(folder.glob("*.pkl"), key=lambda p: p.stat().st_mtime_ns)
+            for old in files[:-MAX_FILES]:
+                old.unlink(missing_ok=True)
     except OSError:
         return
+
+
+# Listing and dating every stored file takes milliseconds: a process prunes at its first save and then every
+# PRUNE_EVERY-th, so the store holds at most MAX_FILES + PRUNE_EVERY - 1 files.
+PRUNE_EVERY = 32
+_SAVES = [0]
 
 
 def clear_pilot_store() -> int:
@@ -108,7 +119,21 @@ def clear_pilot_store() -> int:
 
 def _model_fingerprint(model, data) -> str | None:
     """The model's behaviour without its identity: the jaxprs of its prior draws and its density terms at the
-    data's shapes, and their constants' values; None when a jaxpr names a memory address."""
+    data's shapes, and their constants' values; None when a jaxpr names a memory address. Worked out once per model
+    and data shapes (tracing and printing the jaxprs takes milliseconds, which a new pilot in every call would pay
+    each time); a model that cannot be hashed is worked out every time."""
+    leaves, treedef = jax.tree.flatten(data)
+    shapes = (treedef, leaf_types(leaves))
+    try:
+        hash((model, shapes))
+    except TypeError:
+        return _traced_fingerprint(model, shapes)
+    return _cached_fingerprint(model, shapes)
+
+
+def _traced_fingerprint(model, shapes) -> str | None:
+    treedef, types = shapes
+    data = jax.tree.unflatten(treedef, [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in types])
     key = jax.random.key(0)
     draw = jax.make_jaxpr(model.sample_prior)(key)
     latent = jax.eval_shape(model.sample_prior, key)
@@ -128,6 +153,9 @@ def _model_fingerprint(model, data) -> str | None:
             digest.update(str((array.shape, array.dtype)).encode())
             digest.update(np.ascontiguousarray(array).tobytes())
     return digest.hexdigest()
+
+
+_cached_fingerprint = cached(maxsize=256)(_traced_fingerprint)
 
 
 @cached(maxsize=1)

@@ -247,7 +247,7 @@ def protocol_methods(protocol: type) -> tuple[str, ...]:
 def supports(obj, protocol: type) -> bool:
     """Whether ``obj`` defines every method of ``protocol``: ``isinstance(obj, protocol)``, decided from what the
     class holds where the class decides it. A runtime protocol's ``isinstance`` looks every member up on every
-    call (about 10 us on Python 3.11), and a warm estimator call asks several times."""
+    call (microseconds on Python 3.11), and a warm estimator call asks several times."""
     view = _class_view(type(obj), protocol)
     own = getattr(obj, "__dict__", None)
     if view is None or own is None:  # attributes looked up another way, or held in slots

@@ -126,34 +126,6 @@ def _excess_ms(folder, chains, contender, base):
     return 1e3 * (warm(folder, chains, contender) - warm(folder, chains, base))
 
 
-def est_over_hand_16(folder):
-    return _excess_ms(folder, 16, "estimator", "hand")
-
-
-def est_over_hand_256(folder):
-    return _excess_ms(folder, 256, "estimator", "hand")
-
-
-def est_over_handopt_16(folder):
-    return _excess_ms(folder, 16, "estimator", "hand-run-options")
-
-
-def est_over_handopt_256(folder):
-    return _excess_ms(folder, 256, "estimator", "hand-run-options")
-
-
-def short_est_over_hand_16(folder):
-    return 1e3 * (_short_warm(folder, 16, "estimator") - _short_warm(folder, 16, "hand"))
-
-
-def short_est_over_hand_256(folder):
-    return 1e3 * (_short_warm(folder, 256, "estimator") - _short_warm(folder, 256, "hand"))
-
-
-def short_anneal_over_hand_16(folder):
-    return 1e3 * (_short_warm(folder, 16, "anneal") - _short_warm(folder, 16, "hand"))
-
-
 def commit(folder):
     (c,) = {r["commit"] for r in _rows(folder) + _short(folder)}
     return c
@@ -229,6 +201,33 @@ def _short_excess(folder, chains, contender, base):
     return 1e3 * (_short_warm(folder, chains, contender) - _short_warm(folder, chains, base))
 
 
+# Excess milliseconds quoted by the page: name -> (short runs, chains, contender, base).
+_EXCESS = {
+    "est_over_hand_16": (False, 16, "estimator", "hand"), "est_over_hand_256": (False, 256, "estimator", "hand"),
+    "est_over_handopt_16": (False, 16, "estimator", "hand-run-options"),
+    "est_over_handopt_256": (False, 256, "estimator", "hand-run-options"),
+    "est_over_handais_16": (False, 16, "estimator", "hand-ais"),
+    "est_over_handais_256": (False, 256, "estimator", "hand-ais"),
+    "short_est_over_hand_16": (True, 16, "estimator", "hand"),
+    "short_est_over_hand_256": (True, 256, "estimator", "hand"),
+    "short_anneal_over_hand_16": (True, 16, "anneal", "hand"),
+    "short_est_over_handais_16": (True, 16, "estimator", "hand-ais"),
+    "short_est_over_handais_256": (True, 256, "estimator", "hand-ais"),
+    # what the prior draws and the log-mean-exp add to the hand scan at 16 chains
+    "short_handais_over_hand_16": (True, 16, "hand-ais", "hand"),
+}
+
+
+def _make_excess(short, chains, contender, base):
+    def excess(folder):
+        """A contender's warm median over a base's, in milliseconds."""
+        return (_short_excess if short else _excess_ms)(folder, chains, contender, base)
+    return excess
+
+
+globals().update({name: _make_excess(*spec) for name, spec in _EXCESS.items()})
+
+
 def short_target(folder):
     """The short runs against the 0.3 ms target: the hand scan."""
     return _verdict(lambda c: _short_excess(folder, c, "estimator", "hand"))
@@ -237,27 +236,6 @@ def short_target(folder):
 def short_target_handais(folder):
     """The short runs against the 0.3 ms target: the hand-written forward AIS (like for like)."""
     return _verdict(lambda c: _short_excess(folder, c, "estimator", "hand-ais"))
-
-
-def est_over_handais_16(folder):
-    return _excess_ms(folder, 16, "estimator", "hand-ais")
-
-
-def est_over_handais_256(folder):
-    return _excess_ms(folder, 256, "estimator", "hand-ais")
-
-
-def short_est_over_handais_16(folder):
-    return _short_excess(folder, 16, "estimator", "hand-ais")
-
-
-def short_est_over_handais_256(folder):
-    return _short_excess(folder, 256, "estimator", "hand-ais")
-
-
-def short_handais_over_hand_16(folder):
-    """What the prior draws and the log-mean-exp add to the hand scan at 16 chains (ms)."""
-    return _short_excess(folder, 16, "hand-ais", "hand")
 
 
 QUOTES = tuple(_made) + ("spread_256_pct", "three_256_pct", "pool_calls", "long_calls",

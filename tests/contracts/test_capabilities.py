@@ -134,12 +134,18 @@ class _Slotted:
     __slots__ = ("check_data",)
 
 
+class _SlottedWithDict:
+    """A slot beside an instance ``__dict__``: the slot is on the class whether or not the instance set it."""
+
+    __slots__ = ("check_data", "evals_per_step", "__dict__")
+
+
 def _objects():
     from bdmc import kernels
 
     objects = [Bare(), HalfProposal(), _Field(), _Field(log_density=None), _Field(check_data=lambda d: None),
                _Field(check_data=None),
-               _Field(caches_terms=True, evals_per_step=3), _Dynamic(), _Slotted(), object()]
+               _Field(caches_terms=True, evals_per_step=3), _Dynamic(), _Slotted(), _SlottedWithDict(), object()]
     for name in sorted(REGISTRY):
         model = REGISTRY[name]()
         objects.append(model)

@@ -11,6 +11,7 @@ kernel) the choice is made with :func:`supports` and recorded in the result's se
 
 from __future__ import annotations
 
+import types
 from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from ..caching import cached
@@ -271,6 +272,8 @@ def _class_view(cls: type, protocol: type) -> tuple[bool, tuple[str, ...], tuple
     methods = tuple(m for m in members if callable(getattr(protocol, m, None)))
     # Looked up in the class's own namespaces: ``getattr(cls, "__call__")`` would find the metaclass's.
     on_class = {m: next((vars(b)[m] for b in cls.__mro__ if m in vars(b)), _ABSENT) for m in members}
+    if any(isinstance(v, types.MemberDescriptorType) for v in on_class.values()):
+        return None  # a slot: present on the class, perhaps unset on an instance
     missing = tuple(m for m, v in on_class.items() if v is _ABSENT or (m in methods and v is None))
     return protocol in cls.__mro__, missing, methods
 

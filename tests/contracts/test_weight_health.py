@@ -4,6 +4,7 @@ chains that never reached the posterior's mass, which a log-mean-exp hides)."""
 import jax
 import numpy as np
 import pytest
+import scipy.special
 
 from bdmc import forward_ais
 from bdmc.contracts import weight_health
@@ -102,6 +103,10 @@ def test_an_estimates_value_stderr_and_weight_health_are_those_of_the_separate_f
                 logw = runs if bound == "lower" else -runs
                 assert estimate.value == (log_mean_exp(runs) if bound == "lower" else log_harmonic_mean(runs))
                 np.testing.assert_equal(estimate.stderr, log_mean_exp_stderr(logw))
+                finite = logw[np.isfinite(logw)]
+                if n > 1 and finite.size:  # the delta method written out: sd of w_k / mean(w), over sqrt(n)
+                    ratios = np.exp(logw - scipy.special.logsumexp(finite) + np.log(n))
+                    np.testing.assert_allclose(estimate.stderr, np.std(ratios, ddof=1) / np.sqrt(n), rtol=1e-10)
                 np.testing.assert_equal(estimate.weight_ess, weight_health.weight_ess(logw))
                 np.testing.assert_equal(estimate.khat, weight_health.pareto_khat(logw))
 

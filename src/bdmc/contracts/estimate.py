@@ -53,8 +53,7 @@ def log_mean_exp_stderr(values) -> float:
     v = np.asarray(values, dtype=np.float64)
     if v.size < 2 or not np.isfinite(log_mean_exp(v)):
         return float("nan")
-    normalized = np.exp(v - logsumexp(v) + math.log(v.size))  # ratios w_k / mean(w), not raw weights
-    return float(np.std(normalized, ddof=1) / math.sqrt(v.size))
+    return weight_health.log_mean_exp_summary(v)[1]  # sd of the ratios w_k / mean(w), not of raw weights
 
 
 def combine_runs(values, rule: Combine) -> float:

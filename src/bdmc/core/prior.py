@@ -69,9 +69,10 @@ def _timed_draws(key, model, num: int, *, split: bool):
 
     began = time.perf_counter()
     # Drawing is cheap and compiling a sampler dear (JAX's gamma sampler alone, 0.7 s): compiled quickly, except a
-    # count a sweep asks for again and again, whose program runs on every call (about half as fast unoptimized).
+    # count a sweep asks for again and again, whose program runs on every call (about half as fast unoptimized). A
+    # program already built for a size is kept whatever the options it was built with: never compiled twice.
     compiler = compile_run if repeated else compile_quickly
-    fn, built = _DRAWS.get_or_build((model, size, "split" if split else "keys", repeated),
+    fn, built = _DRAWS.get_or_build((model, size, "split" if split else "keys"),
                                     lambda: compiler(jax.jit(named(draw, "prior_draws")).lower(key)))
     out = jax.block_until_ready(fn(key)) if built else fn(key)
     seconds = time.perf_counter() - began if built else 0.0

@@ -96,10 +96,13 @@ def test_the_evidence_bracketing_symmetrized_over_the_labellings_is_not_log_two_
     out = evidence_outcome(jax.random.key(5), model, sim.data, kernel=None, num_steps=1000, num_runs=16,
                            data_label="a simulated data set", draws=draws, exchangeable=spec, exact=None)
     d, sym = out.details, out.details["label_symmetry"]
-    ais = d["lower"]  # forward AIS at T = 1,000: within a few hundredths of log p(y) here
+    # Forward AIS at T = 1,000 with 16 runs: log p(y) (-79.21 by tempered SMC with 4 x 1,024 particles and by AIS
+    # at T = 5,000) give or take its own stderr, about 0.08 nats: the bracket is checked to within twice that.
+    ais, spread = d["lower"], 2 * out.table[0]["stderr"]
+    assert 0 < spread < 0.3
     # Draws in one labelling: the plain upper bound sits about log 2 below the truth, an invalid upper bound.
     assert d["bracket_upper"] < ais - 0.5
     # Symmetrized, the two bounds bracket it, and the upper one moved by about log 2 (the modes do not overlap).
-    assert sym["lower"] - 0.1 < ais < sym["upper"] + 0.1
+    assert sym["lower"] - 0.1 - spread < ais < sym["upper"] + 0.1 + spread
     assert sym["upper"] - d["bracket_upper"] == pytest.approx(np.log(2), abs=0.1)
     assert "symmetrized" in out.summary

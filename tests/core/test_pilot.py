@@ -10,7 +10,7 @@ import pytest
 
 import bdmc
 from bdmc import BDMCError, schedules, simulate
-from bdmc.core.pilot import Pilot, thermodynamic_path, tune
+from bdmc.core.pilot import Pilot, pilot_key, thermodynamic_path, tune
 from bdmc.kernels import HMC, StepSizeTable
 from bdmc.models import GaussianMean
 
@@ -96,8 +96,9 @@ def test_the_run_uses_the_pilots_choice_frozen_and_its_own_keys(problem):
     data, _, _ = problem
     key = jax.random.key(3)
     tuned = bdmc.forward_ais(key, MODEL, data, num_steps=20, num_runs=4, kernel=HMC(MODEL), tune=PILOT)
-    # A new pilot on the same key (the first call's is kept, and a call with reuse would hand it on at no cost).
-    choice = tune(key, MODEL, bdmc.contracts.model.validate_data(MODEL, data), HMC(MODEL), 20,
+    # A new pilot on the pilot's own key (the first call's is kept, and a call with reuse would hand it on at no
+    # cost).
+    choice = tune(pilot_key(PILOT.seed), MODEL, bdmc.contracts.model.validate_data(MODEL, data), HMC(MODEL), 20,
                   pilot=dataclasses.replace(PILOT, reuse=False))
     assert isinstance(choice.kernel.step_size, StepSizeTable)
     frozen = bdmc.forward_ais(key, MODEL, data, num_runs=4, kernel=choice.kernel, schedule=choice.path,
@@ -127,8 +128,9 @@ def test_a_frozen_pilot_is_reused_on_equal_model_data_and_options_only(problem):
     np.testing.assert_array_equal(second.details.info.mean_increment.shape, first.details.info.mean_increment.shape)
     assert second.settings["pilot_seconds"] == 0.0 < first.settings["pilot_seconds"]
     assert second.settings["pilot_evals"] == first.settings["pilot_evals"] > 0 and second.n_evals == first.n_evals
-    # Its run is the run of that frozen choice on the second key, bit for bit.
-    choice = tune(jax.random.key(0), MODEL, bdmc.contracts.model.validate_data(MODEL, data), HMC(MODEL), 20,
+    # Its run is the run of that frozen choice on the second key, bit for bit; the choice is the pilot's on its
+    # own key (Pilot.seed), not on the caller's.
+    choice = tune(pilot_key(PILOT.seed), MODEL, bdmc.contracts.model.validate_data(MODEL, data), HMC(MODEL), 20,
                   pilot=dataclasses.replace(PILOT, reuse=False))
     frozen = bdmc.forward_ais(jax.random.key(1), MODEL, data, num_runs=4, kernel=choice.kernel,
                               schedule=choice.path, num_steps=None, tune="off")
@@ -144,6 +146,30 @@ def test_a_frozen_pilot_is_reused_on_equal_model_data_and_options_only(problem):
     assert run(6).settings["pilot_reused"]
     bdmc.clear_caches()
     assert not run(7).settings["pilot_reused"]
+
+
+def test_an_estimators_pilot_depends_on_its_own_seed_not_on_the_callers_key_or_the_calls_before(problem):
+    """The pilot draws on ``pilot_key(Pilot.seed)``: a call's numbers are the same whether its pilot ran for it or
+    for an earlier call with another key (so they never depend on the process's past), and another pilot seed
+    gives another pilot. Negative control: a pilot on the caller's key chooses other step sizes."""
+    data, _, _ = problem
+    run = lambda seed, pilot=PILOT: bdmc.forward_ais(  # noqa: E731
+        jax.random.key(seed), MODEL, data, num_steps=20, num_runs=4, kernel=HMC(MODEL), tune=pilot)
+    bdmc.clear_caches()
+    alone = run(11)
+    bdmc.clear_caches()
+    run(12)
+    after = run(11)
+    assert after.settings["pilot_reused"] and not alone.settings["pilot_reused"]
+    np.testing.assert_array_equal(after.runs, alone.runs)
+    assert alone.settings["pilot_seed"] == PILOT.seed == 0
+    other = run(11, dataclasses.replace(PILOT, seed=1))
+    assert not other.settings["pilot_reused"] and other.settings["pilot_seed"] == 1
+    assert other.settings["step_sizes"] != alone.settings["step_sizes"]
+    validated = bdmc.contracts.model.validate_data(MODEL, data)
+    on_callers_key = tune(jax.random.key(11), MODEL, validated, HMC(MODEL), 20,
+                          pilot=dataclasses.replace(PILOT, reuse=False))
+    assert repr(on_callers_key.kernel.step_size) != alone.settings["step_sizes"]
 
 
 def test_a_pilot_that_met_a_nonfinite_density_is_never_reused(monkeypatch):

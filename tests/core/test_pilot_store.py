@@ -1,5 +1,6 @@
-"""Frozen pilots on disk: a new process making the very same call loads its pilot's choice and gets the numbers a
-new pilot gives; any other call (another key, data, model constant or setting) runs its own."""
+"""Frozen pilots on disk: a new process making a call on the same model, data and options (whatever its key) loads
+its pilot's choice and gets the numbers a new pilot gives; any other call (other data, model constant or setting,
+another pilot seed among them) runs its own."""
 
 import dataclasses
 import json
@@ -15,6 +16,7 @@ import pytest
 import bdmc
 from bdmc.core import pilot_store
 from bdmc.core.pilot import Pilot, forget_frozen_pilots
+from bdmc.core.smc_pilot import DataPathPilot
 from bdmc.kernels import HMC
 from bdmc.models import GaussianMean
 
@@ -55,10 +57,17 @@ def test_the_same_call_in_a_new_process_loads_the_choice_and_gets_the_same_numbe
     assert again.n_evals == first.n_evals
 
 
-def test_another_key_data_or_setting_runs_its_own_pilot(store, data):
-    run(0, data)
+def test_another_key_loads_the_choice_and_other_data_or_settings_run_their_own_pilot(store, data):
+    first = run(0, data)
     forget_frozen_pilots()
-    assert not run(1, data).settings["pilot_loaded"]
+    # The pilot's key is its own (Pilot.seed), not the caller's: another key loads the same choice, and its run is
+    # the one a new pilot would give it.
+    other_key = run(1, data)
+    assert other_key.settings["pilot_loaded"] and other_key.settings["step_sizes"] == first.settings["step_sizes"]
+    bdmc.clear_caches()
+    np.testing.assert_array_equal(other_key.runs, run_without_store(1, data).runs)
+    forget_frozen_pilots()
+    assert not run(0, data, tune=dataclasses.replace(PILOT, seed=1)).settings["pilot_loaded"]
     forget_frozen_pilots()
     assert not run(0, jax.tree.map(lambda a: a + 0.5, data)).settings["pilot_loaded"]
     forget_frozen_pilots()
@@ -66,7 +75,14 @@ def test_another_key_data_or_setting_runs_its_own_pilot(store, data):
     forget_frozen_pilots()
     # reuse=False forces a new pilot, on disk as in memory
     assert not run(0, data, tune=dataclasses.replace(PILOT, reuse=False)).settings["pilot_loaded"]
-    assert len(list(store.glob("*.pkl"))) == 4
+    assert len(list(store.glob("*.pkl"))) == 4  # the new pilot of reuse=False replaced the first call's file
+
+
+def run_without_store(seed, data):
+    """:func:`run` with the store switched off (a new pilot, whatever the disk holds)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(pilot_store.PILOT_CACHE_SWITCH, "0")
+        return run(seed, data)
 
 
 def test_the_fingerprint_sees_a_models_constants_and_refuses_a_python_callback(store, data):
@@ -89,9 +105,9 @@ def test_a_damaged_file_runs_the_pilot_and_the_store_keeps_the_newest(store, dat
     np.testing.assert_array_equal(again.runs, first.runs)
     monkeypatch.setattr(pilot_store, "MAX_FILES", 2)
     monkeypatch.setattr(pilot_store, "PRUNE_EVERY", 1)  # pruned at every save (test_pruning_is_batched: the rest)
-    for seed in (1, 2):
-        forget_frozen_pilots()  # else the frozen pilot in memory serves them all
-        run(seed, data)
+    for seed in (1, 2):  # other pilot seeds: other choices, each stored
+        forget_frozen_pilots()
+        run(0, data, tune=dataclasses.replace(PILOT, seed=seed))
     assert len(list(store.glob("*.pkl"))) == 2  # three written, the oldest dropped
 
 
@@ -170,12 +186,13 @@ class Callback:
 
 
 def test_the_data_path_pilot_is_stored_too(store):
-    """SMC's data-path pilot: the very same call in a new process loads its path, tables and moves, and gets the
-    same numbers; another key pilots anew."""
+    """SMC's data-path pilot: a call on the same model, data and options in a new process loads its path, tables
+    and moves, and gets the same numbers, whatever its key; another pilot seed pilots anew."""
     model = GaussianMean(n=6, dim=2)
     data = bdmc.simulate(jax.random.key(2), model).data
-    smc = lambda seed: bdmc.smc(jax.random.key(seed), model, data, num_particles=32, num_runs=2,  # noqa: E731
-                                kernel=HMC(model), tune="pilot", progress=False)
+    smc = lambda seed, tune="pilot": bdmc.smc(jax.random.key(seed), model, data,  # noqa: E731
+                                              num_particles=32, num_runs=2, kernel=HMC(model), tune=tune,
+                                              progress=False)
     first = smc(0)
     forget_frozen_pilots()
     again = smc(0)
@@ -184,7 +201,9 @@ def test_the_data_path_pilot_is_stored_too(store):
         assert again.settings[name] == first.settings[name], name
     np.testing.assert_array_equal(again.runs, first.runs)
     forget_frozen_pilots()
-    assert not smc(1).settings["data_pilot_loaded"]
+    assert smc(1).settings["data_pilot_loaded"]
+    forget_frozen_pilots()
+    assert not smc(0, DataPathPilot(seed=1)).settings["data_pilot_loaded"]
 
 
 def test_pruning_is_batched_and_keeps_the_newest(store, monkeypatch):

@@ -271,6 +271,9 @@ def test_a_frozen_data_path_is_reused_on_equal_model_data_and_options_only(key):
     assert not run(key, tune=DataPathPilot(target_variance=0.2)).settings["data_pilot_reused"]
     assert not run(key, tune=DataPathPilot(reuse=False)).settings["data_pilot_reused"]
     assert run(key, tune=DataPathPilot()).settings["data_pilot_reused"]  # the default's settings, spelled out
+    # The pilot's key is its own (DataPathPilot.seed): another seed pilots anew, and its choice is recorded.
+    reseeded = run(key, tune=DataPathPilot(seed=3))
+    assert not reseeded.settings["data_pilot_reused"] and reseeded.settings["data_pilot_seed"] == 3
     # A pilot that met a NaN leaves the plain path and is not kept: the next call pilots again.
     buggy = _Generic(nan_above=1.0)
     kernel = bdmc.core.ais.default_kernel(buggy)

@@ -17,7 +17,8 @@ from ._common import command, console
 PARTS = {
     "jax": "compiled programs (JAX's persistent compilation cache): a later process on the same model and sizes "
            "loads them instead of compiling",
-    "pilots": "frozen pilots' choices (bdmc.core.pilot_store): the very same call in a later process skips its pilot",
+    "pilots": "frozen pilots' choices (bdmc.core.pilot_store): a later process's call on the same model, "
+              "data and options skips its pilot",
     "stan": "Stan programs compiled to shared libraries (bdmc.ppl.stan, native backend)",
     "webppl": "WebPPL, installed by npm on first use (bdmc.ppl.webppl)",
 }

@@ -18,7 +18,7 @@ from ..contracts.model import n_cases, validate_data
 from ..contracts.pairs import EstimatorPair, direction_of, register_pair
 from ..errors import BDMCError
 from . import runner, schedules
-from .pilot import Pilot, refuse_in_chain_adaptation
+from .pilot import Pilot, pilot_key, refuse_in_chain_adaptation
 from .pilot import tune as tune_run
 from .runner import broadcast_latent, require_exact_latent
 
@@ -121,7 +121,7 @@ def annealed_importance_sampling(
     name = f"{side.name} AIS"
     data = validate_data(model, data)
     begun = runner.start(side, key, model, data, chains=num_runs, exact_latent=exact_latent, name=name)
-    path, kernel, tuned = plan(key, model, data, kernel, schedule, num_steps, tune)
+    path, kernel, tuned = plan(model, data, kernel, schedule, num_steps, tune)
     settings = {"direction": side.name, "num_steps": int(path.shape[0]), "num_runs": int(num_runs),
                 "per_case_path": path.ndim == 2, "kernel": type(kernel).__name__}
     return runner.run(side, model, data, begun, runner.Route(path, kernel, tuned), name=name,
@@ -167,10 +167,11 @@ forward_ais, reverse_ais = register_pair(AIS_PAIR, annealed_importance_sampling,
                                          names=("forward_ais", "reverse_ais"))
 
 
-def plan(key, model, data, kernel, schedule, num_steps, tune):
+def plan(model, data, kernel, schedule, num_steps, tune):
     """The run's path and kernel, pilot-tuned when ``tune`` asks for it: ``(path, kernel, Tuned or None)``.
 
-    The pilot draws on ``fold_in(key, PILOT_STREAM)``, never on the run's own keys.
+    The pilot draws on its own key (:func:`bdmc.core.pilot.pilot_key` of ``Pilot.seed``), never on the caller's:
+    its choice depends on the model, data and options alone.
     """
     if isinstance(tune, str) and tune == "in-chain":
         refuse_in_chain_adaptation("tune='in-chain'")
@@ -189,6 +190,7 @@ def plan(key, model, data, kernel, schedule, num_steps, tune):
     if auto and num_steps is None:
         raise BDMCError("schedule 'auto' needs num_steps")
     path = None if auto else make_path(schedule, num_steps if named else None, num_cases=cases)
-    tuned = tune_run(key, model, data, kernel, num_steps if path is None else path.shape[0],
-                     pilot=tune if isinstance(tune, Pilot) else None)
+    pilot = tune if isinstance(tune, Pilot) else Pilot()
+    tuned = tune_run(pilot_key(pilot.seed), model, data, kernel, num_steps if path is None else path.shape[0],
+                     pilot=pilot)
     return (tuned.path if path is None else path), tuned.kernel, tuned

@@ -15,8 +15,8 @@ Randomness (the one key convention; every caller uses it). A run on ``key`` move
 the move and refresh keys are split once more, one key per chain. Forward estimators first split the
 caller's key with :func:`bdmc.core.prior.draw_prior` into ``(key_init, key_run)``: the starting prior draws
 come from ``split(key_init, chains)`` and the run from ``key_run``. Reverse estimators start from given
-latents and run on the caller's key as is. Pilots fold ``PILOT_STREAM`` into the caller's key, never touching
-the run's. The chunk size never changes the numbers.
+latents and run on the caller's key as is. Estimators' pilots draw on keys of their own (``Pilot.seed``), never
+on the caller's. The chunk size never changes the numbers.
 
 A step policy (:class:`bdmc.contracts.step_policy.StepPolicy`: a pilot's adaptive lambdas and step sizes) runs
 in the same scan; its transition ``t`` takes ``k_t = fold_in(key, t)`` too, moves ``policy.moves`` times, move

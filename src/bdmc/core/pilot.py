@@ -1,7 +1,8 @@
 """Pilot-tuned, then frozen: a short pilot run chooses the schedule and a step-size table by lambda.
 
 AIS stays unbiased for any schedule and any kernels chosen before the run, so the pilot uses its own keys
-(``fold_in(key, PILOT_STREAM)``: independent of the run's) and the real run uses its choice frozen. Every
+(``fold_in(key, PILOT_STREAM)``; an estimator hands it :func:`pilot_key`, from ``Pilot.seed``, never the
+caller's key) and the real run uses its choice frozen. Every
 bound and the alarm keep their guarantees. What the pilot must not do is what BlackJAX's and the generative
 models' published code do: adapt a chain's step size from that chain's own acceptance history during the
 run it weights. :func:`refuse_in_chain_adaptation` says why; ``tests/core/test_pilot.py`` shows the bias.
@@ -33,7 +34,7 @@ import jax
 import numpy as np
 from jax.flatten_util import ravel_pytree
 
-from ..caching import CompiledCache, leaf_types
+from ..caching import CompiledCache, cached, leaf_types
 from ..contracts.capabilities import supports
 from ..contracts.kernel import (
     CachedTransition,
@@ -86,9 +87,14 @@ class Pilot:
         distributions and pilot settings, instead of running a new one (``tune=Pilot(reuse=False)`` forces a
         new pilot; :func:`bdmc.clear_caches` forgets them all). The pilot draws on its own keys, never the run's,
         so a reused choice is as independent of the run as a new one: no guarantee changes. A new process making
-        the very same call (the same key too) loads the choice its pilot made from disk
-        (:mod:`bdmc.core.pilot_store`; ``BDMC_PILOT_CACHE=0`` turns that off). The result's settings say which
-        it was (``pilot_reused``, ``pilot_loaded``).
+        a call with the same model, data and options (whatever its key) loads the choice its pilot made from
+        disk (:mod:`bdmc.core.pilot_store`; ``BDMC_PILOT_CACHE=0`` turns that off). The result's settings say
+        which it was (``pilot_reused``, ``pilot_loaded``).
+    seed : int
+        The pilot's own seed (:func:`pilot_key`). An estimator's pilot draws on it, not on the caller's key, so
+        its choice is a function of the model, data and options alone: a call's numbers never depend on which
+        calls came before it or on what a disk cache holds. Another seed gives another pilot (to see how much
+        the pilot's own randomness moves an estimate).
     """
 
     num_steps: int = 32
@@ -99,6 +105,7 @@ class Pilot:
     moves_per_level: int = 3
     mass: str = "auto"
     reuse: bool = True
+    seed: int = 0
 
     def __post_init__(self):
         if int(self.num_steps) < 4 or int(self.num_chains) < 2:
@@ -163,13 +170,20 @@ class Tuned:
         return {"tuned": "pilot" if self.healthy else "pilot saw a NaN or +inf density: run untuned",
                 "pilot_steps": int(self.pilot.num_steps),
                 "pilot_chains": int(self.pilot.num_chains), "pilot_reused": bool(self.reused),
-                "pilot_loaded": bool(self.loaded),
+                "pilot_loaded": bool(self.loaded), "pilot_seed": int(self.pilot.seed),
                 "pilot_seconds": self.seconds,
                 "pilot_compile_seconds": self.compile_seconds, "pilot_evals": int(self.n_evals),
                 "step_sizes": repr(table) if isinstance(table, StepSizeTable) else table,
                 "pilot_move_correlation": (float(np.median(self.correlations)) if self.correlations is not None
                                            and len(self.correlations) else None),
                 "preconditioner": repr(fitted_table(self.kernel))}
+
+
+@cached(maxsize=64)
+def pilot_key(seed: int):
+    """The key an estimator's pilot is given (it folds :data:`PILOT_STREAM` in): ``jax.random.key(seed)``, made
+    once per seed."""
+    return jax.random.key(int(seed))
 
 
 def tunes_step_size(kernel) -> bool:

@@ -1,15 +1,16 @@
-"""Frozen pilots kept on disk, so that a new process making the same call loads its pilot's choice.
+"""Frozen pilots kept on disk, so that a new process making a call on the same model, data and options loads its
+pilot's choice.
 
 A pilot is a deterministic function of the model, the data, the kernel's settings, the number of distributions,
-the pilot's settings and the caller's key (it folds its own stream into that key). A later process making the
-same call with the same key would compute the same choice again; it loads it instead, as JAX's persistent
-compilation cache loads a program. The numbers are those a new pilot gives (the same tables, so the same
-estimate), and no guarantee changes: the pilot's keys are never the run's. A call with another key, other data
-or other settings runs its own pilot. What a stored choice depends on is fingerprinted without Python object
-identity: the jaxprs of the model's prior draws and density terms with their constants, the data's values, the
-kernel's and pilot's settings (their ``repr``), the key's data, and the installed bdmc's source files and JAX's
-version. A model or kernel whose fingerprint would name a memory address (a Python callback inside the
-density) is never stored.
+the pilot's settings and the key it is given (an estimator's pilot is given its own, from ``Pilot.seed``, never the
+caller's). A later process making a call with the same model, data and options, whatever its key, would compute the
+same choice again; it loads it instead, as JAX's persistent compilation cache loads a program. The numbers are
+those a new pilot gives (the same tables, so the same estimate), and no guarantee changes: the pilot's keys are
+never the run's. A call with other data or other settings (another pilot seed among them) runs its own pilot.
+What a stored choice depends on is fingerprinted without Python object identity: the jaxprs of the model's prior
+draws and density terms with their constants, the data's values, the kernel's and pilot's settings (their
+``repr``), the pilot's key's data, and the installed bdmc's source files and JAX's version. A model or kernel
+whose fingerprint would name a memory address (a Python callback inside the density) is never stored.
 
 The store is ``cache_dir() / "pilots"`` (``$BDMC_CACHE_DIR/pilots``); ``BDMC_PILOT_CACHE=0`` turns it off. It
 keeps about the :data:`MAX_FILES` most recently written choices (pruned at a process's first save and every

@@ -40,6 +40,7 @@ from ..kernels import repeat
 from . import runner, schedules
 from .ais import default_kernel
 from .ais_rule import AISRule
+from .pilot import pilot_key
 from .resampling import AdaptiveResampling
 from .smc_pilot import DataPathPilot, refine_data_path
 
@@ -197,9 +198,9 @@ def sequential_monte_carlo(
                          name=name)
     refined = None
     if piloted:
-        refined = refine_data_path(key, model, data, kernel, num_cases=num_cases, order=order,
-                                   pilot=tune if isinstance(tune, DataPathPilot) else None, moves=int(num_moves),
-                                   run_particles=int(num_particles))
+        pilot = tune if isinstance(tune, DataPathPilot) else DataPathPilot()
+        refined = refine_data_path(pilot_key(pilot.seed), model, data, kernel, num_cases=num_cases, order=order,
+                                   pilot=pilot, moves=int(num_moves), run_particles=int(num_particles))
         path, kernel = refined.path, refined.kernel
     else:
         kernel = kernel if num_moves == 1 else repeat(kernel, int(num_moves))

@@ -102,6 +102,7 @@ class RefinedPath:
                 "data_pilot_target_variance": float(self.pilot.target_variance),
                 "data_pilot_seconds": self.seconds, "data_pilot_evals": int(self.n_evals),
                 "data_pilot_reused": bool(self.reused), "data_pilot_loaded": bool(self.loaded),
+                "data_pilot_seed": int(self.pilot.seed),
                 "step_sizes": repr(self.step_sizes), "preconditioner": repr(self.preconditioner),
                 "data_pilot_acceptance": (float(np.mean(self.acceptance)) if self.acceptance is not None
                                           and self.acceptance.size else None),
@@ -162,7 +163,8 @@ def refine_data_path(key, model, data, kernel, *, num_cases: int, order=None,
     Parameters
     ----------
     key : PRNG key
-        The caller's key; the pilot folds in :data:`SMC_PILOT_STREAM`, so the run's randomness is untouched.
+        The pilot's key (SMC hands it :func:`bdmc.core.pilot.pilot_key` of ``pilot.seed``); the pilot folds in
+        :data:`SMC_PILOT_STREAM`, so the run's randomness is untouched.
     model, data
         The model and its validated data.
     kernel

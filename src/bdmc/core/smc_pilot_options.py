@@ -57,6 +57,9 @@ class DataPathPilot:
         Reuse the frozen choice of an earlier pilot on the same model, data (by value), kernel, order, moves and
         pilot settings (``settings["data_pilot_reused"]``), as :class:`bdmc.core.pilot.Pilot` does; the pilot's
         keys are never a run's, so no guarantee changes. False forces a new pilot.
+    seed : int
+        The pilot's own seed (:func:`bdmc.core.pilot.pilot_key`): SMC's pilot draws on it, never on the caller's
+        key, so its choice depends on the model, data and options alone (another seed, another pilot).
     """
 
     num_particles: int | str = "auto"
@@ -70,6 +73,7 @@ class DataPathPilot:
     moves_target: float | None = 0.2
     max_moves: int = 32
     reuse: bool = True
+    seed: int = 0
 
     @property
     def num_chains(self) -> int:

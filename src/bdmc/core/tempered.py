@@ -128,7 +128,7 @@ def tempered_sequential_monte_carlo(
     # One exact latent per run, copied to its particles.
     begun = runner.start(side, key, model, data, chains=num_runs * num_particles, exact_latent=exact_latent,
                          copies=num_particles, name=name)
-    path, kernel, tuned = plan(key, model, data, kernel, schedule, num_steps, tune)
+    path, kernel, tuned = plan(model, data, kernel, schedule, num_steps, tune)
     if auto_moves and tuned is not None:
         # The count is data of the compiled run: calls whose pilots chose different counts share one program.
         num_moves = tuned.moves_for()

@@ -9,10 +9,11 @@ the tool is ``import_seconds``, reported apart because every tool pays about the
   folders (``XDG_CACHE_HOME``, PyTensor's ``compiledir``) are new, empty folders.
 - ``cold-cache``: the same call again in a new process whose caches a previous process filled: JAX's
   persistent compilation cache on (``bdmc.enable_compilation_cache``, which every JAX tool then shares) and
-  PyTensor's compiled C kept. The process that filled them ran another seed, so bdmc's store of frozen pilots
-  (``bdmc.core.pilot_store``, on) has none for this call: its pilot runs.
-- ``cold-rerun``: the very same call once more (a script run again): every cache warm, bdmc's pilot for this
-  call among them (stored by the ``cold-cache`` call), so bdmc loads its pilot's choice instead of running it.
+  PyTensor's compiled C kept. The process that filled them ran another seed. bdmc's store of frozen pilots
+  (``bdmc.core.pilot_store``, on) is one of those caches: a pilot draws on its own seed (``Pilot.seed``), not
+  the caller's key, so the other seed's call stored the very choice this call's pilot would make, and it is
+  loaded (rows before that change, at c89aea3 and earlier, ran their pilot here).
+- ``cold-rerun``: the very same call once more (a script run again): every cache warm.
 
 Tools are interleaved round-robin (problem by problem, every tool once per round, no-cache then cache), and
 every row records the load before and after, the time, the commit and whether the tree was clean. Rows go to

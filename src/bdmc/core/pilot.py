@@ -52,7 +52,7 @@ from .pilot_policy import jitter_of, run_pilot
 from .prior import timed_prior_draws
 from .prior_check import PRIOR_CHECK_DRAWS, check_prior, data_fingerprint
 
-PILOT_STREAM = 0x9E3779B9  # folded into the caller's key: the pilot's randomness is not the run's
+PILOT_STREAM = 0x9E3779B9  # folded into the key the pilot is given: its randomness is not the run's
 MASS_KINDS = ("auto", "diagonal", "dense", "identity")
 DENSE_MAX_DIM = 16  # mass="auto": a dense fit up to this many coordinates (benchmarks/preconditioning.py)
 MOVES_TARGET_CORRELATION = 0.2  # num_moves="auto": moves until a particle keeps at most this of where it began
@@ -226,7 +226,8 @@ def tune(key, model, data, kernel, num_steps: int, *, pilot: Pilot | None = None
     Parameters
     ----------
     key : PRNG key
-        The caller's key; the pilot folds in its own stream, so the run's randomness is untouched.
+        The pilot's key (estimators hand it :func:`pilot_key`); the pilot folds in its own stream, so the run's
+        randomness is untouched.
     model, data
         The model and its validated data.
     kernel

@@ -8,7 +8,7 @@ posterior draws after every case leave one-particle SMC 75 nats low (``benchmark
 Once the posterior has settled the opposite holds: a case moves the particles' weights by far less than a
 nat, and a step with MCMC moves after every case costs all N likelihood terms N times over (O(N^2)).
 
-So a pilot with its own keys (``fold_in(key, SMC_PILOT_STREAM)``) walks the data path and chooses each step:
+So a pilot with its own keys (``fold_in(pilot_key(seed), SMC_PILOT_STREAM)``) walks the data path and chooses each step:
 with the per-case log-likelihood terms of its particles (one evaluation of all N terms per step), the
 increment of switching on the next ``j`` cases is a cumulative sum, and the pilot takes the longest run of
 cases whose increment varies across particles by at most ``target_variance`` (a conditional ESS of about
@@ -62,7 +62,7 @@ from .prior import prior_draws
 from .prior_check import data_fingerprint
 from .smc_pilot_options import DataPathPilot
 
-SMC_PILOT_STREAM = 0x5BD1E995  # folded into the caller's key: the pilot's randomness is not the run's
+SMC_PILOT_STREAM = 0x5BD1E995  # folded into the key the pilot is given: its randomness is not the run's
 
 
 @dataclass(frozen=True)

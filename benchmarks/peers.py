@@ -224,6 +224,13 @@ def ratios(summary, problem, threshold) -> dict:
     return out
 
 
+def resolved(truth, threshold) -> bool:
+    """Whether an RMSE below ``threshold`` against this truth says a tool is within ``threshold`` of log Z: always
+    for an exact value; for a reference (the mean of two long runs), only when its two runs agree to within half
+    the threshold (their gap measures the reference's own error, which an RMSE against it cannot see)."""
+    return truth["kind"] == "exact" or truth["agree_nats"] <= threshold / 2
+
+
 def best_ratio(summary, problem, threshold) -> dict:
     """bdmc's best method against the best peer at ``threshold``: warm seconds per run (the pilot inside bdmc's),
     ``{"bdmc": hit, "peer": hit, "ratio": float}``, or None entries where nobody reached it."""
@@ -266,7 +273,7 @@ COLD_KINDS = {"cold-nocache": "no disk caches", "cold-cache": "caches warm",
               "cold-rerun": "the same call again"}
 
 
-def cold_lines(cold, problem) -> list[str]:
+def cold_lines(cold, problem, thresholds=THRESHOLDS) -> list[str]:
     kinds = [k for k in COLD_KINDS if any(c["kind"] == k and c["problem"] == problem for c in cold)]
     lines = ["| tool | " + " | ".join(f"{COLD_KINDS[k]}: first call (s) | to < 1 nat | to < 0.1 nat" for k in kinds)
              + " |", "|---|" + "---|---|---|" * len(kinds)]
@@ -279,7 +286,7 @@ def cold_lines(cold, problem) -> list[str]:
         lines.append(f"| {tool} | " + " | ".join(cells) + " |")
     for kind in kinds:
         label = COLD_KINDS[kind]
-        for threshold in THRESHOLDS:
+        for threshold in thresholds:
             key = f"to_{threshold:g}"
             mine = [c for c in cold if c["problem"] == problem and c["kind"] == kind and c["tool"] in BDMC_TOOLS
                     and c[key] is not None]
@@ -356,9 +363,9 @@ def reach_table(summary, problem) -> list[str]:
     return lines
 
 
-def ratio_lines(summary, problem) -> list[str]:
+def ratio_lines(summary, problem, thresholds=THRESHOLDS) -> list[str]:
     lines = ["| bdmc | threshold | warm: bdmc / best peer | cold: bdmc / best peer |", "|---|---|---|---|"]
-    for threshold in THRESHOLDS:
+    for threshold in thresholds:
         r = ratios(summary, problem, threshold)
         for tool in BDMC_TOOLS:
             cells = []
@@ -420,9 +427,18 @@ def markdown_page(summary, truths, settings, machine, diagnosis_rows, missing, c
                       f"BlackJAX run ({truth['peer_label']}: {truth['peer']:.4f}); they differ by "
                       f"{truth['agree_nats']:.3f} nat. Errors below are against this reference.", ""]
         best = [best_ratio(summary, name, t) for t in THRESHOLDS]
+        measured = [t for t in THRESHOLDS if resolved(truth, t)]
         lines += ["### Time to reach RMSE", "", *reach_table(summary, name), ""]
         for threshold, b in zip(THRESHOLDS, best, strict=False):
-            if b["ratio"] is not None:
+            if threshold not in measured:
+                under = ", ".join(f"{t} {reach(summary, name, t, threshold)['budget']}"
+                                  for t in dict.fromkeys(s["tool"] for s in summary if s["problem"] == name)
+                                  if reach(summary, name, t, threshold) is not None)
+                lines.append(f"Warm, to < {threshold:g} nat: not resolved. The reference's two long runs differ by "
+                             f"{truth['agree_nats']:.3f} nat, more than half the threshold, so an RMSE under "
+                             f"{threshold:g} nat against it does not show a tool within {threshold:g} nat of log Z "
+                             f"(under it here: {under or 'none'}); no ratio is taken at this threshold.")
+            elif b["ratio"] is not None:
                 lines.append(f"Warm, to < {threshold:g} nat: bdmc's best ({b['bdmc']['tool']} {b['bdmc']['budget']}, "
                              f"{fmt(b['bdmc']['warm_s'])} s, the pilot of the cell's first call reused) / the best "
                              f"peer's "
@@ -432,10 +448,10 @@ def markdown_page(summary, truths, settings, machine, diagnosis_rows, missing, c
                 lines.append(f"Warm, to < {threshold:g} nat: " + ("no peer reached it" if b["peer"] is None else
                                                                   "no bdmc method reached it") + ".")
             lines.append("")
-        lines += [*ratio_lines(summary, name), ""]
+        lines += [*ratio_lines(summary, name, measured), ""]
         if cold:
             lines += ["### Cold first calls (`peers_cold.py`: fresh processes)", "",
-                      *cold_lines(cold, name), ""]
+                      *cold_lines(cold, name, measured), ""]
         lines += ["### Every budget", "", *summary_table(summary, name), ""]
     if diagnosis_rows and "regression" in settings["problems"]:
         from peer_smc_diagnosis import markdown
@@ -538,7 +554,8 @@ def main(argv=None) -> None:
     cold = cold_summary(load_rows(cold_path), summary) if cold_path.exists() else []
     write_text(args.out / f"{stem}_summary.json", json.dumps(
         {"settings": settings, "machine": machine, "truths": truths, "summary": summary, "cold": cold,
-         "best": {f"{name} < {t:g}": best_ratio(summary, name, t) for name in args.problems for t in THRESHOLDS}},
+         "best": {f"{name} < {t:g}": {**best_ratio(summary, name, t), "resolved": resolved(truths[name], t)}
+                  for name in args.problems for t in THRESHOLDS}},
         indent=2, default=jsonable))
     if args.quick:  # the full run's page is rendered from its template (write_folder below)
         write_text(args.out / f"{stem}.md", page(args.out, stem))

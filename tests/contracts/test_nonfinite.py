@@ -73,8 +73,7 @@ def test_a_nan_region_with_prior_mass_is_an_error_never_a_silent_bias(key):
     # The negative control. Leapfrog steps this large are unstable at the posterior: trajectories fly past
     # |x| = 3, where the log-likelihood is NaN, and HMC rejects them, so no state and no weight of 4 chains
     # would see the NaN, and the run would sample as if the region (0.27% of the prior) had zero density.
-    # The check at exact prior draws before the run finds it: inside a forward run's own program (one chunk, or
-    # the start of several: 100 distributions), in a program of its own before a reverse run.
+    # The check at exact prior draws before the run finds it, for a run of one chunk or several (100 distributions).
     model = Toy(bug="nan_far")
     reverse = lambda *a, **k: bdmc.reverse_ais(*a, exact_latent={"x": jnp.asarray(0.1)}, **k)  # noqa: E731
     for run, num_steps in ((bdmc.forward_ais, 30), (bdmc.forward_ais, 100), (reverse, 30)):
@@ -89,13 +88,11 @@ def test_a_nan_region_with_prior_mass_is_an_error_never_a_silent_bias(key):
 
 
 def test_the_prior_check_runs_once_per_model_and_data_and_a_failure_is_never_remembered(key, monkeypatch):
-    from bdmc.core import engine, prior_check
+    from bdmc.core import prior_check
 
     calls = []
-    # A forward run's check runs in its own program and is settled (read, raised or recorded) after it.
-    for module, name in ((prior_check, "_check"), (engine, "settle_check")):
-        real = getattr(module, name)
-        monkeypatch.setattr(module, name, lambda *a, real=real, **k: calls.append(1) or real(*a, **k))
+    real = prior_check._check
+    monkeypatch.setattr(prior_check, "_check", lambda *a, **k: calls.append(1) or real(*a, **k))
     model = Toy()
     kw = dict(num_steps=5, num_runs=2, kernel=HMC(model), progress=False)
     bdmc.forward_ais(key, model, NEAR_ZERO, **kw)

@@ -49,8 +49,25 @@ def _summary(path: Path):
     return out
 
 
+def resolved(folder, problem, threshold) -> bool:
+    """``benchmarks/peers.py``'s rule: an RMSE under the threshold shows a tool within it of log Z against an exact
+    value, and against a reference (``references.json``) only when its two long runs agree to within half the
+    threshold."""
+    reference = _references(folder).get(problem)  # only the problems without an exact value have one
+    return reference is None or reference["agree_nats"] <= threshold / 2
+
+
+@cached(maxsize=16)
+def _references(folder: Path) -> dict:
+    path = folder / "references.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
 def _reach(path, problem, tool, threshold):
-    """The tool's smallest budget (in budget order) whose RMSE is below the threshold, or None."""
+    """The tool's smallest budget (in budget order) whose RMSE is below the threshold, or None (also where the
+    threshold is not resolved against the problem's reference: :func:`resolved`)."""
+    if not resolved(path.parent, problem, threshold):
+        return None
     cells = sorted((s for (p, t, _), s in _summary(path).items() if p == problem and t == tool),
                    key=lambda s: tuple(int(x) for x in s["budget"].split("x")))
     return next((s for s in cells if s["rmse"] < threshold), None)
@@ -208,6 +225,8 @@ def _reached(folder, target, problem, bdmc):
 def _target_cell(folder, target, problem):
     """One cell of the targets table: the ratio, or who reached the threshold when not both did."""
     mine, peer = _reached(folder, target, problem, True), _reached(folder, target, problem, False)
+    if not resolved(folder, problem, TARGETS[target][0]):
+        return "not resolved (the reference's own error)"
     if mine and peer:
         ratio = f"{_ratio(folder, target, problem):.2f}x"
         return f"**{ratio}**" if TARGETS[target][1] is None else ratio

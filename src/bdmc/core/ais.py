@@ -167,6 +167,9 @@ forward_ais, reverse_ais = register_pair(AIS_PAIR, annealed_importance_sampling,
                                          names=("forward_ais", "reverse_ais"))
 
 
+DEFAULT_PILOT = Pilot()
+
+
 def plan(model, data, kernel, schedule, num_steps, tune):
     """The run's path and kernel, pilot-tuned when ``tune`` asks for it: ``(path, kernel, Tuned or None)``.
 
@@ -190,7 +193,7 @@ def plan(model, data, kernel, schedule, num_steps, tune):
     if auto and num_steps is None:
         raise BDMCError("schedule 'auto' needs num_steps")
     path = None if auto else make_path(schedule, num_steps if named else None, num_cases=cases)
-    pilot = tune if isinstance(tune, Pilot) else Pilot()
+    pilot = tune if isinstance(tune, Pilot) else DEFAULT_PILOT
     tuned = tune_run(pilot_key(pilot.seed), model, data, kernel, num_steps if path is None else path.shape[0],
                      pilot=pilot)
     return (tuned.path if path is None else path), tuned.kernel, tuned

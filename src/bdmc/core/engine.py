@@ -14,11 +14,9 @@ Randomness (the one key convention; every caller uses it). A run on ``key`` move
 ``t`` (0-based, ``t = 0 .. T - 2``) with ``jax.random.split(fold_in(key, t), 3) = (resample, refresh, move)``;
 the move and refresh keys are split once more, one key per chain. Forward estimators first split the
 caller's key with :func:`bdmc.core.prior.draw_prior` into ``(key_init, key_run)``: the starting prior draws
-come from ``split(key_init, chains)`` and the run from ``key_run``; they pass
-:class:`~bdmc.core.records.FromPrior`, and the run's own program makes the split and the draws (no program or
-dispatch of their own). Reverse estimators start from given latents and run on the caller's key as is.
-Estimators' pilots draw on keys of their own (``Pilot.seed``), never on the caller's. The chunk size never
-changes the numbers.
+come from ``split(key_init, chains)`` and the run from ``key_run``. Reverse estimators start from given
+latents and run on the caller's key as is. Estimators' pilots draw on keys of their own (``Pilot.seed``), never
+on the caller's. The chunk size never changes the numbers.
 
 A step policy (:class:`bdmc.contracts.step_policy.StepPolicy`: a pilot's adaptive lambdas and step sizes) runs
 in the same scan; its transition ``t`` takes ``k_t = fold_in(key, t)`` too, moves ``policy.moves`` times, move
@@ -43,9 +41,7 @@ A model whose density is NaN on a region of prior mass would then be sampled as 
 density: a silent bias. So a run given ``prior_check`` first evaluates the density at that many exact prior
 draws (on ``fold_in(key, PRIOR_CHECK_STREAM)``, never the run's randomness) and stops at a NaN or +inf
 there: a region of prior mass p is missed with probability ``(1 - p) ** prior_check`` (1,024 draws: below
-1e-4 for p = 1%; :mod:`bdmc.core.prior_check`). A run from the prior makes the check inside its own program
-(its start's, for a run of several chunks, read before the first chunk), on ``key_run``; either way a model
-and data set that passed are not checked again, and the check's failure is raised before the run's.
+1e-4 for p = 1%; :mod:`bdmc.core.prior_check`).
 """
 
 from __future__ import annotations
@@ -62,29 +58,30 @@ import numpy as np
 
 from ..caching import CompiledCache, compile_quickly, compile_run, leaf_types, named
 from ..contracts.capabilities import supports
-from ..contracts.kernel import CachedTransition, evals_per_step, split_kernel
+from ..contracts.kernel import CachedTransition, evals_per_step, join_kernel, split_kernel
+from ..contracts.model import increment_from_terms, weighted_sum
 from ..contracts.step_policy import StepPolicy
 from ..contracts.step_rule import StepRule
 from ..errors import OptionError, ScheduleError
 from .ais_rule import AISRule
-from .engine_ends import finish_state, start_state
-from .engine_steps import chunk_steps
-from .failures import raise_batch_failure
-from .prior import draw_prior
-from .prior_check import check_prior, checked_in_run, pending_check, settle_check
+from .engine_ends import chain_positions, finish_state, start_state
+from .failures import checked, expand, flagged, raise_batch_failure
+from .prior_check import check_prior
 from .progress import compiling, progress_report
 from .records import (
     AnnealResult,
-    FromPrior,
+    AnnealState,
+    Failures,
     StepInfo,
     StepOutput,
     axes_signature,
     batch_and_chains,
     pad_path,
 )
-from .resampling import AdaptiveResampling
+from .resampling import AdaptiveResampling, group_ess, weights_ess
 
 DEFAULT_CHUNK = 64
+RESAMPLE_STREAM = 0x2545F491  # a policy step's resampling keys, folded into the step's key
 
 
 def anneal(
@@ -122,11 +119,9 @@ def anneal(
     path : array, shape (T,) or (T, N)
         The weights visited, in the order visited (reverse AIS passes a reversed path); T distributions, so
         T - 1 transitions.
-    init_latents : pytree or FromPrior
+    init_latents : pytree
         Starting states with a leading chain axis (a batch: (B, chains, ...)); exact draws from
         ``f(.; path[0])``. With particles, chains are ``num_runs`` consecutive groups of ``num_particles``.
-        :class:`~bdmc.core.records.FromPrior` (a path from the prior, not a batch): the run draws its chains
-        itself, on ``key`` split as the module docstring says.
     num_particles : int
         Particles per run (SMC / SHME); 1 gives AIS, which never resamples.
     resampler : AdaptiveResampling, optional
@@ -175,7 +170,6 @@ def anneal(
     num_transitions = lams.shape[0] - 1
     batched = batch_axes is not None
     members, chains = batch_and_chains(init_latents, batched)
-    from_prior = isinstance(init_latents, FromPrior)
     if batched and tuple(np.shape(jax.random.key_data(key)))[:1] != (members,):
         raise OptionError(f"a batch of {members} data sets needs one key each (a key array of shape ({members},))")
     num_particles = int(num_particles)
@@ -198,19 +192,16 @@ def anneal(
     if policy is not None and batched:
         raise OptionError("a step policy runs one data set at a time")
     statics = (model, kernel_def, rule, resampler, num_particles, bool(record_increments), cached,
-               axes_signature(batch_axes), policy, (chains, int(prior_check)) if from_prior else None)
+               axes_signature(batch_axes), policy)
     first = (lam_from[:chunk_size], lam_to[:chunk_size], active[:chunk_size], index[:chunk_size])
     whole = num_chunks == 1  # one program: start, steps and finish
-    # Drawn in the run's program, the start is whether to check the prior there (once per model and data).
-    unchecked = pending_check(key, model, data, lams, num_draws=int(prior_check)) if from_prior else None
-    start_arg = np.bool_(unchecked is not None) if from_prior else init_latents
     with compiling(progress, description):
         programs, compile_seconds, built = _compile(
-            statics, batch_axes, (key, data, start_arg, runs, first, params, lams[-1], policy_args), whole=whole)
-    if not from_prior:  # its own compiled program, cached per model and data shapes whatever the kernel or path
-        compile_seconds += check_prior(key, model, data, lams, num_draws=int(prior_check), batch_axes=batch_axes,
-                                       axes_signature=axes_signature(batch_axes), batch_label=batch_label,
-                                       description=description)
+            statics, batch_axes, (key, data, init_latents, runs, first, params, lams[-1], policy_args), whole=whole)
+    # Its own compiled program, cached per model and data shapes whatever the kernel, path or chains.
+    compile_seconds += check_prior(key, model, data, lams, num_draws=int(prior_check), batch_axes=batch_axes,
+                                   axes_signature=axes_signature(batch_axes), batch_label=batch_label,
+                                   description=description)
     report = progress_report(progress, num_transitions * chains * members, description, num_transitions)
     outs = []
     pending = None
@@ -221,30 +212,20 @@ def anneal(
         raise_batch_failure(failures, batch_axes, batch_label, lams=lams, model=model, data=data, rule=rule,
                          description=description)
 
-    def check_start(key_run, flags):  # the prior check a run from the prior made: its failure comes first
-        if unchecked is not None:
-            settle_check(unchecked, flags, key_run, model=model, data=data, lams=lams, description=description)
-
     try:
         if whole:
             (run,) = programs
-            state, out, ended, failed, *drawn = jax.block_until_ready(
-                run(params, key, data, start_arg, policy_args, *first, lams[-1], last))
+            state, out, ended, failed = jax.block_until_ready(
+                run(params, key, data, init_latents, policy_args, *first, lams[-1], last))
             outs.append(out)
             if report is not None:
                 report(num_transitions, num_transitions)
-            if from_prior:
-                check_start(*drawn)
             if np.asarray(failed).any():  # one flag read (one per data set); np.any would dispatch jnp.any
                 check(state.failures)  # a step's failure first: the finish only saw the states it left
                 check(ended[3])
         else:
             start, finish, compiled = programs
-            if from_prior:
-                state, key, flags = start(params, key, data, start_arg, policy_args, lam_from[0], lams[-1])
-                check_start(key, flags)
-            else:
-                state = start(params, data, init_latents, policy_args)
+            state = start(params, data, init_latents, policy_args)
             for c in range(num_chunks):
                 sl = slice(c * chunk_size, (c + 1) * chunk_size)
                 state, out = compiled(params, key, data, state, lam_from[sl], lam_to[sl], active[sl], index[sl])
@@ -303,38 +284,165 @@ def caches_terms(model, kernel, rule, lams) -> bool:
             and bool(kernel.caches_terms))
 
 
+def _chunk(params, key, data, state, lam_from, lam_to, active, index, *, model, kernel_def, rule, resampler,
+           num_particles, record, cached, policy):
+    """Advance all chains of one run through one chunk of steps (the compiled unit)."""
+    kernel = join_kernel(kernel_def, params)
+
+    def weigh(states, like, lf, lt):
+        if cached:
+            def inc(s):
+                return increment_from_terms(kernel.state_terms(s), kernel.state_latent(s, like), lf, lt)
+            return jax.vmap(checked(inc, like))(states)
+        return jax.vmap(checked(lambda x: rule.increment(model, x, data, lf, lt)))(states)
+
+    def loglik(states):
+        if cached:
+            return jax.vmap(lambda s: jnp.sum(kernel.state_terms(s)))(states)
+        return jax.vmap(lambda x: jnp.sum(model.log_likelihood(x, data)))(states)
+
+    def move(kernel, keys, states, like, lt):
+        """The kernel's move: ``(diverged, accepted_bad, accepted_at, (states, info))`` per chain. A NaN or +inf
+        density the kernel evaluated (at a proposal it rejected) is a divergence; at the state it moved to (on
+        the lean path, whose cached terms give that density free) a failure. Off the lean path the next
+        weight, or the final check, evaluates the state the kernel moved to."""
+        if cached:
+            def step(k, s):
+                return kernel.step(k, s, data, lt, like=like)
+            diverged, (new, info) = jax.vmap(flagged(step))(keys, states)
+            value = jax.vmap(lambda s: s.log_prior + weighted_sum(lt, kernel.state_terms(s)))(new)
+            bad = ~(value < jnp.inf)
+            at = jax.vmap(kernel.state_latent, in_axes=(0, None))(new, like)
+        else:
+            diverged, (new, info) = jax.vmap(flagged(lambda k, x: kernel(k, x, data, lt)))(keys, states)
+            bad, at = jnp.zeros_like(diverged), new
+        if info.divergent is not None:
+            diverged = diverged | info.divergent
+        return diverged, bad, at, (new, info)
+
+    def policy_moves(k_t, states, carry, like, lt, at, chains, dtype):
+        """A policy's moves: each with the kernel the policy gives, adapting its carry after each; their
+        acceptances recorded in the weights' dtype."""
+        def one(c, j):
+            states, carry, bad, at, count = c
+            d, b, a, (states, info) = move(policy.kernel(carry, kernel, lt),
+                                           jax.random.split(jax.random.fold_in(k_t, j), chains), states, like, lt)
+            first = b & ~bad
+            at = jax.tree.map(lambda x, y: jnp.where(expand(first, x), y, x), at, a)
+            return ((states, policy.adapt(carry, info.acceptance), bad | b, at, count + d.astype(jnp.int32)),
+                    (chain_positions(kernel, states, like, cached), info.acceptance.astype(dtype)))
+
+        start = (states, carry, jnp.zeros(chains, bool), at, jnp.zeros(chains, jnp.int32))
+        return jax.lax.scan(one, start, jnp.arange(int(policy.moves)))
+
+    def transition(state: AnnealState, t, lf, lt):
+        states, logw, log_z, failures, carry = (state.states, state.log_weights, state.log_evidence,
+                                                state.failures, state.policy)
+        like = jax.tree.map(lambda a: a[0], failures.density_at)  # one chain's latent: every latent's structure
+        # Keys derive from the global step index, so chunking never changes the numbers.
+        k_t = jax.random.fold_in(key, t)
+        k_resample, k_refresh, k_move = jax.random.split(k_t, 3)
+        chains = logw.shape[0]
+        if policy is not None:
+            ll = loglik(states)
+            lf, lt = policy.lambdas(carry, ll, lf, lt, t)
+
+        bad_w, at_w, inc = weigh(states, like, lf, lt)
+        inc = inc.astype(logw.dtype)
+        # A chain whose weight is already zero stays zero whatever its increment (-inf + inf would be NaN).
+        dead = logw == -jnp.inf
+        broken = (jnp.isnan(inc) | (inc == jnp.inf)) & ~dead
+        weight_step = jnp.where((failures.weight_step < 0) & broken, t, failures.weight_step)
+        logw = jnp.where(dead, logw, logw + inc)
+        if num_particles > 1:
+            ess = jnp.mean(group_ess(logw.reshape(-1, num_particles)))
+            keyed = {} if policy is None else {"group_keys": jax.vmap(lambda r: jax.random.fold_in(k_t, r))(
+                RESAMPLE_STREAM + np.arange(log_z.shape[0], dtype=np.uint32))}
+            states, logw, log_z, resampled = resampler(k_resample, states, logw, log_z, num_particles, **keyed)
+            resampled = jnp.mean(resampled.astype(logw.dtype))
+        else:
+            ess, resampled = weights_ess(logw), jnp.zeros((), logw.dtype)
+        if cached:  # the plain AIS step: no refresh
+            bad_r, at_r = jnp.zeros(chains, bool), failures.density_at
+        else:
+            bad_r, at_r, states = jax.vmap(checked(lambda k, x: rule.refresh(k, model, x, data, lf, lt)))(
+                jax.random.split(k_refresh, chains), states)
+        if policy is None:
+            diverged, bad_k, at_k, (states, info) = move(kernel, jax.random.split(k_move, chains), states, like, lt)
+            count, acceptance, step_record = diverged.astype(jnp.int32), info.acceptance, ()
+        else:
+            before = chain_positions(kernel, states, like, cached)
+            (states, carry, bad_k, at_k, count), (flats, acceptance) = policy_moves(
+                k_t, states, carry, like, lt, failures.density_at, chains, logw.dtype)
+            carry, step_record = policy.record(carry, ll, lf, lt, before, flats, acceptance)
+            diverged = count > 0
+        # Each chain keeps its first failure, in the order evaluated within a step: weight, refresh, accepted.
+        step, phase_of, at_of = failures.density_step, failures.density_phase, failures.density_at
+        new = step < 0
+        for phase, (bad, at) in enumerate(((bad_w, at_w), (bad_r, at_r), (bad_k, at_k))):
+            hit = new & bad
+            step = jnp.where(hit, t, step)
+            phase_of = jnp.where(hit, phase, phase_of)
+            at_of = jax.tree.map(lambda a, b, hit=hit: jnp.where(expand(hit, a), b, a), at_of, at)
+            new = new & ~bad
+        acc = jnp.mean(acceptance).astype(logw.dtype)
+        out = StepOutput(jnp.mean(inc), acc, ess, resampled, jnp.mean(diverged.astype(logw.dtype)),
+                         inc if record else inc[:0], step_record)
+        return AnnealState(states, logw, log_z, Failures(weight_step, step, phase_of, at_of),
+                           state.divergences + count, carry), out
+
+    def policy_record(st, t, lf, lt):
+        """A policy step's record from the policy alone, its moves' positions and acceptances stood in for (the
+        kernel is not traced again): what a skipped step reports, as zeros, is shaped as it."""
+        like = jax.tree.map(lambda a: a[0], st.failures.density_at)
+        ll = loglik(st.states)
+        lf, lt = policy.lambdas(st.policy, ll, lf, lt, t)
+        before = chain_positions(kernel, st.states, like, cached)
+        flats = jnp.broadcast_to(before, (int(policy.moves), *before.shape))
+        return policy.record(st.policy, ll, lf, lt, before, flats, jnp.zeros(flats.shape[:2], st.log_weights.dtype))[1]
+
+    idle = () if policy is None else jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), jax.eval_shape(
+        policy_record, state, index[0], lam_from[0], lam_to[0]))
+
+    def blank(st):
+        """A step's output where no step ran (a padded step, or one after an adaptive path's end): zeros."""
+        z = jnp.zeros((), st.log_weights.dtype)
+        return StepOutput(z, z, z, z, z, jnp.zeros_like(st.log_weights) if record else st.log_weights[:0], idle)
+
+    # The chunk's active steps (a prefix) run in a while loop, so a padded step costs nothing and a step that runs
+    # has no conditional around it; each writes its output into the chunk's records, zeros where none ran.
+    size = lam_from.shape[0]
+
+    def going(carry):
+        i, st, _ = carry
+        j = jnp.minimum(i, size - 1)
+        on = (i < size) & active[j]
+        if policy is not None:  # an adaptive path that reached its end skips its remaining steps
+            on = on & ~policy.finished(st.policy, index[j])
+        return on
+
+    def step(carry):
+        i, st, outs = carry
+        st, out = transition(st, index[i], lam_from[i], lam_to[i])
+        return i + 1, st, jax.tree.map(lambda buffer, x: buffer.at[i].set(x), outs, out)
+
+    outs = jax.tree.map(lambda x: jnp.zeros((size, *x.shape), x.dtype), blank(state))
+    _, state, outs = jax.lax.while_loop(going, step, (jnp.int32(0), state, outs))
+    return state, outs
+
+
 _COMPILED = CompiledCache("engine")
 
 
 def _whole(params, key, data, init_latents, policy_args, lam_from, lam_to, active, index, lam_end, last, *, start,
-           chunk, finish, draw=None):
+           chunk, finish):
     """A run of one chunk as one program: its start, its steps and its finish; and whether any chain failed (the
-    finish's failures hold the steps' and the final states'), so that a run that did not reads one flag. With
-    ``draw`` (a run from the prior) it draws its chains first, ``init_latents`` being whether to check the prior,
-    and also returns the run's key and the check's flags."""
-    drawn = ()
-    if draw is not None:
-        init_latents, key, flags = draw(key, data, init_latents, (lam_from[0], lam_end))
-        drawn = (key, flags)
+    finish's failures hold the steps' and the final states'), so that a run that did not reads one flag."""
     state = start(params, data, init_latents, policy_args)
     state, out = chunk(params, key, data, state, lam_from, lam_to, active, index)
     ended = finish(params, data, state, lam_end, last)
     failed = jnp.any(ended[3].weight_step >= 0) | jnp.any(ended[3].density_step >= 0)
-    return state, out, ended, failed, *drawn
-
-
-def _draw_start(key, data, check, ends, *, model, chains: int, num_checks: int):
-    """A run from the prior's start, inside its program: ``chains`` prior draws on :func:`draw_prior`'s split of
-    ``key``, the run's key, and the prior check's flags on that key when ``check`` (:func:`checked_in_run`)."""
-    init, key_run = draw_prior(key, model, chains)
-    flags = checked_in_run(key_run, data, ends, check, model=model, num_draws=num_checks) if num_checks else ()
-    return init, key_run, flags
-
-
-def _start_from_prior(params, key, data, check, policy_args, lam_first, lam_end, *, draw, start):
-    """The start program of a run from the prior in several chunks: its draws (and check), then its state."""
-    init, key_run, flags = draw(key, data, check, (lam_first, lam_end))
-    return start(params, data, init, policy_args), key_run, flags
+    return state, out, ended, failed
 
 
 def _compile(statics, batch_axes, shapes, *, whole: bool = False):
@@ -349,7 +457,7 @@ def _compile(statics, batch_axes, shapes, *, whole: bool = False):
     key, data, init_latents, runs, first, params, lam_end, policy_args = shapes
     leaves, treedef = jax.tree.flatten((key, data, init_latents, first, params, lam_end, policy_args))
     signature = (treedef, leaf_types(leaves), runs, jax.dtypes.canonicalize_dtype(float))
-    model, kernel_def, rule, resampler, num_particles, record, cached, _, policy, prior = statics
+    model, kernel_def, rule, resampler, num_particles, record, cached, _, policy = statics
 
     def build():
         began = time.perf_counter()
@@ -357,14 +465,12 @@ def _compile(statics, batch_axes, shapes, *, whole: bool = False):
                                   policy=policy)
         finish = functools.partial(finish_state, model=model, kernel_def=kernel_def, cached=cached,
                                    num_particles=num_particles)
-        chunk = functools.partial(chunk_steps, model=model, kernel_def=kernel_def, rule=rule, resampler=resampler,
+        chunk = functools.partial(_chunk, model=model, kernel_def=kernel_def, rule=rule, resampler=resampler,
                                   num_particles=num_particles, record=record, cached=cached, policy=policy)
-        draw = None if prior is None else functools.partial(_draw_start, model=model, chains=prior[0],
-                                                            num_checks=prior[1])
         # Programs named for what they run (compile logs, profiles): a pilot's or the run's.
         what = "run" if policy is None else "pilot"
         if whole:
-            run = named(functools.partial(_whole, start=start, chunk=chunk, finish=finish, draw=draw), what)
+            run = named(functools.partial(_whole, start=start, chunk=chunk, finish=finish), what)
             if batch_axes is not None:
                 run = jax.vmap(run, in_axes=(None, 0, batch_axes, 0, None, None, None, None, None, None, None))
             lowered = jax.jit(run).lower(params, key, data, init_latents, policy_args, *first, lam_end, np.int32(0))
@@ -375,14 +481,11 @@ def _compile(statics, batch_axes, shapes, *, whole: bool = False):
             start = jax.vmap(start, in_axes=(None, batch_axes, 0, None))
             finish = jax.vmap(finish, in_axes=(None, batch_axes, 0, None, None))
             chunk = jax.vmap(chunk, in_axes=(None, 0, batch_axes, 0, None, None, None, None))
-        if draw is not None:
-            start = functools.partial(_start_from_prior, draw=draw, start=start)
         start, finish, chunk = (jax.jit(named(start, f"{what}_start")), jax.jit(named(finish, f"{what}_finish")),
                                 jax.jit(named(chunk, f"{what}_steps")))
         # The start is traced once: its lowering gives the state's shapes the other programs take.
-        lowered_start = (start.lower(params, data, init_latents, policy_args) if draw is None else
-                         start.lower(params, key, data, init_latents, policy_args, first[0][0], lam_end))
-        state = lowered_start.out_info if draw is None else lowered_start.out_info[0]
+        lowered_start = start.lower(params, data, init_latents, policy_args)
+        state = lowered_start.out_info
         # The start and finish run once per call, a pilot's steps once per model and data: compiled quickly.
         lowered = chunk.lower(params, key, data, state, *first)
         programs = (compile_quickly(lowered_start),

@@ -58,39 +58,6 @@ def _checked_at(draws, data, ends, *, model):
     return bad, jnp.all(zero, axis=0)
 
 
-def checked_in_run(key, data, ends, check, *, model, num_draws: int):
-    """The check inside a run's program (traceable): per draw of ``split(fold_in(key, PRIOR_CHECK_STREAM),
-    num_draws)`` whether a density term is NaN or +inf there, and per data case whether its likelihood is zero at
-    every draw; all False, drawing nothing, when ``check`` is False (``lax.cond``: a model and data that passed
-    are not checked again, and the call pays nothing for it). The draws are :func:`check_prior`'s."""
-    def run():
-        keys = jax.random.split(jax.random.fold_in(key, PRIOR_CHECK_STREAM), num_draws)
-        return _checked_at(jax.vmap(model.sample_prior)(keys), data, ends, model=model)
-
-    shapes = jax.eval_shape(run)
-    return jax.lax.cond(check, run, lambda: jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes))
-
-
-def pending_check(key, model, data, lams, *, num_draws: int):
-    """What :func:`settle_check` records once a run's own check (:func:`checked_in_run`) has passed, or None when
-    this model and data passed before (or ``num_draws`` is 0): the run then skips its check."""
-    if not num_draws:
-        return None
-    ends = (np.asarray(lams[0]), np.asarray(lams[-1]))
-    leaves, treedef = jax.tree.flatten((key, data, ends))
-    passed = (model, int(num_draws), (treedef, leaf_types(leaves), None), data_fingerprint(data, ends))
-    return None if _PASSED.get(passed) is not None else passed
-
-
-def settle_check(pending, flags, key, *, model, data, lams, description: str) -> None:
-    """Raise on what a run's own check found (:func:`checked_in_run`'s ``flags`` on ``key``), as :func:`check_prior`
-    does; else record that this model and data passed (``pending``, from :func:`pending_check`)."""
-    bad, outside = (np.asarray(flag) for flag in flags)
-    raise_if_outside_support(outside, data, num_draws=int(bad.size), description=description)
-    raise_if_prior_failed(bad, key, None, "", model=model, data=data, lams=lams, description=description)
-    _PASSED.put(pending, 0.0)
-
-
 _CHECKS = CompiledCache("prior check", maxsize=64)
 
 

@@ -13,14 +13,6 @@ import numpy as np
 from ..errors import OptionError
 
 
-class FromPrior(NamedTuple):
-    """Starting latents the run draws itself: ``chains`` exact prior draws made inside the run's program, on the
-    split of the engine's key that :func:`bdmc.core.prior.draw_prior` makes (the first half draws, the second
-    runs), so a forward run is one program and its draws cost no dispatch of their own."""
-
-    chains: int
-
-
 class Failures(NamedTuple):
     """Per chain, where a run first failed (carried on the device, read on the host once per chunk).
 
@@ -136,10 +128,6 @@ def pad_path(a, length):
 
 def batch_and_chains(latents, batched: bool) -> tuple[int, int]:
     """``(data sets, chains)`` of a run's starting latents (1 data set when not batched)."""
-    if isinstance(latents, FromPrior):
-        if batched:
-            raise OptionError("a batch of data sets starts from given latents (bdmc.core.prior.prior_draws_batch)")
-        return 1, int(latents.chains)
     if not batched:
         return 1, num_chains(latents)
     sizes = {tuple(np.shape(x)[:2]) for x in jax.tree.leaves(latents)}

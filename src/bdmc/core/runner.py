@@ -9,8 +9,7 @@ SMC, the generative per-image AIS) contributes only its configuration: the path 
 and the health warnings (:func:`run`).
 
 The key convention is the engine's (:mod:`bdmc.core.engine`): a forward run splits the caller's key into the
-prior draws' key and the run's (inside the run's program, :class:`~bdmc.core.records.FromPrior`); a reverse run
-runs on the caller's key as is.
+prior draws' key and the run's; a reverse run runs on the caller's key as is.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..caching import cached
-from ..contracts.capabilities import HostPrior, supports
 from ..contracts.estimate import Estimate, seed_of
 from ..contracts.model import log_density
 from ..contracts.nonfinite import describe_nonfinite
@@ -32,7 +30,6 @@ from .engine import anneal
 from .health import divergence_fields, warn_if_unhealthy
 from .prior import prior_draws_batch, timed_prior_draws
 from .prior_check import PRIOR_CHECK_DRAWS
-from .records import FromPrior
 
 # Frames between the health warning and the caller of a registered estimator: warn_if_unhealthy, run, the
 # estimator's bidirectional function, its direction, the registry's wrapper.
@@ -40,9 +37,8 @@ CALLER = 6
 
 
 class Start(NamedTuple):
-    """The chains' starting states (or :class:`~bdmc.core.records.FromPrior`: drawn by the run's program), the key
-    the run draws on, the caller's key (recorded as the seed), and the seconds spent compiling the prior draws'
-    program when this call built it."""
+    """The chains' starting states, the key the run draws on, the caller's key (recorded as the seed), and the
+    seconds spent compiling the prior draws' program when this call built it."""
 
     init: Any
     key: Any
@@ -88,16 +84,13 @@ def start(direction: Direction, key, model, data, *, chains: int, exact_latent=N
           name: str) -> Start:
     """Where ``chains`` chains start, on the caller's ``key``.
 
-    Forward: ``chains`` prior draws (the key split of :func:`bdmc.core.prior.prior_draws`), made by the run's own
-    program (:class:`~bdmc.core.records.FromPrior`) unless the model samples its prior outside JAX. Reverse: the exact
+    Forward: ``chains`` prior draws (the key split of :func:`bdmc.core.prior.prior_draws`). Reverse: the exact
     latent broadcast to ``chains // copies`` chains (or a batch with that leading axis, checked) and each copied
     ``copies`` times in a row (tempered SMC's particles of a run share their run's latent); its density at the
     posterior is checked first (:func:`check_exact_latent`), so a malformed exact latent is the caller's error,
     found before any pilot runs. ``name`` names the estimator in errors.
     """
     if direction.forward:
-        if not supports(model, HostPrior):
-            return Start(FromPrior(int(chains)), key, key)
         init, key_run, drawn = timed_prior_draws(key, model, chains)
         return Start(init, key_run, key, drawn)
     require_exact_latent(exact_latent, name)

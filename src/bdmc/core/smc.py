@@ -45,6 +45,7 @@ from .resampling import AdaptiveResampling
 from .smc_pilot import DataPathPilot, refine_data_path
 
 PROPOSALS = ("auto", "prior", "posterior")
+DEFAULT_DATA_PILOT = DataPathPilot()
 DISPERSE_FRACTION = 0.5  # SHME's rounds of moves at the full posterior, as a share of its deletion steps ...
 DISPERSE_MIN = 5  # ... and at least this many (benchmarks/shme_one_latent.py)
 GENERIC_PARTICLES = 64  # particles per run of num_particles="auto" for models without their own kernel
@@ -198,7 +199,7 @@ def sequential_monte_carlo(
                          name=name)
     refined = None
     if piloted:
-        pilot = tune if isinstance(tune, DataPathPilot) else DataPathPilot()
+        pilot = tune if isinstance(tune, DataPathPilot) else DEFAULT_DATA_PILOT
         refined = refine_data_path(pilot_key(pilot.seed), model, data, kernel, num_cases=num_cases, order=order,
                                    pilot=pilot, moves=int(num_moves), run_particles=int(num_particles))
         path, kernel = refined.path, refined.kernel

@@ -49,7 +49,7 @@ def _summary(path: Path):
     return out
 
 
-def resolved(folder, problem, threshold) -> bool:
+def _resolved(folder, problem, threshold) -> bool:
     """``benchmarks/peers.py``'s rule: an RMSE under the threshold shows a tool within it of log Z against an exact
     value, and against a reference (``references.json``) only when its two long runs agree to within half the
     threshold."""
@@ -65,8 +65,8 @@ def _references(folder: Path) -> dict:
 
 def _reach(path, problem, tool, threshold):
     """The tool's smallest budget (in budget order) whose RMSE is below the threshold, or None (also where the
-    threshold is not resolved against the problem's reference: :func:`resolved`)."""
-    if not resolved(path.parent, problem, threshold):
+    threshold is not resolved against the problem's reference: :func:`_resolved`)."""
+    if not _resolved(path.parent, problem, threshold):
         return None
     cells = sorted((s for (p, t, _), s in _summary(path).items() if p == problem and t == tool),
                    key=lambda s: tuple(int(x) for x in s["budget"].split("x")))
@@ -225,7 +225,7 @@ def _reached(folder, target, problem, bdmc):
 def _target_cell(folder, target, problem):
     """One cell of the targets table: the ratio, or who reached the threshold when not both did."""
     mine, peer = _reached(folder, target, problem, True), _reached(folder, target, problem, False)
-    if not resolved(folder, problem, TARGETS[target][0]):
+    if not _resolved(folder, problem, TARGETS[target][0]):
         return "not resolved (the reference's own error)"
     if mine and peer:
         ratio = f"{_ratio(folder, target, problem):.2f}x"

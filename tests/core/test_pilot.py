@@ -89,6 +89,9 @@ def test_in_chain_adaptation_is_refused(problem):
         bdmc.forward_ais(jax.random.key(0), MODEL, data, num_steps=10, kernel=HMC(MODEL), tune="in-chain")
     with pytest.raises(BDMCError, match="tune must be"):
         bdmc.forward_ais(jax.random.key(0), MODEL, data, num_steps=10, kernel=HMC(MODEL), tune="adaptive")
+    for seed in (1.5, -1, True):  # the pilot's own seed: a non-negative integer
+        with pytest.raises(BDMCError, match="Pilot seed must be a non-negative integer"):
+            Pilot(seed=seed)
 
 
 # ------------------------------------------------------------------ the pilot's choice, frozen

@@ -162,7 +162,8 @@ def test_bad_tuning_options_name_the_culprit(key):
     with pytest.raises(BDMCError, match="target_variance"):
         DataPathPilot(target_variance=0.0)
     for bad, name in ((dict(mass="full"), "mass"), (dict(target_acceptance=1.0), "target_acceptance"),
-                      (dict(warmup=-1), "warmup"), (dict(max_steps=0), "max_steps")):
+                      (dict(warmup=-1), "warmup"), (dict(max_steps=0), "max_steps"), (dict(seed=1.5), "seed"),
+                      (dict(seed=-1), "seed")):
         with pytest.raises(BDMCError, match=name):
             DataPathPilot(**bad)
 

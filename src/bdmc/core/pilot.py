@@ -117,6 +117,8 @@ class Pilot:
             raise BDMCError(f"min_lam must lie in (0, 1), got {self.min_lam}")
         if self.mass not in MASS_KINDS:
             raise BDMCError(f"Pilot mass must be one of {MASS_KINDS}, got {self.mass!r}")
+        if isinstance(self.seed, bool) or int(self.seed) != self.seed or self.seed < 0:
+            raise BDMCError(f"Pilot seed must be a non-negative integer, got {self.seed!r}")
 
     def grid(self) -> np.ndarray:
         return np.concatenate([[0.0], np.geomspace(self.min_lam, 1.0, int(self.num_steps) - 1)])

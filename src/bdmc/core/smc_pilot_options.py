@@ -111,3 +111,5 @@ class DataPathPilot:
             raise BDMCError(f"DataPathPilot.moves_target must lie in (0, 1) or be None, got {self.moves_target}")
         if int(self.max_moves) != self.max_moves or self.max_moves < 1:
             raise BDMCError(f"DataPathPilot.max_moves must be a positive integer, got {self.max_moves}")
+        if isinstance(self.seed, bool) or int(self.seed) != self.seed or self.seed < 0:
+            raise BDMCError(f"DataPathPilot.seed must be a non-negative integer, got {self.seed!r}")

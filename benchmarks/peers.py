@@ -282,7 +282,8 @@ def cold_lines(cold, problem, thresholds=THRESHOLDS) -> list[str]:
         cells = []
         for kind in kinds:
             c = next((c for c in cold if c["problem"] == problem and c["tool"] == tool and c["kind"] == kind), None)
-            cells += ([fmt(c["first_call_s"]), fmt(c["to_1"]), fmt(c["to_0.1"])] if c else ["-", "-", "-"])
+            to = [fmt(c[f"to_{t:g}"]) if t in thresholds else "not resolved" for t in THRESHOLDS] if c else []
+            cells += [fmt(c["first_call_s"]), *to] if c else ["-", "-", "-"]
         lines.append(f"| {tool} | " + " | ".join(cells) + " |")
     for kind in kinds:
         label = COLD_KINDS[kind]
@@ -431,9 +432,9 @@ def markdown_page(summary, truths, settings, machine, diagnosis_rows, missing, c
         lines += ["### Time to reach RMSE", "", *reach_table(summary, name), ""]
         for threshold, b in zip(THRESHOLDS, best, strict=False):
             if threshold not in measured:
-                under = ", ".join(f"{t} {reach(summary, name, t, threshold)['budget']}"
-                                  for t in dict.fromkeys(s["tool"] for s in summary if s["problem"] == name)
-                                  if reach(summary, name, t, threshold) is not None)
+                hits = (reach(summary, name, t, threshold)
+                        for t in dict.fromkeys(s["tool"] for s in summary if s["problem"] == name))
+                under = ", ".join(f"{h['tool']} {h['budget']}" for h in hits if h is not None)
                 lines.append(f"Warm, to < {threshold:g} nat: not resolved. The reference's two long runs differ by "
                              f"{truth['agree_nats']:.3f} nat, more than half the threshold, so an RMSE under "
                              f"{threshold:g} nat against it does not show a tool within {threshold:g} nat of log Z "

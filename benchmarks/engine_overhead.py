@@ -47,7 +47,7 @@ import numpy as np
 import bdmc
 from bdmc.caching import compile_run
 from bdmc.core import schedules
-from bdmc.core.prior import draw_prior, prior_draws
+from bdmc.core.prior import EXACT_AFTER, draw_prior, prior_draws
 from bdmc.kernels import HMC
 from bdmc.models import LinearRegression
 
@@ -171,7 +171,8 @@ def measure(num_steps: int, chains: int, repeats: int, *, rows_path: Path | None
             warm[name].append(seconds)
             rows.append({"num_steps": num_steps, "chains": chains, "contender": name, "repeat": r,
                          "seconds": seconds, "load": os.getloadavg()[0], "commit": commit,
-                         "time": datetime.now(UTC).isoformat(timespec="seconds")})
+                         "time": datetime.now(UTC).isoformat(timespec="seconds"),
+                         "prior_pool_calls": EXACT_AFTER - 1})
             if rows_path is not None:
                 append_row(rows_path, rows[-1])  # stamped with its provenance, as it finishes
     summary = []

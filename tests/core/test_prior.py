@@ -55,12 +55,38 @@ def test_an_estimate_that_built_its_prior_program_says_it_compiled():
     assert flags[EXACT_AFTER] == (False, False), flags
 
 
-def test_a_users_second_tempered_smc_call_compiles_nothing():
-    """A tempered SMC call draws its particle count twice (its run's chains and its pilot's): the count's own prior
-    program comes at a sweep's EXACT_AFTER-th use, not at a user's second call."""
+def test_a_users_first_tempered_smc_calls_compile_nothing_new_and_a_sweep_gets_its_count_program():
+    """A pilot-tuned tempered SMC call whose pilot has as many chains as the run has particles draws that count
+    twice on its first call (the run's and the pilot's), once later (the pilot is reused): only the run's draws
+    count as uses, so calls 2 to EXACT_AFTER - 1 compile nothing and the EXACT_AFTER-th builds the count's own
+    program. Counting the pilot's draws too would build it a call sooner."""
     import bdmc
+    from bdmc.core.pilot import Pilot
+    from bdmc.core.prior import EXACT_AFTER
+    from bdmc.kernels import HMC
 
     data, _ = bdmc.simulate(jax.random.key(0), MODEL)
-    compiled = [bool(bdmc.tempered_smc(jax.random.key(s), MODEL, data, num_steps=8, num_particles=19, num_runs=1,
-                                       progress=False).compiled) for s in range(3)]
-    assert compiled == [True, False, False], compiled
+    pilot = Pilot(num_steps=8, num_chains=19, warmup=2)
+    calls = [bdmc.tempered_smc(jax.random.key(s), MODEL, data, num_steps=8, num_particles=19, num_runs=1,
+                               kernel=HMC(MODEL), tune=pilot, progress=False) for s in range(EXACT_AFTER + 1)]
+    assert [c.settings["pilot_reused"] for c in calls] == [False] + [True] * EXACT_AFTER
+    assert EXACT_AFTER >= 3
+    compiled = [bool(c.compiled) for c in calls]
+    assert compiled == [True] + [False] * (EXACT_AFTER - 2) + [True, False], compiled
+
+
+def test_one_off_draws_are_not_uses_but_take_a_built_program():
+    from bdmc.core.prior import EXACT_AFTER, timed_prior_draws
+
+    num, key = 41, jax.random.key(8)
+    timed_prior_draws(key, MODEL, POOL)  # the pool's program, built
+    for _ in range(3 * EXACT_AFTER):  # a pilot's draws, however many: never a program of their own
+        assert timed_prior_draws(key, MODEL, num, one_off=True)[2] == 0.0
+    built = [timed_prior_draws(key, MODEL, num)[2] > 0.0 for _ in range(EXACT_AFTER)]
+    assert built == [False] * (EXACT_AFTER - 1) + [True], built
+    # Once built, a one-off ask of that count uses it (same numbers as the pool's) and compiles nothing.
+    again, _, seconds = timed_prior_draws(key, MODEL, num, one_off=True)
+    pooled, _, _ = timed_prior_draws(key, MODEL, POOL)
+    assert seconds == 0.0
+    for a, b in zip(jax.tree.leaves(again), jax.tree.leaves(pooled), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b)[:num], rtol=1e-12)

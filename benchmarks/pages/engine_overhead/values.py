@@ -159,10 +159,8 @@ def three_256_pct(folder):
 
 def pool_calls(folder):
     """How many of an estimator's first calls with one count of prior draws take them from the shared pool of
-    1,024 (``bdmc.core.prior``): the calls before the count's own program."""
-    from bdmc.core.prior import EXACT_AFTER
-
-    return EXACT_AFTER - 1
+    1,024 (``bdmc.core.prior``): the calls before the count's own program, as the rows' code had it."""
+    return _rows(folder)[0]["prior_pool_calls"]
 
 
 def long_calls(folder):

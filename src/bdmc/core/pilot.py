@@ -338,7 +338,7 @@ def _new_pilot(key, model, data, kernel, num_steps: int, pilot: Pilot, prior_che
     checked = check_prior(key, model, data, np.array([0.0, 1.0]), num_draws=int(prior_check), batch_axes=None,
                           axes_signature=None, batch_label="", description="the check before the pilot")
     latents, key_pilot, drawn = timed_prior_draws(jax.random.fold_in(key, PILOT_STREAM), model,
-                                                  int(pilot.num_chains))
+                                                  int(pilot.num_chains), one_off=True)
     # The step size the pilot starts from: the kernel's own (a table's mean).
     step0 = float(np.mean(kernel.step_size.sizes)) if steer and isinstance(kernel.step_size, StepSizeTable) \
         else (float(kernel.step_size) if steer else 0.0)

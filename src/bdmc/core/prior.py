@@ -7,8 +7,9 @@ draws :data:`POOL` of them: ``jax.random.split(key, POOL)[:num]`` equals ``jax.r
 partitionable threefry), so the first ``num`` of the pool are exactly the draws of ``num`` keys and every
 caller's numbers are those of a program of its own size. A count asked for again and again (a sweep of warm
 calls) gets a program of its own size at its :data:`EXACT_AFTER`-th use, so a sweep no longer pays for the pool's
-draws, while a user's first few calls compile nothing new (a tempered SMC call draws its particle count twice, for
-its run and its pilot). A model
+draws (about a millisecond a call), while a user's first few calls compile nothing new. Only a run's own draws
+count as uses: a pilot's draws (``one_off``) come once per model, data and options, since the pilot is reused,
+so they never make a count look swept. A model
 whose sampler runs outside JAX (Stan, WebPPL, PyMC: the ``HostPrior`` capability) has nothing to compile and
 draws only what is asked.
 """
@@ -34,17 +35,18 @@ def draw_prior(key, model, num: int):
     return jax.vmap(model.sample_prior)(jax.random.split(key_init, num)), key_run
 
 
-def prior_draws(key, model, num: int):
+def prior_draws(key, model, num: int, *, one_off: bool = False):
     """:func:`draw_prior` as compiled calls: the first ``num`` of :func:`timed_prior_pool`'s when ``num <= POOL`` (the
-    same numbers), else one program of that size, cached per model."""
-    draws, key_run, _ = timed_prior_draws(key, model, num)
+    same numbers), else one program of that size, cached per model. ``one_off``: draws a caller makes once (a
+    pilot's), not counted towards the count's own program."""
+    draws, key_run, _ = timed_prior_draws(key, model, num, one_off=one_off)
     return draws, key_run
 
 
-def timed_prior_draws(key, model, num: int):
+def timed_prior_draws(key, model, num: int, *, one_off: bool = False):
     """:func:`prior_draws` and the seconds spent compiling its program when this call built it (else 0). The key's
     split runs inside the compiled program: an eager split is a dispatch of its own on every call."""
-    (draws, key_run), seconds = _timed_draws(key, model, int(num), split=True)
+    (draws, key_run), seconds = _timed_draws(key, model, int(num), split=True, one_off=one_off)
     return draws, key_run, seconds
 
 
@@ -56,10 +58,11 @@ def timed_prior_pool(key, model, num: int = POOL):
     return draws, seconds
 
 
-def _timed_draws(key, model, num: int, *, split: bool):
+def _timed_draws(key, model, num: int, *, split: bool, one_off: bool = False):
     """``(draws, key_run)`` and the compile seconds: with ``split``, :func:`draw_prior`'s (``key`` split in two
-    first); without, the draws of ``jax.random.split(key, num)`` (``key_run`` is then None)."""
-    repeated = _repeated(model, num)
+    first); without, the draws of ``jax.random.split(key, num)`` (``key_run`` is then None). A ``one_off`` call
+    uses the count's own program if a sweep built one, and never counts as a use."""
+    repeated = _repeated(model, num, count=not one_off)
     pooled = num <= POOL and not supports(model, HostPrior) and not repeated
     size = POOL if pooled else num
 
@@ -86,17 +89,19 @@ def _timed_draws(key, model, num: int, *, split: bool):
 
 _DRAWS = CompiledCache("prior draws", maxsize=64)
 _USES = CompiledCache("prior draw counts", maxsize=256)  # (model, num) -> uses so far
-EXACT_AFTER = 16  # the use at which a count asked again and again gets a program of its own size
+EXACT_AFTER = 4  # the use at which a count asked again and again gets a program of its own size
 
 
-def _repeated(model, num: int) -> bool:
+def _repeated(model, num: int, *, count: bool = True) -> bool:
     """Whether ``num`` draws of ``model`` were asked often enough to get their own program: a sweep of warm calls
-    then draws only what it uses (the pool's 1,024 draws cost a small run milliseconds every call), while one-off
-    counts share the pool's program. Both give the same numbers (the module docstring)."""
+    then draws only what it uses (the pool's 1,024 draws cost a small run about a millisecond every call), while
+    one-off counts share the pool's program. Both give the same numbers (the module docstring). ``count``: this
+    ask is a use (a run's draws; a pilot's are not)."""
     if num == POOL:
         return False
-    uses = _USES.get((model, num), 0) + 1
-    _USES.put((model, num), uses)
+    uses = _USES.get((model, num), 0) + int(count)
+    if count:
+        _USES.put((model, num), uses)
     return uses >= EXACT_AFTER
 
 

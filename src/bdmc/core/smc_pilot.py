@@ -242,7 +242,7 @@ def _refine(key, model, data, kernel, *, num_cases: int, order, pilot: DataPathP
     order = np.arange(num_cases) if order is None else np.asarray(order, int)
     moved_kernel = kernel if moves == 1 else repeat(kernel, int(moves))
     key_pilot = jax.random.fold_in(key, SMC_PILOT_STREAM)
-    latents, key_run = prior_draws(key_pilot, model, pilot.num_particles)
+    latents, key_run = prior_draws(key_pilot, model, pilot.num_particles, one_off=True)
     flats = jax.vmap(lambda x: ravel_pytree(x)[0])(latents)
     steer = bool(pilot.steer) and tunes_step_size(kernel)
     kind, field = mass_kind(pilot, kernel, int(flats.shape[1]))

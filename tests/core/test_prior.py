@@ -3,7 +3,7 @@
 import jax
 import numpy as np
 
-from bdmc.core.prior import POOL, draw_prior, prior_draws, timed_prior_pool
+from bdmc.core.prior import POOL, draw_prior, prior_draws, timed_prior_draws
 from bdmc.models import LinearRegression
 
 MODEL = LinearRegression()  # an inverse-gamma prior: the gamma sampler is what the pool saves compiling
@@ -19,22 +19,20 @@ def test_every_count_gets_the_draws_of_a_program_of_its_own_size_from_one_progra
             np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12)
         np.testing.assert_array_equal(jax.random.key_data(key_run), jax.random.key_data(own_key))
     # Counts up to the pool share one compiled program: a second count compiles nothing.
-    _, first = timed_prior_pool(jax.random.key(0), MODEL, 7)
-    _, second = timed_prior_pool(jax.random.key(1), MODEL, 300)
-    assert second == 0.0
+    timed_prior_draws(jax.random.key(0), MODEL, 7)
+    assert timed_prior_draws(jax.random.key(1), MODEL, 300)[2] == 0.0
 
 
 def test_a_count_asked_again_and_again_gets_its_own_program_with_the_same_numbers():
     from bdmc.core.prior import EXACT_AFTER
 
     num, key = 37, jax.random.key(5)
-    pooled, _ = timed_prior_pool(key, MODEL, num)  # a fresh count: the pool's program
+    pooled, _, _ = timed_prior_draws(key, MODEL, num)  # a fresh count: the pool's program
     for _ in range(EXACT_AFTER - 2):
-        timed_prior_pool(key, MODEL, num)
-    own, compiled = timed_prior_pool(key, MODEL, num)  # the EXACT_AFTER-th use builds a program of 37 draws
+        timed_prior_draws(key, MODEL, num)
+    own, _, compiled = timed_prior_draws(key, MODEL, num)  # the EXACT_AFTER-th use builds a program of 37 draws
     assert compiled > 0.0
-    again, compiled_again = timed_prior_pool(jax.random.key(6), MODEL, num)
-    assert compiled_again == 0.0
+    assert timed_prior_draws(jax.random.key(6), MODEL, num)[2] == 0.0
     for a, b in zip(jax.tree.leaves(pooled), jax.tree.leaves(own), strict=True):
         assert a.shape == b.shape == (num,) + a.shape[1:]
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12)

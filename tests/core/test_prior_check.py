@@ -55,3 +55,28 @@ def test_describe_case_names_each_leaf_holding_the_cases():
         "y[1] = -4, x[1] = 2.0"
     assert describe_case(np.array([[1.0, 2.0], [3.0, 4.0]]), 0, 2) == "y[0] = [1.0, 2.0]"
     assert describe_case({"z": np.array(1.0)}, 0, 1) == "data case 0"
+
+
+def test_the_check_draws_from_the_runs_prior_program_and_names_the_draw_it_flagged():
+    """The check's draws are draw_prior's on the check's stream, so a first call compiles one prior program for
+    the check and the run; ``check_keys`` gives the keys of exactly the draws the check evaluated (the draw a
+    failure names is the one flagged)."""
+    from bdmc.core import prior
+    from bdmc.core.prior_check import PRIOR_CHECK_STREAM, check_keys, prior_check_flags
+    from bdmc.models import LinearRegression
+
+    model = LinearRegression()
+    key = jax.random.key(11)
+    evaluated, _ = prior.draw_prior(jax.random.fold_in(key, PRIOR_CHECK_STREAM), model, 64)
+    named = jax.vmap(model.sample_prior)(check_keys(key, 64))
+    for a, b in zip(jax.tree.leaves(evaluated), jax.tree.leaves(named), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-12)
+    data, _ = bdmc.simulate(jax.random.key(0), model)
+    flags = prior_check_flags(key, data, (np.asarray(0.0), np.asarray(1.0)), model=model, num_draws=64)
+    assert flags.shape == (64,) and not bool(np.any(flags))
+
+    bdmc.clear_caches()
+    bdmc.forward_ais(key, model, data, num_steps=4, num_runs=7, tune="off", progress=False)
+    # The check's 1,024 and the run's 7: one prior program, and the compiled slice of the run's first 7.
+    assert prior._DRAWS.get((model, prior.POOL)) is not None
+    assert len(prior._DRAWS) == 2

@@ -11,7 +11,8 @@ draws (about a millisecond a call), while a user's first few calls compile nothi
 count as uses: a pilot's draws (``one_off``) come once per model, data and options, since the pilot is reused,
 so they never make a count look swept. A model
 whose sampler runs outside JAX (Stan, WebPPL, PyMC: the ``HostPrior`` capability) has nothing to compile and
-draws only what is asked.
+draws only what is asked. The prior check's 1,024 draws are :func:`draw_prior`'s too (on its own stream), so the
+check and the run share the program: a first call traces and compiles the model's sampler once.
 """
 
 from __future__ import annotations
@@ -36,55 +37,37 @@ def draw_prior(key, model, num: int):
 
 
 def prior_draws(key, model, num: int, *, one_off: bool = False):
-    """:func:`draw_prior` as compiled calls: the first ``num`` of :func:`timed_prior_pool`'s when ``num <= POOL`` (the
-    same numbers), else one program of that size, cached per model. ``one_off``: draws a caller makes once (a
-    pilot's), not counted towards the count's own program."""
+    """:func:`draw_prior` as compiled calls: for a model sampled in JAX, the first ``num`` of the one compiled
+    program of :data:`POOL` draws when ``num <= POOL`` (the same numbers), else one program of that size, cached per
+    model. ``one_off``: draws a caller makes once (a pilot's), not counted towards the count's own program."""
     draws, key_run, _ = timed_prior_draws(key, model, num, one_off=one_off)
     return draws, key_run
 
 
 def timed_prior_draws(key, model, num: int, *, one_off: bool = False):
     """:func:`prior_draws` and the seconds spent compiling its program when this call built it (else 0). The key's
-    split runs inside the compiled program: an eager split is a dispatch of its own on every call."""
-    (draws, key_run), seconds = _timed_draws(key, model, int(num), split=True, one_off=one_off)
-    return draws, key_run, seconds
-
-
-def timed_prior_pool(key, model, num: int = POOL):
-    """The prior draws of ``jax.random.split(key, num)`` and the seconds the call spent building (compiling) its
-    program, 0 when cached: for a model sampled in JAX, the first ``num`` of the one compiled program of
-    :data:`POOL` draws (``num <= POOL``); otherwise a program of ``num`` draws."""
-    (draws, _), seconds = _timed_draws(key, model, int(num), split=False)
-    return draws, seconds
-
-
-def _timed_draws(key, model, num: int, *, split: bool, one_off: bool = False):
-    """``(draws, key_run)`` and the compile seconds: with ``split``, :func:`draw_prior`'s (``key`` split in two
-    first); without, the draws of ``jax.random.split(key, num)`` (``key_run`` is then None). A ``one_off`` call
-    uses the count's own program if a sweep built one, and never counts as a use."""
+    split runs inside the compiled program: an eager split is a dispatch of its own on every call. A ``one_off``
+    call uses the count's own program if a sweep built one, and never counts as a use."""
+    num = int(num)
     repeated = _repeated(model, num, count=not one_off)
     pooled = num <= POOL and not supports(model, HostPrior) and not repeated
     size = POOL if pooled else num
-
-    def draw(k):
-        k_init, k_run = jax.random.split(k) if split else (k, None)
-        return jax.vmap(model.sample_prior)(jax.random.split(k_init, size)), k_run
 
     began = time.perf_counter()
     # Drawing is cheap and compiling a sampler dear (JAX's gamma sampler alone, 0.7 s): compiled quickly, except a
     # count a sweep asks for again and again, whose program runs on every call (about half as fast unoptimized). A
     # program already built for a size is kept whatever the options it was built with: never compiled twice.
     compiler = compile_run if repeated else compile_quickly
-    fn, built = _DRAWS.get_or_build((model, size, "split" if split else "keys"),
-                                    lambda: compiler(jax.jit(named(draw, "prior_draws")).lower(key)))
-    out = jax.block_until_ready(fn(key)) if built else fn(key)
+    fn, built = _DRAWS.get_or_build((model, size), lambda: compiler(jax.jit(named(
+        lambda k: draw_prior(k, model, size), "prior_draws")).lower(key)))
+    draws, key_run = jax.block_until_ready(fn(key)) if built else fn(key)
     seconds = time.perf_counter() - began if built else 0.0
     if num == size:
-        return out, seconds
+        return draws, key_run, seconds
     # One compiled slice of every leaf (indexing leaf by leaf costs a dispatch each, on every call).
     head, _ = _DRAWS.get_or_build((model, num, "head"), lambda: jax.jit(named(
         lambda d: jax.tree.map(lambda a: a[:num], d), "prior_draws_head")))
-    return (head(out[0]), out[1]), seconds
+    return head(draws), key_run, seconds
 
 
 _DRAWS = CompiledCache("prior draws", maxsize=64)

@@ -23,7 +23,7 @@ from ..caching import CompiledCache, array_memo, compile_quickly, leaf_types, na
 from ..contracts.capabilities import CollapsedDensity, supports
 from ..errors import DataError
 from .failures import raise_prior_failure
-from .prior import timed_prior_pool
+from .prior import draw_prior, timed_prior_draws
 
 PRIOR_CHECK_DRAWS = 1024  # what estimators pass as the engine's prior_check
 PRIOR_CHECK_STREAM = 0x5EEDC4EC  # folded into the run's key for the check's draws
@@ -34,8 +34,14 @@ def prior_check_flags(key, data, ends, *, model, num_draws):
     prior draws are where every term must be defined)."""
     if not num_draws:
         return jnp.zeros((0,), bool)
-    keys = jax.random.split(jax.random.fold_in(key, PRIOR_CHECK_STREAM), num_draws)
-    return illegal_at(jax.vmap(model.sample_prior)(keys), data, ends, model=model)
+    return illegal_at(draw_prior(jax.random.fold_in(key, PRIOR_CHECK_STREAM), model, num_draws)[0], data, ends,
+                      model=model)
+
+
+def check_keys(key, num_draws: int):
+    """The keys of the check's draws: :func:`bdmc.core.prior.draw_prior`'s on the check's own stream, so the check
+    and a run's chains share one compiled prior program (``core/prior.py``)."""
+    return jax.random.split(jax.random.split(jax.random.fold_in(key, PRIOR_CHECK_STREAM))[0], num_draws)
 
 
 def illegal_at(draws, data, ends, *, model):
@@ -86,7 +92,7 @@ def check_prior(key, model, data, lams, *, num_draws: int, batch_axes, axes_sign
 def _check(key, model, data, lams, ends, signature, *, num_draws, batch_axes, batch_label, description) -> float:
     """The check itself: raise on a NaN or +inf term, else return the seconds spent compiling."""
     if batch_axes is None:  # the draws come from the model's shared prior program (core/prior.py), compiled once
-        draws, drawn = timed_prior_pool(jax.random.fold_in(key, PRIOR_CHECK_STREAM), model, int(num_draws))
+        draws, _, drawn = timed_prior_draws(jax.random.fold_in(key, PRIOR_CHECK_STREAM), model, int(num_draws))
 
         def build():
             began = time.perf_counter()
@@ -180,7 +186,6 @@ def raise_if_prior_failed(bad, key, batch_axes, batch_label, *, model, data, lam
         description = f"{description}, {batch_label} {b}"
     row = flat[b] if batch_axes is not None else flat
     draw = int(np.argmax(row))
-    keys = jax.random.split(jax.random.fold_in(member_key, PRIOR_CHECK_STREAM), row.size)
-    latent = jax.jit(model.sample_prior)(keys[draw])
+    latent = jax.jit(model.sample_prior)(check_keys(member_key, row.size)[draw])
     raise_prior_failure(model, latent, member_data, lams, draw=draw, n_bad=int(row.sum()), n_draws=int(row.size),
                         description=description)

@@ -439,14 +439,15 @@ FIGURES += [
                                    r"the best peer's time to < 1 nat",
            f"{R}/peers/README.md", _cold_fell),
     Figure("docs/architecture.md", r"a first tempered SMC call on eight schools took (?P<call>[\d.]+) s, "
-                                   r"(?P<stages>[\d.]+) s of it tracing, lowering and loading its (?P<n>\d+) programs "
-                                   r"\(the pilot's (?P<pilot>[\d.]+) s, the run's (?P<run>[\d.]+) s\); BlackJAX's took "
-                                   r"(?P<peer>[\d.]+) s, (?P<peer_stages>[\d.]+) s of it in its (?P<peer_n>\d+)\.",
+                                   r"(?P<stages>[\d.]+) s of it tracing, lowering and loading its (?P<n>\d+)\s+"
+                                   r"programs \(the run's (?P<run>[\d.]+) s; the pilot's choice loaded from the pilot "
+                                   r"store\); BlackJAX's took (?P<peer>[\d.]+) s, (?P<peer_stages>[\d.]+) s of it\s+"
+                                   r"in its (?P<peer_n>\d+)\.",
            f"{R}/cold_programs/README.md",
            stored(r"\*\*schools, caches warm\.\*\* bdmc's tempered SMC's first call took (?P<call>[\d.]+) s, "
-                  r"(?P<stages>[\d.]+) s of it in the stages of its (?P<n>\d+) programs: the pilot's (?P<pilot>[\d.]+) "
-                  r"s \([\d,]+ lines\), the run's (?P<run>[\d.]+) s .*? BlackJAX's took (?P<peer>[\d.]+) s, "
-                  r"(?P<peer_stages>[\d.]+) s of it in its (?P<peer_n>\d+) programs")),
+                  r"(?P<stages>[\d.]+) s of it in the stages of its (?P<n>\d+) programs: no pilot's \(its choice "
+                  r"loaded from the pilot store\), the run's (?P<run>[\d.]+) s .*? BlackJAX's took "
+                  r"(?P<peer>[\d.]+) s, (?P<peer_stages>[\d.]+) s of it in its (?P<peer_n>\d+) programs")),
     Figure("docs/architecture.md", r"falls from a median of (?P<identity>[\d.]+) nats \(identity\) to at most "
                                    r"(?P<fitted>[\d.]+) \(diagonal and dense\)\. .*?acceptance (?P<imh>[\d.]+)\)",
            f"{R}/preconditioning/README.md", _preconditioning),

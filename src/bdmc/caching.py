@@ -129,8 +129,9 @@ class CompiledCache:
 def collection_paused():
     """Python's cyclic garbage collection paused for the block, then as it was (a process that had turned it off
     keeps it off). Tracing and lowering a program allocate many objects, and the collections they trigger are a
-    large part of a first call's time (``benchmarks/results/cold_programs/`` compares first calls before and
-    after); what they would have freed is freed by the next collection after the block."""
+    large part of a first call's time (first calls before and after, a median 10% shorter over 8 cells:
+    ``git show 8e9e915:benchmarks/results/cold_programs/README.md``); what they would have freed is freed by the
+    next collection after the block."""
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -79,10 +79,11 @@ def values(folder: Path) -> dict:
         peer_lines = lines.get((problem, "blackjax"), {})
         peer_size = max(peer_lines.values()) if peer_lines else 0
         mine = medians[(problem, "bdmc-tsmc", "cold-cache")]
+        pilot = (f"the pilot's {ours['pilot']:.2f} s ({sizes.get(('pilot', 1), 0):,} lines), " if "pilot" in ours
+                 else "no pilot's (its choice loaded from the pilot store), ")
         sentence = (f"**{problem}, caches warm.** bdmc's tempered SMC's first call took {mine['call']:.2f} s, "
-                    f"{mine['stages']:.2f} s of it in the stages of its {mine['programs']} programs: the pilot's "
-                    f"{ours.get('pilot', 0.0):.2f} s ({sizes.get(('pilot', 1), 0):,} lines), the run's "
-                    f"{ours.get('run', 0.0):.2f} s ({sizes.get(('run', 1), 0):,} lines) and the "
+                    f"{mine['stages']:.2f} s of it in the stages of its {mine['programs']} programs: {pilot}the "
+                    f"run's {ours.get('run', 0.0):.2f} s ({sizes.get(('run', 1), 0):,} lines) and the "
                     f"{len(names) - len(ours)} others' (prior draws, the prior check, the keys) {rest:.2f} s.")
         if peer is not None:
             sentence += (f" BlackJAX's took {peer['call']:.2f} s, {peer['stages']:.2f} s of it in its "

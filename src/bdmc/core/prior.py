@@ -28,12 +28,20 @@ POOL = 1024  # draws of the shared program (the prior check's count)
 
 
 def draw_prior(key, model, num: int):
-    """``num`` prior draws and the key left for the run: ``key`` split in two, the first split ``num`` ways.
+    """``num`` prior draws and the key left for the run: ``key`` split in two, the first split ``num`` ways
+    (:func:`prior_keys`).
 
     Traceable (call it inside a compiled function); :func:`prior_draws` is the compiled, cached version.
     """
+    keys, key_run = prior_keys(key, num)
+    return jax.vmap(model.sample_prior)(keys), key_run
+
+
+def prior_keys(key, num: int):
+    """The keys of :func:`draw_prior`'s ``num`` draws and the key left for the run: the one place that says how a
+    key becomes prior draws (the prior check names a flagged draw by its key)."""
     key_init, key_run = jax.random.split(key)
-    return jax.vmap(model.sample_prior)(jax.random.split(key_init, num)), key_run
+    return jax.random.split(key_init, num), key_run
 
 
 def prior_draws(key, model, num: int, *, one_off: bool = False):

@@ -23,7 +23,7 @@ from ..caching import CompiledCache, array_memo, compile_quickly, leaf_types, na
 from ..contracts.capabilities import CollapsedDensity, supports
 from ..errors import DataError
 from .failures import raise_prior_failure
-from .prior import draw_prior, timed_prior_draws
+from .prior import draw_prior, prior_keys, timed_prior_draws
 
 PRIOR_CHECK_DRAWS = 1024  # what estimators pass as the engine's prior_check
 PRIOR_CHECK_STREAM = 0x5EEDC4EC  # folded into the run's key for the check's draws
@@ -41,7 +41,7 @@ def prior_check_flags(key, data, ends, *, model, num_draws):
 def check_keys(key, num_draws: int):
     """The keys of the check's draws: :func:`bdmc.core.prior.draw_prior`'s on the check's own stream, so the check
     and a run's chains share one compiled prior program (``core/prior.py``)."""
-    return jax.random.split(jax.random.split(jax.random.fold_in(key, PRIOR_CHECK_STREAM))[0], num_draws)
+    return prior_keys(jax.random.fold_in(key, PRIOR_CHECK_STREAM), num_draws)[0]
 
 
 def illegal_at(draws, data, ends, *, model):

@@ -256,7 +256,7 @@ def test_array_memo_computes_once_per_jax_array_and_forgets_it_with_the_array():
 
 def test_data_are_checked_once_per_jax_array_and_a_bad_value_is_never_remembered():
     from bdmc.contracts.model import validate_data
-    from bdmc.core.prior_check import data_fingerprint
+    from bdmc.core.fingerprint import data_fingerprint
     from bdmc.models import GaussianMean
 
     model = GaussianMean(n=3, dim=2)

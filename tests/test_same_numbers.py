@@ -3,7 +3,8 @@ the generative per-image AIS, the sandwich and BREAD, against values stored from
 and the runner were rewritten (``tests/data/same_numbers.json``).
 
 The tolerance allows rounding (a relative 1e-6: other CPUs and XLA flags round differently) and nothing else: a
-changed key stream, path, pilot or combination moves these values by far more. To store the values afresh from a
+changed key stream, path, pilot or combination moves these values by far more. Two runs amplify a CPU's rounding
+into other numbers (``ROUNDING_SENSITIVE``): only their evaluation counts are pinned. To store the values afresh from a
 checkout (only when a change is meant to move them, and say so in its commit)::
 
     BDMC_WRITE_SAME_NUMBERS=1 python3 -m pytest -n 0 tests/test_same_numbers.py
@@ -27,6 +28,11 @@ from bdmc.models import FiniteMixture, GaussianMean, LinearRegression
 
 STORED = Path(__file__).parent / "data" / "same_numbers.json"
 RUNS = 4
+# Runs whose values are a property of the CPU's rounding, not of the code: a relative perturbation of 1e-13 of the
+# data moves them by 1e-2 to 9e-2 relative (the two calls here with the AIS pilot: its choice amplifies a last bit),
+# every other value here by at most 3e-13; an AMD EPYC and the machine that stored them gave runs nats apart from the
+# same code. Their evaluation counts (the pilot's and the run's structure) are exact everywhere and stay pinned.
+ROUNDING_SENSITIVE = ("linreg/ais-hmc-pilot", "linreg/rev-ais-hmc-pilot")
 
 
 def _values(estimate) -> dict:
@@ -110,5 +116,8 @@ def test_same_calls_give_the_stored_numbers():
     assert sorted(got) == sorted(stored)
     for name, values in stored.items():
         for field, expected in (values.items() if isinstance(values, dict) else [("", values)]):
+            if name in ROUNDING_SENSITIVE and field != "n_evals":
+                assert np.all(np.isfinite(got[name][field])), f"{name} {field}"
+                continue
             actual = got[name][field] if field else got[name]
             np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-9, err_msg=f"{name} {field}")

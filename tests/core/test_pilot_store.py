@@ -211,7 +211,7 @@ def test_pruning_is_batched_and_keeps_the_newest(store, monkeypatch):
     the store never holds more than MAX_FILES + PRUNE_EVERY - 1 files, and a prune keeps the newest."""
     monkeypatch.setattr(pilot_store, "MAX_FILES", 3)
     monkeypatch.setattr(pilot_store, "PRUNE_EVERY", 4)
-    monkeypatch.setattr(pilot_store, "_SAVES", [0])
+    monkeypatch.setattr(pilot_store, "_SAVES", {})
     counts = []
     for i in range(13):
         pilot_store.save(f"pilot{i:02d}", {"i": i}, {})
@@ -220,3 +220,56 @@ def test_pruning_is_batched_and_keeps_the_newest(store, monkeypatch):
     assert max(counts) <= 3 + 4 - 1
     # The 13th save pruned (1, 5, 9, 13): what is left is the newest three.
     assert sorted(p.stem for p in store.glob("*.pkl")) == ["pilot10", "pilot11", "pilot12"]
+
+
+# ------------------------------------------------------------------------------------------- prior checks
+@dataclasses.dataclass(frozen=True)
+class Edged:
+    """``x ~ N(0, 1)``, ``y_i ~ N(x, 1)``, its log-likelihood NaN beyond ``|x| > edge`` (1.2% of the prior at
+    2.5, a bug the check's 1,024 draws find; none at 50)."""
+
+    edge: float = 50.0
+
+    def sample_prior(self, key):
+        return {"x": jax.random.normal(key)}
+
+    def sample_data(self, key, latent):
+        return latent["x"] + jax.random.normal(key, (4,))
+
+    def log_prior(self, latent):
+        return -0.5 * latent["x"] ** 2 - 0.5 * np.log(2 * np.pi)
+
+    def log_likelihood(self, latent, data):
+        x = latent["x"]
+        return jax.numpy.where(jax.numpy.abs(x) > self.edge, jax.numpy.nan, -0.5 * (data - x) ** 2)
+
+
+def test_a_passed_prior_check_is_kept_and_a_new_process_does_not_run_it_again(store, monkeypatch):
+    from bdmc.core import prior_check
+
+    checks = []
+    real = prior_check._check
+    monkeypatch.setattr(prior_check, "_check", lambda *a, **k: checks.append(a[1]) or real(*a, **k))
+    y = jax.numpy.array([0.1, -0.2, 0.15, 0.1])
+    ais = lambda model, data, seed=0: bdmc.forward_ais(jax.random.key(seed), model, data, num_steps=5,  # noqa: E731
+                                                       num_runs=2, kernel=HMC(model), tune="off", progress=False)
+    first = ais(Edged(), y)
+    assert len(checks) == 1 and len(list((store.parent / pilot_store.PRIOR_CHECKS).glob("*.passed"))) == 1
+    bdmc.clear_caches()  # what a new process starts from: no verdict in memory
+    again = ais(Edged(), y, seed=1)  # another key: the verdict is per model and data, as within a process
+    assert len(checks) == 1 and np.isfinite(again.value) and np.isfinite(first.value)
+    ais(Edged(), y + 1.0)  # other data: checked
+    assert len(checks) == 2
+    # The negative control: a model that differs only in a constant (a NaN region on 1.2% of the prior) has
+    # another fingerprint, so the correct model's pass does not cover it; and a failed check is never kept, so
+    # it fails in every process.
+    for _ in range(2):
+        bdmc.clear_caches()
+        with pytest.raises(bdmc.errors.NonFiniteLogDensityError, match="exact prior draw"):
+            ais(Edged(edge=2.5), y)
+    assert len(checks) == 4 and len(list((store.parent / pilot_store.PRIOR_CHECKS).glob("*.passed"))) == 2
+    # The switch turns this part off too: checked again, nothing written.
+    monkeypatch.setenv(pilot_store.PILOT_CACHE_SWITCH, "0")
+    bdmc.clear_caches()
+    ais(Edged(), y)
+    assert len(checks) == 5

@@ -19,6 +19,8 @@ PARTS = {
            "loads them instead of compiling",
     "pilots": "frozen pilots' choices (bdmc.core.pilot_store): a later process's call on the same model, "
               "data and options skips its pilot",
+    "prior_checks": "prior checks passed (bdmc.core.prior_check): a later process's call on the same model and "
+                    "data does not check them again",
     "stan": "Stan programs compiled to shared libraries (bdmc.ppl.stan, native backend)",
     "webppl": "WebPPL, installed by npm on first use (bdmc.ppl.webppl)",
 }

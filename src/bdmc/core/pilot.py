@@ -48,9 +48,10 @@ from ..kernels.mass import GaussianTable, table_from_moments
 from ..kernels.step_sizes import StepSizeTable
 from . import pilot_store, schedules
 from .chain_stats import chain_moments
+from .fingerprint import data_fingerprint
 from .pilot_policy import jitter_of, run_pilot
 from .prior import timed_prior_draws
-from .prior_check import PRIOR_CHECK_DRAWS, check_prior, data_fingerprint
+from .prior_check import PRIOR_CHECK_DRAWS, check_prior
 
 PILOT_STREAM = 0x9E3779B9  # folded into the key the pilot is given: its randomness is not the run's
 MASS_KINDS = ("auto", "diagonal", "dense", "identity")

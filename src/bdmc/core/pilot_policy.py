@@ -14,6 +14,7 @@ import numpy as np
 from ..contracts.capabilities import supports
 from ..contracts.kernel import JitteredSteps
 from ..errors import NonFiniteLogDensityError, NonFiniteLogWeightError
+from ..kernels.lookup import count_at_most
 from ..kernels.mass import GaussianTable
 from .chain_stats import chain_moments, move_correlation
 from .engine import anneal
@@ -80,7 +81,7 @@ class PilotPolicy:
             return lam_from, lam_to
         lam_prev = carry[3]
         grid = jnp.asarray(self.pilot.grid(), jnp.result_type(float))
-        cap = grid[jnp.minimum(jnp.searchsorted(grid, lam_prev, side="right"), grid.shape[0] - 1)]
+        cap = grid[jnp.minimum(count_at_most(grid, lam_prev), grid.shape[0] - 1)]
         last = t == self.levels - 1
         lam = jnp.minimum(next_lambda(loglik, jnp.isfinite(loglik), lam_prev, last, int(self.pilot.num_chains)),
                           jnp.where(last, 1.0, cap))

@@ -1,5 +1,5 @@
-"""Frozen pilots kept on disk, so that a new process making a call on the same model, data and options loads its
-pilot's choice.
+"""Frozen pilots and passed prior checks kept on disk, so that a new process making a call on the same model, data
+and options loads its pilot's choice and does not check its prior again.
 
 A pilot is a deterministic function of the model, the data, the kernel's settings, the number of distributions,
 the pilot's settings and the key it is given (an estimator's pilot is given its own, from ``Pilot.seed``, never the
@@ -12,9 +12,15 @@ draws and density terms with their constants, the data's values, the kernel's an
 ``repr``), the pilot's key's data, and the installed bdmc's source files and JAX's version. A model or kernel
 whose fingerprint would name a memory address (a Python callback inside the density) is never stored.
 
-The store is ``cache_dir() / "pilots"`` (``$BDMC_CACHE_DIR/pilots``); ``BDMC_PILOT_CACHE=0`` turns it off. It
-keeps about the :data:`MAX_FILES` most recently written choices (pruned at a process's first save and every
-:data:`PRUNE_EVERY`-th after); :func:`clear_pilot_store` empties it.
+A prior check (:mod:`bdmc.core.prior_check`) that passed is kept the same way, keyed on the model's behaviour, the
+data's values, the path's ends and the check's draws: a process checks a model and data set once, and within a
+process that was already so (a later call reuses the verdict whatever its key). Only a pass is kept; a check that
+fails raises, every time.
+
+The store is ``cache_dir() / "pilots"`` and ``cache_dir() / "prior_checks"`` (under ``$BDMC_CACHE_DIR``);
+``BDMC_PILOT_CACHE=0`` turns both off. Each part keeps about the :data:`MAX_FILES` most recently written files
+(pruned at a process's first write and every :data:`PRUNE_EVERY`-th after); :func:`clear_pilot_store` empties
+the pilots.
 """
 
 from __future__ import annotations
@@ -27,23 +33,22 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from ..caching import cached, leaf_types
 from ..config import cache_dir
-from ..contracts.capabilities import CollapsedDensity, supports
 from ..files import write_atomic
-from .prior_check import data_fingerprint
+from .fingerprint import ADDRESS, code_version, data_fingerprint, model_fingerprint
 
-PILOT_CACHE_SWITCH = "BDMC_PILOT_CACHE"  # "0": pilots are neither loaded from nor written to disk
+PILOT_CACHE_SWITCH = "BDMC_PILOT_CACHE"  # "0": nothing is loaded from or written to the store
+PRIOR_CHECKS = "prior_checks"  # the part that keeps passed prior checks
 MAX_FILES = 512
 FORMAT = 1  # bumped when what a stored file holds changes
-_ADDRESS = " at 0x"
 
 
-def store_dir() -> Path | None:
-    """Where frozen pilots are kept, or None when the store is off (``BDMC_PILOT_CACHE=0``)."""
+def store_dir(part: str = "pilots") -> Path | None:
+    """Where the store keeps one part (``"pilots"``, :data:`PRIOR_CHECKS`), or None when the store is off
+    (``BDMC_PILOT_CACHE=0``)."""
     if os.environ.get(PILOT_CACHE_SWITCH, "1").strip().lower() in ("0", "false", "no", "off"):
         return None
-    return cache_dir() / "pilots"
+    return cache_dir() / part
 
 
 def stored_name(key, model, data, kernel, settings: tuple) -> str | None:
@@ -52,16 +57,18 @@ def stored_name(key, model, data, kernel, settings: tuple) -> str | None:
     ``settings`` holds the call's other inputs (the number of distributions, the pilot, the prior check), each
     fingerprinted by its ``repr``.
     """
-    try:
-        model_part = _model_fingerprint(model, data)
-    except Exception:  # noqa: BLE001 - a model we cannot trace apart from a run is simply not stored
-        return None
     described = repr(kernel).replace(repr(model), "<model>") + repr(settings)
-    if model_part is None or _ADDRESS in described:
+    return _name(model, data, described, np.asarray(jax.random.key_data(key)).tobytes().hex())
+
+
+def _name(model, data, *parts: str, ends=()) -> str | None:
+    """The hash of what a stored result depends on: the model's behaviour, the data's values (and the path's ends),
+    bdmc's code and ``parts``; None when the model has no stable fingerprint or a part names a memory address."""
+    model_part = model_fingerprint(model, data)
+    if model_part is None or any(ADDRESS in part for part in parts):
         return None
     digest = hashlib.blake2b(digest_size=20)
-    for part in (str(FORMAT), _code_version(), model_part, data_fingerprint(data), described,
-                 np.asarray(jax.random.key_data(key)).tobytes().hex()):
+    for part in (str(FORMAT), code_version(), model_part, data_fingerprint(data, ends), *parts):
         digest.update(part.encode())
         digest.update(b"\0")
     return digest.hexdigest()
@@ -84,27 +91,50 @@ def load(name: str):
 def save(name: str, fields: dict, kernel_fields: dict) -> None:
     """Keep a pilot's choice under ``name`` (atomically), then drop the oldest files beyond :data:`MAX_FILES`.
     A store that cannot be written (a read-only home) is skipped: the call has its pilot either way."""
-    folder = store_dir()
+    _write("pilots", f"{name}.pkl", pickle.dumps((fields, kernel_fields), protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def prior_check_name(model, data, ends, settings: str) -> str | None:
+    """The name a passed prior check is kept under: the model's behaviour, the data's values, the path's ends and
+    the check's ``settings`` (its draws and data signature); None when the model cannot be fingerprinted."""
+    return _name(model, data, "prior check", settings, ends=ends)
+
+
+def check_passed(name: str) -> bool:
+    """Whether a prior check kept under ``name`` passed (in this process or an earlier one)."""
+    folder = store_dir(PRIOR_CHECKS)
+    return folder is not None and (folder / f"{name}.passed").is_file()
+
+
+def record_check(name: str, description: str) -> None:
+    """Keep that the prior check under ``name`` passed (a small text file saying what was checked)."""
+    _write(PRIOR_CHECKS, f"{name}.passed", description.encode())
+
+
+def _write(part: str, file: str, payload: bytes) -> None:
+    """Write one file of a part atomically, then drop its oldest files beyond :data:`MAX_FILES` (at the part's
+    first write of a process and every :data:`PRUNE_EVERY`-th after). A store that cannot be written (a read-only
+    home) is skipped: the call has its result either way."""
+    folder = store_dir(part)
     if folder is None:
         return
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        # Not synced to disk: a stored pilot lost to a power cut is run again, and one cut short fails to load.
-        write_atomic(folder / f"{name}.pkl", pickle.dumps((fields, kernel_fields), protocol=pickle.HIGHEST_PROTOCOL),
-                     durable=False)
-        _SAVES[0] += 1
-        if (_SAVES[0] - 1) % PRUNE_EVERY == 0:  # the first save of a process, then every PRUNE_EVERY-th
-            files = sorted(folder.glob("*.pkl"), key=lambda p: p.stat().st_mtime_ns)
+        # Not synced to disk: a result lost to a power cut is computed again, and one cut short fails to load.
+        write_atomic(folder / file, payload, durable=False)
+        _SAVES[part] = _SAVES.get(part, 0) + 1
+        if (_SAVES[part] - 1) % PRUNE_EVERY == 0:
+            files = sorted(folder.glob(f"*{Path(file).suffix}"), key=lambda p: p.stat().st_mtime_ns)
             for old in files[:-MAX_FILES]:
                 old.unlink(missing_ok=True)
     except OSError:
         return
 
 
-# Listing and dating every stored file takes milliseconds: a process prunes at its first save and then every
-# PRUNE_EVERY-th, so the store holds at most MAX_FILES + PRUNE_EVERY - 1 files.
+# Listing and dating every stored file takes milliseconds: a process prunes a part at its first write and then every
+# PRUNE_EVERY-th, so a part holds at most MAX_FILES + PRUNE_EVERY - 1 files.
 PRUNE_EVERY = 32
-_SAVES = [0]
+_SAVES: dict[str, int] = {}  # part -> files this process wrote
 
 
 def clear_pilot_store() -> int:
@@ -116,57 +146,3 @@ def clear_pilot_store() -> int:
     for path in files:
         path.unlink(missing_ok=True)
     return len(files)
-
-
-def _model_fingerprint(model, data) -> str | None:
-    """The model's behaviour without its identity: the jaxprs of its prior draws and its density terms at the
-    data's shapes, and their constants' values; None when a jaxpr names a memory address. Worked out once per model
-    and data shapes (tracing and printing the jaxprs takes milliseconds, which a new pilot in every call would pay
-    each time); a model that cannot be hashed is worked out every time."""
-    leaves, treedef = jax.tree.flatten(data)
-    shapes = (treedef, leaf_types(leaves))
-    try:
-        hash((model, shapes))
-    except TypeError:
-        return _traced_fingerprint(model, shapes)
-    return _cached_fingerprint(model, shapes)
-
-
-def _traced_fingerprint(model, shapes) -> str | None:
-    treedef, types = shapes
-    data = jax.tree.unflatten(treedef, [jax.ShapeDtypeStruct(shape, dtype) for shape, dtype in types])
-    key = jax.random.key(0)
-    draw = jax.make_jaxpr(model.sample_prior)(key)
-    latent = jax.eval_shape(model.sample_prior, key)
-    if supports(model, CollapsedDensity):
-        terms = [jax.make_jaxpr(model.log_density)(latent, data, 1.0)]
-    else:
-        terms = [jax.make_jaxpr(model.log_prior)(latent), jax.make_jaxpr(model.log_likelihood)(latent, data)]
-    digest = hashlib.blake2b(digest_size=20)
-    digest.update(f"{type(model).__module__}.{type(model).__qualname__}".encode())
-    for closed in (draw, *terms):
-        text = str(closed.jaxpr)
-        if _ADDRESS in text or "callback[" in text:  # host code: its behaviour is not in the jaxpr
-            return None
-        digest.update(text.encode())
-        for const in closed.consts:
-            array = np.asarray(const)
-            digest.update(str((array.shape, array.dtype)).encode())
-            digest.update(np.ascontiguousarray(array).tobytes())
-    return digest.hexdigest()
-
-
-_cached_fingerprint = cached(maxsize=256)(_traced_fingerprint)
-
-
-@cached(maxsize=1)
-def _code_version() -> str:
-    """The installed bdmc's source files (name, size, modification time) and JAX's version: a stored choice is
-    never handed to other code."""
-    root = Path(__file__).resolve().parents[1]
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update(jax.__version__.encode())
-    for path in sorted(root.rglob("*.py")):
-        stat = path.stat()
-        digest.update(f"{path.relative_to(root)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
-    return digest.hexdigest()

@@ -5,24 +5,26 @@ on part of its support as if that part had zero density: a silent bias. Before a
 density term at ``num_draws`` exact prior draws, on ``fold_in(key, PRIOR_CHECK_STREAM)`` (never the run's
 randomness), and stops at a NaN or +inf there, naming the term. A region of prior mass p is missed with
 probability ``(1 - p) ** num_draws``: with the 1,024 draws estimators use, below 1e-4 for p = 1%, 6% for p = 0.27%.
-The check runs once per model and data set (a later run on equal data reuses the verdict), so a warm call pays
-nothing for it.
+The check runs once per model and data set (a later run on equal data reuses the verdict, in a later process too:
+a pass is kept on disk by :mod:`bdmc.core.pilot_store`), so a warm call, and a new process's call on a model and
+data set already checked, pay nothing for it.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..caching import CompiledCache, array_memo, compile_quickly, leaf_types, named
+from ..caching import CompiledCache, compile_quickly, leaf_types, named
 from ..contracts.capabilities import CollapsedDensity, supports
 from ..errors import DataError
+from . import pilot_store
 from .failures import raise_prior_failure
+from .fingerprint import data_fingerprint
 from .prior import draw_prior, prior_keys, timed_prior_draws
 
 PRIOR_CHECK_DRAWS = 1024  # what estimators pass as the engine's prior_check
@@ -71,7 +73,9 @@ def check_prior(key, model, data, lams, *, num_draws: int, batch_axes, axes_sign
                 description: str) -> float:
     """Run the check at ``num_draws`` exact prior draws (none when 0) and raise on a NaN or +inf term; return the
     seconds spent compiling it (0 when its program came from the cache: one per model and data shapes). A model
-    and data set that passed once are not checked again (bounded cache; :func:`bdmc.clear_caches` forgets)."""
+    and data set that passed once are not checked again: in this process (bounded cache; :func:`bdmc.clear_caches`
+    forgets) nor in a later one (:mod:`bdmc.core.pilot_store`, keyed on the model's behaviour and the data's
+    values; ``BDMC_PILOT_CACHE=0`` turns it off)."""
     if not num_draws:
         return 0.0
     ends = (np.asarray(lams[0]), np.asarray(lams[-1]))
@@ -82,8 +86,16 @@ def check_prior(key, model, data, lams, *, num_draws: int, batch_axes, axes_sign
     passed = (model, int(num_draws), signature, data_fingerprint(data, ends))
 
     def check():
-        return _check(key, model, data, lams, ends, signature, num_draws=int(num_draws), batch_axes=batch_axes,
-                      batch_label=batch_label, description=description)
+        # A check passed in an earlier process (the same model behaviour, data, ends and draws) is not run again.
+        stored = (pilot_store.prior_check_name(model, data, ends, repr((int(num_draws), signature)))
+                  if pilot_store.store_dir(pilot_store.PRIOR_CHECKS) is not None else None)
+        if stored is not None and pilot_store.check_passed(stored):
+            return 0.0
+        spent = _check(key, model, data, lams, ends, signature, num_draws=int(num_draws), batch_axes=batch_axes,
+                       batch_label=batch_label, description=description)
+        if stored is not None:
+            pilot_store.record_check(stored, f"{description}: {type(model).__qualname__}, {int(num_draws)} draws")
+        return spent
 
     spent, checked = _PASSED.get_or_build(passed, check)
     return spent if checked else 0.0
@@ -150,25 +162,6 @@ def describe_case(data, i: int, num_cases: int) -> str:
             value = array[i]
             parts.append(f"{name}[{i}] = {value.item() if value.ndim == 0 else value.tolist()}")
     return ", ".join(parts) if parts else f"data case {i}"
-
-
-def data_fingerprint(data, ends=()) -> str:
-    """The data's values and the path's ends, hashed: a check is reused only for equal data. The ends in either
-    order check the same terms, so a reverse run reuses a forward run's verdict."""
-    digest = hashlib.blake2b(digest_size=16)
-    for part in [array_memo(leaf, "digest", leaf_digest) for leaf in jax.tree.leaves(data)] + sorted(
-            repr(float(e)) if np.ndim(e) == 0 else leaf_digest(e) for e in ends):
-        digest.update(part.encode())
-    return digest.hexdigest()
-
-
-def leaf_digest(leaf) -> str:
-    """An array's shape, dtype and values, hashed."""
-    array = np.asarray(leaf)
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update(str((array.shape, array.dtype)).encode())
-    digest.update(np.ascontiguousarray(array).tobytes())
-    return digest.hexdigest()
 
 
 def raise_if_prior_failed(bad, key, batch_axes, batch_label, *, model, data, lams, description):

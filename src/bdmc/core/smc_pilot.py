@@ -56,10 +56,10 @@ from ..kernels.mass import GaussianTable, table_from_moments
 from ..kernels.step_sizes import StepSizeTable
 from . import pilot_store, schedules
 from .chain_stats import chain_moments, jump_ratios
+from .fingerprint import data_fingerprint
 from .pilot import frozen_choices, mass_kind, padded, smoothed_table, tunes_step_size
 from .pilot_policy import jitter_of
 from .prior import prior_draws
-from .prior_check import data_fingerprint
 from .smc_pilot_options import DataPathPilot
 
 SMC_PILOT_STREAM = 0x5BD1E995  # folded into the key the pilot is given: its randomness is not the run's

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..contracts.kernel import KernelInfo
 from ..errors import OptionError
+from .lookup import count_below
 
 
 @dataclass(frozen=True)
@@ -112,8 +113,14 @@ class RepeatUpTo:
             bad = jnp.zeros((), bool) if info.divergent is None else jnp.asarray(info.divergent, bool)
             return x, acc + jnp.asarray(info.acceptance, acc.dtype), divergent | bad
 
+        # The counters start as zeros shaped by the chain's latent: under the engine's vmap they are then batched
+        # from the start, so vmap's while-loop rule finds the batched carries in one pass over the body rather
+        # than two (a first call traces the body's batching once less).
+        like = jax.tree.leaves(latent)[0]
+        start = (latent, jnp.zeros_like(like, jnp.result_type(float), shape=()),
+                 jnp.zeros_like(like, bool, shape=()))
         # A trip count the program reads: a while loop over the first n keys, the rest never drawn on.
-        latent, acc, divergent = jax.lax.fori_loop(0, n, body, (latent, jnp.zeros(()), jnp.zeros((), bool)))
+        latent, acc, divergent = jax.lax.fori_loop(0, n, body, start)
         return latent, KernelInfo(acc / n, divergent)
 
 
@@ -164,7 +171,7 @@ class MovesTable:
         """The moves a step targeting ``lam`` applies."""
         lam = jnp.mean(jnp.asarray(lam))
         lams = jnp.asarray(self.lams, lam.dtype)
-        index = jnp.minimum(jnp.searchsorted(lams, lam, side="left"), lams.shape[0] - 1)
+        index = jnp.minimum(count_below(lams, lam), lams.shape[0] - 1)
         return jnp.asarray(self.counts)[index]
 
     def __call__(self, key, latent, data, lam):

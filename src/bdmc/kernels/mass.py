@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import BDMCError
+from .lookup import count_at_most
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ class GaussianTable:
         positive = jnp.where(lams > 0, lams, jnp.inf)
         eps = 0.1 * jnp.where(jnp.isfinite(jnp.min(positive)), jnp.min(positive), 1.0)
         axis, at = jnp.log(lams + eps), jnp.log(lam + eps)
-        i = jnp.clip(jnp.searchsorted(axis, at, side="right") - 1, 0, max(lams.shape[0] - 2, 0))
+        i = jnp.clip(count_at_most(axis, at) - 1, 0, max(lams.shape[0] - 2, 0))
         span = axis[jnp.minimum(i + 1, lams.shape[0] - 1)] - axis[i]
         w = jnp.where(span > 0, (at - axis[i]) / jnp.where(span > 0, span, 1.0), 0.0)
         return i, jnp.clip(w, 0.0, 1.0)

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..errors import BDMCError
+from .lookup import interp
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,7 @@ class StepSizeTable:
     def __call__(self, lam):
         lam = jnp.mean(jnp.asarray(lam))
         log_sizes = jnp.log(jnp.asarray(self.sizes, lam.dtype))
-        return jnp.exp(jnp.interp(lam, jnp.asarray(self.lams, lam.dtype), log_sizes))
+        return jnp.exp(interp(lam, jnp.asarray(self.lams, lam.dtype), log_sizes))
 
     def __repr__(self):
         points = sum(lam <= 1.0 for lam in self.lams)  # a pilot pads its tables past lam = 1 to one shape

@@ -113,14 +113,8 @@ class RepeatUpTo:
             bad = jnp.zeros((), bool) if info.divergent is None else jnp.asarray(info.divergent, bool)
             return x, acc + jnp.asarray(info.acceptance, acc.dtype), divergent | bad
 
-        # The counters start as zeros shaped by the chain's latent: under the engine's vmap they are then batched
-        # from the start, so vmap's while-loop rule finds the batched carries in one pass over the body rather
-        # than two (a first call traces the body's batching once less).
-        like = jax.tree.leaves(latent)[0]
-        start = (latent, jnp.zeros_like(like, jnp.result_type(float), shape=()),
-                 jnp.zeros_like(like, bool, shape=()))
         # A trip count the program reads: a while loop over the first n keys, the rest never drawn on.
-        latent, acc, divergent = jax.lax.fori_loop(0, n, body, start)
+        latent, acc, divergent = jax.lax.fori_loop(0, n, body, (latent, jnp.zeros(()), jnp.zeros((), bool)))
         return latent, KernelInfo(acc / n, divergent)
 
 

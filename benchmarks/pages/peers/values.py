@@ -629,6 +629,31 @@ def eo_16_us_per_step(folder):
 
 
 # Every public function of this file is a quote.
+def warm_misses(folder):
+    """A bullet for each warm target missed (problem and threshold where bdmc's fastest cell to reach it is slower
+    than the fastest peer's): both cells, and bdmc's cells that were faster than the peer's but just missed the
+    threshold, with their RMSE; empty when none is missed."""
+    path = folder / "peers.jsonl"
+    bullets = []
+    for problem in PROBLEMS:
+        for threshold in (1.0, 0.1):
+            mine, peer = _best(path, problem, threshold, True), _best(path, problem, threshold, False)
+            if not (mine and peer) or mine["warm"] <= peer["warm"]:
+                continue
+            near = sorted((s for (p, t, _), s in _summary(path).items() if p == problem and t in BDMC
+                           and s["warm"] < peer["warm"] and threshold <= s["rmse"] < 2 * threshold),
+                          key=lambda s: s["warm"])
+            missed = "; ".join(f"{s['tool']} {s['budget']} ({1000 * s['warm']:.0f} ms a run) had RMSE {s['rmse']:.2f}"
+                               for s in near)
+            bullets.append(
+                f"- **Warm, {PROBLEM_NAMES[problem]}, < {threshold:g} nat ({mine['warm'] / peer['warm']:.2f}x).** "
+                f"bdmc's fastest cell to reach it was {mine['tool']} {mine['budget']} (RMSE {mine['rmse']:.2f}, "
+                f"{1000 * mine['warm']:.0f} ms a run), the best peer's {peer['tool']} {peer['budget']} (RMSE "
+                f"{peer['rmse']:.2f}, {1000 * peer['warm']:.0f} ms a run). bdmc's cells faster than that peer's with an "
+                f"RMSE under twice the threshold: {missed or 'none'}.")
+    return "\n".join(bullets)
+
+
 QUOTES = tuple(k for k, v in list(globals().items()) if callable(v) and not k.startswith("_")
                and getattr(v, "__module__", None) == __name__)
 
@@ -647,3 +672,4 @@ def values(folder: Path) -> dict:
         Each quote's name and value.
     """
     return {name: globals()[name](folder) for name in QUOTES}
+

@@ -649,8 +649,8 @@ def warm_misses(folder):
                 f"- **Warm, {PROBLEM_NAMES[problem]}, < {threshold:g} nat ({mine['warm'] / peer['warm']:.2f}x).** "
                 f"bdmc's fastest cell to reach it was {mine['tool']} {mine['budget']} (RMSE {mine['rmse']:.2f}, "
                 f"{1000 * mine['warm']:.0f} ms a run), the best peer's {peer['tool']} {peer['budget']} (RMSE "
-                f"{peer['rmse']:.2f}, {1000 * peer['warm']:.0f} ms a run). bdmc's cells faster than that peer's with an "
-                f"RMSE under twice the threshold: {missed or 'none'}.")
+                f"{peer['rmse']:.2f}, {1000 * peer['warm']:.0f} ms a run). bdmc's cells faster than that peer's "
+                f"with an RMSE under twice the threshold: {missed or 'none'}.")
     return "\n".join(bullets)
 
 

@@ -198,10 +198,13 @@ def test_lean_path_gives_the_numbers_of_the_plain_path(key):
     path = schedules.sigmoidal(40)
     lean = bdmc.anneal(key, model, data, kernel, path, init, progress=False)
     plain = bdmc.anneal(key, model, data, Plain(kernel), path, init, progress=False)
-    np.testing.assert_allclose(lean.log_weights, plain.log_weights, rtol=1e-10)
+    # The weights are sums of the same terms in two orders (read from the cached state, or evaluated): equal to
+    # rounding, which in float32 is a last bit (an AMD EPYC gave 7e-8 relative on one chain of eight).
+    eps = np.finfo(np.asarray(lean.info.acceptance).dtype).eps
+    np.testing.assert_allclose(lean.log_weights, plain.log_weights, rtol=max(1e-10, 16 * eps))
     for a, b in zip(jax.tree.leaves(lean.latents), jax.tree.leaves(plain.latents), strict=False):
-        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(a, b, rtol=max(1e-9, 16 * eps), atol=1e-12)
     # Acceptance is exp of an energy difference computed in two orders: a few units of the dtype's rounding.
-    rounding = max(1e-9, 64 * np.finfo(np.asarray(lean.info.acceptance).dtype).eps)
+    rounding = max(1e-9, 64 * eps)
     np.testing.assert_allclose(lean.info.acceptance, plain.info.acceptance, atol=rounding)
     assert lean.n_evals == 8 * (1 + 39 * 10) and plain.n_evals == 8 * 39 * (1 + 1)

@@ -38,13 +38,14 @@ from ..files import write_atomic
 from .fingerprint import ADDRESS, code_version, data_fingerprint, model_fingerprint
 
 PILOT_CACHE_SWITCH = "BDMC_PILOT_CACHE"  # "0": nothing is loaded from or written to the store
+PILOTS = "pilots"  # the part that keeps frozen pilots
 PRIOR_CHECKS = "prior_checks"  # the part that keeps passed prior checks
 MAX_FILES = 512
 FORMAT = 1  # bumped when what a stored file holds changes
 
 
-def store_dir(part: str = "pilots") -> Path | None:
-    """Where the store keeps one part (``"pilots"``, :data:`PRIOR_CHECKS`), or None when the store is off
+def store_dir(part: str = PILOTS) -> Path | None:
+    """Where the store keeps one part (:data:`PILOTS`, :data:`PRIOR_CHECKS`), or None when the store is off
     (``BDMC_PILOT_CACHE=0``)."""
     if os.environ.get(PILOT_CACHE_SWITCH, "1").strip().lower() in ("0", "false", "no", "off"):
         return None
@@ -91,7 +92,7 @@ def load(name: str):
 def save(name: str, fields: dict, kernel_fields: dict) -> None:
     """Keep a pilot's choice under ``name`` (atomically), then drop the oldest files beyond :data:`MAX_FILES`.
     A store that cannot be written (a read-only home) is skipped: the call has its pilot either way."""
-    _write("pilots", f"{name}.pkl", pickle.dumps((fields, kernel_fields), protocol=pickle.HIGHEST_PROTOCOL))
+    _write(PILOTS, f"{name}.pkl", pickle.dumps((fields, kernel_fields), protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def prior_check_name(model, data, ends, settings: str) -> str | None:

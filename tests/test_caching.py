@@ -201,6 +201,33 @@ def test_quick_and_run_compilation_keep_what_xla_flags_set(monkeypatch):
         assert abs(float(compiled(x)) - float(f(x))) < 1e-6 * max(1.0, abs(float(f(x))))
 
 
+def test_a_static_jit_compiles_with_its_options_less_what_xla_flags_set(monkeypatch):
+    """``jit_static(options=...)`` hands its programs the options :func:`compiler_options` keeps, read when the
+    program is built; the numbers are those of a plain jit."""
+    from bdmc import caching
+
+    seen = []
+    plain_jit = jax.jit
+
+    def spying_jit(fun, **kwargs):
+        seen.append(kwargs.get("compiler_options"))
+        return plain_jit(fun, **kwargs)
+
+    @caching.jit_static(static=("power",), options=caching.RUN_COMPILE)
+    def raised(x, *, power):
+        return jnp.sum(x**power)
+
+    monkeypatch.setattr(jax, "jit", spying_jit)
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_use_fusion_emitters=false")
+    x = jnp.linspace(0.0, 2.0, 9)
+    assert float(raised(x, power=3)) == pytest.approx(float(jnp.sum(x**3)), rel=1e-6)
+    assert seen[-1] == caching.RUN_COMPILE
+    monkeypatch.setenv("XLA_FLAGS", "--xla_backend_optimization_level=0")
+    assert float(raised(x, power=2)) == pytest.approx(float(jnp.sum(x**2)), rel=1e-6)
+    assert seen[-1] is None  # the process's level wins: no options at all
+    assert caching.compiler_options({}) == {}
+
+
 def _kept_after_use(release: bool, noise_std: float) -> bool:
     """Whether anything still holds a model after a forward AIS run and a Geweke test compiled for it."""
     import gc

@@ -179,7 +179,8 @@ def cached(*, maxsize: int = DEFAULT_MAXSIZE) -> Callable[[Callable], Callable]:
     return wrap
 
 
-def jit_static(*, static: tuple[str, ...], maxsize: int = DEFAULT_MAXSIZE) -> Callable[[Callable], Callable]:
+def jit_static(*, static: tuple[str, ...], maxsize: int = DEFAULT_MAXSIZE,
+               options: dict | None = None) -> Callable[[Callable], Callable]:
     """Decorator: ``jax.jit`` with the keyword arguments ``static`` static, their compiled programs held in a bdmc
     cache (one jitted closure per tuple of static values) rather than in JAX's caches of a module-level function.
 
@@ -194,11 +195,16 @@ def jit_static(*, static: tuple[str, ...], maxsize: int = DEFAULT_MAXSIZE) -> Ca
         Keyword arguments treated as static (hashable; every call passes them by name).
     maxsize : int
         Closures kept.
+    options : dict, optional
+        XLA options the programs compile with (:func:`compiler_options`): :data:`RUN_COMPILE` for a program that
+        runs for seconds (a Geweke test's chains), as a run's steps do.
     """
 
     def wrap(function: Callable) -> Callable:
         def program(*values):
-            return jax.jit(functools.partial(function, **dict(zip(static, values, strict=True))))
+            kept = compiler_options(options or {})
+            return jax.jit(functools.partial(function, **dict(zip(static, values, strict=True))),
+                           **({"compiler_options": kept} if kept else {}))
 
         program.__module__, program.__qualname__ = function.__module__, f"{function.__qualname__}.program"
         programs = cached(maxsize=maxsize)(program)
@@ -292,13 +298,18 @@ def compile_run(lowered):
     return _compile(lowered, RUN_COMPILE)
 
 
-def _compile(lowered, options: dict):
-    """``lowered`` compiled with ``options`` on the CPU, less any the process's ``XLA_FLAGS`` set: a setting the
-    user (or the test suite) made wins."""
-    if jax.default_backend() != "cpu":
-        return lowered.compile()
+def compiler_options(options: dict) -> dict:
+    """``options`` as a program compiles with them: on the CPU, less any that the process's ``XLA_FLAGS`` set, read
+    at each compilation (a setting the user, or the test suite, made wins); none on other backends."""
+    if not options or jax.default_backend() != "cpu":
+        return {}
     given = os.environ.get("XLA_FLAGS", "")
-    kept = {name: value for name, value in options.items() if f"--{name}" not in given}
+    return {name: value for name, value in options.items() if f"--{name}" not in given}
+
+
+def _compile(lowered, options: dict):
+    """``lowered`` compiled with :func:`compiler_options` of ``options``."""
+    kept = compiler_options(options)
     return lowered.compile(compiler_options=kept) if kept else lowered.compile()
 
 

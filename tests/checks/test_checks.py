@@ -68,6 +68,7 @@ def test_geweke_passes_the_gibbs_kernels(name, lam_name, key):
 
 
 # lam = 1 in the default suite; lam = 0.3, the same control on a tempered target, is 12 s a model: -m slow.
+@pytest.mark.optimized_runs  # 60,000 chains of 40 steps: 13-15 s at the suite's level 0, 6-9 s at bdmc's
 @pytest.mark.parametrize("lam", [pytest.param(0.3, marks=pytest.mark.slow), 1.0])
 @pytest.mark.parametrize("name", list(GEWEKE_MODELS))
 def test_geweke_catches_a_kernel_with_noise_variance_ten_percent_off(name, lam, key):

@@ -31,6 +31,7 @@ def _deviations(**options):
     return np.array(d), np.array(se)
 
 
+@pytest.mark.optimized_runs  # 12 calls of 32 x 32 particles: 3.0 s a call at the suite's level 0, 0.6 s at bdmc's
 @pytest.mark.float64  # the exact value is float64; float32 rounding of a -40 nat log Z is below the tolerances
 def test_shme_from_one_latent_is_not_far_below_the_truth_on_single_data_sets():
     # Before dispersal (disperse_steps=0) these 12 data sets spread by 0.26 nats and 4 of them fell more than

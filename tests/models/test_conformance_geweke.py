@@ -16,6 +16,13 @@ from bdmc.checks import geweke
 # ----- 4. Geweke ------------------------------------------------------------------------------------------------
 
 KERNELS = {name: case.geweke.model.default_kernel() for name, case in CASES.items()}  # one instance each
+# Whose chains (site sweeps of a collapsed sampler) run for seconds: compiled at bdmc's level, not the suite's 0
+# (conftest's optimized_runs; clustering at lam = 1, 12 s at level 0 and 5 s at bdmc's).
+LONG_CHAINS = frozenset({"clustering", "clustering-hyper", "binary", "niw-mixture"})
+
+
+def _marks(name, slow):
+    return ([pytest.mark.slow] if slow else []) + ([pytest.mark.optimized_runs] if name in LONG_CHAINS else [])
 
 
 def _geweke(key, name, kernel, lam):
@@ -27,8 +34,7 @@ def _geweke(key, name, kernel, lam):
 def _geweke_params():
     for name, case in CASES.items():
         for lam in case.geweke.lams:
-            marks = [pytest.mark.slow] if lam in case.geweke.slow_lams else []
-            yield pytest.param(name, lam, marks=marks, id=f"{name}-{lam}")
+            yield pytest.param(name, lam, marks=_marks(name, lam in case.geweke.slow_lams), id=f"{name}-{lam}")
 
 
 @pytest.mark.parametrize("name, lam", list(_geweke_params()))
@@ -38,7 +44,7 @@ def test_default_kernel_passes_geweke(name, lam):
     assert res.passed, (res.worst, res.threshold)
 
 
-@pytest.mark.parametrize("control", [pytest.param(c, marks=[pytest.mark.slow] if CONTROLS[c].slow else [], id=c)
+@pytest.mark.parametrize("control", [pytest.param(c, marks=_marks(CONTROLS[c].case, CONTROLS[c].slow), id=c)
                                      for c in CONTROLS])
 def test_geweke_catches_a_broken_kernel(control):
     c = CONTROLS[control]

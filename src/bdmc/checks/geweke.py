@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats as st
 
-from ..caching import jit_static
+from ..caching import RUN_COMPILE, jit_static
 from ..contracts.capabilities import TemperedSimulation, require, supports
 from ..contracts.kernel import join_kernel, split_kernel
 
@@ -139,7 +139,7 @@ def geweke(
     return GewekeResult(names=names, z=z, p_values=p, forward=F, successive=S, threshold=threshold)
 
 
-@jit_static(static=("model", "kernel_def", "statistics", "sample_data", "num_steps"))
+@jit_static(static=("model", "kernel_def", "statistics", "sample_data", "num_steps"), options=RUN_COMPILE)
 def _simulate(keys_fwd, keys_sc, lam, params, *, model, kernel_def, statistics, sample_data, num_steps):
     """Forward and successive-conditional statistics; compiled once per (model, kernel structure, ..., shapes)."""
     kernel = join_kernel(kernel_def, params)

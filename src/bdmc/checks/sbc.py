@@ -26,7 +26,7 @@ import pandas as pd
 from jax.flatten_util import ravel_pytree
 from scipy import stats as st
 
-from ..caching import cached, jit_static
+from ..caching import RUN_COMPILE, cached, jit_static
 from ..contracts.capabilities import NamedCoordinates, supports
 from ..contracts.kernel import join_kernel, split_kernel
 from ..contracts.sampler import replication_batch
@@ -471,7 +471,7 @@ def _replications(keys, *, model, sampler, num_draws):
     return _compiled_replications(keys, params, model=model, sampler_def=sampler_def, num_draws=num_draws)
 
 
-@jit_static(static=("model", "sampler_def", "num_draws"))
+@jit_static(static=("model", "sampler_def", "num_draws"), options=RUN_COMPILE)
 def _compiled_replications(keys, params, *, model, sampler_def, num_draws):
     sampler = join_kernel(sampler_def, params)
 

@@ -66,6 +66,21 @@ def test_a_lost_half_normal_normalizer_is_found(results):
     assert "does not integrate to one" in r.summary()
 
 
+@pytest.mark.slow
+def test_the_estimate_is_not_dragged_by_a_forward_run_that_starts_where_the_prior_has_no_mass():
+    """About one forward run in 50 starts in the Student-t reference's tail, where the half-normal's density is
+    doubly exponentially small, and keeps a log weight near -1e13 (a valid weight of 0). Over keys 0-29 a third
+    of the checks met one; with the mean of log weights as the estimate, all of those missed log 2 by tens to 1e13
+    nats. The estimate from the combined runs misses by under 0.25 at every key (measured: within 0.13)."""
+    misses = {}
+    for seed in range(12):
+        r = prior_normalization(jax.random.key(seed), HalfNormalScale(missing=math.log(2.0)), num_steps=100,
+                                num_runs=16)
+        assert r.verdict == NOT_NORMALIZED, (seed, r.summary())
+        misses[seed] = (r.estimate + math.log(2.0), min(r.details["forward_runs"]))
+    assert all(abs(miss) < 0.25 for miss, _ in misses.values()), misses
+
+
 # In float32 the forward side's mean log weight can sit above log c by a few standard errors (3 of 12 keys on this
 # prior, before and after the check moved to whitened coordinates alike), so the asymptotic interval's coverage of a
 # 3-nat loss is a float64 property; that the loss is found is tested in both (the test above).

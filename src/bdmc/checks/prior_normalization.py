@@ -18,7 +18,9 @@ density lost) gives ``exp(-U)`` with mean ``1 / c``. So ``log c`` lies between t
   loose by ``b`` (5.3 nats at 0.01), it catches only large losses;
 - **the verdict** (independent runs on each side, a t-interval of each side's mean log weight, whose expectation
   lies below / above ``log c`` by Jensen): ``log c`` in ``[mean_f - t se_f, mean_r + t se_r]``, at level ``level``
-  asymptotically. Zero outside it: the prior is not normalized, and ``(mean_f + mean_r) / 2`` estimates by how much.
+  asymptotically. Zero outside it: the prior is not normalized, and the middle of the two sides' combined runs
+  (``log mean exp(L)`` and ``-log mean exp(-U)``, which a forward run with a weight of almost 0 does not drag
+  down) estimates by how much.
 """
 
 from __future__ import annotations
@@ -129,8 +131,8 @@ class PriorNormalization:
     verdict : {"normalized", "not normalized"}
         Zero inside or outside the t-interval ``[interval_low, interval_high]`` (asymptotic level ``level``).
     estimate : float
-        ``(mean_f + mean_r) / 2``: the estimate of ``log c`` (``-log 2 = -0.69`` for one half-normal without its
-        normalizer).
+        The estimate of ``log c`` (``-log 2 = -0.69`` for one half-normal without its normalizer): the middle of
+        the forward runs' ``log mean exp(L)`` and the reverse runs' ``-log mean exp(-U)``.
     interval_low, interval_high : float
         The t-interval on ``log c`` from the forward and reverse means.
     certified_low, certified_high : float
@@ -222,10 +224,15 @@ def prior_normalization(key, model, *, num_steps: int = 200, num_runs: int = 16,
     mean_r, se_r = float(upper.mean()), float(upper.std(ddof=1) / math.sqrt(len(upper)))
     low, high = mean_f - t * se_f, mean_r + t * se_r
     b = math.log(2 / level)
+    # The estimate is the middle of the two sides' combined runs (the log of the mean weight, unbiased for c, and
+    # of the mean inverse weight), not of their mean log weights: a forward run that starts where the prior has
+    # almost no mass (the Student-t's tail, beyond a half-normal's doubly exponential one) has a log weight of
+    # -1e13, valid (a weight of 0) but enough to drag a mean of log weights anywhere.
+    lme_f, lhm_r = float(log_mean_exp(lower)), float(log_harmonic_mean(upper))
     return PriorNormalization(
-        verdict=NORMALIZED if low <= 0.0 <= high else NOT_NORMALIZED, estimate=(mean_f + mean_r) / 2,
-        interval_low=low, interval_high=high, certified_low=float(log_mean_exp(lower)) - b,
-        certified_high=float(log_harmonic_mean(upper)) + b, forward_mean=mean_f, reverse_mean=mean_r,
+        verdict=NORMALIZED if low <= 0.0 <= high else NOT_NORMALIZED, estimate=(lme_f + lhm_r) / 2,
+        interval_low=low, interval_high=high, certified_low=lme_f - b,
+        certified_high=lhm_r + b, forward_mean=mean_f, reverse_mean=mean_r,
         forward_stderr=se_f, reverse_stderr=se_r, num_steps=int(num_steps), num_runs=int(num_runs), level=level,
         details={"forward_runs": lower.tolist(), "reverse_runs": upper.tolist(), "reference_df": df,
                  "weight_health": {side: {"weight_ess": est.weight_ess, "khat": est.khat}

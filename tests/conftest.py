@@ -110,7 +110,7 @@ def key():
 def _optimized_runs(request, monkeypatch):
     """A test marked ``optimized_runs`` executes for seconds: its runs (and Geweke's and SBC's chains) compile with
     bdmc's own options, as users' do (``bdmc.caching.RUN_COMPILE``: LLVM at level 1), rather than under the suite's
-    level 0, at which such a test ran 3 to 7 times slower (SHME from one latent: 3.0 s a call against 0.6 s).
+    level 0, at which such a test runs several times slower (SHME from one latent: 3.0 s a call against 0.6 s).
     bdmc reads ``XLA_FLAGS`` as it compiles and leaves out the options that it names (a user's setting wins), so
     hiding the suite's level flag there, for this test only, is enough; the process's own flags, which every
     other program compiles under, were read when the backend started and do not change."""

@@ -42,6 +42,7 @@ def _suite_backend_level() -> str | None:
     added = os.environ.get("BDMC_TEST_XLA_ADDED", "").split()
     return next((flag for flag in added if flag.startswith("--xla_backend_optimization_level")), None)
 
+
 # No test loads a pilot another run of the suite stored (bdmc.core.pilot_store): a test's first call always runs
 # its pilot. tests/core/test_pilot_store.py turns the store on, in a folder of its own.
 os.environ["BDMC_PILOT_CACHE"] = "0"

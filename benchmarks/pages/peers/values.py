@@ -672,4 +672,3 @@ def values(folder: Path) -> dict:
         Each quote's name and value.
     """
     return {name: globals()[name](folder) for name in QUOTES}
-

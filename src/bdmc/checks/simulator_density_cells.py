@@ -220,20 +220,33 @@ def _likelihood(key, model, cases, sizes, latents):
     # Discrete values travel as floats of the active dtype: equality stays exact and moments do not overflow.
     dtype = jnp.result_type(float) if all(cases.discrete) else jnp.result_type(*cases.dtypes)
 
-    def simulate(k, x, num):
-        return jax.vmap(lambda kk: cases.flatten(model.sample_data(kk, x), dtype))(jax.random.split(k, num))
-
-    fit = jax.vmap(lambda k, x: simulate(k, x, sizes.num_fit))(jax.random.split(k_fit, sizes.num_latents), latents)
+    discrete = all(cases.discrete)
     keys = jax.random.split(k_rest, sizes.num_latents)
-    if all(cases.discrete):
+
+    def simulate(ks, x):
+        return jax.vmap(lambda kk: cases.flatten(model.sample_data(kk, x), dtype))(ks)
+
+    # Each latent's data sets: ``num_fit`` from its key of ``k_fit`` (they shape the proposal, or form the seen
+    # support) and ``num_data`` fresh ones from its cell's key (a continuous cell splits off its proposal's key
+    # first). Drawn in one batched call where all latents fit in memory at once, so the program holds the
+    # simulator once, not twice (half the compilation of a simulator with rejection loops: gamma, Poisson).
+    fit_keys = jax.vmap(lambda k: jax.random.split(k, sizes.num_fit))(jax.random.split(k_fit, sizes.num_latents))
+    if sizes.batch is None:
+        data_keys = keys if discrete else jax.vmap(lambda k: jax.random.split(k)[0])(keys)
+        fresh_keys = jax.vmap(lambda k: jax.random.split(k, sizes.num_data))(data_keys)
+        drawn = jax.vmap(simulate)(jnp.concatenate([fit_keys, fresh_keys], axis=1), latents)
+        fit, fresh = drawn[:, :sizes.num_fit], drawn[:, sizes.num_fit:]
+    else:  # large data sets: each cell draws its fresh data sets inside the sequential map
+        fit, fresh = jax.vmap(simulate)(fit_keys, latents), None
+    if discrete:
         cell = _discrete_latent_substituted if cases.single_term else _discrete_latent
         one = partial(cell, model=model, cases=cases, sizes=sizes, simulate=simulate)
-        out = _map(one, (keys, latents, fit), sizes.batch)
+        out = _map(one, (keys, latents, fit, fresh), sizes.batch)
         out["binary"] = jnp.all((fit == 0) | (fit == 1), axis=(0, 1))
         return out
     support = _support(fit, axis=(0, 1))  # over every latent and draw, so one proposal family per coordinate
     one = partial(_continuous_latent, model=model, cases=cases, sizes=sizes, support=support, simulate=simulate)
-    out = _map(one, (keys, latents, fit), sizes.batch)
+    out = _map(one, (keys, latents, fit, fresh), sizes.batch)
     out["support_kind"] = support
     return out
 
@@ -241,6 +254,12 @@ def _likelihood(key, model, cases, sizes, latents):
 def _map(fn, xs, batch):
     """``vmap`` over latents, or ``lax.map`` in batches when the arrays would be large (it compiles slower)."""
     return jax.vmap(fn)(xs) if batch is None else jax.lax.map(fn, xs, batch_size=batch)
+
+
+def _fresh(drawn, simulate, key, x, num):
+    """A cell's ``num`` fresh data sets: those drawn with every latent's (their keys split from ``key``), or,
+    when the map runs in batches, drawn here."""
+    return simulate(jax.random.split(key, num), x) if drawn is None else drawn
 
 
 def _coupling(terms, mixed, masks):
@@ -252,11 +271,11 @@ def _coupling(terms, mixed, masks):
 
 
 def _continuous_latent(args, *, model, cases, sizes, support, simulate):
-    key, x, fit = args  # fit: (F, N, d) simulated cases, used only to shape the proposal and the scales
+    key, x, fit, y = args  # fit: (F, N, d) simulated cases, used only to shape the proposal and the scales
     k_data, k_prop = jax.random.split(key)
     f, m, k = sizes.num_fit, sizes.num_data, sizes.num_proposals
     cross = cases.d <= MAX_CROSS
-    y = simulate(k_data, x, m)
+    y = _fresh(y, simulate, k_data, x, m)
     yp, log_q, centre = _proposal(k_prop, fit, support, k)
     mixed, masks = _mixed(y)
     batch = jnp.concatenate([fit, y, jnp.where(jnp.isfinite(yp), yp, 0.0), mixed])
@@ -281,9 +300,9 @@ def _continuous_latent(args, *, model, cases, sizes, support, simulate):
 
 
 def _discrete_latent(args, *, model, cases, sizes, simulate):
-    key, x, seen = args  # seen: (F, N, d) simulated cases whose distinct values form the seen support
+    key, x, seen, y = args  # seen: (F, N, d) simulated cases whose distinct values form the seen support
     f, m = sizes.num_fit, sizes.num_data
-    y = simulate(key, x, m)  # (M, N, d)
+    y = _fresh(y, simulate, key, x, m)  # (M, N, d)
     mixed, masks = _mixed(y)
     terms = jax.vmap(lambda flat: model.log_likelihood(x, cases.unflatten(flat)))(
         jnp.concatenate([seen, y, mixed]))
@@ -303,9 +322,9 @@ def _discrete_latent_substituted(args, *, model, cases, sizes, simulate):
     the seen supports of all cases together is known: the share of fresh data sets whose every case lies in its
     seen support (normalization, one cell per latent). That the term is such a sum is checked on a data set
     mixed case by case from two others (``coupling``)."""
-    key, x, seen = args
+    key, x, seen, y = args
     m, n = sizes.num_data, cases.n
-    y = simulate(key, x, m)
+    y = _fresh(y, simulate, key, x, m)
     base = seen[0]
 
     def total(flat):

@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..caching import jit_static
+from ..caching import RUN_COMPILE, jit_static
 
 REAL, POSITIVE, UNIT = 0, 1, 2  # support of a data coordinate, judged from simulated values
 PROPOSAL_INFLATION = 1.5  # proposal scale over the simulated spread, so the weights p/q stay bounded
@@ -199,7 +199,9 @@ def _mixed(y):
 
 # ---------------------------------------------------------------------------------------- the program
 
-@jit_static(static=("model", "cases", "latent", "sizes"))
+# Compiled with a run's options (LLVM at level 1): XLA's default level took 17.1 s to compile a negative binomial
+# program's cells at the default sizes, level 1 12.7 s, and both run it in 0.43 s (level 0: 4.4 s, but 2.4 s a run).
+@jit_static(static=("model", "cases", "latent", "sizes"), options=RUN_COMPILE)
 def cells(key, *, model, cases, latent, sizes):
     """All cell statistics of one call; ``cases`` (``latent``) is None when the likelihood (prior) is not
     checked. One set of prior draws serves both: the first ``num_latents`` condition the likelihood."""

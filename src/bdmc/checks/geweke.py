@@ -149,25 +149,20 @@ def _simulate(keys_fwd, keys_sc, lam, params, *, model, kernel_def, statistics, 
         latent = model.sample_prior(k1)
         return latent, sample_data(k2, latent, lam)
 
-    def successive(start, k):
+    def successive(k):
+        k0, k1 = jax.random.split(k)
+
         def body(carry, kk):
             latent, data = carry
             ka, kb = jax.random.split(kk)
             latent, _ = kernel(ka, latent, data, lam)
             return (latent, sample_data(kb, latent, lam)), None
 
-        return jax.lax.scan(body, start, jax.random.split(k, num_steps))[0]
+        return jax.lax.scan(body, forward(k0), jax.random.split(k1, num_steps))[0]
 
-    # The forward draws and the chains' starts (each chain's key split in two: its start, its steps) are one
-    # batched call, and so are the statistics of both samples: the program traces the prior and the statistics
-    # once each, not twice, and the simulator twice (the draws', the steps'), not three times. Same numbers.
-    n = keys_fwd.shape[0]
-    split = jax.vmap(jax.random.split)(keys_sc)
-    drawn = jax.vmap(forward)(jnp.concatenate([keys_fwd, split[:, 0]]))
-    ends = jax.vmap(successive)(jax.tree.map(lambda a: a[n:], drawn), split[:, 1])
-    both = jax.tree.map(lambda a, b: jnp.concatenate([a[:n], b]), drawn, ends)
-    stats = jax.vmap(lambda latent, data: statistics(latent, data))(*both)
-    return jax.tree.map(lambda a: a[:n], stats), jax.tree.map(lambda a: a[n:], stats)
+    fwd = jax.vmap(lambda k: statistics(*forward(k)))(keys_fwd)
+    sc = jax.vmap(lambda k: statistics(*successive(k)))(keys_sc)
+    return fwd, sc
 
 
 @dataclass(frozen=True)

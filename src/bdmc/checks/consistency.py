@@ -39,24 +39,15 @@ def _violations(keys, data, lam, *, model, conditional, sample_latent):
     """Compiled once per (model, conditional, sampler, shapes): lam and data are traced."""
 
     def one(k):
-        conditional_terms, joint_terms = _pair_terms(k, data, lam, model, conditional, sample_latent)
-        lhs = conditional_terms[0] - conditional_terms[1]
-        rhs = joint_terms[0] - joint_terms[1]
+        k0, k1, k2 = jax.random.split(k, 3)
+        u = sample_latent(k0)
+        x = conditional.update(k1, u, data, lam)
+        x2 = conditional.update(k2, u, data, lam)
+        lhs = conditional.log_prob(x, data, lam) - conditional.log_prob(x2, data, lam)
+        rhs = log_density(model, x, data, lam) - log_density(model, x2, data, lam)
         return jnp.abs(lhs - rhs)
 
     return jax.vmap(one)(keys)
-
-
-def _pair_terms(key, data, lam, model, conditional, sample_latent):
-    """``(log p(x|u), log p(x'|u))`` and ``(log f(x, u), log f(x', u))`` of one triple. The two redraws are one
-    batched call, so the conditional's sampler and both densities are traced once, not twice: the same numbers
-    (the keys of ``jax.random.split(key, 3)``), at about half the program to compile."""
-    k0, k1, k2 = jax.random.split(key, 3)
-    u = sample_latent(k0)
-    pair = jax.vmap(lambda kk: conditional.update(kk, u, data, lam))(jnp.stack([k1, k2]))
-    conditional_terms = jax.vmap(lambda x: conditional.log_prob(x, data, lam))(pair)
-    joint_terms = jax.vmap(lambda x: log_density(model, x, data, lam))(pair)
-    return conditional_terms, joint_terms
 
 
 @jit_static(static=("model", "conditional", "sample_latent"))
@@ -64,7 +55,12 @@ def _largest_log_density(keys, data, lam, *, model, conditional, sample_latent):
     """The largest ``|log density|`` :func:`_violations` compares, at the same triples (its rounding scale)."""
 
     def one(k):
-        terms = jnp.concatenate(_pair_terms(k, data, lam, model, conditional, sample_latent))
+        k0, k1, k2 = jax.random.split(k, 3)
+        u = sample_latent(k0)
+        x = conditional.update(k1, u, data, lam)
+        x2 = conditional.update(k2, u, data, lam)
+        terms = jnp.stack([conditional.log_prob(x, data, lam), conditional.log_prob(x2, data, lam),
+                           log_density(model, x, data, lam), log_density(model, x2, data, lam)])
         return jnp.max(jnp.where(jnp.isfinite(terms), jnp.abs(terms), 0.0))
 
     return jnp.max(jax.vmap(one)(keys))

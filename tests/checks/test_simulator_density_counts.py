@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from jax.scipy.stats import gamma, poisson
 
 from bdmc.checks.simulator_density import simulator_density
@@ -110,3 +111,27 @@ def test_one_term_likelihood_that_is_not_a_sum_over_cases_is_reported_not_checke
     result = simulator_density(jax.random.key(0), OneTerm(coupled=0.1), **SIZES)
     assert "likelihood" in [what for what, _ in result.not_checked], result.message()
     assert not (result.table["part"] == "likelihood").any()
+
+
+@pytest.mark.slow  # six programs (16 s); the default suite's checks all run the all-at-once path
+def test_cells_drawn_in_batches_equal_cells_drawn_all_at_once(monkeypatch):
+    """Where all latents fit in memory, every latent's seen and fresh data sets are drawn in one batched call; in
+    batches (large data sets) each cell draws its fresh ones itself. Both take the same keys, so the check's table is
+    the same: for count data, a one-term (Stan-like) likelihood, and continuous data. A fresh draw on other keys
+    than the cell's (or the seen draws' keys reused) moves every moment test."""
+    import importlib
+
+    from bdmc.models import LinearRegression
+
+    checked_module = importlib.import_module("bdmc.checks.simulator_density")  # the module, not its function
+
+    small = dict(num_latents=5, num_data=16, num_prior=64)
+    for model in (GammaPoisson(), OneTerm(), LinearRegression()):
+        together = simulator_density(jax.random.key(3), model, **small).table
+        with monkeypatch.context() as patch:
+            patch.setattr(checked_module, "_batch", lambda *args: 2)
+            in_batches = simulator_density(jax.random.key(3), model, **small).table
+        numbers = together.select_dtypes("number").columns
+        assert list(in_batches.columns) == list(together.columns) and len(in_batches) == len(together) > 0
+        np.testing.assert_allclose(in_batches[numbers].to_numpy(float), together[numbers].to_numpy(float),
+                                   rtol=1e-9, atol=1e-12, err_msg=type(model).__name__)

@@ -220,9 +220,8 @@ def cells(key, *, model, cases, latent, sizes):
 def _likelihood(key, model, cases, sizes, latents):
     k_fit, k_rest = jax.random.split(key)
     # Discrete values travel as floats of the active dtype: equality stays exact and moments do not overflow.
-    dtype = jnp.result_type(float) if all(cases.discrete) else jnp.result_type(*cases.dtypes)
-
     discrete = all(cases.discrete)
+    dtype = jnp.result_type(float) if discrete else jnp.result_type(*cases.dtypes)
     keys = jax.random.split(k_rest, sizes.num_latents)
 
     def simulate(ks, x):
@@ -231,7 +230,7 @@ def _likelihood(key, model, cases, sizes, latents):
     # Each latent's data sets: ``num_fit`` from its key of ``k_fit`` (they shape the proposal, or form the seen
     # support) and ``num_data`` fresh ones from its cell's key (a continuous cell splits off its proposal's key
     # first). Drawn in one batched call where all latents fit in memory at once, so the program holds the
-    # simulator once, not twice (half the compilation of a simulator with rejection loops: gamma, Poisson).
+    # simulator once, not twice (a negative binomial's cells compiled in 2.2 s rather than 3.4 s at level 0).
     fit_keys = jax.vmap(lambda k: jax.random.split(k, sizes.num_fit))(jax.random.split(k_fit, sizes.num_latents))
     if sizes.batch is None:
         data_keys = keys if discrete else jax.vmap(lambda k: jax.random.split(k)[0])(keys)

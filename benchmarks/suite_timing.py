@@ -73,7 +73,9 @@ def run_fresh(suite: str) -> tuple[dict, str]:
     with tempfile.TemporaryDirectory(prefix="bdmc-suite-") as tmp:
         clone, cache = Path(tmp) / "clone", Path(tmp) / "cache"
         subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
-        env = {**os.environ, "BDMC_CACHE_DIR": str(cache)}
+        # The clone's own package, not the editable install of the checkout it came from.
+        env = {**os.environ, "BDMC_CACHE_DIR": str(cache),
+               "PYTHONPATH": os.pathsep.join(filter(None, [str(clone / "src"), os.environ.get("PYTHONPATH")]))}
         env.pop("JAX_COMPILATION_CACHE_DIR", None)
         began = time.monotonic()
         done = subprocess.run(command, shell=True, cwd=clone, env=env, capture_output=True, text=True)

@@ -32,7 +32,9 @@ def test_every_port_matches_its_stan_program_up_to_a_stated_constant():
         assert entry.stan_offset is not None and entry.stan_normalized == (abs(entry.stan_offset) < 1e-6), name
 
 
-@pytest.mark.parametrize("name", ["eight_schools-eight_schools_noncentered", "sblrc-blr",
+# Eight schools with -m slow (its port stays in test_posteriordb_peers.py): sblrc runs the same checks.
+@pytest.mark.parametrize("name", [pytest.param("eight_schools-eight_schools_noncentered", marks=pytest.mark.slow),
+                                  "sblrc-blr",
                                   pytest.param("gp_pois_regr-gp_regr", marks=pytest.mark.slow)])
 def test_a_posteriordb_posterior_runs_and_its_bounds_hold(name):
     entry, model, data, data_json, reference, _ = posteriordb.build(name)

@@ -56,6 +56,7 @@ def test_an_overconfident_tool_is_found_and_an_underconfident_one_reported():
     assert under.coverage("68%").hits == 30 and under.z_spread < 0.2
 
 
+@pytest.mark.slow  # 60 calibrations; one honest and one biased tool's verdicts stay in the default suite
 def test_the_verdict_holds_its_level_over_seeds():
     """An unbiased tool with an honest ±: false 'miscalibrated' verdicts over 60 calibrations within the binomial's
     0.999 quantile at the level 0.05 (a level where the count is informative)."""

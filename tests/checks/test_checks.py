@@ -67,10 +67,11 @@ def test_geweke_passes_the_gibbs_kernels(name, lam_name, key):
     assert res.forward.shape == res.successive.shape == (4000, len(res.names))
 
 
-# lam = 1 in the default suite; lam = 0.3, the same control on a tempered target, is 12 s a model: -m slow.
+# lam = 1 in the default suite; lam = 0.3, the same control on a tempered target, is 12 s a model: -m slow. So is
+# the finite mixture's (8 s): the Gaussian mean's stays.
 @pytest.mark.optimized_runs  # 60,000 chains of 40 steps: 13-15 s at the suite's level 0, 6-9 s at bdmc's
 @pytest.mark.parametrize("lam", [pytest.param(0.3, marks=pytest.mark.slow), 1.0])
-@pytest.mark.parametrize("name", list(GEWEKE_MODELS))
+@pytest.mark.parametrize("name", ["gaussian-mean", pytest.param("finite-mixture", marks=pytest.mark.slow)])
 def test_geweke_catches_a_kernel_with_noise_variance_ten_percent_off(name, lam, key):
     # Data resampling amplifies the error: a kernel that believes the noise is larger shrinks the means less
     # and the chain drifts away from the prior. With 60,000 samples per side the drift is > 5 standard errors

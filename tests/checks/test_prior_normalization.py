@@ -99,6 +99,8 @@ def test_a_large_loss_leaves_even_the_certified_interval(results):
     assert r.interval_high < 0
 
 
+# -m slow: a constrained latent's Jacobian stays in test_a_normalized_prior_is_consistent_with_zero.
+@pytest.mark.slow
 def test_a_builtin_model_with_a_constrained_latent_is_normalized():
     r = prior_normalization(jax.random.key(3), bdmc.models.LinearRegression(n=10, degree=2), num_steps=100,
                             num_runs=16)

@@ -3,6 +3,7 @@ prior transform, and an unknown tool, are refused naming the option."""
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from bdmc.cli import app
@@ -41,6 +42,9 @@ def test_a_nested_sampler_with_a_prior_transform_runs(tmp_path):
     assert "dynesty (50)" in " ".join(result.output.split())
 
 
+# -m slow: the transform's library test (tests/calibration/test_adapters.py) and the command's nested-sampler
+# wiring (above) stay.
+@pytest.mark.slow
 def test_a_nested_sampler_takes_its_prior_transform_from_the_model_s_gaussian_blocks(tmp_path):
     args = ["calibrate", "--model", "low-rank", "--option", "n=3", "--option", "d=2", "--option", "k=1", "-k", "2",
             "--tool", "dynesty", "--budget", "50", "--out", str(tmp_path)]

@@ -4,6 +4,7 @@ observations and an unnormalized prior are refused with exit status 1 and one li
 import json
 
 import numpy as np
+import pytest
 from scipy import stats
 from typer.testing import CliRunner
 
@@ -53,6 +54,9 @@ def files(tmp_path):
     return str(tmp_path / "programs.py"), y
 
 
+# -m slow: its library twin tests/intervals/test_bayes_factor.py (with the result's JSON) stays; the command's
+# wiring stays in the refusal test below.
+@pytest.mark.slow
 def test_the_interval_holds_the_exact_log_bayes_factor(tmp_path):
     program, y = files(tmp_path)
     result = runner.invoke(app, ["compare", "--a", f"numpyro:{program}:narrow", "--b", f"numpyro:{program}:wide",

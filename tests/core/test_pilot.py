@@ -151,6 +151,9 @@ def test_a_frozen_pilot_is_reused_on_equal_model_data_and_options_only(problem):
     assert not run(7).settings["pilot_reused"]
 
 
+# -m slow: a run on the frozen choice of its own pilot seed keeps default tests (the reuse test and
+# test_the_run_uses_the_pilots_choice_frozen_and_its_own_keys).
+@pytest.mark.slow
 def test_an_estimators_pilot_depends_on_its_own_seed_not_on_the_callers_key_or_the_calls_before(problem):
     """The pilot draws on ``pilot_key(Pilot.seed)``: a call's numbers are the same whether its pilot ran for it or
     for an earlier call with another key (so they never depend on the process's past), and another pilot seed

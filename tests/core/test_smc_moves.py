@@ -80,6 +80,9 @@ def test_the_pilot_measures_one_moves_correlation_in_the_slowest_coordinate():
     assert float(_slowest_correlation({"x": jnp.asarray(x)}, {"x": jnp.asarray(x)}, 1)) == 1.0
 
 
+# -m slow: the moves table's counts and cost keep a default test here, SHME's unbiasedness with a tuned table
+# test_shme_one_latent.py.
+@pytest.mark.slow
 def test_shme_takes_more_moves_where_its_particles_must_widen_and_stays_unbiased_for_one_over_z(key):
     """Reverse from a posterior 600 times narrower than its prior: resampling cannot widen the particles, only
     moves can. The pilot's extra moves where one move mixes slowly keep E[1/Z-hat] = 1/Z (the counts are frozen

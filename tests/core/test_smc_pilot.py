@@ -95,6 +95,8 @@ def test_chosen_path_is_frozen_unbiased_for_z_costed_and_beats_the_plain_path(ke
     assert rmse["tuned"] < rmse["plain"] / 1.5, rmse
 
 
+# -m slow: a large data set's saving; the chosen path's merging, unbiasedness and cost keep the default tests above.
+@pytest.mark.slow
 def test_the_chosen_path_takes_far_fewer_steps_than_cases_on_a_large_data_set(key):
     """O(N) per step, not per case: 1,000 cases of a Gaussian mean settle in a few dozen steps."""
     data = 0.7 + jax.random.normal(jax.random.key(3), (1000,))

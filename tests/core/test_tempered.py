@@ -153,6 +153,9 @@ def _adaptive_tempering_log_z(key, data, *, runs: int, particles: int, ess_targe
     return np.asarray(log_z)
 
 
+# -m slow: in-run adaptation's bias keeps a default control (test_pilot.py's in-chain adaptation), the frozen
+# path's unbiasedness test_forward_tempered_smc_is_unbiased_for_z_and_its_log_a_lower_bound.
+@pytest.mark.slow
 def test_temperatures_adapted_inside_the_run_bias_the_estimate_of_z():
     data, _ = simulate_float64(jax.random.key(6), CONTROL)
     exact = float(CONTROL.exact_log_marginal(data))

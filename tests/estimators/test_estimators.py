@@ -16,7 +16,9 @@ def _problem(model, seed=1):
     return data, latent, float(model.exact_log_marginal(data))
 
 
-@pytest.mark.parametrize("model", [GaussianMean(n=3, dim=1), FiniteMixture(n=6, k=3)], ids=["gaussian", "mixture"])
+# The mixture with -m slow: likelihood weighting reads only the prior draws and the likelihood, whatever the model.
+@pytest.mark.parametrize("model", [pytest.param(GaussianMean(n=3, dim=1), id="gaussian"),
+                                   pytest.param(FiniteMixture(n=6, k=3), id="mixture", marks=pytest.mark.slow)])
 def test_likelihood_weighting_is_unbiased_for_z(model, key):
     data, _, exact = _problem(model)
     est = likelihood_weighting(key, model, data, num_proposals=10_000, num_runs=64, batch_size=3000)

@@ -8,6 +8,7 @@ pass a correct pair (no false refusal).
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 
 import bdmc
 from bdmc.errors import ModelComparisonError
+from bdmc.files import to_jsonable
 from bdmc.intervals.bayes_factor import compare, observation_digest
 
 NARROW = bdmc.models.GaussianMean(n=12, dim=2, prior_std=1.0)
@@ -71,6 +73,10 @@ def test_the_interval_holds_the_exact_log_bayes_factor(data):
     assert "log BF(narrow : wide)" in summary and "the same 12 observations" in summary
     assert result.evidence_a.upper_rests_on in summary and "being exact" in summary
     assert result.favours in (None, "narrow")  # the data come from the narrow prior
+    # What `bdmc compare --json` writes: the interval and both evidences, as JSON.
+    saved = json.loads(json.dumps(to_jsonable(result.to_dict(), nonfinite="string")))
+    assert (saved["lower"], saved["upper"], saved["names"]) == (result.lower, result.upper, ["narrow", "wide"])
+    assert set(saved["evidence"]) == {"narrow", "wide"}
 
 
 def test_other_observations_are_refused_naming_the_cases(data):

@@ -54,6 +54,8 @@ def test_too_few_draws_for_the_reverse_runs_are_refused(case):
         runs(data, few)
 
 
+# -m slow: 20 seeds; one seed's interval on the chosen split stays (tests/intervals/test_evidence.py).
+@pytest.mark.slow
 def test_the_chosen_split_certifies_the_closed_form_at_its_level(case):
     """With the runs' split, the mixtures and their scales chosen by the pilot and the fitted half, each side's bound
     is still on the right side of the closed form in all but a fraction ``a`` of seeds (here a = 0.2, so that a leak

@@ -412,7 +412,7 @@ CASES = {c.name: c for c in [
          frozenset({BIC, GIBBS, VB, CASE_PROPOSAL, COLLAPSED, DATA_CHECK, EXACT, SYMMETRY, KERNEL, TEMPERED}), 6,
          conditional_sites=(0, 2),
          exact=(Clustering(n=6, dim=2, k=3, sigma_theta=1.0, sigma_noise=0.7), _mixture_reference),
-         geweke=Geweke(_CLUSTERING_GEWEKE, 2000, 20, Partition(3), slow_lams=("0.3",))),
+         geweke=Geweke(_CLUSTERING_GEWEKE, 2000, 20, Partition(3), slow_lams=("0.3", "per-case"))),
     Case("clustering-hyper", _CLUSTERING_HYPER, frozenset({GIBBS, COLLAPSED, DATA_CHECK, KERNEL, TEMPERED}), 6,
          conditional_sites=(0, 2), any_latent=AnyLatent(_CLUSTERING_HYPER, _clustering_hyper_latent),
          geweke=Geweke(_CLUSTERING_HYPER_GEWEKE, 2000, 20, Partition(3, ("log_sigma_theta2", "log_sigma_noise2")),
@@ -434,7 +434,7 @@ CASES = {c.name: c for c in [
                     TEMPERED}), 3,
          conditional_sites=(0, 5),
          exact=(BinaryAttributes(n=4, dim=3, k=2, pi=0.4, sigma_a=1.0, sigma_n=0.5), _binary_reference),
-         geweke=Geweke(_BINARY_GEWEKE, 3000, 40, Bits(), slow_lams=("0.3",))),
+         geweke=Geweke(_BINARY_GEWEKE, 3000, 40, Bits(), slow_lams=("0.3", "per-case"))),
     Case("binary-hyper", _BINARY_HYPER, frozenset({GIBBS, INDEXED, COLLAPSED, DATA_CHECK, EXACT, KERNEL, TEMPERED}),
          2,
          conditional_sites=(0, 3), any_latent=AnyLatent(_BINARY_HYPER, _binary_hyper_latent),
@@ -533,7 +533,8 @@ CONTROLS = {c.case + ": " + c.bug: c for c in [
             lambda: replace(_CLUSTERING_GEWEKE, sigma_noise=_CLUSTERING_GEWEKE.sigma_noise * math.sqrt(1.1))
             .default_kernel(), shows_in=("co-clustered pairs", "occupied clusters")),
     Control("binary", "collapsed bit sweep", "noise variance +10%",
-            lambda: replace(_BINARY_GEWEKE, sigma_n=_BINARY_GEWEKE.sigma_n * math.sqrt(1.1)).default_kernel()),
+            lambda: replace(_BINARY_GEWEKE, sigma_n=_BINARY_GEWEKE.sigma_n * math.sqrt(1.1)).default_kernel(),
+            slow=True),  # the same bug in clustering's collapsed sweep stays in the default suite
     Control("clustering-hyper", "slice sampling within Gibbs", "log-variance Jacobian missing",
             lambda: NoJacobianClusteringHyper(**_fields(_CLUSTERING_HYPER_GEWEKE)).default_kernel(),
             shows_in=("log_sigma_theta2", "log_sigma_noise2"), slow=True),

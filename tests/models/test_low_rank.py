@@ -134,6 +134,9 @@ def test_hyper_exact_log_marginal_refuses_large_instances():
         LowRankHyper(n=5, d=2, k=1).exact_log_marginal(jnp.zeros((5, 2)))
 
 
+# -m slow: LowRankHyper's exact value and kernel keep default tests (test_conformance.py, test_conformance_geweke.py),
+# LowRank's sandwich test_sandwich_brackets_and_converges_to_exact.
+@pytest.mark.slow
 def test_hyper_sandwich_brackets_and_converges_to_exact(hyper_tiny_problem, key):
     data, latent, exact = hyper_tiny_problem
     res = bdmc.sandwich(key, HYPER_TINY, data, latent, steps=[5, 2000], num_runs=64, progress=False)

@@ -87,6 +87,7 @@ def test_sandwich_on_the_program_converges_to_the_closed_form():
     assert result.alarms.empty
 
 
+@pytest.mark.slow  # 6 seeds; the alarm firing and staying silent stays in tests/checks/test_alarm.py
 def test_bug_alarm_fires_when_the_simulator_disagrees_with_the_program():
     # The simulator draws the noise with 10 times the program's standard deviation (a variance passed where a
     # precision belongs, say): its latent is then no posterior sample, and reverse AIS falls below forward AIS

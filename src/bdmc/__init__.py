@@ -20,6 +20,7 @@ from .core import schedules
 from .core.ais import forward_ais, reverse_ais
 from .core.engine import anneal
 from .core.records import AnnealResult, StepInfo
+from .core.sharding import shard_runs
 from .core.smc import shme, smc
 from .core.tempered import reverse_tempered_smc, tempered_smc
 from .errors import (
@@ -50,7 +51,8 @@ __all__ = ["audit", "calibrate_estimator", "Calibration",
     "check_estimate", "checks", "clear_caches", "compare", "contracts", "enable_compilation_cache",
     "enable_x64", "estimators", "evidence",
     "exact", "forward_ais", "gap", "kernels", "log_harmonic_mean", "log_mean_exp", "models", "ppl",
-    "reference_path", "reverse_ais", "reverse_tempered_smc", "sandwich", "schedules", "shme", "simulate", "smc",
+    "reference_path", "reverse_ais", "reverse_tempered_smc", "sandwich", "schedules", "shard_runs", "shme",
+    "simulate", "smc",
     "tempered_smc",
 ]
 

@@ -1,14 +1,13 @@
 """The one annealing engine: many chains along a path of likelihood weights.
 
-Forward AIS, reverse AIS (and later SMC and SHME) are this engine with different paths and starting states.
-Each step t applies the AIS rule (BDMC paper, Alg. 1): add ``log f(x; lam_t) - log f(x; lam_{t-1})`` to
-the chain's log-weight, then move ``x`` with a kernel that leaves ``f(.; lam_t)`` invariant.
+AIS in both directions, SMC, SHME and tempered SMC are this engine with other paths, starts and step rules. Each
+step t applies the AIS rule (BDMC paper, Alg. 1): add ``log f(x; lam_t) - log f(x; lam_{t-1})`` to the chain's
+log-weight, then move ``x`` with a kernel that leaves ``f(.; lam_t)`` invariant.
 
 Steps run inside one compiled loop per chunk of steps (a ``lax.while_loop`` over its active steps, ``vmap`` over
-chains); the chunk function is compiled once per (model, kernel, shapes) and reused for every chunk and every
-longer path, so a run never traces per step and the host only sees the state between chunks (for progress). A run
-of one chunk (a path of at most ``chunk_size`` distributions) is one compiled program, its start and finish
-included: one compilation cold, one dispatch warm.
+chains), compiled once per (model, kernel, shapes) and reused for every chunk and longer path: the host sees the
+state between chunks only. A run of one chunk is one program, its start and finish included. Within
+:func:`bdmc.shard_runs` the chains are split across devices (:mod:`bdmc.core.sharding`).
 
 Randomness (the one key convention; every caller uses it). A run on ``key`` moves its chains at transition
 ``t`` (0-based, ``t = 0 .. T - 2``) with ``jax.random.split(fold_in(key, t), 3) = (resample, refresh, move)``;
@@ -79,6 +78,7 @@ from .records import (
     pad_path,
 )
 from .resampling import AdaptiveResampling, group_ess, weights_ess
+from .sharding import place_run, state_options, state_shapes
 
 DEFAULT_CHUNK = 64
 RESAMPLE_STREAM = 0x2545F491  # a policy step's resampling keys, folded into the step's key
@@ -191,8 +191,9 @@ def anneal(
     kernel_def, params = split_kernel(kernel)
     if policy is not None and batched:
         raise OptionError("a step policy runs one data set at a time")
+    where, init_latents = place_run(init_latents, runs, batched=batched, policy=policy)  # within bdmc.shard_runs
     statics = (model, kernel_def, rule, resampler, num_particles, bool(record_increments), cached,
-               axes_signature(batch_axes), policy)
+               axes_signature(batch_axes), policy, where)
     first = (lam_from[:chunk_size], lam_to[:chunk_size], active[:chunk_size], index[:chunk_size])
     whole = num_chunks == 1  # one program: start, steps and finish
     with compiling(progress, description):
@@ -457,7 +458,7 @@ def _compile(statics, batch_axes, shapes, *, whole: bool = False):
     key, data, init_latents, runs, first, params, lam_end, policy_args = shapes
     leaves, treedef = jax.tree.flatten((key, data, init_latents, first, params, lam_end, policy_args))
     signature = (treedef, leaf_types(leaves), runs, jax.dtypes.canonicalize_dtype(float))
-    model, kernel_def, rule, resampler, num_particles, record, cached, _, policy = statics
+    model, kernel_def, rule, resampler, num_particles, record, cached, _, policy, where = statics
 
     def build():
         began = time.perf_counter()
@@ -481,11 +482,13 @@ def _compile(statics, batch_axes, shapes, *, whole: bool = False):
             start = jax.vmap(start, in_axes=(None, batch_axes, 0, None))
             finish = jax.vmap(finish, in_axes=(None, batch_axes, 0, None, None))
             chunk = jax.vmap(chunk, in_axes=(None, 0, batch_axes, 0, None, None, None, None))
-        start, finish, chunk = (jax.jit(named(start, f"{what}_start")), jax.jit(named(finish, f"{what}_finish")),
-                                jax.jit(named(chunk, f"{what}_steps")))
+        at_start, at_steps = state_options(where)  # split across devices, the state stays split between programs
+        start, finish, chunk = (jax.jit(named(start, f"{what}_start"), **at_start),
+                                jax.jit(named(finish, f"{what}_finish")), jax.jit(named(chunk, f"{what}_steps"),
+                                                                                  **at_steps))
         # The start is traced once: its lowering gives the state's shapes the other programs take.
         lowered_start = start.lower(params, data, init_latents, policy_args)
-        state = lowered_start.out_info
+        state = state_shapes(where, lowered_start.out_info)
         # The start and finish run once per call, a pilot's steps once per model and data: compiled quickly.
         lowered = chunk.lower(params, key, data, state, *first)
         programs = (compile_quickly(lowered_start),

@@ -1,0 +1,73 @@
+"""Numbers quoted by README.md, recomputed from rows.jsonl (tests/test_results_pages.py checks them)."""
+
+import json
+import statistics
+from pathlib import Path
+
+
+def _rows(folder: Path):
+    return [json.loads(line) for line in (Path(folder) / "rows.jsonl").read_text().splitlines() if line.strip()]
+
+
+def _warm(folder, call, devices):
+    return statistics.median(r["seconds"] for r in _rows(folder)
+                             if r["call"] == call and r["devices"] == devices and r["repeat"] > 0)
+
+
+def _first(folder, call, devices):
+    (row,) = [r for r in _rows(folder) if r["call"] == call and r["devices"] == devices and r["repeat"] == 0]
+    return row["seconds"]
+
+
+def devices(folder):
+    return max(r["devices"] for r in _rows(folder))
+
+
+def cores(folder):
+    (count,) = {r["cpu_count"] for r in _rows(folder)}
+    return count
+
+
+def repeats(folder):
+    return max(r["repeat"] for r in _rows(folder))
+
+
+def commit(folder):
+    (value,) = {r["commit"] for r in _rows(folder)}
+    return value
+
+
+def clean(folder):
+    return "yes" if all(r.get("clean_tree") for r in _rows(folder)) else "no"
+
+
+def times(folder):
+    stamps = sorted(r["time"] for r in _rows(folder))
+    return f"{stamps[0]} to {stamps[-1]}"
+
+
+def load_range(folder):
+    loads = [r["load"] for r in _rows(folder)]
+    return f"{min(loads):.1f} to {max(loads):.1f}"
+
+
+def largest_difference(folder):
+    return max(r["max_difference"] for r in _rows(folder))
+
+
+def table(folder):
+    """One line per call: warm medians on one device and split, their ratio, the first calls."""
+    n = devices(folder)
+    lines = [f"| call | one device, warm (s) | {n} devices, warm (s) | speed-up | first call, one device (s) | "
+             f"first call, {n} devices (s) |", "|---|---|---|---|---|---|"]
+    for call in dict.fromkeys(r["call"] for r in _rows(folder)):
+        one, split = _warm(folder, call, 1), _warm(folder, call, n)
+        lines.append(f"| {call} | {one:.3f} | {split:.3f} | {one / split:.2f}x | {_first(folder, call, 1):.2f} | "
+                     f"{_first(folder, call, n):.2f} |")
+    return "\n".join(lines)
+
+
+def speedups(folder):
+    n = devices(folder)
+    calls = dict.fromkeys(r["call"] for r in _rows(folder))
+    return " and ".join(f"{_warm(folder, c, 1) / _warm(folder, c, n):.2f}x" for c in calls)

@@ -19,6 +19,21 @@ import sys
 import time
 from pathlib import Path
 
+
+def _arguments(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--devices", type=int, default=os.cpu_count())
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--render", action="store_true", help="re-render the page from the stored rows and stop")
+    return parser.parse_args(argv)
+
+
+# Before anything starts JAX (the harness's stamps read the backend): its host devices are fixed when its CPU
+# backend comes up.
+if __name__ == "__main__":
+    os.environ["XLA_FLAGS"] = " ".join(filter(None, [
+        os.environ.get("XLA_FLAGS"), f"--xla_force_host_platform_device_count={_arguments().devices}"]))
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness.pages import write_folder  # noqa: E402
 from harness.store import append_row, write_text  # noqa: E402
@@ -39,17 +54,10 @@ def calls(bdmc, jax):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--devices", type=int, default=os.cpu_count())
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--render", action="store_true", help="re-render the page from the stored rows and stop")
-    args = parser.parse_args()
+    args = _arguments()
     if args.render:
         write_folder("sharding")
         return
-    # Before JAX starts: the host devices are fixed when its CPU backend comes up.
-    os.environ["XLA_FLAGS"] = " ".join(filter(None, [os.environ.get("XLA_FLAGS"),
-                                                     f"--xla_force_host_platform_device_count={args.devices}"]))
     import jax
     import numpy as np
 

@@ -42,14 +42,19 @@ OUT = Path(__file__).resolve().parent / "results" / "sharding"
 
 
 def calls(bdmc, jax):
-    """The calls timed: a long forward AIS and a tempered SMC, many runs each, on the built-in linear regression."""
+    """The calls timed: a long forward AIS and a tempered SMC, many runs each, on the built-in linear regression
+    (20 cases: each step's work per chain is small); and forward AIS on 10^5 cases, where it is large."""
     model = bdmc.models.LinearRegression()
     data, _ = bdmc.simulate(jax.random.key(0), model)
+    big = bdmc.models.LinearRegression(n=100_000)
+    big_data, _ = bdmc.simulate(jax.random.key(0), big)
     return {
         "forward AIS, T = 1,000, 256 runs": lambda key: bdmc.forward_ais(
             key, model, data, num_steps=1000, num_runs=256, tune="off", progress=False),
         "tempered SMC, 8 runs x 256 particles, T = 100": lambda key: bdmc.tempered_smc(
             key, model, data, num_runs=8, num_particles=256, num_steps=100, progress=False),
+        "forward AIS, 10^5 cases, T = 100, 16 runs": lambda key: bdmc.forward_ais(
+            key, big, big_data, num_steps=100, num_runs=16, tune="off", progress=False),
     }
 
 

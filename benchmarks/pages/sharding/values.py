@@ -71,3 +71,12 @@ def speedups(folder):
     n = devices(folder)
     calls = dict.fromkeys(r["call"] for r in _rows(folder))
     return " and ".join(f"{_warm(folder, c, 1) / _warm(folder, c, n):.2f}x" for c in calls)
+
+
+QUOTES = ("devices", "cores", "repeats", "commit", "clean", "times", "load_range", "largest_difference", "table",
+          "speedups")
+
+
+def values(folder: Path) -> dict:
+    """Every number README.md quotes (``QUOTES``), computed from the rows stored in ``folder``."""
+    return {name: globals()[name](folder) for name in QUOTES}

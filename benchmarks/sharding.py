@@ -76,7 +76,7 @@ def main() -> None:
     timed = calls(bdmc, jax)
 
     def one(name, call, key, repeat, split):
-        began = time.perf_counter()
+        began, used = time.perf_counter(), time.process_time()  # processor time: how many cores a call kept busy
         if split:
             with bdmc.shard_runs():
                 est = call(key)
@@ -84,6 +84,7 @@ def main() -> None:
             est = call(key)
         seconds = time.perf_counter() - began
         return est, {"call": name, "devices": args.devices if split else 1, "repeat": repeat, "seconds": seconds,
+                     "processor_seconds": time.process_time() - used,
                      "compiled": bool(est.compiled), "value": float(est.value), "cpu_count": os.cpu_count()}
 
     for repeat in range(args.repeats + 1):  # repeat 0: the first calls

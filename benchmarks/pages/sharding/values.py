@@ -14,6 +14,12 @@ def _warm(folder, call, devices):
                              if r["call"] == call and r["devices"] == devices and r["repeat"] > 0)
 
 
+def _busy(folder, call, devices):
+    """Cores kept busy by the warm calls: their processor seconds over their wall seconds."""
+    rows = [r for r in _rows(folder) if r["call"] == call and r["devices"] == devices and r["repeat"] > 0]
+    return sum(r["processor_seconds"] for r in rows) / sum(r["seconds"] for r in rows)
+
+
 def _first(folder, call, devices):
     (row,) = [r for r in _rows(folder) if r["call"] == call and r["devices"] == devices and r["repeat"] == 0]
     return row["seconds"]
@@ -42,7 +48,7 @@ def clean(folder):
 
 
 def times(folder):
-    stamps = sorted(r["time"] for r in _rows(folder))
+    stamps = sorted(r["date"] for r in _rows(folder))
     return f"{stamps[0]} to {stamps[-1]}"
 
 
@@ -58,12 +64,13 @@ def largest_difference(folder):
 def table(folder):
     """One line per call: warm medians on one device and split, their ratio, the first calls."""
     n = devices(folder)
-    lines = [f"| call | one device, warm (s) | {n} devices, warm (s) | speed-up | first call, one device (s) | "
-             f"first call, {n} devices (s) |", "|---|---|---|---|---|---|"]
+    lines = [f"| call | one device, warm (s) | {n} devices, warm (s) | speed-up | cores busy, one device | "
+             f"cores busy, {n} devices | first call, one device (s) | first call, {n} devices (s) |",
+             "|---|---|---|---|---|---|---|---|"]
     for call in dict.fromkeys(r["call"] for r in _rows(folder)):
         one, split = _warm(folder, call, 1), _warm(folder, call, n)
-        lines.append(f"| {call} | {one:.3f} | {split:.3f} | {one / split:.2f}x | {_first(folder, call, 1):.2f} | "
-                     f"{_first(folder, call, n):.2f} |")
+        lines.append(f"| {call} | {one:.3f} | {split:.3f} | {one / split:.2f}x | {_busy(folder, call, 1):.2f} | "
+                     f"{_busy(folder, call, n):.2f} | {_first(folder, call, 1):.2f} | {_first(folder, call, n):.2f} |")
     return "\n".join(lines)
 
 

@@ -14,8 +14,11 @@ load and the time. A first call of each (compilation included) is stored apart f
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,9 +33,13 @@ def _arguments(argv=None) -> argparse.Namespace:
 
 # Before anything starts JAX (the harness's stamps read the backend): its host devices are fixed when its CPU
 # backend comes up.
+# XLA writes the compiled steps of every run (its "run_steps" programs) as text, so that their collective
+# operations can be counted.
+DUMP = Path(tempfile.mkdtemp(prefix="bdmc-sharding-hlo-"))
 if __name__ == "__main__":
     os.environ["XLA_FLAGS"] = " ".join(filter(None, [
-        os.environ.get("XLA_FLAGS"), f"--xla_force_host_platform_device_count={_arguments().devices}"]))
+        os.environ.get("XLA_FLAGS"), f"--xla_force_host_platform_device_count={_arguments().devices}",
+        f"--xla_dump_to={DUMP}", "--xla_dump_hlo_as_text", "--xla_dump_hlo_module_re=.*run_steps.*"]))
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from harness.pages import write_folder  # noqa: E402
@@ -97,6 +104,13 @@ def main() -> None:
                 append_row(rows_path, {**row, "max_difference": difference})
             print(f"{repeat} {name}: one device {row_alone['seconds']:.3f} s, {args.devices} devices "
                   f"{row_split['seconds']:.3f} s, runs differ by {difference:.1e}", flush=True)
+    # The collectives each compiled program of steps holds (one program per call and placement; a program over
+    # one device has none): what a split run's devices synchronize on inside its loop of steps.
+    collectives = [{"program": path.name.split(".")[1], "all_reduce": text.count(" all-reduce("),
+                    "all_gather": text.count(" all-gather("),
+                    "devices": int(m.group(1)) if (m := re.search(r"num_partitions=(\d+)", text)) else 1}
+                   for path in sorted(DUMP.glob("*after_optimizations.txt")) if (text := path.read_text())]
+    write_text(OUT / "collectives.json", json.dumps(collectives, indent=1) + "\n")
     write_folder("sharding")
 
 

@@ -80,8 +80,26 @@ def speedups(folder):
     return " and ".join(f"{_warm(folder, c, 1) / _warm(folder, c, n):.2f}x" for c in calls)
 
 
+def _collectives(folder):
+    return json.loads((Path(folder) / "collectives.json").read_text())
+
+
+def split_all_reduces(folder):
+    """The all-reduces of each split program of steps, in the order compiled (one per call)."""
+    counts = [str(c["all_reduce"]) for c in _collectives(folder) if c["devices"] > 1]
+    return ", ".join(counts[:-1]) + " and " + counts[-1] if len(counts) > 1 else "".join(counts)
+
+
+def one_device_collectives(folder):
+    return sum(c["all_reduce"] + c["all_gather"] for c in _collectives(folder) if c["devices"] == 1)
+
+
+def split_all_gathers(folder):
+    return sum(c["all_gather"] for c in _collectives(folder) if c["devices"] > 1)
+
+
 QUOTES = ("devices", "cores", "repeats", "commit", "clean", "times", "load_range", "largest_difference", "table",
-          "speedups")
+          "speedups", "split_all_reduces", "one_device_collectives", "split_all_gathers")
 
 
 def values(folder: Path) -> dict:

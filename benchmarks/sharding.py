@@ -14,7 +14,6 @@ load and the time. A first call of each (compilation included) is stored apart f
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -110,7 +109,9 @@ def main() -> None:
                     "all_gather": text.count(" all-gather("),
                     "devices": int(m.group(1)) if (m := re.search(r"num_partitions=(\d+)", text)) else 1}
                    for path in sorted(DUMP.glob("*after_optimizations.txt")) if (text := path.read_text())]
-    write_text(OUT / "collectives.json", json.dumps(collectives, indent=1) + "\n")
+    write_text(OUT / "collectives.jsonl", "")
+    for row in collectives:
+        append_row(OUT / "collectives.jsonl", row)
     write_folder("sharding")
 
 

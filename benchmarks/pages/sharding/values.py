@@ -81,7 +81,7 @@ def speedups(folder):
 
 
 def _collectives(folder):
-    return json.loads((Path(folder) / "collectives.json").read_text())
+    return [json.loads(line) for line in (Path(folder) / "collectives.jsonl").read_text().splitlines() if line.strip()]
 
 
 def split_all_reduces(folder):

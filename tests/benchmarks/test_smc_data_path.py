@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from scipy import integrate, stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -48,6 +49,9 @@ def _problem(seed=0, n=12, d=2):
     return X, y
 
 
+# -m slow: 3,000 draws of the benchmark's own ground truth (NumPy); the quadrature it rests on keeps its default
+# test in tests/exact/test_quadrature.py.
+@pytest.mark.slow
 def test_the_blr_posterior_draw_follows_the_posterior():
     X, y = _problem()
     log_z = regression_half_normal_scale_log_marginal(y, X, prior_sd=10.0, sigma_scale=10.0)

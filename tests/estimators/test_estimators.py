@@ -67,7 +67,9 @@ from dataclasses import dataclass  # noqa: E402
 from bdmc.estimators.nested import nested_sampling  # noqa: E402
 
 
-@pytest.mark.parametrize("model", [GaussianMean(n=5, dim=2), FiniteMixture(n=6, k=3)], ids=["gaussian", "mixture"])
+# The mixture with -m slow: nested sampling reads only the prior draws and the likelihood, whatever the model.
+@pytest.mark.parametrize("model", [pytest.param(GaussianMean(n=5, dim=2), id="gaussian"),
+                                   pytest.param(FiniteMixture(n=6, k=3), id="mixture", marks=pytest.mark.slow)])
 def test_nested_sampling_with_geometric_volumes_is_unbiased_in_log_space(model, key):
     # With enough constrained moves the particles are (nearly) exact constrained-prior draws, and with volumes
     # exp(-t/K) the mean log estimate matches log Z.

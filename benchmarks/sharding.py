@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import sys
 import tempfile
 import time
@@ -31,10 +32,9 @@ def _arguments(argv=None) -> argparse.Namespace:
 
 
 # Before anything starts JAX (the harness's stamps read the backend): its host devices are fixed when its CPU
-# backend comes up.
-# XLA writes the compiled steps of every run (its "run_steps" programs) as text, so that their collective
-# operations can be counted.
-DUMP = Path(tempfile.mkdtemp(prefix="bdmc-sharding-hlo-"))
+# backend comes up. XLA also writes the compiled steps of every run (its "run_steps" programs) as text into a
+# folder of this process's own, so that their collectives can be counted; XLA makes it, the run removes it.
+DUMP = Path(tempfile.gettempdir()) / f"bdmc-sharding-hlo-{os.getpid()}"
 if __name__ == "__main__":
     os.environ["XLA_FLAGS"] = " ".join(filter(None, [
         os.environ.get("XLA_FLAGS"), f"--xla_force_host_platform_device_count={_arguments().devices}",
@@ -109,6 +109,7 @@ def main() -> None:
                     "all_gather": text.count(" all-gather("),
                     "devices": int(m.group(1)) if (m := re.search(r"num_partitions=(\d+)", text)) else 1}
                    for path in sorted(DUMP.glob("*after_optimizations.txt")) if (text := path.read_text())]
+    shutil.rmtree(DUMP, ignore_errors=True)
     write_text(OUT / "collectives.jsonl", "")
     for row in collectives:
         append_row(OUT / "collectives.jsonl", row)
